@@ -1,0 +1,13 @@
+"""Fast inference for the zoo's models and the comparison of fast methods with PyMC references."""
+
+from latentzoo.inference.annealing import EMResult, perplexity, project_simplex
+from latentzoo.inference.mcmc import add_invariants, chain_seeds, run_chains
+
+__all__ = [
+    "EMResult",
+    "perplexity",
+    "project_simplex",
+    "add_invariants",
+    "chain_seeds",
+    "run_chains",
+]

@@ -1,0 +1,1 @@
+"""latentzoo: latent-class and Bayesian clustering models, PyMC references and fast inference."""

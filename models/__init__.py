@@ -1,0 +1,5 @@
+"""Generative models of the zoo: PyMC reference declarations, simulators, exact likelihoods."""
+
+from latentzoo.models.aspect import AspectModel
+
+__all__ = ["AspectModel"]
