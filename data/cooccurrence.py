@@ -1,0 +1,842 @@
+"""Validated co-occurrence count matrices.
+
+The :class:`CoOccurrence` container holds counts ``n_ij`` of how often row object ``x_i``
+(a document, an adjective) was observed together with column object ``y_j`` (a word, a noun).
+It is the common input of every model in the package, so it validates once at construction
+and afterwards guarantees a canonical sparse representation.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from itertools import chain
+
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+
+__all__ = ["CoOccurrence"]
+
+_NPZ_FORMAT = "latentzoo.CoOccurrence/1"
+_NPZ_KEYS = ("format", "data", "indices", "indptr", "shape", "row_labels", "col_labels")
+
+
+def _format_value(value) -> str:
+    """Render an offending entry compactly: ``-2`` rather than ``-2.0``, exact otherwise."""
+    value = value.item() if isinstance(value, np.generic) else value
+    if isinstance(value, float) and np.isfinite(value) and value.is_integer():
+        return str(int(value))
+    return repr(value)
+
+
+def _first_offender(mask, rows, cols, shape):
+    """Position ``(i, j)`` of the first offending entry in row-major order.
+
+    ``rows``/``cols`` are ``None`` for a dense C-ordered ravel, otherwise the COO coordinates
+    of the sparse entries (which are in arbitrary order, hence the lexsort).
+    """
+    if rows is None:
+        k = int(np.argmax(mask))
+        i, j = np.unravel_index(k, shape)
+        return k, int(i), int(j)
+    candidates = np.flatnonzero(mask)
+    k = int(candidates[np.lexsort((cols[candidates], rows[candidates]))[0]])
+    return k, int(rows[k]), int(cols[k])
+
+
+def _check_values(values, rows, cols, shape, name):
+    """Raise ``ValueError`` naming the first entry that is not a non-negative integer."""
+    kind = values.dtype.kind
+    if kind == "b":
+        return
+    if kind not in "iuf":
+        raise ValueError(
+            f"{name} must be numeric (bool, integer or float), got dtype {values.dtype}"
+        )
+    # Masks are built lazily so clean integer input pays only for the checks it needs.
+    checks = []
+    if kind == "f":
+        checks += [(np.isnan, "is NaN", False), (np.isinf, "is inf", False)]
+    if kind in "if":
+        checks.append((lambda v: v < 0, "is negative", True))
+    if kind == "f":
+        # NaN/inf have been ruled out above, so floor() comparison is exact here.
+        checks.append((lambda v: v != np.floor(v), "is not an integer", True))
+    if kind in "uf":
+        checks.append((lambda v: v >= 2**63, "exceeds the int64 range", True))
+    for make_mask, problem, show_value in checks:
+        mask = make_mask(values)
+        if mask.any():
+            k, i, j = _first_offender(mask, rows, cols, shape)
+            value = f" = {_format_value(values[k])}" if show_value else ""
+            raise ValueError(f"{name}[{i}, {j}]{value} {problem}")
+
+
+def _dataframe_to_array(frame: pd.DataFrame):
+    """Turn a DataFrame into a dense or sparse array without losing NA markers."""
+    dtypes = list(frame.dtypes)
+    if dtypes and all(isinstance(d, pd.SparseDtype) for d in dtypes):
+        return frame.sparse.to_coo()
+    values = frame.to_numpy()
+    numeric = all(pd.api.types.is_numeric_dtype(d) for d in dtypes)
+    if values.dtype == object and numeric:
+        # Nullable extension dtypes come out as object; NA becomes NaN so it is reported as such.
+        values = frame.to_numpy(dtype=np.float64, na_value=np.nan)
+    return values
+
+
+def _to_csr(counts) -> sp.csr_matrix:
+    """Validate ``counts`` and return it as a canonical int64 CSR matrix."""
+    if isinstance(counts, pd.DataFrame):
+        counts = _dataframe_to_array(counts)
+    if sp.issparse(counts):
+        if len(counts.shape) != 2:
+            raise ValueError(f"counts must be 2-D, got shape {tuple(counts.shape)}")
+        shape = tuple(int(s) for s in counts.shape)
+        coo = counts.tocoo()
+        rows, cols, values = np.asarray(coo.row), np.asarray(coo.col), np.asarray(coo.data)
+    else:
+        try:
+            values = np.asarray(counts)
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"counts could not be converted to a 2-D array: {exc}") from exc
+        if values.ndim != 2:
+            raise ValueError(f"counts must be 2-D, got shape {values.shape}")
+        shape = values.shape
+        rows = cols = None
+    if 0 in shape:
+        raise ValueError(f"counts is empty (shape {shape})")
+    flat = values if rows is not None else values.ravel()
+    _check_values(flat, rows, cols, shape, "counts")
+    if rows is None:
+        csr = sp.csr_matrix(values.astype(np.int64, copy=False))
+    else:
+        csr = sp.csr_matrix((values.astype(np.int64), (rows, cols)), shape=shape, dtype=np.int64)
+    csr.sum_duplicates()
+    csr.eliminate_zeros()
+    csr.sort_indices()
+    if csr.nnz == 0:
+        raise ValueError("counts has no observations (all entries are zero)")
+    return csr
+
+
+def _normalise_labels(labels, n: int, name: str, axis: str) -> np.ndarray:
+    """Return labels as a read-only 1-D unicode array of length ``n``."""
+    if labels is None:
+        out = np.arange(n).astype(str)
+    else:
+        out = np.asarray(labels)
+        if out.ndim != 1:
+            raise ValueError(f"{name} must be 1-D, got shape {out.shape}")
+        out = out.astype(str)
+        if out.shape[0] != n:
+            raise ValueError(f"{name} has {out.shape[0]} entries but counts has {n} {axis}")
+    out.setflags(write=False)
+    return out
+
+
+def _normalise_index(index, n: int, name: str) -> np.ndarray:
+    """Turn an integer array or boolean mask into non-negative int64 positions."""
+    arr = np.asarray(index)
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
+    if arr.dtype.kind == "b":
+        if arr.shape[0] != n:
+            raise ValueError(f"{name} is a boolean mask of length {arr.shape[0]}, expected {n}")
+        return np.flatnonzero(arr)
+    if arr.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} must hold integer indices or be a boolean mask")
+    arr = arr.astype(np.int64)
+    bad = (arr < -n) | (arr >= n)
+    if bad.any():
+        k = int(np.argmax(bad))
+        raise ValueError(f"{name}[{k}] = {arr[k]} is out of range for size {n}")
+    return np.where(arr < 0, arr + n, arr)
+
+
+def _encode_axis(values: np.ndarray, labels, size, name: str, axis: str):
+    """Map one coordinate array of :meth:`CoOccurrence.from_pairs` to integer positions.
+
+    Returns ``(positions, labels, size)``; integer input is used as positions directly,
+    anything else is treated as labels.
+    """
+    if values.dtype.kind in "iu" or values.size == 0:
+        positions = values.astype(np.int64)
+        if positions.size and positions.min() < 0:
+            k = int(np.argmax(positions < 0))
+            raise ValueError(f"{name} contains negative index {positions[k]} (at position {k})")
+        if size is None:
+            size = len(labels) if labels is not None else int(positions.max(initial=-1)) + 1
+        if positions.size and positions.max() >= size:
+            k = int(np.argmax(positions >= size))
+            raise ValueError(
+                f"{name} contains index {positions[k]} (at position {k}) "
+                f"but shape has {size} {axis}"
+            )
+        return positions, labels, size
+    if values.dtype.kind not in "USO":
+        raise ValueError(
+            f"{name} must hold integer indices or labels (strings), got dtype {values.dtype}"
+        )
+    values = values.astype(str)
+    if labels is None:
+        labels, positions = np.unique(values, return_inverse=True)
+    else:
+        positions, found = _lookup(values, np.asarray(labels).astype(str))
+        if not found.all():
+            k = int(np.argmax(~found))
+            raise ValueError(
+                f"{name} contains {str(values[k])!r} (at position {k}) "
+                "which is not among the given labels"
+            )
+    if size is None:
+        size = len(labels)
+    return positions.astype(np.int64), labels, size
+
+
+def _lookup(values: np.ndarray, universe: np.ndarray):
+    """Positions of ``values`` in ``universe`` (vectorised via sorting) and a found-mask."""
+    if universe.size == 0:
+        return np.zeros(values.shape, dtype=np.int64), np.zeros(values.shape, dtype=bool)
+    order = np.argsort(universe, kind="stable")
+    sorted_universe = universe[order]
+    # Clipping keeps misses in bounds; they are filtered out by the equality test.
+    pos = np.minimum(np.searchsorted(sorted_universe, values), universe.size - 1)
+    found = sorted_universe[pos] == values
+    return order[pos].astype(np.int64), found
+
+
+def _as_rng(random_state) -> np.random.Generator:
+    """Normalise ``None``/int/Generator into a Generator."""
+    return np.random.default_rng(random_state)
+
+
+class CoOccurrence:
+    """Co-occurrence counts of ``N`` row objects with ``M`` column objects.
+
+    Entry ``n_ij`` counts how often row object ``x_i`` (a document, an adjective) was observed
+    together with column object ``y_j`` (a word, a noun). Counts are validated once and stored
+    as a canonical sparse matrix.
+
+    Parameters
+    ----------
+    counts : array_like or sparse matrix or pandas.DataFrame
+        2-D non-negative integer counts. Lists of lists, numpy arrays, scipy sparse
+        matrices/arrays and DataFrames are accepted. Float entries must hold integral values
+        and bools count as 0/1. At least one entry must be positive; all-zero rows or
+        columns are allowed.
+    row_labels, col_labels : sequence of str, optional
+        Names of the rows/columns. Default to the DataFrame index/columns for DataFrame
+        input and to ``"0", "1", ...`` otherwise.
+
+    Raises
+    ------
+    ValueError
+        If ``counts`` is not 2-D, is empty, holds no observations, is non-numeric or holds
+        an entry that is NaN, infinite, negative or non-integral, or if a label array has
+        the wrong length. The message names the offending entry.
+
+    Attributes
+    ----------
+    counts : scipy.sparse.csr_matrix
+        The counts as int64 CSR with sorted indices, no duplicates and no explicit zeros.
+
+    Examples
+    --------
+    >>> from latentzoo.data import CoOccurrence
+    >>> X = CoOccurrence([[2, 0, 1], [0, 3, 0]], col_labels=["a", "b", "c"])
+    >>> X
+    CoOccurrence(2 x 3, 6 observations, 3 non-zeros)
+    >>> X.row_totals
+    array([3, 3])
+    >>> CoOccurrence([[1, -2]])
+    Traceback (most recent call last):
+    ...
+    ValueError: counts[0, 1] = -2 is negative
+    """
+
+    def __init__(self, counts, row_labels=None, col_labels=None):
+        if isinstance(counts, pd.DataFrame):
+            if row_labels is None:
+                row_labels = np.asarray(counts.index).astype(str)
+            if col_labels is None:
+                col_labels = np.asarray(counts.columns).astype(str)
+        csr = _to_csr(counts)
+        n_rows, n_cols = csr.shape
+        self.counts = csr
+        self._row_labels = _normalise_labels(row_labels, n_rows, "row_labels", "rows")
+        self._col_labels = _normalise_labels(col_labels, n_cols, "col_labels", "columns")
+
+    @classmethod
+    def _trusted(cls, csr, row_labels, col_labels) -> CoOccurrence:
+        """Wrap an already canonical CSR without re-validation.
+
+        Derived objects (splits, folds, subsets) may legitimately hold no observations,
+        which the public constructor would reject.
+        """
+        obj = cls.__new__(cls)
+        csr.eliminate_zeros()
+        obj.counts = csr
+        obj._row_labels = row_labels
+        obj._col_labels = col_labels
+        return obj
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def shape(self) -> tuple[int, int]:
+        """Shape ``(N, M)`` of the count matrix.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 0, 2]]).shape
+        (1, 3)
+        """
+        return (int(self.counts.shape[0]), int(self.counts.shape[1]))
+
+    @property
+    def n_rows(self) -> int:
+        """Number of row objects ``N``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 0, 2]]).n_rows
+        1
+        """
+        return self.shape[0]
+
+    @property
+    def n_cols(self) -> int:
+        """Number of column objects ``M``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 0, 2]]).n_cols
+        3
+        """
+        return self.shape[1]
+
+    @property
+    def nnz(self) -> int:
+        """Number of non-zero cells.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 0, 2]]).nnz
+        2
+        """
+        return int(self.counts.nnz)
+
+    @property
+    def total(self) -> int:
+        """Total number of observations ``sum_ij n_ij``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 0, 2]]).total
+        3
+        """
+        return int(self.counts.data.sum(dtype=np.int64))
+
+    @property
+    def row_totals(self) -> np.ndarray:
+        """Per-row totals ``n_i.`` as an int64 array of length ``N``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 0, 2], [0, 0, 0]]).row_totals
+        array([3, 0])
+        """
+        return np.asarray(self.counts.sum(axis=1, dtype=np.int64)).ravel()
+
+    @property
+    def col_totals(self) -> np.ndarray:
+        """Per-column totals ``n_.j`` as an int64 array of length ``M``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 0, 2], [4, 0, 0]]).col_totals
+        array([5, 0, 2])
+        """
+        return np.asarray(self.counts.sum(axis=0, dtype=np.int64)).ravel()
+
+    @property
+    def row_labels(self) -> np.ndarray:
+        """Row names as a read-only unicode array.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1], [2]]).row_labels
+        array(['0', '1'], dtype='<U21')
+        """
+        return self._row_labels
+
+    @property
+    def col_labels(self) -> np.ndarray:
+        """Column names as a read-only unicode array.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 2]], col_labels=["cat", "dog"]).col_labels
+        array(['cat', 'dog'], dtype='<U3')
+        """
+        return self._col_labels
+
+    # ------------------------------------------------------------------ dunder
+    def __repr__(self) -> str:
+        n_rows, n_cols = self.shape
+        return f"CoOccurrence({n_rows} x {n_cols}, {self.total} observations, {self.nnz} non-zeros)"
+
+    def __eq__(self, other):
+        if not isinstance(other, CoOccurrence):
+            return NotImplemented
+        return (
+            self.shape == other.shape
+            and np.array_equal(self._row_labels, other._row_labels)
+            and np.array_equal(self._col_labels, other._col_labels)
+            and (self.counts != other.counts).nnz == 0
+        )
+
+    # Equality is value-based and ``counts`` is mutable, so instances must not be hashable.
+    __hash__ = None
+
+    # ------------------------------------------------------------------ conversions
+    def toarray(self) -> np.ndarray:
+        """Return the counts as a dense int64 array.
+
+        Returns
+        -------
+        numpy.ndarray
+            Array of shape ``(N, M)``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 0], [0, 2]]).toarray()
+        array([[1, 0],
+               [0, 2]])
+        """
+        return self.counts.toarray().astype(np.int64, copy=False)
+
+    def to_tokens(self) -> tuple[np.ndarray, np.ndarray]:
+        """Expand the counts into one ``(row, col)`` pair per observation.
+
+        Returns
+        -------
+        rows, cols : numpy.ndarray
+            int64 arrays of length :attr:`total`; ``rows`` is sorted ascending.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> rows, cols = CoOccurrence([[2, 0, 1], [0, 1, 0]]).to_tokens()
+        >>> rows
+        array([0, 0, 0, 1])
+        >>> cols
+        array([0, 0, 2, 1])
+        """
+        csr = self.counts
+        reps = csr.data.astype(np.int64, copy=False)
+        nz_rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
+        rows = np.repeat(nz_rows, reps)
+        cols = np.repeat(csr.indices.astype(np.int64), reps)
+        return rows, cols
+
+    # ------------------------------------------------------------------ resampling
+    def _with_data(self, data: np.ndarray) -> CoOccurrence:
+        """Same sparsity structure and labels, new cell values (zeros are dropped)."""
+        csr = sp.csr_matrix(
+            (
+                data.astype(np.int64, copy=False),
+                self.counts.indices.copy(),
+                self.counts.indptr.copy(),
+            ),
+            shape=self.counts.shape,
+        )
+        return CoOccurrence._trusted(csr, self._row_labels, self._col_labels)
+
+    def split(self, test_fraction, random_state=None) -> tuple[CoOccurrence, CoOccurrence]:
+        """Split observations into train and test by binomial thinning.
+
+        Every count is split independently: ``test_ij ~ Binomial(n_ij, test_fraction)`` and
+        ``train_ij = n_ij - test_ij``. Thinning individual observations (rather than whole
+        rows) lets a document seen in training be scored on its own held-out tokens, which
+        is what held-out likelihood of latent-class models needs.
+
+        Parameters
+        ----------
+        test_fraction : float
+            Probability that an observation goes to the test part, in ``(0, 1)``.
+        random_state : None, int or numpy.random.Generator, optional
+            Seed or generator; equal seeds give identical splits.
+
+        Returns
+        -------
+        train, test : CoOccurrence
+            Same shape and labels as ``self``; ``train.counts + test.counts == self.counts``.
+            Either part may hold no observations when ``self`` is tiny.
+
+        Raises
+        ------
+        ValueError
+            If ``test_fraction`` is not in the open interval ``(0, 1)``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> X = CoOccurrence([[20, 0, 10], [0, 30, 5]])
+        >>> train, test = X.split(0.2, random_state=0)
+        >>> train.total + test.total == X.total
+        True
+        """
+        if (
+            isinstance(test_fraction, bool)
+            or not isinstance(test_fraction, numbers.Real)
+            or not 0 < test_fraction < 1
+        ):
+            raise ValueError(
+                f"test_fraction must be a number in the open interval (0, 1), got {test_fraction!r}"
+            )
+        rng = _as_rng(random_state)
+        data = self.counts.data.astype(np.int64, copy=False)
+        test = rng.binomial(data, float(test_fraction))
+        return self._with_data(data - test), self._with_data(test)
+
+    def kfold(self, k, random_state=None) -> list[tuple[CoOccurrence, CoOccurrence]]:
+        """Partition observations into ``k`` folds by multinomial thinning.
+
+        Every count is distributed over the folds with equal probabilities,
+        ``(f_ij1, ..., f_ijk) ~ Multinomial(n_ij, 1/k, ..., 1/k)``. Fold ``f`` is the test part
+        of the ``f``-th pair and the remaining folds form its train part.
+
+        Parameters
+        ----------
+        k : int
+            Number of folds, at least 2.
+        random_state : None, int or numpy.random.Generator, optional
+            Seed or generator; equal seeds give identical folds.
+
+        Returns
+        -------
+        list of (CoOccurrence, CoOccurrence)
+            ``k`` pairs ``(train, test)``. The test parts sum exactly to ``self``.
+
+        Raises
+        ------
+        ValueError
+            If ``k`` is not an integer ``>= 2``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> X = CoOccurrence([[20, 0, 10], [0, 30, 5]])
+        >>> folds = X.kfold(3, random_state=0)
+        >>> sum(test.total for _, test in folds) == X.total
+        True
+        """
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 2:
+            raise ValueError(f"k must be an integer >= 2, got {k!r}")
+        k = int(k)
+        rng = _as_rng(random_state)
+        data = self.counts.data.astype(np.int64, copy=False)
+        draws = rng.multinomial(data, np.full(k, 1.0 / k))
+        # Looping over the k folds (not the observations) is the intended granularity.
+        return [
+            (self._with_data(data - draws[:, f]), self._with_data(draws[:, f])) for f in range(k)
+        ]
+
+    # ------------------------------------------------------------------ selection
+    def subset(self, rows=None, cols=None) -> CoOccurrence:
+        """Restrict to some rows and/or columns, carrying labels along.
+
+        Parameters
+        ----------
+        rows, cols : array_like of int or bool, optional
+            Integer positions (negative values count from the end, order is kept) or a
+            boolean mask of the full length. ``None`` keeps everything.
+
+        Returns
+        -------
+        CoOccurrence
+            The selected sub-matrix; it may hold no observations.
+
+        Raises
+        ------
+        ValueError
+            If an index is out of range, a mask has the wrong length, or the selection is
+            empty.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> X = CoOccurrence([[1, 2, 3], [4, 5, 6]], col_labels=["a", "b", "c"])
+        >>> Y = X.subset(cols=[2, 0])
+        >>> Y.col_labels
+        array(['c', 'a'], dtype='<U1')
+        >>> Y.toarray()
+        array([[3, 1],
+               [6, 4]])
+        """
+        row_idx = (
+            np.arange(self.n_rows) if rows is None else _normalise_index(rows, self.n_rows, "rows")
+        )
+        col_idx = (
+            np.arange(self.n_cols) if cols is None else _normalise_index(cols, self.n_cols, "cols")
+        )
+        if row_idx.size == 0 or col_idx.size == 0:
+            raise ValueError(
+                f"subset is empty (selects {row_idx.size} rows and {col_idx.size} columns)"
+            )
+        csr = sp.csr_matrix(self.counts[row_idx][:, col_idx], dtype=np.int64)
+        csr.sum_duplicates()
+        csr.sort_indices()
+        row_labels = self._row_labels[row_idx]
+        col_labels = self._col_labels[col_idx]
+        row_labels.setflags(write=False)
+        col_labels.setflags(write=False)
+        return CoOccurrence._trusted(csr, row_labels, col_labels)
+
+    def top_columns(self, n) -> np.ndarray:
+        """Indices of the ``n`` columns with the largest totals.
+
+        Ties are broken by column index (stable sort), so the result is deterministic.
+
+        Parameters
+        ----------
+        n : int
+            Number of columns to return (at most :attr:`n_cols` are returned).
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 column indices, largest total first.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 5, 2, 5]]).top_columns(3)
+        array([1, 3, 2])
+        """
+        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 0:
+            raise ValueError(f"n must be a non-negative integer, got {n!r}")
+        return np.argsort(-self.col_totals, kind="stable")[: int(n)].astype(np.int64)
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def from_pairs(
+        cls, x, y, shape=None, row_labels=None, col_labels=None, counts=None
+    ) -> CoOccurrence:
+        """Build counts from observed pairs ``(x_k, y_k)``; repeated pairs are summed.
+
+        Parameters
+        ----------
+        x, y : array_like
+            Equal-length 1-D arrays. Integer arrays are row/column positions. Any other
+            array (e.g. strings) is treated as labels: the labels become the sorted unique
+            values, or, if ``row_labels``/``col_labels`` is given, values are looked up in it.
+            Each axis is handled independently.
+        shape : tuple of int, optional
+            ``(N, M)``. Defaults to the number of labels, or ``max index + 1``.
+        row_labels, col_labels : sequence of str, optional
+            Names of the rows/columns.
+        counts : array_like, optional
+            Weight of each pair (non-negative integers); defaults to 1 per pair.
+
+        Returns
+        -------
+        CoOccurrence
+
+        Raises
+        ------
+        ValueError
+            If lengths differ, an index is negative or outside ``shape``, a label is not
+            among the given labels, or the resulting counts are invalid.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> X = CoOccurrence.from_pairs([0, 1, 0], [2, 0, 2])
+        >>> X.toarray()
+        array([[0, 0, 2],
+               [1, 0, 0]])
+        >>> Y = CoOccurrence.from_pairs(["red", "big", "red"], ["car", "car", "house"])
+        >>> Y.row_labels, Y.col_labels
+        (array(['big', 'red'], dtype='<U3'), array(['car', 'house'], dtype='<U5'))
+        """
+        x = np.asarray(x)
+        y = np.asarray(y)
+        if x.ndim != 1 or y.ndim != 1:
+            raise ValueError(f"x and y must be 1-D, got shapes {x.shape} and {y.shape}")
+        if x.shape[0] != y.shape[0]:
+            raise ValueError(
+                f"x and y must have the same length, got {x.shape[0]} and {y.shape[0]}"
+            )
+        if shape is None:
+            n_rows = n_cols = None
+        else:
+            if len(shape) != 2:
+                raise ValueError(f"shape must have two entries, got {shape!r}")
+            n_rows, n_cols = int(shape[0]), int(shape[1])
+        rows, row_labels, n_rows = _encode_axis(x, row_labels, n_rows, "x", "rows")
+        cols, col_labels, n_cols = _encode_axis(y, col_labels, n_cols, "y", "columns")
+        if counts is None:
+            weights = np.ones(x.shape[0], dtype=np.int64)
+        else:
+            weights = np.asarray(counts)
+            if weights.shape != x.shape:
+                raise ValueError(
+                    f"counts has shape {weights.shape} but x and y have {x.shape[0]} entries"
+                )
+            if weights.dtype.kind not in "biuf":
+                raise ValueError(f"counts must be numeric, got dtype {weights.dtype}")
+        matrix = sp.coo_matrix((weights, (rows, cols)), shape=(n_rows, n_cols))
+        return cls(matrix, row_labels=row_labels, col_labels=col_labels)
+
+    @classmethod
+    def from_documents(cls, documents, vocabulary=None) -> CoOccurrence:
+        """Build a document-term count matrix from tokenised documents.
+
+        Parameters
+        ----------
+        documents : sequence of sequence of str, or dict of str to sequence of str
+            One token list per document. With a dict, its keys become the row labels;
+            otherwise rows are labelled ``"doc0", "doc1", ...``.
+        vocabulary : sequence of str, optional
+            Column labels in the given order; tokens outside it are dropped. Defaults to the
+            sorted unique tokens.
+
+        Returns
+        -------
+        CoOccurrence
+
+        Raises
+        ------
+        ValueError
+            If a document is a bare string, the vocabulary has duplicates, or no token is
+            left.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> X = CoOccurrence.from_documents([["a", "b", "a"], ["c"]])
+        >>> X.col_labels
+        array(['a', 'b', 'c'], dtype='<U1')
+        >>> X.toarray()
+        array([[2, 1, 0],
+               [0, 0, 1]])
+        """
+        if isinstance(documents, dict):
+            names = np.asarray(list(documents.keys())).astype(str)
+            docs = list(documents.values())
+        else:
+            docs = list(documents)
+            names = np.char.add("doc", np.arange(len(docs)).astype(str))
+        n_docs = len(docs)
+        if n_docs == 0:
+            raise ValueError("documents is empty")
+        # A bare string would silently be split into characters; catch that per document.
+        bare = [isinstance(d, str | bytes) for d in docs]
+        if any(bare):
+            k = bare.index(True)
+            raise ValueError(f"documents[{k}] is a string; expected a sequence of tokens")
+        lengths = np.fromiter((len(d) for d in docs), dtype=np.int64, count=n_docs)
+        tokens = np.array(list(chain.from_iterable(docs)), dtype=str)
+        doc_index = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
+        if vocabulary is None:
+            vocab, word_index = np.unique(tokens, return_inverse=True)
+        else:
+            vocab = np.asarray(vocabulary).astype(str)
+            if vocab.ndim != 1:
+                raise ValueError(f"vocabulary must be 1-D, got shape {vocab.shape}")
+            if np.unique(vocab).size != vocab.size:
+                raise ValueError("vocabulary contains duplicate entries")
+            word_index, found = _lookup(tokens, vocab)
+            doc_index, word_index = doc_index[found], word_index[found]
+        matrix = sp.coo_matrix(
+            (np.ones(word_index.shape[0], dtype=np.int64), (doc_index, word_index)),
+            shape=(n_docs, vocab.shape[0]),
+        )
+        return cls(matrix, row_labels=names, col_labels=vocab)
+
+    # ------------------------------------------------------------------ persistence
+    def to_npz(self, path) -> None:
+        """Save to a ``.npz`` file without pickling.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Target file; :func:`numpy.savez` appends ``.npz`` if missing.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from latentzoo.data import CoOccurrence
+        >>> X = CoOccurrence([[1, 0], [2, 3]])
+        >>> path = os.path.join(tempfile.mkdtemp(), "x.npz")
+        >>> X.to_npz(path)
+        >>> CoOccurrence.from_npz(path) == X
+        True
+        """
+        csr = self.counts
+        np.savez(
+            os.fspath(path),
+            allow_pickle=False,
+            format=np.array(_NPZ_FORMAT),
+            data=csr.data.astype(np.int64, copy=False),
+            indices=csr.indices.astype(np.int64, copy=False),
+            indptr=csr.indptr.astype(np.int64, copy=False),
+            shape=np.array(self.shape, dtype=np.int64),
+            row_labels=np.asarray(self._row_labels, dtype=str),
+            col_labels=np.asarray(self._col_labels, dtype=str),
+        )
+
+    @classmethod
+    def from_npz(cls, path) -> CoOccurrence:
+        """Load an object written by :meth:`to_npz` (validated like the constructor).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            File written by :meth:`to_npz`.
+
+        Returns
+        -------
+        CoOccurrence
+
+        Raises
+        ------
+        ValueError
+            If the file lacks the expected arrays or holds invalid counts.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> from latentzoo.data import CoOccurrence
+        >>> path = os.path.join(tempfile.mkdtemp(), "x.npz")
+        >>> CoOccurrence([[4, 1]]).to_npz(path)
+        >>> CoOccurrence.from_npz(path)
+        CoOccurrence(1 x 2, 5 observations, 2 non-zeros)
+        """
+        with np.load(os.fspath(path), allow_pickle=False) as archive:
+            missing = [key for key in _NPZ_KEYS if key not in archive.files]
+            if missing:
+                raise ValueError(f"{os.fspath(path)} is not a CoOccurrence file; missing {missing}")
+            fmt = str(archive["format"])
+            if fmt != _NPZ_FORMAT:
+                raise ValueError(f"unsupported CoOccurrence file format {fmt!r}")
+            shape = tuple(int(s) for s in archive["shape"])
+            matrix = sp.csr_matrix(
+                (archive["data"], archive["indices"], archive["indptr"]), shape=shape
+            )
+            return cls(matrix, row_labels=archive["row_labels"], col_labels=archive["col_labels"])
