@@ -179,6 +179,11 @@ def _components(idata, var_names) -> dict[str, np.ndarray]:
     return out
 
 
+def _mcse(values) -> float:
+    """Monte Carlo standard error of the mean of a (chain, draw) array."""
+    return float(np.asarray(az.mcse(values, method="mean")).reshape(-1)[0])
+
+
 def summarize(idata, var_names, method: str) -> pd.DataFrame:
     """Mean, sd, MCSE, bulk ESS and R-hat of each invariant component.
 
@@ -197,7 +202,7 @@ def summarize(idata, var_names, method: str) -> pd.DataFrame:
                 "quantity": quantity,
                 "mean": float(values.mean()),
                 "sd": float(values.std(ddof=1)),
-                "mcse": float(az.mcse(values, method="mean")),
+                "mcse": _mcse(values),
                 "ess_bulk": float(az.ess(values, method="bulk")),
                 "r_hat": float(az.rhat(values)) if values.shape[0] > 1 else np.nan,
             }
@@ -221,7 +226,7 @@ def agreement(fast, reference, var_names, alpha: float = 0.01) -> pd.DataFrame:
     rows = []
     for quantity in a:
         x, y = a[quantity], b[quantity]
-        se = float(np.hypot(az.mcse(x, method="mean"), az.mcse(y, method="mean")))
+        se = float(np.hypot(_mcse(x), _mcse(y)))
         diff = float(x.mean() - y.mean())
         z = abs(diff) / se if se > 0 else (0.0 if diff == 0 else np.inf)
         rows.append(

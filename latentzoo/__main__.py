@@ -1,0 +1,3 @@
+from latentzoo.cli import main
+
+raise SystemExit(main())

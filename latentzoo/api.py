@@ -1,0 +1,107 @@
+"""``latentzoo.fit``: one entry point for every model and method."""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+
+from latentzoo.data import CoOccurrence
+from latentzoo.zoo import entry_for
+
+__all__ = ["fit", "fit_pymc"]
+
+
+def _resolve(path: str):
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def fit(model, data, method: str = "annealed_em", **options):
+    """Fit ``model`` to ``data`` with a fast method or the PyMC reference.
+
+    Parameters
+    ----------
+    model : a latentzoo model, e.g. ``AspectModel(n_components=20)``
+    data : CoOccurrence or array-like counts
+    method : str
+        ``"annealed_em"`` (returns :class:`~latentzoo.inference.EMResult`), ``"gibbs"`` or ``"pymc"``
+        (return :class:`arviz.InferenceData`).
+    **options
+        Passed to the method: for ``annealed_em`` ``betas`` ("auto" or a list), ``max_iter`` (per
+        beta), ``tol`` (0 disables early stopping), ``overrelax``, ``predictive``, ``random_state``,
+        ``n_threads``; for ``gibbs`` ``chains``, ``draws``, ``tune``, ``thin``, ``random_state``,
+        ``progressbar``, ``test``; for ``pymc`` the same plus ``initvals`` and ``target_accept``.
+
+    Examples
+    --------
+    >>> import latentzoo
+    >>> from latentzoo.data import load
+    >>> from latentzoo.models import AspectModel
+    >>> result = latentzoo.fit(AspectModel(2), load("toy"), method="annealed_em", betas=[1.0],
+    ...                        random_state=0)
+    >>> bool(result.converged)
+    True
+    """
+    entry = entry_for(model)
+    data = model.check_data(data if isinstance(data, CoOccurrence) else CoOccurrence(data))
+    if method == "pymc":
+        return fit_pymc(model, data, **options)
+    if method not in entry.methods:
+        known = ", ".join([*entry.methods, "pymc"])
+        raise ValueError(f"unknown method {method!r} for {entry.name}; known methods: {known}")
+    return _resolve(entry.methods[method])(model, data, **options)
+
+
+def _int_seed(random_state) -> int | None:
+    if random_state is None or isinstance(random_state, int | np.integer):
+        return None if random_state is None else int(random_state)
+    return int(np.random.default_rng(random_state).integers(2**31 - 1))
+
+
+def fit_pymc(
+    model,
+    data: CoOccurrence,
+    chains: int = 4,
+    draws: int = 500,
+    tune: int = 500,
+    random_state=None,
+    progressbar: bool = True,
+    initvals=None,
+    target_accept: float = 0.9,
+    cores: int | None = None,
+    temperature: float = 1.0,
+):
+    """The reference: NUTS through ``pm.sample`` on ``model.pymc_model(data)``.
+
+    ``initvals`` (one dict per chain) starts chains at chosen points, e.g. fast solutions for a
+    mode-matched comparison. The model's invariants are added to the posterior.
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> from latentzoo.models import AspectModel
+    >>> idata = fit_pymc(AspectModel(2), load("toy"), chains=1, draws=20, tune=20,
+    ...                  random_state=0, progressbar=False)  # doctest: +SKIP
+    """
+    import logging
+
+    import pymc as pm
+
+    from latentzoo.inference.mcmc import add_invariants
+
+    logging.getLogger("pymc").setLevel(logging.ERROR if not progressbar else logging.WARNING)
+    with model.pymc_model(data, temperature=temperature):
+        idata = pm.sample(
+            draws=draws,
+            tune=tune,
+            chains=chains,
+            cores=cores if cores is not None else min(chains, 2),
+            random_seed=_int_seed(random_state),
+            progressbar=progressbar,
+            initvals=initvals,
+            target_accept=target_accept,
+            compute_convergence_checks=False,
+        )
+    idata.posterior.attrs["method"] = "pymc"
+    return add_invariants(idata, model, data)

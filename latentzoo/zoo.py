@@ -1,0 +1,97 @@
+"""The registry: which model has which fast methods, which reference, which data and notebook."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from latentzoo.models import AspectModel
+
+__all__ = ["Entry", "ZOO", "entry_for", "as_table"]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One model family of the zoo.
+
+    Attributes
+    ----------
+    name : str
+        Name used on the command line.
+    model : type
+        The model dataclass.
+    size_argument : str
+        Constructor argument set by ``--k`` on the command line.
+    methods : dict[str, str]
+        Fast method name -> function path in ``latentzoo.inference``.
+    reference : str
+        The reference method (always "pymc").
+    dataset : str
+        Default dataset for ``latentzoo fit`` / ``validate``.
+    notebook : str
+        Path of the family's executed notebook.
+    """
+
+    name: str
+    model: type
+    size_argument: str
+    methods: dict
+    reference: str
+    dataset: str
+    notebook: str
+    description: str
+
+
+ZOO: dict[str, Entry] = {
+    "aspect": Entry(
+        name="aspect",
+        model=AspectModel,
+        size_argument="n_components",
+        methods={
+            "annealed_em": "latentzoo.inference.aspect.annealed_em",
+            "gibbs": "latentzoo.inference.aspect.gibbs",
+        },
+        reference="pymc",
+        dataset="reuters",
+        notebook="notebooks/aspect_model.ipynb",
+        description="aspect model / PLSA / SMM (Hofmann & Puzicha 1998, sec. 2)",
+    ),
+}
+
+
+def entry_for(model) -> Entry:
+    """The registry entry of a model instance, class or name.
+
+    Examples
+    --------
+    >>> entry_for("aspect").model.__name__
+    'AspectModel'
+    """
+    if isinstance(model, str):
+        if model not in ZOO:
+            raise ValueError(f"unknown model {model!r}; known models: {', '.join(ZOO)}")
+        return ZOO[model]
+    cls = model if isinstance(model, type) else type(model)
+    for entry in ZOO.values():
+        if entry.model is cls:
+            return entry
+    raise ValueError(f"{cls.__name__} is not registered in latentzoo.zoo")
+
+
+def as_table() -> pd.DataFrame:
+    """The registry as a table (what ``latentzoo list`` prints)."""
+    return pd.DataFrame(
+        [
+            {
+                "model": e.name,
+                "class": e.model.__name__,
+                "fast methods": ", ".join(e.methods),
+                "reference": e.reference,
+                "dataset": e.dataset,
+                "notebook": e.notebook,
+                "description": e.description,
+            }
+            for e in ZOO.values()
+        ]
+    )
