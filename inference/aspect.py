@@ -357,7 +357,9 @@ def _count_tables(docs, words, z, n_docs, n_words, n_topics):
 
 
 @nb.njit(cache=True)
-def _many_chains_last_state(doc_ptr, docs, words, n_docs, n_words, n_topics, alpha, eta, seeds, sweeps):
+def _many_chains_last_state(
+    doc_ptr, docs, words, n_docs, n_words, n_topics, alpha, eta, seeds, sweeps
+):
     """Run one independent chain per seed for ``sweeps`` sweeps; return the final assignments."""
     n_tokens = words.shape[0]
     out = np.empty((seeds.shape[0], n_tokens), dtype=np.int64)
@@ -462,7 +464,7 @@ def _dirichlet_rows(rng, concentration):
     totals = gammas.sum(axis=1, keepdims=True)
     # Tiny concentrations can underflow every gamma of a row; fall back to the mean there.
     safe = np.where(totals > 0, gammas / np.where(totals > 0, totals, 1.0), 0.0)
-    empty = (totals[:, 0] <= 0)
+    empty = totals[:, 0] <= 0
     if empty.any():
         safe[empty] = concentration[empty] / concentration[empty].sum(axis=1, keepdims=True)
     return safe
@@ -632,13 +634,18 @@ def gibbs(
             out.update(params)
         return out
 
-    initial_states = None
+    init = sampler.init
     if initial_assignments is not None:
-        generators = [np.random.default_rng(seed) for seed in range(len(initial_assignments))]
-        initial_states = [sampler.init(g, z) for g, z in zip(generators, initial_assignments)]
-        chains = len(initial_states)
+        # Chains run in order, so chain c takes the c-th start; its generator still comes from
+        # random_state, so different seeds give different chains from the same start.
+        starts = iter(list(initial_assignments))
+        chains = len(initial_assignments)
+
+        def init(rng):
+            return sampler.init(rng, next(starts))
+
     posterior, stats, seconds = run_chains(
-        sampler.init,
+        init,
         sampler.step,
         draw,
         chains=chains,
@@ -648,7 +655,6 @@ def gibbs(
         random_state=random_state,
         progressbar=progressbar,
         stats=lambda state: {"lp": sampler.log_joint(state)},
-        initial_states=initial_states,
         desc="collapsed Gibbs",
     )
     log_lik = {"counts": posterior.pop("counts")}

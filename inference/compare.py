@@ -114,7 +114,9 @@ class Comparison:
         lines = ["## Verdict", "", self.verdict(), "", "| level | check | result | detail |"]
         lines.append("|---|---|---|---|")
         for c in self.checks:
-            lines.append(f"| {c.level} | {c.name} | {'pass' if c.passed else 'FAIL'} | {c.detail} |")
+            lines.append(
+                f"| {c.level} | {c.name} | {'pass' if c.passed else 'FAIL'} | {c.detail} |"
+            )
         if self.ess_per_second:
             lines += ["", "## ESS per second (minimum bulk ESS over invariants)", ""]
             lines += ["| method | ESS/s |", "|---|---|"]
@@ -152,7 +154,9 @@ class Comparison:
 
 
 def _table_markdown(table: pd.DataFrame) -> str:
-    table = table.reset_index() if table.index.name or isinstance(table.index, pd.MultiIndex) else table
+    table = (
+        table.reset_index() if table.index.name or isinstance(table.index, pd.MultiIndex) else table
+    )
     header = "| " + " | ".join(map(str, table.columns)) + " |"
     rule = "|" + "---|" * len(table.columns)
 
@@ -478,7 +482,9 @@ class SBCResult:
 
         columns = list(self.ranks.columns)
         if axes is None:
-            _, axes = plt.subplots(1, len(columns), figsize=(2.6 * len(columns), 2.4), squeeze=False)
+            _, axes = plt.subplots(
+                1, len(columns), figsize=(2.6 * len(columns), 2.4), squeeze=False
+            )
             axes = axes[0]
         n = len(self.ranks)
         low, high = stats.binom.ppf([0.005, 0.995], n, 1 / bins)

@@ -57,7 +57,6 @@ def run_chains(
     random_state=None,
     progressbar: bool = True,
     stats: Callable | None = None,
-    initial_states: list | None = None,
     desc: str = "sampling",
 ):
     """Run ``chains`` chains and stack their draws.
@@ -76,8 +75,6 @@ def run_chains(
     progressbar : bool
     stats : callable, optional
         ``stats(state) -> dict[str, float]`` recorded per kept draw into ``sample_stats``.
-    initial_states : list, optional
-        One starting state per chain (overrides ``init``), e.g. fast-method solutions.
 
     Returns
     -------
@@ -93,8 +90,8 @@ def run_chains(
     total = chains * (tune + draws * thin)
     start = time.perf_counter()
     with tqdm(total=total, desc=desc, disable=not progressbar, leave=False) as bar:
-        for chain, rng in enumerate(generators):
-            state = init(rng) if initial_states is None else initial_states[chain]
+        for rng in generators:
+            state = init(rng)
             for _ in range(tune):
                 state = step(state)
                 bar.update(1)

@@ -51,7 +51,9 @@ def _parse_betas(text: str):
     try:
         return [float(part) for part in text.split(",")]
     except ValueError:
-        raise UserError(f"--betas must be 'auto' or comma-separated numbers, got {text!r}") from None
+        raise UserError(
+            f"--betas must be 'auto' or comma-separated numbers, got {text!r}"
+        ) from None
 
 
 def _cmd_list(args):
@@ -61,7 +63,11 @@ def _cmd_list(args):
     print("Models:")
     print(as_table().to_string(index=False))
     print("\nDatasets:")
-    print(list_datasets()[["name", "n_rows", "n_cols", "observations", "source"]].to_string(index=False))
+    print(
+        list_datasets()[["name", "n_rows", "n_cols", "observations", "source"]].to_string(
+            index=False
+        )
+    )
     return 0
 
 

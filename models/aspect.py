@@ -361,4 +361,3 @@ def _dirichlet_multinomial_log(counts, concentration):
         + np.sum(gammaln(counts + concentration) - gammaln(concentration), axis=-1)
     )
     return per_row.sum(axis=-1)
-
