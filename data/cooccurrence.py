@@ -285,6 +285,28 @@ class CoOccurrence:
         return obj
 
     # ------------------------------------------------------------------ properties
+    def cells(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Row indices, column indices and counts of the non-zero cells (CSR order), cached.
+
+        Likelihoods evaluated once per posterior draw use this instead of rebuilding a COO
+        matrix each time.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> [a.tolist() for a in CoOccurrence([[1, 0, 2]]).cells()]
+        [[0, 0], [0, 2], [1, 2]]
+        """
+        cached = getattr(self, "_cells", None)
+        if cached is None or cached[2].shape[0] != self.counts.nnz:
+            csr = self.counts
+            rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
+            cached = (rows, csr.indices.astype(np.int64), csr.data.astype(np.int64))
+            for array in cached:
+                array.flags.writeable = False
+            self._cells = cached
+        return cached
+
     @property
     def shape(self) -> tuple[int, int]:
         """Shape ``(N, M)`` of the count matrix.

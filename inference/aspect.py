@@ -628,8 +628,12 @@ def gibbs(
 
     def draw(state, rng):
         params = sampler.draw(state, rng)
-        out = model.invariants(params, data, dyads)
-        out["counts"] = model.log_likelihood(params, scored) + coefficient
+        per_row = model.log_likelihood(params, data)
+        # The invariants of AspectModel.invariants, reusing the per-row log-likelihood.
+        out = {"loglik": per_row.sum(), "p_dyad": model.predictive(params, dyads)}
+        if test is not None:
+            per_row = model.log_likelihood(params, test)
+        out["counts"] = per_row + coefficient
         if keep_params:
             out.update(params)
         return out

@@ -89,14 +89,22 @@ class Comparison:
                 out.append(level)
         return out
 
-    def extend(self, other: Comparison) -> Comparison:
-        """Merge another comparison's checks and tables into this one (in place)."""
+    def extend(self, other: Comparison, label: str | None = None) -> Comparison:
+        """Merge another comparison's checks and tables into this one (in place).
+
+        ``label`` (e.g. the validation level) is added as a ``level`` column to the tables and to
+        the keys of ``ess_per_second`` so results of different problems stay apart.
+        """
         self.checks.extend(other.checks)
         for name in ("summary", "agreement", "mode_spread"):
             mine, theirs = getattr(self, name), getattr(other, name)
             if theirs is not None:
+                if label is not None:
+                    theirs = theirs.reset_index() if name == "summary" else theirs.copy()
+                    theirs.insert(0, "level", label)
                 setattr(self, name, theirs if mine is None else pd.concat([mine, theirs]))
-        self.ess_per_second.update(other.ess_per_second)
+        suffix = f" ({label})" if label else ""
+        self.ess_per_second.update({k + suffix: v for k, v in other.ess_per_second.items()})
         self.heldout.update(other.heldout)
         self.draws.update(other.draws)
         return self
@@ -121,6 +129,10 @@ class Comparison:
             lines += ["", "## ESS per second (minimum bulk ESS over invariants)", ""]
             lines += ["| method | ESS/s |", "|---|---|"]
             lines += [f"| {k} | {v:.3g} |" for k, v in self.ess_per_second.items()]
+            values = list(self.ess_per_second.items())
+            for (fast, a), (ref, b) in zip(values[::2], values[1::2], strict=False):
+                if b and np.isfinite(a) and np.isfinite(b):
+                    lines.append(f"\nESS/s ratio {fast} / {ref}: {a / b:.3g}")
         for title, table in (
             ("Agreement of posterior means (units of combined MCSE)", self.agreement),
             ("Posterior summaries of the invariants", self.summary),
@@ -137,6 +149,10 @@ class Comparison:
         if self.summary is None or not len(self.summary):
             raise ValueError("nothing to plot: this comparison has no posterior summaries")
         table = self.summary.reset_index()
+        if "level" in table:
+            # Different levels fit different data sets: show the first problem's dyads only.
+            first = table["level"].iloc[0]
+            table = table[table["level"] == first]
         table = table[table["quantity"].str.startswith("p_dyad")]
         if ax is None:
             _, ax = plt.subplots(figsize=(6, 0.35 * max(len(table), 4) + 1))

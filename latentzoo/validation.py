@@ -46,7 +46,7 @@ class Settings:
     pymc_draws: int = 300
     pymc_tune: int = 300
     gibbs_draws: int = 1000
-    gibbs_thin: int = 2
+    gibbs_thin: int = 4
     real_subset: tuple = (20, 30)  # first documents, most frequent words
     real_k: int = 2
     real_draws: int = 200
@@ -222,11 +222,11 @@ def validate(
         for level in levels:
             start = time.perf_counter()
             if level == "exact":
-                result.extend(exact_level(model, settings, rng))
+                result.extend(exact_level(model, settings, rng), level)
             elif level == "reference":
-                result.extend(reference_level(model, settings, rng, progressbar))
+                result.extend(reference_level(model, settings, rng, progressbar), level)
             elif level == "mode-matched":
-                result.extend(mode_matched_level(model, data, settings, rng, progressbar))
+                result.extend(mode_matched_level(model, data, settings, rng, progressbar), level)
             else:
                 outcome = calibration_level(model, settings, rng, progressbar)
                 result.checks.append(outcome.check)

@@ -263,17 +263,17 @@ class AspectModel:
         """
         theta = np.asarray(params["theta"], dtype=float)
         phi = np.asarray(params["phi"], dtype=float)
-        coo = data.counts.tocoo()
-        p = np.einsum("nk,kn->n", theta[coo.row], phi[:, coo.col])
+        rows, cols, counts = data.cells()
+        p = np.einsum("nk,kn->n", theta[rows], phi[:, cols])
         with np.errstate(divide="ignore"):
-            terms = coo.data * np.log(p)
-        return np.bincount(coo.row, weights=terms, minlength=data.n_rows)
+            terms = counts * np.log(p)
+        return np.bincount(rows, weights=terms, minlength=data.n_rows)
 
     def log_multinomial_coefficient(self, data) -> np.ndarray:
         """``log(n_i! / prod_j n_ij!)`` per row: added to :meth:`log_likelihood` it gives the
         multinomial log-pmf that PyMC's ``counts`` variable reports."""
-        coo = data.counts.tocoo()
-        per_cell = np.bincount(coo.row, weights=gammaln(coo.data + 1.0), minlength=data.n_rows)
+        rows, _, counts = data.cells()
+        per_cell = np.bincount(rows, weights=gammaln(counts + 1.0), minlength=data.n_rows)
         return gammaln(data.row_totals + 1.0) - per_cell
 
     def predictive(self, params, dyads) -> np.ndarray:
