@@ -211,7 +211,7 @@ def summarize(idata, var_names, method: str) -> pd.DataFrame:
     --------
     >>> import arviz as az
     >>> idata = az.from_dict(posterior={"loglik": np.random.default_rng(0).normal(size=(4, 100))})
-    >>> summarize(idata, ["loglik"], "demo").loc[("demo", "loglik"), "ess_bulk"] > 100
+    >>> bool(summarize(idata, ["loglik"], "demo").loc[("demo", "loglik"), "ess_bulk"] > 100)
     True
     """
     rows = []
