@@ -184,6 +184,8 @@ def run_schedule(
                 # The over-relaxed step overshot: go back to the plain M-step, which EM guarantees.
                 params, omega = plain, 1.0
                 continue
+            plain = new_params
+            following = _overrelaxed(params, new_params, omega)
             row = {
                 "beta": beta,
                 "iteration": iteration,
@@ -192,28 +194,28 @@ def run_schedule(
                 "seconds": time.perf_counter() - start,
             }
             if monitor is not None:
-                row.update(monitor(params))
+                # Scored after the step: row t describes the iterate that t + 1 steps produce.
+                row.update(monitor(following))
             rows.append(row)
             if progress is not None:
                 progress.update(1)
             iteration += 1
             change = abs(previous_free - free) / max(abs(free), 1e-300)
             previous_free = free
+            params = following
             if monitor is not None and patience is not None:
                 if row["score"] < best_score:
-                    best_score, best_params, since_best = row["score"], params, 0
+                    best_score, best_params, since_best = row["score"], following, 0
                 else:
                     since_best += 1
                     if since_best >= patience:
-                        params, new_params = best_params, best_params
                         converged = True
                         break
             if tol > 0 and change < tol:
                 converged = True
-                params = new_params
                 break
-            plain = new_params
-            params = _overrelaxed(params, new_params, omega)
+        if monitor is not None and patience is not None and np.isfinite(best_score):
+            params = best_params
         converged_all &= converged
     trace = pd.DataFrame(
         rows, columns=None if rows else ["beta", "iteration", "log_likelihood", "free_energy"]
@@ -230,7 +232,7 @@ def tempered_schedule(
     max_iter: int = 100,
     beta_decay: float = 0.9,
     min_beta: float = 0.05,
-    patience: int = 3,
+    patience: int = 10,
     overrelax: float = 1.0,
     early_stopping_only: bool = False,
     progress=None,
@@ -256,7 +258,10 @@ def tempered_schedule(
         The temperatures visited up to the best one and the iterations spent at each; replaying it on
         the full training data reproduces the selection without a validation split.
     trace : pandas.DataFrame
-        The trace on the training part, with a ``validation_perplexity`` column.
+        The trace on the training part, with a ``validation_perplexity`` column (row ``t`` of a
+        stage scores the parameters after ``t + 1`` steps).
+    stopped_by_rule : bool
+        Every stage ended by the early-stopping rule rather than by exhausting ``max_iter``.
     """
 
     def monitor(current):
@@ -267,6 +272,7 @@ def tempered_schedule(
     beta = 1.0
     schedule, traces = [], []
     best_overall = np.inf
+    stopped_by_rule = True
     while beta >= min_beta:
         result = run_schedule(
             problem,
@@ -280,6 +286,7 @@ def tempered_schedule(
             progress=progress,
         )
         trace = result.trace
+        stopped_by_rule &= result.converged
         best_here = trace["score"].min()
         iterations = int(trace["score"].to_numpy().argmin()) + 1
         if best_here >= best_overall * (1 - 1e-4) and schedule:
@@ -293,7 +300,7 @@ def tempered_schedule(
             break
         beta *= beta_decay
     trace = pd.concat(traces, ignore_index=True).drop(columns="score")
-    return schedule, trace
+    return schedule, trace, stopped_by_rule
 
 
 @dataclass

@@ -488,7 +488,7 @@ def annealed_em(
     n_threads: int = 1,
     validation_fraction: float = 0.1,
     beta_decay: float = 0.9,
-    patience: int = 3,
+    patience: int = 10,
     progressbar: bool = False,
 ):
     """Fit the aspect model by annealed (tempered) EM (Hofmann & Puzicha 1998, section 5).
@@ -552,7 +552,7 @@ def annealed_em(
     with tqdm(desc="annealed EM", disable=not progressbar, leave=False) as bar:
         if isinstance(betas, str):
             train, validation = data.split(validation_fraction, rng)
-            schedule, selection = tempered_schedule(
+            schedule, selection, selected = tempered_schedule(
                 lambda part: AspectEM(model, part, predictive=predictive, n_threads=n_threads),
                 train,
                 validation,
@@ -568,6 +568,8 @@ def annealed_em(
             beta_list = [beta for beta, _ in schedule]
             budgets = [iterations for _, iterations in schedule]
             run = run_schedule(problem, params, beta_list, budgets, 0.0, overrelax, progress=bar)
+            # The replay has a fixed budget per stage; it converged if the selection did.
+            run.converged = selected
         else:
             run = run_schedule(problem, params, betas, max_iter, tol, overrelax, progress=bar)
     return EMResult(

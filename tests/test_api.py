@@ -1,0 +1,150 @@
+"""Tests of the face: ``latentzoo.fit`` and ``latentzoo.validate``."""
+
+import arviz as az
+import numpy as np
+import pytest
+
+import latentzoo
+from latentzoo.data import CoOccurrence, load
+from latentzoo.inference import EMResult
+from latentzoo.models import AspectModel
+
+LEVELS = ["exact", "reference", "mode-matched", "calibrated"]
+
+
+# ----------------------------------------------------------------------------- fit
+def test_fit_rejects_unknown_methods_and_lists_the_known_ones():
+    with pytest.raises(ValueError, match="unknown method 'nuts'") as info:
+        latentzoo.fit(AspectModel(2), load("toy"), method="nuts")
+    for name in ("annealed_em", "gibbs", "pymc"):
+        assert name in str(info.value)
+
+
+def test_fit_rejects_unregistered_models():
+    class Other:
+        def check_data(self, data):
+            return data
+
+    with pytest.raises(ValueError, match="not registered"):
+        latentzoo.fit(Other(), load("toy"))
+
+
+BAD_DATA = {
+    "nan": np.array([[1.0, np.nan], [2.0, 3.0]]),
+    "inf": np.array([[1.0, 2.0], [np.inf, 3.0]]),
+    "negative": np.array([[1, 2], [-1, 3]]),
+    "non-integer": np.array([[1.0, 2.5], [2.0, 3.0]]),
+    "empty": np.zeros((0, 3)),
+    "1-D": np.array([1, 2, 3]),
+    "3-D": np.ones((2, 2, 2)),
+    "all zero": np.zeros((2, 3)),
+    "strings": np.array([["a", "b"], ["c", "d"]]),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_DATA))
+def test_fit_reports_the_data_layers_message(case):
+    array = BAD_DATA[case]
+    with pytest.raises(ValueError) as from_data:
+        CoOccurrence(array)
+    with pytest.raises(ValueError) as from_fit:
+        latentzoo.fit(AspectModel(2), array, method="annealed_em")
+    assert str(from_fit.value) == str(from_data.value)
+
+
+def test_fit_rejects_more_components_than_the_data_supports():
+    with pytest.raises(ValueError, match="larger than the data supports"):
+        latentzoo.fit(AspectModel(4), [[1, 2, 3]], method="annealed_em")
+
+
+def test_fit_accepts_plain_arrays():
+    counts = load("toy").toarray()
+    a = latentzoo.fit(AspectModel(2), counts, betas=[1.0], random_state=1)
+    b = latentzoo.fit(AspectModel(2), CoOccurrence(counts), betas=[1.0], random_state=1)
+    assert isinstance(a, EMResult)
+    for name in ("theta", "phi"):
+        assert np.array_equal(a.params[name], b.params[name])
+
+
+@pytest.mark.parametrize("betas", ["auto", [0.5, 1.0]])
+def test_fit_is_reproducible(betas):
+    model = AspectModel(3)
+    data, _ = model.simulate(0, n_docs=15, n_words=20, doc_length=40)
+
+    def run(seed):
+        return latentzoo.fit(model, data, method="annealed_em", betas=betas, random_state=seed)
+
+    a, b, c = run(5), run(5), run(6)
+    for name in ("theta", "phi"):
+        assert np.array_equal(a.params[name], b.params[name])
+        assert not np.array_equal(a.params[name], c.params[name])
+    assert a.betas == b.betas
+
+
+def test_threaded_fit_matches_serial_fit():
+    model = AspectModel(3)
+    data, _ = model.simulate(1, n_docs=30, n_words=25, doc_length=40)
+    kwargs = {"betas": [0.8, 1.0], "max_iter": 20, "tol": 0, "random_state": 0}
+    serial = latentzoo.fit(model, data, **kwargs)
+    threaded = latentzoo.fit(model, data, n_threads=2, **kwargs)
+    for name in ("theta", "phi"):
+        np.testing.assert_allclose(threaded.params[name], serial.params[name], rtol=1e-8, atol=1e-12)
+
+
+def test_em_result_netcdf_round_trip(tmp_path):
+    result = latentzoo.fit(AspectModel(2), load("toy"), random_state=0)
+    idata = result.to_inference_data()
+    assert idata.posterior["theta"].shape == (1, 1, 6, 2)
+    assert idata.posterior["phi"].shape == (1, 1, 2, 8)
+    assert idata.posterior.attrs["method"] == "annealed_em"
+    path = tmp_path / "em.nc"
+    idata.to_netcdf(str(path))
+    back = az.from_netcdf(str(path))
+    assert back.posterior.equals(idata.posterior)
+    np.testing.assert_array_equal(back.posterior["theta"].values[0, 0], result.params["theta"])
+    assert back.em_trace.equals(idata.em_trace)
+    assert len(back.em_trace["free_energy"]) == len(result.trace)
+
+
+def test_gibbs_netcdf_round_trip(tmp_path):
+    idata = latentzoo.fit(AspectModel(2), load("toy"), method="gibbs", chains=2, draws=20,
+                          tune=5, random_state=0, progressbar=False)  # fmt: skip
+    assert isinstance(idata, az.InferenceData)
+    path = tmp_path / "gibbs.nc"
+    idata.to_netcdf(str(path))
+    back = az.from_netcdf(str(path))
+    for group in ("posterior", "log_likelihood", "sample_stats", "observed_data"):
+        assert getattr(back, group).equals(getattr(idata, group)), group
+
+
+# ----------------------------------------------------------------------------- validate
+@pytest.fixture(scope="module")
+def quick_validation():
+    # The one PyMC run of the default suite: all four levels on the QUICK sizes (~30 s).
+    return latentzoo.validate(AspectModel(2), quick=True)
+
+
+def test_validate_quick_reaches_every_level(quick_validation):
+    c = quick_validation
+    assert c.passed, c.to_markdown()
+    assert c.levels_reached == LEVELS
+    assert {check.level for check in c.checks} == set(LEVELS)
+    assert c.sbc is not None and c.sbc.check.passed
+    assert set(c.timings) == set(LEVELS)
+
+
+def test_validate_report(quick_validation):
+    text = quick_validation.to_markdown()
+    assert "Verdict" in text and "PASSED" in text
+    for level in LEVELS:
+        assert level in text
+
+
+def test_validate_rejects_unknown_levels():
+    with pytest.raises(ValueError, match="unknown validation levels"):
+        latentzoo.validate(AspectModel(2), levels=["exact", "vibes"])
+
+
+def test_validate_exact_level_only():
+    c = latentzoo.validate(AspectModel(2, alpha=0.5, eta=0.8), levels=["exact"], random_state=3)
+    assert c.levels_reached == ["exact"] and c.passed
