@@ -1,0 +1,91 @@
+"""The command line: useful output, one-line errors with exit code 2, results that load back."""
+
+import subprocess
+import sys
+
+import arviz as az
+import numpy as np
+import pytest
+
+from latentzoo.cli import main
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_list_shows_models_and_datasets(capsys):
+    code, out, _ = _run(capsys, "list")
+    assert code == 0
+    assert "aspect" in out and "annealed_em" in out and "reuters" in out
+
+
+def _write_csv(path, rows):
+    path.write_text("\n".join(",".join(str(v) for v in row) for row in rows))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([[1, "nan", 2], [0, 1, 1]], "NaN"),
+        ([[1, "inf", 2], [0, 1, 1]], "inf"),
+        ([[1, -1, 2], [0, 1, 1]], "negative"),
+        ([[1, 1.5, 2], [0, 1, 1]], "not an integer"),
+        ([[0, 0, 0], [0, 0, 0]], "no observations"),
+    ],
+)
+def test_bad_counts_file_is_a_one_line_error(capsys, tmp_path, rows, message):
+    path = _write_csv(tmp_path / "counts.csv", rows)
+    code, _, err = _run(capsys, "fit", "aspect", "--data", path, "--k", "2", "--out",
+                        str(tmp_path / "x.nc"), "--quiet")  # fmt: skip
+    assert code == 2
+    assert err.startswith("latentzoo: error:") and message in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["fit", "aspect", "--data", "toy", "--k", "0"], "n_components must be an integer >= 1"),
+        (["fit", "aspect", "--data", "toy", "--k", "9"], "larger than the data supports"),
+        (["fit", "aspect", "--data", "nowhere"], "unknown data 'nowhere'"),
+        (["fit", "aspect", "--data", "missing.npz"], "does not exist"),
+        (["fit", "nomodel", "--data", "toy"], "unknown model 'nomodel'"),
+        (["fit", "aspect", "--data", "toy", "--k", "2", "--method", "magic"], "unknown method"),
+        (["fit", "aspect", "--data", "toy", "--k", "2", "--betas", "x,1"], "--betas"),
+        (["fit", "aspect", "--data", "toy", "--k", "2", "--betas", "-1"], "betas[0]"),
+    ],
+)
+def test_bad_arguments_are_one_line_errors(capsys, tmp_path, argv, message):
+    code, _, err = _run(capsys, *argv, "--out", str(tmp_path / "x.nc"), "--quiet")
+    assert code == 2
+    assert err.startswith("latentzoo: error:")
+    assert message in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize("method", ["annealed_em", "gibbs"])
+def test_fit_writes_netcdf_that_loads(capsys, tmp_path, method):
+    out = tmp_path / f"{method}.nc"
+    code, text, _ = _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2", "--method", method,
+                         "--draws", "20", "--tune", "10", "--chains", "2", "--out", str(out))  # fmt: skip
+    assert code == 0 and "saved to" in text
+    idata = az.from_netcdf(out)
+    theta = idata.posterior["theta"].to_numpy()
+    assert theta.shape[-2:] == (6, 2)
+    np.testing.assert_allclose(theta.sum(axis=-1), 1.0)
+
+
+def test_console_entry_point_runs_in_a_subprocess(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "latentzoo", "fit", "aspect", "--data", "toy", "--k", "0",
+         "--out", str(tmp_path / "x.nc")],
+        capture_output=True, text=True, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        "latentzoo: error: n_components must be an integer >= 1, got 0"
+    ]
