@@ -33,6 +33,7 @@ __all__ = [
     "sbc",
     "SBCResult",
     "heldout_lppd",
+    "align_labels",
 ]
 
 LEVELS = ("exact", "reference", "mode-matched", "calibrated")
@@ -105,7 +106,7 @@ class Comparison:
                 setattr(self, name, theirs if mine is None else pd.concat([mine, theirs]))
         suffix = f" ({label})" if label else ""
         self.ess_per_second.update({k + suffix: v for k, v in other.ess_per_second.items()})
-        self.heldout.update(other.heldout)
+        self.heldout.update({k + suffix: v for k, v in other.heldout.items()})
         self.draws.update(other.draws)
         return self
 
@@ -133,6 +134,10 @@ class Comparison:
             for (fast, a), (ref, b) in zip(values[::2], values[1::2], strict=False):
                 if b and np.isfinite(a) and np.isfinite(b):
                     lines.append(f"\nESS/s ratio {fast} / {ref}: {a / b:.3g}")
+        if self.heldout:
+            lines += ["", "## Held-out log predictive density", ""]
+            lines += ["| quantity | value |", "|---|---|"]
+            lines += [f"| {k} | {v:.4g} |" for k, v in self.heldout.items()]
         for title, table in (
             ("Agreement of posterior means (units of combined MCSE)", self.agreement),
             ("Posterior summaries of the invariants", self.summary),
@@ -234,7 +239,7 @@ def _z_threshold(alpha: float, n_tests: int) -> float:
     return float(stats.norm.ppf(1 - alpha / (2 * max(n_tests, 1))))
 
 
-def agreement(fast, reference, var_names, alpha: float = 0.01) -> pd.DataFrame:
+def agreement(fast, reference, var_names, alpha: float = 0.001) -> pd.DataFrame:
     """Posterior means of two samplers in units of their combined Monte Carlo standard error.
 
     ``z = |mean_fast - mean_ref| / sqrt(mcse_fast**2 + mcse_ref**2)``, compared with the two-sided
@@ -297,7 +302,7 @@ def compare(
     level: str = "reference",
     var_names=None,
     test=None,
-    alpha: float = 0.01,
+    alpha: float = 0.001,
     rhat_max: float = 1.01,
     names=("fast", "reference"),
 ) -> Comparison:
@@ -566,3 +571,61 @@ def sbc(model, sampler, n_sims: int = 100, *, random_state=None, n_draws: int = 
         {"min_p": worst, "n_sims": n_sims},
     )
     return SBCResult(ranks=ranks, n_draws=n_draws, p_values=p_values, check=check)
+
+
+# -------------------------------------------------------------------------- label switching
+def align_labels(idata, reference, var_name: str = "phi", label_dim: str = "topic"):
+    """Permute the labels of every chain of ``idata`` to match ``reference`` (label switching).
+
+    For each chain, the posterior mean of ``var_name`` is matched to the reference's posterior mean
+    (an InferenceData, or an array with ``label_dim`` first) by the Hungarian algorithm on squared
+    Euclidean distance; every posterior variable carrying ``label_dim`` is then reordered with that
+    chain's permutation. Use it only where per-label summaries are wanted: comparisons go through
+    the label-invariant quantities, which need no alignment.
+
+    Returns
+    -------
+    aligned : arviz.InferenceData
+        A copy of ``idata`` with aligned labels.
+    permutations : numpy.ndarray (chain, K)
+        ``permutations[c, k]``: the label of chain ``c`` that became label ``k``.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> phi = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.2, 0.8], [0.9, 0.1]]])[:, None]
+    >>> idata = az.from_dict(posterior={"phi": phi}, dims={"phi": ["topic", "word"]})
+    >>> aligned, perm = align_labels(idata, phi[0, 0])
+    >>> perm.tolist()
+    [[0, 1], [1, 0]]
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    posterior = idata.posterior
+    if hasattr(reference, "posterior"):
+        target = reference.posterior[var_name].mean(("chain", "draw"))
+        target = target.transpose(label_dim, ...).to_numpy()
+    else:
+        target = np.asarray(reference)
+    target = target.reshape(target.shape[0], -1)
+    chain_means = posterior[var_name].mean("draw").transpose("chain", label_dim, ...).to_numpy()
+    n_chains, n_labels = chain_means.shape[:2]
+    permutations = np.empty((n_chains, n_labels), dtype=np.int64)
+    for chain in range(n_chains):
+        mean = chain_means[chain].reshape(n_labels, -1)
+        cost = ((target[:, None, :] - mean[None, :, :]) ** 2).sum(axis=-1)
+        _, columns = linear_sum_assignment(cost)
+        permutations[chain] = columns
+    aligned = idata.copy()
+    new = {}
+    for name, variable in posterior.data_vars.items():
+        if label_dim not in variable.dims:
+            continue
+        values = variable.transpose("chain", "draw", label_dim, ...).to_numpy()
+        reordered = np.stack([values[c][:, permutations[c]] for c in range(n_chains)])
+        order = ("chain", "draw", label_dim) + tuple(
+            d for d in variable.dims if d not in ("chain", "draw", label_dim)
+        )
+        new[name] = variable.transpose(*order).copy(data=reordered).transpose(*variable.dims)
+    aligned.posterior = posterior.assign(new)
+    return aligned, permutations

@@ -91,9 +91,10 @@ def reference_level(model, settings: Settings, rng, progressbar=False) -> Compar
 
     n_docs, n_words, length = settings.synthetic
     synthetic_model = AspectModel(settings.synthetic_k, alpha=model.alpha, eta=model.eta)
-    data, _ = synthetic_model.simulate(
+    full, _ = synthetic_model.simulate(
         rng, n_docs=n_docs, n_words=n_words, doc_length=length, separated=True
     )
+    data, test = full.split(0.2, rng)
     _log(progressbar, f"reference level: PyMC NUTS on {data}")
     reference = fit_pymc(
         synthetic_model, data, chains=4, draws=settings.pymc_draws, tune=settings.pymc_tune,
@@ -103,7 +104,7 @@ def reference_level(model, settings: Settings, rng, progressbar=False) -> Compar
         synthetic_model, data, chains=4, draws=settings.gibbs_draws, tune=200,
         thin=settings.gibbs_thin, random_state=rng, progressbar=progressbar,
     )  # fmt: skip
-    return compare(synthetic_model, data, fast, reference, names=("gibbs", "pymc"))
+    return compare(synthetic_model, data, fast, reference, names=("gibbs", "pymc"), test=test)
 
 
 def _assignments_from(params, sampler: AspectGibbs, rng):
