@@ -285,6 +285,17 @@ class CoOccurrence:
         return obj
 
     # ------------------------------------------------------------------ properties
+    @property
+    def counts(self) -> sp.csr_matrix:
+        """The counts ``n_ij`` as an int64 CSR matrix (canonical: sorted, summed, no zeros)."""
+        return self._counts
+
+    @counts.setter
+    def counts(self, value) -> None:
+        # Cached views of the counts belong to the old matrix.
+        self._counts = value
+        self._cells = None
+
     def cells(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Row indices, column indices and counts of the non-zero cells (CSR order), cached.
 
@@ -298,7 +309,7 @@ class CoOccurrence:
         [[0, 0], [0, 2], [1, 2]]
         """
         cached = getattr(self, "_cells", None)
-        if cached is None or cached[2].shape[0] != self.counts.nnz:
+        if cached is None:
             csr = self.counts
             rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
             cached = (rows, csr.indices.astype(np.int64), csr.data.astype(np.int64))

@@ -64,7 +64,8 @@ def _em_rows(
                 s += t_theta[i, k] * t_phi[j, k]
             s = max(s, floor)
             n = counts[p]
-            if n == 1:
+            if n == 1 and s > 1e-100:
+                # product >= 1e-200 before the multiplication, so it stays above 1e-300.
                 product *= s
                 if product < 1e-200:
                     energy += np.log(product)

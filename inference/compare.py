@@ -466,6 +466,17 @@ def exact_test(log_probs, sample_states, n_labels=None, alpha: float = 1e-3, nam
     probs = np.exp(log_probs - log_probs.max())
     probs /= probs.sum()
     expected = probs * len(sample_states)
+    impossible = (expected == 0) & (observed > 0)
+    if impossible.any():
+        state = int(np.flatnonzero(impossible)[0])
+        return Check(
+            "exact", name, False,
+            f"sampled state {state} has posterior probability 0 ({int(observed[state])} draws)",
+            {"chi2": np.inf, "dof": 0, "p_value": 0.0, "total_variation": 1.0},
+        )  # fmt: skip
+    # States of probability zero that were never drawn carry no information.
+    keep = expected > 0
+    observed, expected = observed[keep], expected[keep]
     order = np.argsort(expected)
     small = expected[order] < 5
     pooled_obs = list(observed[order][~small])
@@ -476,7 +487,7 @@ def exact_test(log_probs, sample_states, n_labels=None, alpha: float = 1e-3, nam
     chi2 = float(np.sum((np.array(pooled_obs) - np.array(pooled_exp)) ** 2 / np.array(pooled_exp)))
     dof = len(pooled_obs) - 1
     p_value = float(stats.chi2.sf(chi2, dof))
-    tv = 0.5 * float(np.abs(observed / len(sample_states) - probs).sum())
+    tv = 0.5 * float(np.abs(observed / len(sample_states) - probs[keep]).sum())
     return Check(
         "exact",
         name,

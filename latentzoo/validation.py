@@ -79,7 +79,9 @@ def exact_level(model: AspectModel, settings: Settings, rng) -> Comparison:
     data = CoOccurrence([[2, 1, 0], [0, 1, 2]])
     sampler = AspectGibbs(tiny, data)
     states = enumerate_assignments(len(sampler.words), tiny.n_components)
-    log_probs = tiny.collapsed_log_joint(sampler.docs, sampler.words, states)
+    log_probs = tiny.collapsed_log_joint(
+        sampler.docs, sampler.words, states, data.n_rows, data.n_cols
+    )
     draws = sampler.exact_draws(settings.exact_chains, settings.exact_sweeps, rng)
     check = exact_test(log_probs, draws, name="Gibbs state frequencies = enumerated posterior")
     return Comparison(checks=[check])

@@ -310,7 +310,9 @@ class AspectModel:
         return _dirichlet_logpdf(theta, self.alpha) + _dirichlet_logpdf(phi, self.eta)
 
     # ---------------------------------------------------------- collapsed
-    def collapsed_log_joint(self, docs, words, assignments) -> np.ndarray:
+    def collapsed_log_joint(
+        self, docs, words, assignments, n_docs=None, n_words=None
+    ) -> np.ndarray:
         """Exact ``log p(z, w)`` of the collapsed model for many assignment vectors at once.
 
         ``theta`` and ``phi`` integrated out: a product of Dirichlet-multinomial marginals,
@@ -321,6 +323,9 @@ class AspectModel:
         ----------
         docs, words : int arrays of length T (one entry per token)
         assignments : int array (S, T) of topic labels
+        n_docs, n_words : int, optional
+            Sizes of the corpus (default: the largest index seen plus one). Give ``n_words`` when
+            some columns have no tokens: it sets the Dirichlet-multinomial normaliser.
 
         Returns
         -------
@@ -331,8 +336,10 @@ class AspectModel:
         z = np.atleast_2d(np.asarray(assignments))
         n_states, _ = z.shape
         k = self.n_components
-        n_docs = int(docs.max()) + 1
-        n_words = int(words.max()) + 1
+        # The vocabulary size enters the eta-normaliser: pass data.n_cols when trailing columns
+        # may be unobserved.
+        n_docs = int(docs.max()) + 1 if n_docs is None else int(n_docs)
+        n_words = int(words.max()) + 1 if n_words is None else int(n_words)
         states = np.arange(n_states)[:, None]
         ndk = np.zeros((n_states, n_docs, k))
         nkw = np.zeros((n_states, k, n_words))

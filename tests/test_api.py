@@ -88,7 +88,9 @@ def test_threaded_fit_matches_serial_fit():
     serial = latentzoo.fit(model, data, **kwargs)
     threaded = latentzoo.fit(model, data, n_threads=2, **kwargs)
     for name in ("theta", "phi"):
-        np.testing.assert_allclose(threaded.params[name], serial.params[name], rtol=1e-8, atol=1e-12)
+        np.testing.assert_allclose(
+            threaded.params[name], serial.params[name], rtol=1e-8, atol=1e-12
+        )
 
 
 def test_em_result_netcdf_round_trip(tmp_path):

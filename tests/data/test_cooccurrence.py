@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+
 from latentzoo.data import CoOccurrence
 
 DENSE = np.array([[2, 0, 1, 0], [0, 3, 0, 0], [0, 0, 0, 0], [1, 0, 0, 5]])

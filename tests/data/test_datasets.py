@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from latentzoo.data import CoOccurrence, list_datasets, load
 
 

@@ -3,11 +3,12 @@
 import arviz as az
 import numpy as np
 import pytest
+from scipy import stats
+
 from latentzoo.data import load
 from latentzoo.inference.aspect import gibbs
 from latentzoo.inference.mcmc import add_invariants, chain_seeds, run_chains
 from latentzoo.models import AspectModel
-from scipy import stats
 
 
 class Counter:
