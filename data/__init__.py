@@ -11,6 +11,6 @@ Examples
 """
 
 from .cooccurrence import CoOccurrence
-from .datasets import list_datasets, load
+from .datasets import DatasetUnavailableError, list_datasets, load, load_labels
 
-__all__ = ["CoOccurrence", "list_datasets", "load"]
+__all__ = ["CoOccurrence", "DatasetUnavailableError", "list_datasets", "load", "load_labels"]
