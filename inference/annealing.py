@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 import pandas as pd
@@ -44,6 +44,7 @@ class EMStats(NamedTuple):
     """Training log-likelihood ``sum n log P`` (NaN when not tracked)."""
 
 
+@runtime_checkable
 class EMProblem(Protocol):
     """One model family's E and M steps on one data set.
 

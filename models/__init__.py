@@ -1,5 +1,5 @@
 """Generative models of the zoo: PyMC reference declarations, simulators, exact likelihoods."""
 
-from latentzoo.models.aspect import AspectModel
+from latentzoo.models.aspect import AspectModel, ProductSpaceMixture
 
-__all__ = ["AspectModel"]
+__all__ = ["AspectModel", "ProductSpaceMixture"]

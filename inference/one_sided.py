@@ -1,0 +1,889 @@
+"""Fast inference for the asymmetric clustering model: hard ACM, annealed EM and collapsed Gibbs.
+
+**Hard ACM** (Hofmann & Puzicha 1998, eq. (22)-(24)): alternate the nearest-centroid rule in
+Kullback-Leibler divergence, ``z_i = argmin_k D[n_{.|i} || q_k] = argmax_k sum_j n_ij log q_kj``
+(eq. (23)), with the centroid update ``q_k ∝ sum_{i: z_i = k} n_i.`` (eq. (24), plus the MAP
+pseudo-counts ``eta - 1``). The ``N x K`` matrix of cross-entropies is one sparse-dense product
+``counts @ log(q).T``.
+
+**Annealed EM** (eq. (29)-(31) tempered as in eq. (60)): the E-step at inverse temperature ``beta``
+is
+
+    <I_ik> = rho_k L_ik**beta / sum_l rho_l L_il**beta,        log L_ik = sum_j n_ij log q_kj,
+
+only the likelihood being tempered (eq. (60), (65)), and the MAP M-step is
+``q_kj ∝ sum_i <I_ik> n_ij + eta - 1``, ``rho_k ∝ sum_i <I_ik> + alpha - 1``. The free energy
+
+    F_beta = -(1/beta) [sum_i log sum_k rho_k L_ik**beta + (alpha - 1) sum_k log rho_k]
+             - (eta - 1) sum_kj log q_kj
+
+is the minimum over the E-step distribution of the generalised free energy (64), with the Dirichlet
+prior of ``rho`` counted on the prior side of (64) together with ``P(I | rho)`` (both scaled by
+``T = 1/beta``). The E-step and both M-step updates are then exact coordinate minimisations, so
+``F_beta`` never increases at fixed ``beta``; at ``beta = 1`` it is the negative log posterior up to
+a constant, and as ``beta -> inf`` it tends to the hard-ACM objective, whose fixed points annealed
+EM therefore reaches at low temperature.
+
+One fused numba pass per iteration: for each row, ``s_k = sum_j n_ij log q_kj`` over its non-zeros,
+a row softmax, then ``n_ij <I_ik>`` added into the ``M x K`` table over the same non-zeros (still in
+cache); no ``nnz x K`` array exists. ``log q`` is held as ``M x K`` so each word's row is
+contiguous.
+
+**Collapsed Gibbs** for the Dirichlet-multinomial mixture: ``rho`` and ``q`` integrated out, each
+``z_i`` is resampled from
+
+    p(z_i = k | z_-i) ∝ (m_k^-i + alpha) prod_j prod_{t < n_ij} (c_kj^-i + eta + t)
+                       / prod_{t < n_i} (c_k^-i + M eta + t),
+
+the exact Pólya predictive of all of the row's tokens (rising factorials, in log space), and at each
+kept draw ``rho ~ Dir(m + alpha)``, ``q_k ~ Dir(c_k + eta)`` are drawn from their exact conditionals
+so the posterior holds the PyMC declaration's variables.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numba as nb
+import numpy as np
+import pandas as pd
+import scipy.sparse as sp
+import xarray as xr
+
+from latentzoo.data import CoOccurrence
+from latentzoo.inference.annealing import EMResult, EMStats
+from latentzoo.inference.aspect import (
+    _balanced_row_chunks,
+    _dirichlet_rows,
+    _next_uniform,
+    _normalise_rows,
+)
+from latentzoo.models.aspect import _dirichlet_multinomial_log, default_dyads
+from latentzoo.models.one_sided import OneSidedClustering, default_pairs, row_logsumexp
+
+__all__ = [
+    "OneSidedEM",
+    "OneSidedGibbs",
+    "acm_em_pass",
+    "annealed_em",
+    "gibbs",
+    "gibbs_sweep",
+    "hard_acm",
+]
+
+# Reassociation lets the loops over clusters vectorise; no-NaN/no-inf assumptions are left out
+# because log q = -inf is legitimate under maximum likelihood (eta = 1).
+_FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
+
+
+# ---------------------------------------------------------------------------- EM kernels
+@nb.njit(cache=True, fastmath=_FASTMATH)
+def _acm_rows(first, last, indptr, indices, counts, log_q_t, log_rho, beta, resp, acc):
+    """Fused E/M over rows ``first:last``; returns (sum_i log sum_k rho L**beta, sum_i log P(S_i)).
+
+    Writes the tempered posteriors into ``resp[first:last]`` and adds ``n_ij resp[i]`` into
+    ``acc[j]`` (``M x K``).
+    """
+    n_clusters = log_q_t.shape[1]
+    s = np.empty(n_clusters)
+    a = np.empty(n_clusters)
+    energy = 0.0
+    loglik = 0.0
+    for i in range(first, last):
+        for k in range(n_clusters):
+            s[k] = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            n = counts[p]
+            for k in range(n_clusters):
+                s[k] += n * log_q_t[j, k]
+        top = -np.inf
+        for k in range(n_clusters):
+            a[k] = log_rho[k] + beta * s[k]
+            top = max(top, a[k])
+        if top == -np.inf:
+            # No cluster can produce this row (possible only after an over-relaxed step): the
+            # energy is -inf, so the free energy is +inf and the driver rejects the step.
+            energy = -np.inf
+            loglik = -np.inf
+            for k in range(n_clusters):
+                resp[i, k] = 1.0 / n_clusters
+            continue
+        total = 0.0
+        for k in range(n_clusters):
+            a[k] = math.exp(a[k] - top)
+            total += a[k]
+        energy += top + math.log(total)
+        if beta == 1.0:
+            loglik += top + math.log(total)
+        else:
+            plain_top = -np.inf
+            for k in range(n_clusters):
+                plain_top = max(plain_top, log_rho[k] + s[k])
+            plain = 0.0
+            for k in range(n_clusters):
+                plain += math.exp(log_rho[k] + s[k] - plain_top)
+            loglik += plain_top + math.log(plain)
+        inverse = 1.0 / total
+        for k in range(n_clusters):
+            a[k] *= inverse
+            resp[i, k] = a[k]
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            n = counts[p]
+            for k in range(n_clusters):
+                acc[j, k] += n * a[k]
+    return energy, loglik
+
+
+@nb.njit(cache=True, parallel=True)
+def _acm_parallel(bounds, indptr, indices, counts, log_q_t, log_rho, beta, resp, buffers):
+    n_chunks = bounds.shape[0] - 1
+    energies = np.zeros(n_chunks)
+    logliks = np.zeros(n_chunks)
+    for c in nb.prange(n_chunks):
+        buffers[c, :, :] = 0.0
+        e, ll = _acm_rows(
+            bounds[c], bounds[c + 1], indptr, indices, counts, log_q_t, log_rho, beta, resp,
+            buffers[c],
+        )  # fmt: skip
+        energies[c] = e
+        logliks[c] = ll
+    return energies.sum(), logliks.sum()
+
+
+def acm_em_pass(data: CoOccurrence, rho, q, beta=1.0, n_threads=1, counts=None):
+    """One fused E/M pass of the ACM; the computational core, exposed for benchmarks.
+
+    Parameters
+    ----------
+    data : CoOccurrence
+    rho : (K,) array
+    q : (K, M) array
+    beta : float
+        Inverse temperature of the E-step, eq. (60).
+    n_threads : int
+        1 runs the serial kernel; more splits the rows into that many chunks run with ``prange``.
+    counts : float64 array, optional
+        ``data.counts.data`` already converted to float (saves a copy per pass).
+
+    Returns
+    -------
+    resp : (N, K) tempered posteriors ``<I_ik>``
+    n_q : (K, M) expected counts ``sum_i <I_ik> n_ij``
+    energy : float
+        ``sum_i log sum_k rho_k L_ik**beta``.
+    loglik : float
+        ``sum_i log sum_k rho_k L_ik`` (the untempered log-likelihood).
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> data = load("toy")
+    >>> rng = np.random.default_rng(0)
+    >>> resp, n_q, energy, ll = acm_em_pass(data, np.full(2, 0.5), rng.dirichlet(np.ones(8), 2))
+    >>> bool(np.isclose(n_q.sum(), data.total)), bool(np.isclose(energy, ll))
+    (True, True)
+    """
+    with np.errstate(divide="ignore"):
+        log_q_t = np.ascontiguousarray(np.log(np.asarray(q, dtype=np.float64)).T)
+        log_rho = np.log(np.asarray(rho, dtype=np.float64))
+    return _em_pass_logs(data, log_rho, log_q_t, beta, n_threads, counts)
+
+
+def _em_pass_logs(data, log_rho, log_q_t, beta, n_threads=1, counts=None):
+    """:func:`acm_em_pass` on ``log rho`` and ``log q`` (M x K) already computed."""
+    csr = data.counts
+    if counts is None:
+        counts = csr.data.astype(np.float64)
+    n_rows, n_clusters = data.n_rows, log_q_t.shape[1]
+    resp = np.empty((n_rows, n_clusters))
+    beta = float(beta)
+    if n_threads <= 1:
+        acc = np.zeros_like(log_q_t)
+        energy, loglik = _acm_rows(
+            0, n_rows, csr.indptr, csr.indices, counts, log_q_t, log_rho, beta, resp, acc
+        )
+    else:
+        previous_threads = nb.get_num_threads()
+        nb.set_num_threads(min(n_threads, nb.config.NUMBA_NUM_THREADS))
+        try:
+            bounds = _balanced_row_chunks(csr.indptr, n_threads)
+            buffers = np.empty((len(bounds) - 1, *log_q_t.shape))
+            energy, loglik = _acm_parallel(
+                bounds, csr.indptr, csr.indices, counts, log_q_t, log_rho, beta, resp, buffers
+            )
+        finally:
+            nb.set_num_threads(previous_threads)
+        acc = buffers.sum(axis=0)
+    return resp, acc.T.copy(), float(energy), float(loglik)
+
+
+def _init_params(data: CoOccurrence, n_clusters: int, rng: np.random.Generator) -> dict:
+    """Seed the clusters on ``K`` rows chosen by k-means++ in Kullback-Leibler divergence.
+
+    The first seed row is uniform among the rows with observations; each next one is drawn with
+    probability proportional to ``n_i D[n_{.|i} || q_nearest]``, the divergence (eq. (23)) of row
+    ``i`` from its nearest seed so far (the analogue of k-means++'s squared distance for a Bregman
+    divergence), so seeds tend to come from different clusters. Each seed's centroid is
+    ``q_k ∝ n_{r_k .} + nbar * background``, with ``background`` the add-one column distribution and
+    ``nbar`` the mean row length (no observed word starts at probability ~0); ``rho`` is uniform.
+    """
+    totals = data.row_totals
+    observed = totals > 0
+    background = (data.col_totals + 1.0) / (data.total + data.n_cols)
+    mean_length = data.total / max(int(observed.sum()), 1)
+    counts = data.counts
+    rows, _, cell_counts = data.cells()
+    # sum_j n_ij log(n_ij / n_i): the entropy part of n_i D[n_{.|i} || q], constant in q.
+    self_term = np.bincount(
+        rows, weights=cell_counts * np.log(cell_counts / totals[rows]), minlength=data.n_rows
+    )
+    chosen = []
+    cost = np.where(observed, 1.0, 0.0)
+    q = np.empty((n_clusters, data.n_cols))
+    for k in range(n_clusters):
+        weights = cost.copy()
+        weights[chosen] = 0.0
+        if weights.sum() <= 0:
+            weights = np.ones(data.n_rows)
+            weights[chosen] = 0.0
+        seed = int(rng.choice(data.n_rows, p=weights / weights.sum()))
+        chosen.append(seed)
+        centroid = counts[seed].toarray()[0] + mean_length * background
+        q[k] = centroid / centroid.sum()
+        divergence = np.maximum(self_term - counts @ np.log(q[k]), 0.0)
+        cost = divergence if k == 0 else np.minimum(cost, divergence)
+    return {"rho": np.full(n_clusters, 1.0 / n_clusters), "q": q}
+
+
+def _check_map_priors(model):
+    if model.alpha < 1 or model.eta < 1:
+        raise ValueError(
+            "EM computes the MAP estimate, which needs alpha >= 1 and eta >= 1 "
+            f"(got alpha={model.alpha}, eta={model.eta}); use method='gibbs' for sparse priors"
+        )
+
+
+class OneSidedEM:
+    """The ACM's :class:`~latentzoo.inference.annealing.EMProblem` on one data set.
+
+    MAP estimation under the model's Dirichlet priors (pseudo-counts ``alpha - 1``, ``eta - 1``;
+    ``alpha = eta = 1`` is maximum likelihood, eq. (24), (31)). ``free_energy`` is the ``F_beta`` of
+    the module docstring (Dirichlet normalising constants left out), which this E/M pass never
+    increases at fixed ``beta``. The parameters carry ``resp``, the E-step posteriors of the pass
+    that produced them, so that :func:`~latentzoo.inference.annealing.perplexity` can use the
+    predictive of eq. (32).
+
+    Parameters
+    ----------
+    model : OneSidedClustering
+    data : CoOccurrence
+    n_threads : int
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> problem = OneSidedEM(OneSidedClustering(2), load("toy"))
+    >>> params = problem.init(np.random.default_rng(0))
+    >>> new, stats = problem.step(params, 1.0)
+    >>> sorted(new), bool(np.isfinite(stats.free_energy))
+    (['q', 'resp', 'rho'], True)
+    """
+
+    monotone = True
+
+    def __init__(self, model: OneSidedClustering, data: CoOccurrence, n_threads: int = 1):
+        _check_map_priors(model)
+        self.model = model
+        self.data = data
+        self.n_threads = n_threads
+        self.counts = data.counts.data.astype(np.float64)
+
+    def init(self, rng: np.random.Generator) -> dict:
+        """Starting parameters (k-means++ seeding in KL divergence) and their posteriors."""
+        params = _init_params(self.data, self.model.n_clusters, rng)
+        params["resp"] = self.model.responsibilities(params, self.data)
+        return params
+
+    def step(self, params, beta):
+        """One fused E/M pass: the M-step estimate and the ``EMStats`` of ``params``."""
+        rho = np.asarray(params["rho"], dtype=float)
+        q = np.asarray(params["q"], dtype=float)
+        with np.errstate(divide="ignore"):
+            log_q_t = np.ascontiguousarray(np.log(q).T)
+            log_rho = np.log(rho)
+        resp, n_q, energy, loglik = _em_pass_logs(
+            self.data, log_rho, log_q_t, beta, self.n_threads, self.counts
+        )
+        # The prior side of F_beta: (1/beta)(alpha - 1) sum log rho + (eta - 1) sum log q.
+        prior = 0.0
+        if self.model.alpha != 1.0:
+            prior += (self.model.alpha - 1.0) * log_rho.sum() / beta
+        if self.model.eta != 1.0:
+            prior += (self.model.eta - 1.0) * log_q_t.sum()
+        free = -energy / beta - prior
+        new_rho = _normalise_rows(resp.sum(axis=0)[None, :], self.model.alpha - 1.0, len(rho))[0]
+        new_q = _normalise_rows(n_q, self.model.eta - 1.0, q.shape[1])
+        return {"rho": new_rho, "q": new_q, "resp": resp}, EMStats(float(free), float(loglik))
+
+
+# ------------------------------------------------------------------------------ entry points
+def annealed_em(
+    model: OneSidedClustering,
+    data: CoOccurrence,
+    betas="auto",
+    max_iter: int = 200,
+    tol: float = 1e-5,
+    overrelax: float = 1.0,
+    random_state=None,
+    n_threads: int = 1,
+    validation_fraction: float = 0.1,
+    beta_decay: float = 0.9,
+    patience: int = 10,
+    progressbar: bool = False,
+):
+    """Fit the ACM by annealed (tempered) EM (Hofmann & Puzicha 1998, sections 3.2 and 5.1).
+
+    Parameters
+    ----------
+    model : OneSidedClustering
+    data : CoOccurrence
+    betas : "auto", "early_stopping" or list of float
+        As in :func:`latentzoo.inference.aspect.annealed_em`: ``"auto"`` chooses Hofmann's tempered
+        schedule on a ``validation_fraction`` split (scored by the perplexity of eq. (32)) and
+        replays it on all of ``data``; ``"early_stopping"`` keeps only its ``beta = 1`` phase; a
+        list visits those inverse temperatures in order, each until the relative free-energy change
+        is below ``tol``. Large final ``beta`` (e.g. ``[1, 10, 100, 1000]``) anneals towards the
+        hard clustering of :func:`hard_acm`.
+    max_iter : int
+        Iterations per temperature.
+    tol : float
+        Relative free-energy tolerance; 0 runs ``max_iter`` iterations per temperature.
+    overrelax : float
+        ``eta`` of EM(eta), eq. (63), in (0, 2).
+    random_state : int, Generator or None
+        The same seed gives the same start as :func:`hard_acm`.
+    n_threads : int
+        Threads of the fused kernel (1: serial kernel).
+    validation_fraction, beta_decay, patience
+        The tempered schedule (see the aspect model's ``annealed_em``).
+    progressbar : bool
+
+    Returns
+    -------
+    EMResult
+        ``params`` holds ``rho`` (K,), ``q`` (K x M) and ``resp`` (N x K): the posteriors of the
+        final parameters on ``data`` at the final ``beta`` (eq. (60)), used by ``perplexity``.
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> result = annealed_em(OneSidedClustering(2), load("toy"), betas=[0.8, 1.0], random_state=0)
+    >>> z = result.params["resp"].argmax(axis=1)  # sport rows together, politics rows together
+    >>> bool(len(set(z[:3])) == len(set(z[3:])) == 1 and z[0] != z[3]), bool(result.converged)
+    (True, True)
+    """
+    from tqdm.auto import tqdm
+
+    from latentzoo.inference.annealing import perplexity, run_schedule, tempered_schedule
+
+    data = model.check_data(data)
+    _check_map_priors(model)
+    if isinstance(betas, str) and betas not in ("auto", "early_stopping"):
+        raise ValueError(f"betas must be 'auto', 'early_stopping' or a list, got {betas!r}")
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    if not np.isfinite(tol) or tol < 0:
+        raise ValueError(f"tol must be >= 0, got {tol!r}")
+    rng = np.random.default_rng(random_state)
+    start = time.perf_counter()
+    problem = OneSidedEM(model, data, n_threads=n_threads)
+    params = problem.init(rng)
+    selection = None
+    with tqdm(desc="annealed EM", disable=not progressbar, leave=False) as bar:
+        if isinstance(betas, str):
+            train, validation = data.split(validation_fraction, rng)
+            schedule, selection, selected = tempered_schedule(
+                lambda part: OneSidedEM(model, part, n_threads=n_threads),
+                train,
+                validation,
+                score=lambda current, held: perplexity(model, current, held),
+                params=params,
+                max_iter=max_iter,
+                beta_decay=beta_decay,
+                patience=patience,
+                overrelax=overrelax,
+                early_stopping_only=betas == "early_stopping",
+                progress=bar,
+            )
+            beta_list = [beta for beta, _ in schedule]
+            budgets = [iterations for _, iterations in schedule]
+            run = run_schedule(problem, params, beta_list, budgets, 0.0, overrelax, progress=bar)
+            run.converged = selected
+        else:
+            run = run_schedule(problem, params, betas, max_iter, tol, overrelax, progress=bar)
+    final = dict(run.params)
+    # The posteriors of the final parameters (the stored ones belong to the previous iterate).
+    final["resp"] = model.responsibilities(final, data, run.betas[-1])
+    return EMResult(
+        model=model,
+        params=final,
+        trace=run.trace,
+        converged=run.converged,
+        betas=run.betas,
+        seconds=time.perf_counter() - start,
+        selection_trace=selection,
+    )
+
+
+def hard_acm(
+    model: OneSidedClustering,
+    data: CoOccurrence,
+    max_iter: int = 100,
+    random_state=None,
+    n_init: int = 1,
+    init: dict | None = None,
+):
+    """Hard asymmetric clustering: nearest centroid in KL divergence, eq. (22)-(24).
+
+    Alternates ``z_i = argmax_k sum_j n_ij log q_kj`` (eq. (23); ties go to the smaller label, so a
+    row without observations joins cluster 0) with the MAP centroid update
+    ``q_k ∝ sum_{i: z_i = k} n_i. + eta - 1`` (eq. (24)). The objective
+
+        J(z, q) = -sum_i sum_j n_ij log q_{z_i j} - (eta - 1) sum_kj log q_kj
+
+    (eq. (26) up to a constant, i.e. the ``beta -> inf`` limit of annealed EM's free energy) cannot
+    increase: each half-step minimises it over ``z`` or over ``q``. Stops when no row changes
+    cluster. ``rho`` is reported as the MAP mixing weights of the final partition,
+    ``(m_k + alpha - 1) / (N + K (alpha - 1))``.
+
+    Parameters
+    ----------
+    model : OneSidedClustering
+    data : CoOccurrence
+    max_iter : int
+        Assignment/centroid alternations per start.
+    random_state : int, Generator or None
+        The first start is the one :func:`annealed_em` uses with the same seed.
+    n_init : int
+        Independent starts; the one with the lowest final objective is returned.
+    init : dict, optional
+        Start from these parameters (``q``; with ``n_init = 1``).
+
+    Returns
+    -------
+    EMResult
+        ``method="hard_acm"``; ``params``: ``rho``, ``q`` and ``resp`` (one-hot ``N x K``) plus
+        ``z``; ``trace``: per iteration the objective (also as ``free_energy``), the log-likelihood
+        ``sum_i log sum_k rho_k L_ik`` at the iteration's parameters, and the number of rows that
+        changed cluster.
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> result = hard_acm(OneSidedClustering(2), load("toy"), random_state=0)
+    >>> z = result.params["z"]
+    >>> bool(len(set(z[:3])) == len(set(z[3:])) == 1 and z[0] != z[3]), bool(result.converged)
+    (True, True)
+    """
+    data = model.check_data(data)
+    _check_map_priors(model)
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    if isinstance(n_init, bool) or not isinstance(n_init, int | np.integer) or n_init < 1:
+        raise ValueError(f"n_init must be an integer >= 1, got {n_init!r}")
+    if init is not None and n_init != 1:
+        raise ValueError("init gives a single start: use n_init=1")
+    rng = np.random.default_rng(random_state)
+    start = time.perf_counter()
+    best = None
+    for _ in range(n_init):
+        q0 = init["q"] if init is not None else _init_params(data, model.n_clusters, rng)["q"]
+        run = _hard_run(model, data, np.asarray(q0, dtype=float), max_iter)
+        if best is None or run[2]["objective"].iloc[-1] < best[2]["objective"].iloc[-1]:
+            best = run
+    params, converged, trace = best
+    return EMResult(
+        model=model,
+        params=params,
+        trace=trace,
+        converged=converged,
+        betas=[np.inf],
+        seconds=time.perf_counter() - start,
+        method="hard_acm",
+    )
+
+
+def _hard_run(model, data, q, max_iter):
+    k, n_rows = model.n_clusters, data.n_rows
+    eta1, alpha1 = model.eta - 1.0, model.alpha - 1.0
+    counts = data.counts
+    rows = np.arange(n_rows)
+    z = np.full(n_rows, -1, dtype=np.int64)
+    rho = np.full(k, 1.0 / k)
+    trace = []
+    converged = False
+    start = time.perf_counter()
+    for iteration in range(max_iter):
+        with np.errstate(divide="ignore"):
+            log_q = np.log(q)
+        scores = np.asarray(counts @ log_q.T)  # (N, K): sum_j n_ij log q_kj
+        new_z = np.argmax(scores, axis=1)
+        changed = int(np.count_nonzero(new_z != z))
+        penalty = eta1 * log_q.sum() if eta1 else 0.0
+        with np.errstate(divide="ignore"):
+            loglik = row_logsumexp(np.log(rho)[None, :] + scores).sum()
+        trace.append(
+            {
+                "beta": np.inf,
+                "iteration": iteration,
+                "objective": float(-scores[rows, new_z].sum() - penalty),
+                "log_likelihood": float(loglik),
+                "changed": changed,
+                "seconds": time.perf_counter() - start,
+            }
+        )
+        if changed == 0:
+            converged = True
+            break
+        z = new_z
+        # Centroids, eq. (24): the summed counts of each cluster's rows, O(nnz).
+        indicator = sp.csr_matrix((np.ones(n_rows), (z, rows)), shape=(k, n_rows))
+        q = _normalise_rows((indicator @ counts).toarray().astype(float), eta1, data.n_cols)
+        rho = _normalise_rows(np.bincount(z, minlength=k)[None, :].astype(float), alpha1, k)[0]
+    trace = pd.DataFrame(trace)
+    trace["free_energy"] = trace["objective"]
+    resp = np.zeros((n_rows, k))
+    resp[rows, z] = 1.0
+    return {"rho": rho, "q": q, "resp": resp, "z": z}, converged, trace
+
+
+# --------------------------------------------------------------------------- Gibbs kernels
+@nb.njit(cache=True, inline="always")
+def _log_rising(x, n):
+    """``log(x (x+1) ... (x+n-1))``: a loop of logarithms for small ``n``, lgamma beyond."""
+    if n == 1.0:
+        return math.log(x)
+    if n <= 8.0:
+        total = 0.0
+        for t in range(int(n)):
+            total += math.log(x + t)
+        return total
+    return math.lgamma(x + n) - math.lgamma(x)
+
+
+@nb.njit(cache=True)
+def gibbs_sweep(indptr, indices, counts, row_totals, z, sizes, c_t, c_tot, alpha, eta, state):
+    """One collapsed Gibbs sweep over the rows of the Dirichlet-multinomial mixture.
+
+    ``p(z_i = k | z_-i) ∝ (m_k + alpha) prod_j rising(c_kj + eta, n_ij) / rising(c_k + M eta, n_i)``
+    with row ``i`` removed from the tables (``sizes``: rows per cluster; ``c_t``: ``M x K`` counts;
+    ``c_tot``: tokens per cluster), evaluated in log space. ``state`` is the chain's splitmix64
+    generator state (a one-element uint64 array), advanced in place.
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> sampler = OneSidedGibbs(OneSidedClustering(2), load("toy"))
+    >>> s = sampler.init(np.random.default_rng(0))
+    >>> gibbs_sweep(sampler.indptr, sampler.indices, sampler.counts, sampler.row_totals, s.z,
+    ...             s.sizes, s.c_t, s.c_tot, 1.1, 1.01, s.rng_state)
+    >>> int(s.sizes.sum()), int(s.c_t.sum())
+    (6, 60)
+    """
+    n_rows = indptr.shape[0] - 1
+    n_clusters = sizes.shape[0]
+    m_eta = eta * c_t.shape[0]
+    logp = np.empty(n_clusters)
+    for i in range(n_rows):
+        old = z[i]
+        n_i = row_totals[i]
+        sizes[old] -= 1.0
+        c_tot[old] -= n_i
+        for p in range(indptr[i], indptr[i + 1]):
+            c_t[indices[p], old] -= counts[p]
+        for k in range(n_clusters):
+            logp[k] = math.log(sizes[k] + alpha)
+            if n_i > 0:
+                logp[k] -= _log_rising(c_tot[k] + m_eta, n_i)
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            n = counts[p]
+            for k in range(n_clusters):
+                logp[k] += _log_rising(c_t[j, k] + eta, n)
+        top = logp[0]
+        for k in range(1, n_clusters):
+            top = max(top, logp[k])
+        total = 0.0
+        for k in range(n_clusters):
+            total += math.exp(logp[k] - top)
+            logp[k] = total  # now the cumulative sum
+        u = _next_uniform(state) * total
+        new = 0
+        while new < n_clusters - 1 and logp[new] <= u:
+            new += 1
+        z[i] = new
+        sizes[new] += 1.0
+        c_tot[new] += n_i
+        for p in range(indptr[i], indptr[i + 1]):
+            c_t[indices[p], new] += counts[p]
+
+
+@nb.njit(cache=True)
+def _count_tables(indptr, indices, counts, z, n_cols, n_clusters):
+    sizes = np.zeros(n_clusters)
+    c_t = np.zeros((n_cols, n_clusters))
+    c_tot = np.zeros(n_clusters)
+    for i in range(indptr.shape[0] - 1):
+        k = z[i]
+        sizes[k] += 1.0
+        for p in range(indptr[i], indptr[i + 1]):
+            c_t[indices[p], k] += counts[p]
+            c_tot[k] += counts[p]
+    return sizes, c_t, c_tot
+
+
+@nb.njit(cache=True)
+def _many_chains_last_state(indptr, indices, counts, row_totals, n_cols, n_clusters, alpha, eta,
+                            seeds, sweeps):  # fmt: skip
+    """Run one independent chain per seed for ``sweeps`` sweeps; return the final assignments."""
+    n_rows = indptr.shape[0] - 1
+    out = np.empty((seeds.shape[0], n_rows), dtype=np.int64)
+    state = np.empty(1, dtype=np.uint64)
+    for c in range(seeds.shape[0]):
+        state[0] = seeds[c]
+        z = np.empty(n_rows, dtype=np.int64)
+        for i in range(n_rows):
+            z[i] = min(int(_next_uniform(state) * n_clusters), n_clusters - 1)
+        sizes, c_t, c_tot = _count_tables(indptr, indices, counts, z, n_cols, n_clusters)
+        for _ in range(sweeps):
+            gibbs_sweep(indptr, indices, counts, row_totals, z, sizes, c_t, c_tot, alpha, eta,
+                        state)  # fmt: skip
+        out[c] = z
+    return out
+
+
+class OneSidedGibbsState:
+    """State of one collapsed Gibbs chain: memberships, count tables, generator state."""
+
+    __slots__ = ("z", "sizes", "c_t", "c_tot", "rng_state")
+
+    def __init__(self, z, sizes, c_t, c_tot, rng_state):
+        self.z = z
+        self.sizes = sizes
+        self.c_t = c_t
+        self.c_tot = c_tot
+        self.rng_state = rng_state
+
+
+class OneSidedGibbs:
+    """Collapsed Gibbs sampler of the Bayesian ACM, as pure ``init``/``step``/``draw``.
+
+    Parameters
+    ----------
+    model : OneSidedClustering
+    data : CoOccurrence
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> sampler = OneSidedGibbs(OneSidedClustering(2), load("toy"))
+    >>> state = sampler.step(sampler.init(np.random.default_rng(0)))
+    >>> int(state.sizes.sum()), int(state.c_tot.sum()) == load("toy").total
+    (6, True)
+    """
+
+    def __init__(self, model: OneSidedClustering, data: CoOccurrence):
+        self.model = model
+        self.data = data
+        csr = data.counts
+        self.indptr = csr.indptr.astype(np.int64)
+        self.indices = csr.indices.astype(np.int64)
+        self.counts = csr.data.astype(np.float64)
+        self.row_totals = data.row_totals.astype(np.float64)
+
+    def init(self, rng: np.random.Generator, z=None) -> OneSidedGibbsState:
+        k = self.model.n_clusters
+        if z is None:
+            z = rng.integers(0, k, size=self.data.n_rows)
+        z = np.asarray(z, dtype=np.int64).copy()
+        if z.shape != (self.data.n_rows,) or z.min() < 0 or z.max() >= k:
+            raise ValueError(f"initial assignments must be {self.data.n_rows} labels in 0..{k - 1}")
+        tables = _count_tables(self.indptr, self.indices, self.counts, z, self.data.n_cols, k)
+        seed = np.array([rng.integers(0, 2**63 - 1)], dtype=np.uint64)
+        return OneSidedGibbsState(z, *tables, seed)
+
+    def step(self, state: OneSidedGibbsState) -> OneSidedGibbsState:
+        gibbs_sweep(
+            self.indptr, self.indices, self.counts, self.row_totals, state.z, state.sizes,
+            state.c_t, state.c_tot, float(self.model.alpha), float(self.model.eta),
+            state.rng_state,
+        )  # fmt: skip
+        return state
+
+    def draw(self, state: OneSidedGibbsState, rng: np.random.Generator) -> dict:
+        """``rho | z ~ Dir(m + alpha)``, ``q_k | z ~ Dir(c_k + eta)``: exact joint draws with ``z``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import load
+        >>> sampler = OneSidedGibbs(OneSidedClustering(2), load("toy"))
+        >>> rng = np.random.default_rng(0)
+        >>> sorted(sampler.draw(sampler.init(rng), rng))
+        ['q', 'rho', 'z']
+        """
+        rho = _dirichlet_rows(rng, (state.sizes + self.model.alpha)[None, :])[0]
+        q = _dirichlet_rows(rng, state.c_t.T + self.model.eta)
+        return {"rho": rho, "q": q, "z": state.z.copy()}
+
+    def log_joint(self, state: OneSidedGibbsState) -> float:
+        """Collapsed ``log p(z, S)`` (the sampler's target), as ``collapsed_log_joint``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import load
+        >>> model, data = OneSidedClustering(2), load("toy")
+        >>> sampler = OneSidedGibbs(model, data)
+        >>> state = sampler.init(np.random.default_rng(0))
+        >>> bool(np.isclose(sampler.log_joint(state), model.collapsed_log_joint(state.z, data)[0]))
+        True
+        """
+        return float(
+            _dirichlet_multinomial_log(state.sizes[None, :], self.model.alpha)
+            + _dirichlet_multinomial_log(state.c_t.T, self.model.eta)
+        )
+
+    def exact_draws(self, n_chains: int, sweeps: int, random_state=None) -> np.ndarray:
+        """Final memberships ``(n_chains, N)`` of independent chains of ``sweeps`` sweeps each.
+
+        Independent draws (not one autocorrelated chain), so a chi-square test against the
+        enumerated posterior is valid.
+
+        Examples
+        --------
+        >>> from latentzoo.data import load
+        >>> OneSidedGibbs(OneSidedClustering(2), load("toy")).exact_draws(4, 10, 0).shape
+        (4, 6)
+        """
+        rng = np.random.default_rng(random_state)
+        seeds = rng.integers(0, 2**63 - 1, size=n_chains).astype(np.uint64)
+        return _many_chains_last_state(
+            self.indptr, self.indices, self.counts, self.row_totals, self.data.n_cols,
+            self.model.n_clusters, float(self.model.alpha), float(self.model.eta), seeds, sweeps,
+        )  # fmt: skip
+
+
+def gibbs(
+    model: OneSidedClustering,
+    data: CoOccurrence,
+    chains: int = 4,
+    draws: int = 500,
+    tune: int = 200,
+    thin: int = 1,
+    random_state=None,
+    progressbar: bool = True,
+    test: CoOccurrence | None = None,
+    keep_params="auto",
+    initial_assignments=None,
+):
+    """Collapsed Gibbs sampling of the Bayesian ACM, returned as ``InferenceData``.
+
+    The posterior group holds ``rho`` (cluster) and ``q`` (cluster, word), named and shaped as in
+    :meth:`OneSidedClustering.pymc_model`, the memberships ``z`` (doc, int), and the invariants
+    ``loglik``, ``p_dyad`` (dyad) and ``coassign`` (pair) of :meth:`OneSidedClustering.invariants`
+    (``rho``, ``q`` and ``z`` are kept when ``keep_params`` is True, or "auto" and they are small).
+    ``log_likelihood`` holds ``counts`` (doc): the multinomial log-pmf of each row of ``data`` given
+    the draw's ``(rho, q)`` with ``z_i`` marginalised, or, with ``test``, the exact predictive
+    density of each row's held-out counts given the draw and that row's training observations,
+    ``log sum_k <I_ik> prod_j q_kj^{test_ij}`` plus the multinomial coefficient (averaged over draws it is
+    ``p(test_i | data)``). ``sample_stats`` holds ``lp``, the collapsed log joint.
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> idata = gibbs(OneSidedClustering(2), load("toy"), chains=2, draws=20, tune=10,
+    ...               random_state=0, progressbar=False)
+    >>> idata.posterior["coassign"].shape
+    (2, 20, 15)
+    """
+    from latentzoo.inference.mcmc import run_chains, to_inference_data
+
+    data = model.check_data(data)
+    if test is not None:
+        test = CoOccurrence(test) if not isinstance(test, CoOccurrence) else test
+        if test.shape != data.shape:
+            raise ValueError(f"test has shape {test.shape}, expected {data.shape}")
+    sampler = OneSidedGibbs(model, data)
+    dyads = default_dyads(data)
+    pairs = default_pairs(data)
+    k = model.n_clusters
+    if keep_params == "auto":
+        keep_params = chains * draws * (k * (data.n_cols + 1) + data.n_rows) <= 20_000_000
+    scored = test if test is not None else data
+    coefficient = model.log_multinomial_coefficient(scored)
+
+    def draw(state, rng):
+        params = sampler.draw(state, rng)
+        per_row, out = model.evaluate(params, data, dyads, pairs)
+        if test is not None:
+            per_row = model.predictive_log_density(params, test, data)
+        out["counts"] = per_row + coefficient
+        if keep_params:
+            out.update(params)
+        return out
+
+    init = sampler.init
+    if initial_assignments is not None:
+        starts = iter(list(initial_assignments))
+        chains = len(initial_assignments)
+
+        def init(rng):
+            return sampler.init(rng, next(starts))
+
+    posterior, stats, seconds = run_chains(
+        init,
+        sampler.step,
+        draw,
+        chains=chains,
+        draws=draws,
+        tune=tune,
+        thin=thin,
+        random_state=random_state,
+        progressbar=progressbar,
+        stats=lambda state: {"lp": sampler.log_joint(state)},
+        desc="collapsed Gibbs",
+    )
+    log_lik = {"counts": posterior.pop("counts")}
+    coords = {
+        "doc": list(data.row_labels),
+        "word": list(data.col_labels),
+        "cluster": np.arange(k),
+        "dyad": np.arange(len(dyads)),
+        "pair": np.arange(len(pairs)),
+    }
+    dims = {
+        "rho": ["cluster"],
+        "q": ["cluster", "word"],
+        "z": ["doc"],
+        "p_dyad": ["dyad"],
+        "coassign": ["pair"],
+        "counts": ["doc"],
+    }
+    idata = to_inference_data(
+        posterior,
+        sample_stats=stats,
+        log_likelihood=log_lik,
+        coords=coords,
+        dims=dims,
+        seconds=seconds,
+        method="gibbs",
+    )
+    if scored.n_rows * scored.n_cols <= 5_000_000:
+        observed = xr.Dataset(
+            {"counts": (("doc", "word"), scored.toarray())},
+            coords={"doc": coords["doc"], "word": coords["word"]},
+        )
+        idata.add_groups({"observed_data": observed})
+    return idata

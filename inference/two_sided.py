@@ -1,0 +1,962 @@
+"""Fast inference for the symmetric clustering model: hard SCM, mean-field annealed EM, collapsed Gibbs.
+
+**Hard SCM** (Hofmann & Puzicha 1998, eq. (44)-(45)): alternating maximisation of the log-likelihood
+``L * MI(I; J) + const`` over the two partitions in the order ``(I, c, J, c)``. With ``c`` J-consistent
+(eq. (42) from the current ``J``), the penalty of eq. (44) is the constant ``n_i`` (eq. (45)) and row
+``i`` goes to ``argmax_nu h_{i nu}``, ``h = (n J) log(c)^T`` (an ``N x Ky`` sparse product times a
+``Ky x Kx`` matrix). Every half-step cannot lower the likelihood, which is therefore monotone.
+
+**Mean-field annealed EM** (eq. (48)-(49), appendix A). The factorised distribution
+``Q(I, J) = prod_i <I_i> prod_j <J_j>`` minimises, at inverse temperature ``beta``, the free energy
+
+.. math::
+
+    F_\\beta(Q, c, \\rho) = \\mathbf{E}_Q[\\mathcal{H}]
+        + \\tfrac{1}{\\beta}\\big[\\mathrm{KL}(Q_I \\,\\|\\, \\rho^x) + \\mathrm{KL}(Q_J \\,\\|\\, \\rho^y)
+        - \\log p(\\rho^x) - \\log p(\\rho^y)\\big],
+
+``H(I, J; c) = -sum_ij n_ij log(p_i q_j c_{I_i J_j}) + L (sum_ij p_i q_j c_{I_i J_j} - 1)`` (the
+log-likelihood with the seed's Lagrange term, eq. (36), ``lambda = -L``: a Poisson form whose minimum over
+the scale of ``c`` is the normalised likelihood), ``p(rho) = Dir(alpha)``. This is eq. (64) (in units of
+``1/beta``, with the prior of the indicators untempered as in eq. (65)). Each update of the sequence
+``(<I>, (c, rho^x), <J>, (c, rho^y))`` minimises ``F`` exactly over its block:
+
+- ``<I_{i nu}> ∝ rho^x_nu exp(beta h_{i nu})``, ``h_{i nu} = sum_j n_ij sum_mu <J_{j mu}> log c_{nu mu}``
+  (eq. (49); the seed's minus sign in the exponent is a typo, compare seed 001 eq. (10)). The Lagrange
+  term contributes ``n_i sum_mu pi^y_mu c_{nu mu} = n_i`` for every ``nu`` because ``c`` is
+  J-consistent (eq. (45)), so it drops out.
+- ``c = pi / (pi^x pi^y)`` with ``pi = <I>^T n <J> / L`` (eq. (42)-(43), posteriors replacing Booleans),
+  and ``rho ∝ sum_i <I_i> + alpha - 1`` (eq. (48), MAP).
+
+So ``F`` never increases at fixed ``beta`` (tested every iteration). At the fixed point
+``E_Q[H] = -(L MI(Q) + const)``. Each iteration costs two sparse-dense products
+(``n @ <J>``: ``nnz Ky``; ``n^T @ <I>``: ``nnz Kx``) and ``O((N + M) Kx Ky)`` dense work; no ``N x M`` or
+``nnz x K`` array is formed. Footnote 7: started at random, all posteriors drift to uniform, so the row
+posteriors start from an asymmetric clustering (ACM) solution, and the column partition from a
+distributional k-means of the columns' profiles over those row clusters.
+
+**Collapsed Gibbs.** Every ``I_i`` is resampled from its exact conditional in the collapsed Bayesian
+model of :mod:`latentzoo.models.two_sided` (``rho``, ``pi``, ``psi`` integrated out):
+
+.. math::
+
+    P(I_i = \\nu \\mid \\ldots) \\propto (s_\\nu + \\alpha)
+      \\prod_\\mu \\frac{\\Gamma(W_{\\nu\\mu} + r_\\mu + \\eta)}{\\Gamma(W_{\\nu\\mu} + \\eta)}
+      \\frac{\\Gamma((s_\\nu + 1)\\eta)\\, \\Gamma(N_\\nu + s_\\nu\\eta)}
+           {\\Gamma(N_\\nu + n_i + (s_\\nu + 1)\\eta)\\, \\Gamma(s_\\nu\\eta)}
+      \\frac{\\Gamma(B_\\nu \\eta)}{\\Gamma(L + B_\\nu \\eta)}
+
+(all counts without row ``i``; ``r_mu = sum_j n_ij [J_j = mu]``; the ratio of ``Gamma(s eta)`` terms is
+absent for an empty cluster; ``B_nu`` the number of occupied blocks if ``i`` joins ``nu``): rising
+factorials of the Dirichlet-multinomial, evaluated with ``lgamma`` in log space. Then every ``J_j``
+likewise. The kept draws add ``pi``, ``psi`` and ``rho`` from their exact conditional Dirichlet
+posteriors, so the posterior holds a draw-kind parameter dictionary.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numba as nb
+import numpy as np
+import scipy.sparse as sp
+import xarray as xr
+from scipy.special import xlogy
+
+from latentzoo.data import CoOccurrence
+from latentzoo.inference.annealing import EMStats
+from latentzoo.inference.aspect import _next_uniform
+from latentzoo.models.aspect import default_dyads
+from latentzoo.models.two_sided import (
+    TwoSidedClustering,
+    _cell_dots,
+    _onehot,
+    _soft,
+    association,
+    collapsed_from_tables,
+    default_pairs,
+    within_cluster,
+)
+
+__all__ = [
+    "HardSCM",
+    "MeanFieldSCM",
+    "TwoSidedGibbs",
+    "hard_scm",
+    "mean_field",
+    "gibbs",
+    "initial_partition",
+]
+
+INITS = ("acm", "kmeans", "random")
+
+
+# --------------------------------------------------------------------------- shared pieces
+class _Counts:
+    """The count matrix prepared once for the EM family: float CSR of ``n`` and of ``n^T``."""
+
+    def __init__(self, data: CoOccurrence):
+        self.data = data
+        self.csr = data.counts.astype(np.float64)
+        self.csr_t = self.csr.T.tocsr()
+        self.n_i = data.row_totals.astype(float)
+        self.m_j = data.col_totals.astype(float)
+        self.total = float(data.total)
+        self.p = self.n_i / self.total
+        self.q = self.m_j / self.total
+        self.rows = data.cells()[0]
+        # sum_i n_i log p_i + sum_j m_j log q_j: the partition-independent part of the likelihood
+        self.offset = float(xlogy(self.n_i, self.p).sum() + xlogy(self.m_j, self.q).sum())
+
+    def params(self, model, soft_i, soft_j, block):
+        """The point-estimate dictionary (eq. (42)-(43), (48)) of the given posteriors."""
+        return {
+            "I": soft_i,
+            "J": soft_j,
+            "c": association(block, self.n_i @ soft_i, self.m_j @ soft_j),
+            "pi": block / self.total,
+            "p": self.p,
+            "q": self.q,
+            "rho_x": model.map_weights(soft_i.sum(axis=0)),
+            "rho_y": model.map_weights(soft_j.sum(axis=0)),
+            "n_obs": np.asarray(self.total),
+        }
+
+    def soft_log_likelihood(self, soft_i, soft_j, c) -> float:
+        """``sum_ij n_ij log(p_i q_j sum <I><J> c)`` over the non-zeros (eq. (47) plug-in)."""
+        dots = _cell_dots(
+            self.csr.indptr, self.csr.indices, np.ascontiguousarray(soft_i @ c), soft_j
+        )
+        cols = self.csr.indices
+        with np.errstate(divide="ignore"):
+            return float(np.sum(self.csr.data * np.log(self.p[self.rows] * self.q[cols] * dots)))
+
+
+def _scores(mass, c):
+    """``h[a, nu] = sum_mu mass[a, mu] log c[nu, mu]``, ``-inf`` where positive mass meets ``c = 0``.
+
+    ``0 log 0 = 0``: a block without observations only excludes objects that would put mass on it.
+    """
+    positive = c > 0
+    log_c = np.log(np.where(positive, c, 1.0))
+    h = mass @ log_c.T
+    if not positive.all():
+        blocked = ((mass > 0).astype(float) @ (~positive).T.astype(float)) > 0
+        h[blocked] = -np.inf
+    return h
+
+
+def _softmax_rows(logits):
+    top = np.max(logits, axis=1, keepdims=True)
+    out = np.exp(logits - top)
+    out /= out.sum(axis=1, keepdims=True)
+    return out
+
+
+def _indicator(labels, k):
+    """Sparse (n x k) indicator matrix of hard labels."""
+    n = labels.shape[0]
+    return sp.csr_matrix((np.ones(n), (np.arange(n), labels)), shape=(n, k))
+
+
+# ------------------------------------------------------------------------------ initialisation
+def _kmeans_profiles(x, k, rng, n_iter=20):
+    """Distributional k-means (KL divergence of profiles, token-weighted) with k-means++ seeding.
+
+    ``x`` (items x features, sparse or dense, non-negative). Cost of item ``a`` under a centroid
+    ``mu`` is ``t_a KL(x_a / t_a || mu)``; centroids are the pooled profiles smoothed by one pseudo-token
+    spread as the global profile (no ``log 0``). Seeds: the first with probability ``∝ t_a``, the next
+    ``∝`` the current minimal cost (k-means++). Then Lloyd iterations; empty clusters are reseeded with
+    the costliest item. Returns int64 labels.
+    """
+    is_sparse = sp.issparse(x)
+    n_items = x.shape[0]
+    totals = np.asarray(x.sum(axis=1)).ravel()
+    grand = totals.sum()
+    background = np.asarray(x.sum(axis=0)).ravel() / grand
+    if is_sparse:
+        rows = np.repeat(np.arange(n_items), np.diff(x.indptr))
+        self_term = np.bincount(
+            rows, weights=xlogy(x.data, x.data / totals[rows]), minlength=n_items
+        )
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self_term = xlogy(x, x / np.where(totals > 0, totals, 1.0)[:, None]).sum(axis=1)
+
+    def row_of(a):
+        return np.asarray(x[a].toarray()).ravel() if is_sparse else np.asarray(x[a], dtype=float)
+
+    live = background > 0  # features without any mass never enter a cost
+
+    def log_profile(pooled, mass):
+        with np.errstate(divide="ignore"):
+            return np.where(live, np.log((pooled + background) / (mass + 1.0)), 0.0)
+
+    def cost_to(log_centroids):  # (n_items, n_centroids)
+        return self_term[:, None] - np.asarray(x @ log_centroids.T)
+
+    weights = totals / grand
+    seed = int(rng.choice(n_items, p=weights))
+    log_centroids = log_profile(row_of(seed), totals[seed])[None, :]
+    best = cost_to(log_centroids)[:, 0]
+    for _ in range(1, k):
+        gain = np.maximum(best, 0.0)
+        probs = gain / gain.sum() if gain.sum() > 0 else weights
+        seed = int(rng.choice(n_items, p=probs))
+        new = log_profile(row_of(seed), totals[seed])[None, :]
+        log_centroids = np.concatenate([log_centroids, new])
+        best = np.minimum(best, cost_to(new)[:, 0])
+    labels = np.full(n_items, -1, dtype=np.int64)
+    for _ in range(n_iter):
+        cost = cost_to(log_centroids)
+        new = np.argmin(cost, axis=1).astype(np.int64)
+        sizes = np.bincount(new, minlength=k)
+        for empty in np.flatnonzero(sizes == 0):
+            worst = int(np.argmax(cost[np.arange(n_items), new]))
+            new[worst] = empty
+            sizes = np.bincount(new, minlength=k)
+        if np.array_equal(new, labels):
+            break
+        labels = new
+        pooled = np.asarray(x.T @ _onehot(labels, k)).T  # (k, features)
+        mass = np.bincount(labels, weights=totals, minlength=k)
+        log_centroids = log_profile(pooled, mass[:, None])
+    return labels
+
+
+def _acm_rows(model, data, rng, hard):
+    """Row posteriors (or labels) of the asymmetric clustering model, seed footnote 7."""
+    try:
+        from latentzoo.models.one_sided import OneSidedClustering
+
+        if hard:
+            from latentzoo.inference.one_sided import hard_acm
+        else:
+            from latentzoo.inference.one_sided import annealed_em
+    except ImportError as error:
+        raise ValueError(
+            "init='acm' needs latentzoo.inference.one_sided (the one-sided clustering model); "
+            "use init='kmeans'"
+        ) from error
+    acm = OneSidedClustering(
+        model.n_row_clusters, alpha=max(model.alpha, 1.0), eta=max(model.eta, 1.0)
+    )
+    if hard:
+        result = hard_acm(acm, data, max_iter=100, random_state=rng, n_init=1)
+    else:
+        result = annealed_em(acm, data, betas=[1.0], max_iter=100, random_state=rng)
+    resp = np.asarray(result.params["resp"], dtype=float)
+    return np.argmax(resp, axis=1).astype(np.int64) if hard else resp
+
+
+def initial_partition(model, data, rng, init="kmeans", hard=False):
+    """Starting assignments ``(I, J)`` for the hard SCM and mean field (seed footnote 7).
+
+    ``init``:
+
+    - ``"acm"``: ``I`` from the asymmetric clustering model (one-sided annealed EM, or hard ACM when
+      ``hard``) of :mod:`latentzoo.inference.one_sided`;
+    - ``"kmeans"``: ``I`` from distributional k-means++ of the rows' profiles ``n_{i.} / n_i``;
+    - ``"random"``: uniformly random labels for both (footnote 7 warns that mean field then tends to
+      uniform posteriors);
+    - a dict with ``"I"`` (labels or N x Kx posteriors) and optionally ``"J"``.
+
+    Unless given, ``J`` is the distributional k-means++ partition of the columns' profiles over the
+    row clusters, ``n^T <I>`` (the J-step of eq. (44) iterated for fixed ``I``).
+
+    Returns
+    -------
+    I : (N, Kx) float, J : (M, Ky) float (one-hot unless soft posteriors were given or ACM was used)
+    """
+    kx, ky = model.shape
+    n_rows, n_cols = data.shape
+    if isinstance(init, dict):
+        if "I" not in init:
+            raise ValueError("an init dict needs the row assignments 'I'")
+        soft_i = _soft(init["I"], n_rows, kx, "init['I']")
+        soft_j = _soft(init["J"], n_cols, ky, "init['J']") if "J" in init else None
+    elif init == "random":
+        soft_i = _onehot(rng.integers(0, kx, n_rows), kx)
+        soft_j = _onehot(rng.integers(0, ky, n_cols), ky)
+    elif init == "kmeans":
+        soft_i = _onehot(_kmeans_profiles(data.counts.astype(np.float64), kx, rng), kx)
+        soft_j = None
+    elif init == "acm":
+        rows = _acm_rows(model, data, rng, hard)
+        soft_i = _onehot(rows, kx) if rows.ndim == 1 else rows
+        soft_j = None
+    else:
+        raise ValueError(f"init must be one of {INITS} or a dict with 'I' (and 'J'), got {init!r}")
+    if soft_j is None:
+        profiles = np.asarray(data.counts.T @ soft_i)
+        soft_j = _onehot(_kmeans_profiles(profiles, ky, rng), ky)
+    return soft_i, soft_j
+
+
+# ------------------------------------------------------------------------------- hard SCM
+class HardSCM:
+    """The hard SCM (eq. (44)-(45)) as an :class:`~latentzoo.inference.annealing.EMProblem`.
+
+    ``step(params, beta)`` ignores ``beta`` (the ``T -> 0`` limit); ``free_energy`` is minus the
+    log-likelihood ``-(L MI + offset)``, which every step lowers or keeps (ties keep the current
+    cluster, so an unchanged value means an unchanged partition).
+    """
+
+    monotone = True
+
+    def __init__(self, model: TwoSidedClustering, data: CoOccurrence, init="kmeans"):
+        self.model = model
+        self.counts = _Counts(data)
+        self.init_method = init
+
+    def init(self, rng):
+        soft_i, soft_j = initial_partition(
+            self.model, self.counts.data, rng, self.init_method, hard=True
+        )
+        labels_i, labels_j = soft_i.argmax(axis=1), soft_j.argmax(axis=1)
+        return self._params(labels_i, labels_j, self._block(labels_i, labels_j)[0])
+
+    def _block(self, labels_i, labels_j):
+        kx, ky = self.model.shape
+        row_mass = (self.counts.csr @ _indicator(labels_j, ky)).toarray()
+        return _indicator(labels_i, kx).T @ row_mass, row_mass
+
+    def _params(self, labels_i, labels_j, block):
+        kx, ky = self.model.shape
+        return self.counts.params(self.model, _onehot(labels_i, kx), _onehot(labels_j, ky), block)
+
+    @staticmethod
+    def _assign(h, current):
+        best = h.max(axis=1)
+        keep = h[np.arange(h.shape[0]), current] >= best
+        return np.where(keep, current, np.argmax(h, axis=1)).astype(np.int64)
+
+    def step(self, params, beta=1.0):
+        kx, ky = self.model.shape
+        counts = self.counts
+        labels_i = np.argmax(params["I"], axis=1)
+        labels_j = np.argmax(params["J"], axis=1)
+        block, row_mass = self._block(labels_i, labels_j)
+        c = association(block, counts.n_i @ _onehot(labels_i, kx), counts.m_j @ _onehot(labels_j, ky))
+        loglik = counts.offset + float(xlogy(block, c).sum())
+        # I-step (eq. (44)) with J-consistent c, then c
+        labels_i = self._assign(_scores(row_mass, c), labels_i)
+        block = _indicator(labels_i, kx).T @ row_mass
+        col_mass = (counts.csr_t @ _indicator(labels_i, kx)).toarray()
+        c = association(block, counts.n_i @ _onehot(labels_i, kx), counts.m_j @ _onehot(labels_j, ky))
+        # J-step with I-consistent c, then c
+        labels_j = self._assign(_scores(col_mass, c.T), labels_j)
+        block = (_indicator(labels_j, ky).T @ col_mass).T
+        new = self._params(labels_i, labels_j, block)
+        return new, EMStats(-loglik, loglik)
+
+
+# ----------------------------------------------------------------------------- mean field
+class MeanFieldSCM:
+    """Mean-field annealed EM of the SCM (eq. (48)-(49)) as an ``EMProblem``; see module docstring.
+
+    Parameters
+    ----------
+    model : TwoSidedClustering
+        ``alpha >= 1`` (the MAP cluster weights need non-negative pseudo-counts).
+    data : CoOccurrence
+    init : str or dict
+        See :func:`initial_partition`.
+    track_loglik : bool
+        Also report the plug-in log-likelihood of eq. (47) (``O(nnz Ky)`` per iteration).
+    """
+
+    monotone = True
+
+    def __init__(self, model, data, init="kmeans", track_loglik=True):
+        if model.alpha < 1:
+            raise ValueError(
+                "mean-field EM estimates the MAP cluster weights, which needs alpha >= 1 "
+                f"(got alpha={model.alpha}); use method='gibbs' for sparse priors"
+            )
+        self.model = model
+        self.counts = _Counts(data)
+        self.init_method = init
+        self.track_loglik = track_loglik
+
+    def init(self, rng):
+        soft_i, soft_j = initial_partition(self.model, self.counts.data, rng, self.init_method)
+        block = soft_i.T @ np.asarray(self.counts.csr @ soft_j)
+        return self.counts.params(self.model, soft_i, soft_j, block)
+
+    def free_energy(self, soft_i, soft_j, block, c, rho_x, rho_y, beta) -> float:
+        """``F_beta`` of the module docstring at consistent ``c`` (``E_Q[H] = -(L MI + offset)``)."""
+        energy = -(self.counts.offset + float(xlogy(block, c).sum()))
+        kl = float(
+            xlogy(soft_i, soft_i).sum()
+            - xlogy(soft_i.sum(axis=0), rho_x).sum()
+            + xlogy(soft_j, soft_j).sum()
+            - xlogy(soft_j.sum(axis=0), rho_y).sum()
+        )
+        prior = 0.0
+        if self.model.alpha != 1.0:
+            prior = (self.model.alpha - 1.0) * float(np.log(rho_x).sum() + np.log(rho_y).sum())
+        return energy + (kl - prior) / beta
+
+    def step(self, params, beta):
+        counts = self.counts
+        soft_i = np.asarray(params["I"], dtype=float)
+        soft_j = np.asarray(params["J"], dtype=float)
+        rho_x = np.asarray(params["rho_x"], dtype=float)
+        rho_y = np.asarray(params["rho_y"], dtype=float)
+        row_mass = np.asarray(counts.csr @ soft_j)  # (N, Ky): sum_j n_ij <J_j>
+        block = soft_i.T @ row_mass
+        c = association(block, counts.n_i @ soft_i, counts.m_j @ soft_j)
+        free = self.free_energy(soft_i, soft_j, block, c, rho_x, rho_y, beta)
+        loglik = counts.soft_log_likelihood(soft_i, soft_j, c) if self.track_loglik else np.nan
+        with np.errstate(divide="ignore"):
+            # <I> (eq. (49)), then (c, rho^x)
+            soft_i = _softmax_rows(np.log(rho_x)[None, :] + beta * _scores(row_mass, c))
+            block = soft_i.T @ row_mass
+            c = association(block, counts.n_i @ soft_i, counts.m_j @ soft_j)
+            rho_x = self.model.map_weights(soft_i.sum(axis=0))
+            # <J>, then (c, rho^y)
+            col_mass = np.asarray(counts.csr_t @ soft_i)  # (M, Kx)
+            soft_j = _softmax_rows(np.log(rho_y)[None, :] + beta * _scores(col_mass, c.T))
+        block = col_mass.T @ soft_j
+        new = counts.params(self.model, soft_i, soft_j, block)
+        new["rho_x"] = rho_x
+        return new, EMStats(float(free), float(loglik))
+
+
+# ------------------------------------------------------------------------------ entry points
+def _check_iterations(max_iter, tol):
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
+        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
+    if not np.isfinite(tol) or tol < 0:
+        raise ValueError(f"tol must be >= 0, got {tol!r}")
+
+
+def hard_scm(
+    model: TwoSidedClustering,
+    data: CoOccurrence,
+    max_iter: int = 100,
+    random_state=None,
+    init="kmeans",
+    progressbar: bool = False,
+):
+    """Fit the hard SCM by alternating maximisation of the mutual information (eq. (44)-(45)).
+
+    Runs on the shared driver (:func:`~latentzoo.inference.annealing.run_schedule`) until the
+    partition stops changing or ``max_iter`` steps. The trace's ``log_likelihood`` is
+    ``L MI + offset`` and never decreases.
+
+    Returns
+    -------
+    EMResult
+        ``params``: the point estimate (one-hot ``I``, ``J``; ``c``, ``pi``, ``p``, ``q``, ``rho``).
+
+    Examples
+    --------
+    >>> model = TwoSidedClustering(2, 2)
+    >>> data, truth = model.simulate(0, n_rows=8, n_cols=8, n_tokens=400, separated=True)
+    >>> result = hard_scm(model, data, random_state=0)
+    >>> bool(result.converged), result.params["I"].shape
+    (True, (8, 2))
+    """
+    from tqdm.auto import tqdm
+
+    from latentzoo.inference.annealing import EMResult, run_schedule
+
+    data = model.check_data(data)
+    _check_iterations(max_iter, 0.0)
+    rng = np.random.default_rng(random_state)
+    start = time.perf_counter()
+    problem = HardSCM(model, data, init=init)
+    params = problem.init(rng)
+    with tqdm(desc="hard SCM", disable=not progressbar, leave=False) as bar:
+        run = run_schedule(problem, params, [1.0], max_iter, 1e-15, progress=bar)
+    return EMResult(
+        model=model,
+        params=run.params,
+        trace=run.trace,
+        converged=run.converged,
+        betas=run.betas,
+        seconds=time.perf_counter() - start,
+        method="hard_scm",
+    )
+
+
+def mean_field(
+    model: TwoSidedClustering,
+    data: CoOccurrence,
+    betas="auto",
+    max_iter: int = 200,
+    tol: float = 1e-7,
+    random_state=None,
+    init="kmeans",
+    validation_fraction: float = 0.1,
+    beta_decay: float = 0.9,
+    patience: int = 10,
+    track_loglik: bool = True,
+    progressbar: bool = False,
+):
+    """Fit the probabilistic SCM by mean-field annealed EM (eq. (48)-(49), appendix A).
+
+    Parameters
+    ----------
+    model : TwoSidedClustering
+    data : CoOccurrence
+    betas : "auto", "early_stopping" or list of float
+        ``"auto"``: the tempered schedule of the shared driver
+        (:func:`~latentzoo.inference.annealing.tempered_schedule`: early stopping at ``beta = 1`` on a
+        ``validation_fraction`` split, then ``beta *= beta_decay`` while the validation perplexity
+        improves), replayed on all of ``data``. A list: those inverse temperatures in order, each
+        until the relative free-energy change is below ``tol``.
+    max_iter : int
+        Iterations per temperature.
+    tol : float
+        Relative free-energy tolerance (``F`` includes the partition-independent
+        ``-L (H(X) + H(Y))``, so it is tighter than for the aspect model).
+    random_state : int, Generator or None
+    init : str or dict
+        See :func:`initial_partition` (``"acm"``: seed footnote 7).
+    track_loglik : bool
+        Record the plug-in log-likelihood (eq. (47)) in the trace.
+    progressbar : bool
+
+    Returns
+    -------
+    EMResult
+        ``params``: ``I`` (N x Kx) and ``J`` (M x Ky) posteriors, ``c``, ``pi``, ``p``, ``q``,
+        ``rho_x``, ``rho_y``, ``n_obs``; ``trace``: beta, iteration, log_likelihood, free_energy.
+
+    Examples
+    --------
+    >>> model = TwoSidedClustering(2, 2)
+    >>> data, truth = model.simulate(0, n_rows=8, n_cols=8, n_tokens=400, separated=True)
+    >>> result = mean_field(model, data, betas=[1.0], random_state=0)
+    >>> result.params["J"].shape, bool(np.isfinite(result.perplexity(data)))
+    ((8, 2), True)
+    """
+    from tqdm.auto import tqdm
+
+    from latentzoo.inference.annealing import (
+        EMResult,
+        perplexity,
+        run_schedule,
+        tempered_schedule,
+    )
+
+    data = model.check_data(data)
+    if isinstance(betas, str) and betas not in ("auto", "early_stopping"):
+        raise ValueError(f"betas must be 'auto', 'early_stopping' or a list, got {betas!r}")
+    _check_iterations(max_iter, tol)
+    rng = np.random.default_rng(random_state)
+    start = time.perf_counter()
+    problem = MeanFieldSCM(model, data, init=init, track_loglik=track_loglik)
+    params = problem.init(rng)
+    selection = None
+    with tqdm(desc="mean-field SCM", disable=not progressbar, leave=False) as bar:
+        if isinstance(betas, str):
+            train, validation = data.split(validation_fraction, rng)
+            if train.total == 0 or validation.total == 0:
+                raise ValueError(
+                    "the data are too small for a validation split; pass an explicit list of betas"
+                )
+            schedule, selection, selected = tempered_schedule(
+                lambda part: MeanFieldSCM(model, part, track_loglik=track_loglik),
+                train,
+                validation,
+                score=lambda current, held: perplexity(model, current, held),
+                params=params,
+                max_iter=max_iter,
+                beta_decay=beta_decay,
+                patience=patience,
+                early_stopping_only=betas == "early_stopping",
+                progress=bar,
+            )
+            beta_list = [beta for beta, _ in schedule]
+            budgets = [iterations for _, iterations in schedule]
+            run = run_schedule(problem, params, beta_list, budgets, 0.0, progress=bar)
+            run.converged = selected
+        else:
+            run = run_schedule(problem, params, betas, max_iter, tol, progress=bar)
+    return EMResult(
+        model=model,
+        params=run.params,
+        trace=run.trace,
+        converged=run.converged,
+        betas=run.betas,
+        seconds=time.perf_counter() - start,
+        method="mean_field",
+        selection_trace=selection,
+    )
+
+
+# --------------------------------------------------------------------------- Gibbs kernels
+@nb.njit(cache=True)
+def _tables(row_ptr, row_idx, row_val, labels_i, labels_j, n_i, m_j, kx, ky):
+    block = np.zeros((kx, ky))
+    for i in range(row_ptr.shape[0] - 1):
+        for p in range(row_ptr[i], row_ptr[i + 1]):
+            block[labels_i[i], labels_j[row_idx[p]]] += row_val[p]
+    sizes_x = np.zeros(kx)
+    mass_x = np.zeros(kx)
+    for i in range(labels_i.shape[0]):
+        sizes_x[labels_i[i]] += 1.0
+        mass_x[labels_i[i]] += n_i[i]
+    sizes_y = np.zeros(ky)
+    mass_y = np.zeros(ky)
+    for j in range(labels_j.shape[0]):
+        sizes_y[labels_j[j]] += 1.0
+        mass_y[labels_j[j]] += m_j[j]
+    return block, sizes_x, mass_x, sizes_y, mass_y
+
+
+@nb.njit(cache=True)
+def _half_sweep(
+    ptr, idx, val, totals, labels, other, block, swap, sizes, mass, sizes_other, alpha, eta, grand,
+    state,
+):  # fmt: skip
+    """Resample every label of one side from its exact collapsed conditional (module docstring).
+
+    ``ptr, idx, val``: the CSR of this side (rows of ``n`` for ``I``, of ``n^T`` for ``J``);
+    ``block[a, b]`` is indexed (this side, other side) unless ``swap``.
+    """
+    k = sizes.shape[0]
+    k_other = sizes_other.shape[0]
+    occupied_other = 0
+    for b in range(k_other):
+        if sizes_other[b] > 0:
+            occupied_other += 1
+    occupied = 0
+    for a in range(k):
+        if sizes[a] > 0:
+            occupied += 1
+    r = np.zeros(k_other)
+    weights = np.empty(k)
+    for i in range(ptr.shape[0] - 1):
+        for b in range(k_other):
+            r[b] = 0.0
+        for p in range(ptr[i], ptr[i + 1]):
+            r[other[idx[p]]] += val[p]
+        old = labels[i]
+        n = totals[i]
+        for b in range(k_other):
+            if swap:
+                block[b, old] -= r[b]
+            else:
+                block[old, b] -= r[b]
+        sizes[old] -= 1.0
+        mass[old] -= n
+        if sizes[old] == 0:
+            occupied -= 1
+        top = -np.inf
+        for a in range(k):
+            s = sizes[a]
+            lw = math.log(s + alpha)
+            for b in range(k_other):
+                if r[b] > 0:
+                    w = block[b, a] if swap else block[a, b]
+                    lw += math.lgamma(w + r[b] + eta) - math.lgamma(w + eta)
+            lw += math.lgamma((s + 1.0) * eta) - math.lgamma(mass[a] + n + (s + 1.0) * eta)
+            if s > 0:
+                lw -= math.lgamma(s * eta) - math.lgamma(mass[a] + s * eta)
+                n_blocks = occupied * occupied_other
+            else:
+                n_blocks = (occupied + 1) * occupied_other
+            lw += math.lgamma(n_blocks * eta) - math.lgamma(grand + n_blocks * eta)
+            weights[a] = lw
+            if lw > top:
+                top = lw
+        cumulative = 0.0
+        for a in range(k):
+            cumulative += math.exp(weights[a] - top)
+            weights[a] = cumulative
+        u = _next_uniform(state) * cumulative
+        new = 0
+        while new < k - 1 and weights[new] <= u:
+            new += 1
+        labels[i] = new
+        for b in range(k_other):
+            if swap:
+                block[b, new] += r[b]
+            else:
+                block[new, b] += r[b]
+        if sizes[new] == 0:
+            occupied += 1
+        sizes[new] += 1.0
+        mass[new] += n
+
+
+@nb.njit(cache=True)
+def _sweep(
+    row_ptr, row_idx, row_val, col_ptr, col_idx, col_val, n_i, m_j, labels_i, labels_j, block,
+    sizes_x, mass_x, sizes_y, mass_y, alpha, eta, grand, state,
+):  # fmt: skip
+    _half_sweep(row_ptr, row_idx, row_val, n_i, labels_i, labels_j, block, False, sizes_x, mass_x,
+                sizes_y, alpha, eta, grand, state)  # fmt: skip
+    _half_sweep(col_ptr, col_idx, col_val, m_j, labels_j, labels_i, block, True, sizes_y, mass_y,
+                sizes_x, alpha, eta, grand, state)  # fmt: skip
+
+
+@nb.njit(cache=True)
+def _many_chains_last_state(
+    row_ptr, row_idx, row_val, col_ptr, col_idx, col_val, n_i, m_j, kx, ky, alpha, eta, seeds,
+    sweeps,
+):  # fmt: skip
+    n_rows = n_i.shape[0]
+    n_cols = m_j.shape[0]
+    grand = n_i.sum()
+    out = np.empty((seeds.shape[0], n_rows + n_cols), dtype=np.int64)
+    state = np.empty(1, dtype=np.uint64)
+    for c in range(seeds.shape[0]):
+        state[0] = seeds[c]
+        labels_i = np.empty(n_rows, dtype=np.int64)
+        labels_j = np.empty(n_cols, dtype=np.int64)
+        for i in range(n_rows):
+            labels_i[i] = min(int(_next_uniform(state) * kx), kx - 1)
+        for j in range(n_cols):
+            labels_j[j] = min(int(_next_uniform(state) * ky), ky - 1)
+        block, sizes_x, mass_x, sizes_y, mass_y = _tables(
+            row_ptr, row_idx, row_val, labels_i, labels_j, n_i, m_j, kx, ky
+        )
+        for _ in range(sweeps):
+            _sweep(row_ptr, row_idx, row_val, col_ptr, col_idx, col_val, n_i, m_j, labels_i,
+                   labels_j, block, sizes_x, mass_x, sizes_y, mass_y, alpha, eta, grand,
+                   state)  # fmt: skip
+        out[c, :n_rows] = labels_i
+        out[c, n_rows:] = labels_j
+    return out
+
+
+class TwoSidedState:
+    """State of one collapsed Gibbs chain: both partitions, count tables, generator state."""
+
+    __slots__ = ("I", "J", "block", "sizes_x", "mass_x", "sizes_y", "mass_y", "rng_state")
+
+    def __init__(self, I, J, block, sizes_x, mass_x, sizes_y, mass_y, rng_state):  # noqa: E741
+        self.I = I
+        self.J = J
+        self.block = block
+        self.sizes_x = sizes_x
+        self.mass_x = mass_x
+        self.sizes_y = sizes_y
+        self.mass_y = mass_y
+        self.rng_state = rng_state
+
+
+class TwoSidedGibbs:
+    """Collapsed Gibbs sampler of the Bayesian SCM, as pure ``init``/``step``/``draw``.
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> sampler = TwoSidedGibbs(TwoSidedClustering(2, 2), load("toy"))
+    >>> state = sampler.step(sampler.init(np.random.default_rng(0)))
+    >>> int(state.block.sum()) == load("toy").total
+    True
+    """
+
+    def __init__(self, model: TwoSidedClustering, data: CoOccurrence):
+        self.model = model
+        self.data = data
+        csr = data.counts.astype(np.float64)
+        csr_t = csr.T.tocsr()
+        self.rows = (csr.indptr.astype(np.int64), csr.indices.astype(np.int64), csr.data)
+        self.cols = (csr_t.indptr.astype(np.int64), csr_t.indices.astype(np.int64), csr_t.data)
+        self.n_i = data.row_totals.astype(float)
+        self.m_j = data.col_totals.astype(float)
+        self.total = float(data.total)
+
+    def init(self, rng: np.random.Generator, I=None, J=None) -> TwoSidedState:  # noqa: E741
+        kx, ky = self.model.shape
+        labels_i = rng.integers(0, kx, self.data.n_rows) if I is None else I
+        labels_j = rng.integers(0, ky, self.data.n_cols) if J is None else J
+        labels_i = np.array(labels_i, dtype=np.int64)
+        labels_j = np.array(labels_j, dtype=np.int64)
+        tables = _tables(*self.rows, labels_i, labels_j, self.n_i, self.m_j, kx, ky)
+        seed = np.array([rng.integers(0, 2**63 - 1)], dtype=np.uint64)
+        return TwoSidedState(labels_i, labels_j, *tables, seed)
+
+    def step(self, state: TwoSidedState) -> TwoSidedState:
+        _sweep(
+            *self.rows, *self.cols, self.n_i, self.m_j, state.I, state.J, state.block,
+            state.sizes_x, state.mass_x, state.sizes_y, state.mass_y, float(self.model.alpha),
+            float(self.model.eta), self.total, state.rng_state,
+        )  # fmt: skip
+        return state
+
+    def draw(self, state: TwoSidedState, rng: np.random.Generator) -> dict:
+        """A draw-kind parameter dictionary: the labels and exact conditional Dirichlet draws.
+
+        ``pi | I, J, S ~ Dir(W + eta)`` on the occupied blocks, ``psi^x_nu ~ Dir(n_i + eta, i in nu)``,
+        ``psi^y`` likewise, ``rho^x ~ Dir(s + alpha)``, ``rho^y ~ Dir(t + alpha)``.
+        """
+        model = self.model
+        kx, ky = model.shape
+        occupied = np.outer(state.sizes_x > 0, state.sizes_y > 0)
+        pi = np.zeros((kx, ky))
+        pi[occupied] = _dirichlet(rng, state.block[occupied] + model.eta)
+        psi_x = within_cluster(rng.standard_gamma(self.n_i + model.eta), state.I, kx)
+        psi_y = within_cluster(rng.standard_gamma(self.m_j + model.eta), state.J, ky)
+        return {
+            "I": state.I.copy(),
+            "J": state.J.copy(),
+            "pi": pi,
+            "psi_x": psi_x,
+            "psi_y": psi_y,
+            "rho_x": _dirichlet(rng, state.sizes_x + model.alpha),
+            "rho_y": _dirichlet(rng, state.sizes_y + model.alpha),
+        }
+
+    def log_joint(self, state: TwoSidedState) -> float:
+        """Collapsed ``log p(I, J, S)`` of the state (the sampler's target), for ``sample_stats``."""
+        return float(
+            collapsed_from_tables(
+                state.sizes_x, state.sizes_y, state.mass_x, state.mass_y, state.block, self.n_i,
+                self.m_j, self.model.alpha, self.model.eta,
+            )  # fmt: skip
+        )
+
+    def exact_draws(self, n_chains: int, sweeps: int, random_state=None) -> np.ndarray:
+        """Final states ``[I, J]`` (concatenated) of ``n_chains`` independent chains of ``sweeps``.
+
+        Independent draws for the chi-square test against the enumerated posterior
+        (:func:`~latentzoo.inference.compare.exact_test`); each chain starts from uniform labels.
+        """
+        rng = np.random.default_rng(random_state)
+        seeds = rng.integers(0, 2**63 - 1, size=n_chains).astype(np.uint64)
+        kx, ky = self.model.shape
+        return _many_chains_last_state(
+            *self.rows, *self.cols, self.n_i, self.m_j, kx, ky, float(self.model.alpha),
+            float(self.model.eta), seeds, sweeps,
+        )  # fmt: skip
+
+
+def _dirichlet(rng, concentration):
+    gammas = rng.standard_gamma(concentration)
+    total = gammas.sum()
+    return gammas / total if total > 0 else concentration / concentration.sum()
+
+
+def gibbs(
+    model: TwoSidedClustering,
+    data: CoOccurrence,
+    chains: int = 4,
+    draws: int = 500,
+    tune: int = 200,
+    thin: int = 1,
+    random_state=None,
+    progressbar: bool = True,
+    test: CoOccurrence | None = None,
+    keep_params="auto",
+    initial_assignments=None,
+):
+    """Collapsed Gibbs sampling of the Bayesian SCM, returned as ``InferenceData``.
+
+    The posterior holds the partitions ``I`` (row) and ``J`` (col), named as in
+    :meth:`TwoSidedClustering.pymc_model`; the conditional draws ``pi``, ``psi_x``, ``psi_y``,
+    ``rho_x``, ``rho_y`` (when ``keep_params`` is True, or "auto" and they are small); and the
+    invariants ``loglik``, ``p_dyad`` (dyad), ``coassign_rows`` (row_pair), ``coassign_cols``
+    (col_pair) of the drawn parameters. ``log_likelihood`` holds ``counts`` (row): the per-row
+    ``sum_j n_ij log p_ij`` of ``test`` (held-out, if given) or of ``data`` (token-sequence form);
+    ``sample_stats`` holds ``lp``, the collapsed log joint.
+
+    Parameters
+    ----------
+    initial_assignments : list of (I, J) label pairs, optional
+        One start per chain (overrides ``chains``).
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> idata = gibbs(TwoSidedClustering(2, 2), load("toy"), chains=2, draws=20, tune=10,
+    ...               random_state=0, progressbar=False)
+    >>> idata.posterior["coassign_rows"].shape
+    (2, 20, 15)
+    """
+    from latentzoo.inference.mcmc import run_chains, to_inference_data
+
+    data = model.check_data(data)
+    if test is not None:
+        if not isinstance(test, CoOccurrence):
+            test = CoOccurrence(test)
+        if test.shape != data.shape:
+            raise ValueError(f"test has shape {test.shape}, expected {data.shape}")
+    sampler = TwoSidedGibbs(model, data)
+    dyads = default_dyads(data)
+    row_pairs = default_pairs(data.row_totals)
+    col_pairs = default_pairs(data.col_totals)
+    kx, ky = model.shape
+    if keep_params == "auto":
+        keep_params = chains * draws * (data.n_rows + data.n_cols + kx * ky) <= 20_000_000
+
+    def draw(state, rng):
+        params = sampler.draw(state, rng)
+        out = model.invariants(params, data, dyads, row_pairs, col_pairs)
+        out["counts"] = model.log_likelihood(params, test if test is not None else data)
+        out["I"], out["J"] = params["I"], params["J"]
+        if keep_params:
+            out.update({k: params[k] for k in ("pi", "psi_x", "psi_y", "rho_x", "rho_y")})
+        return out
+
+    init = sampler.init
+    if initial_assignments is not None:
+        starts = iter(list(initial_assignments))
+        chains = len(initial_assignments)
+
+        def init(rng):
+            labels_i, labels_j = next(starts)
+            return sampler.init(rng, labels_i, labels_j)
+
+    posterior, stats, seconds = run_chains(
+        init,
+        sampler.step,
+        draw,
+        chains=chains,
+        draws=draws,
+        tune=tune,
+        thin=thin,
+        random_state=random_state,
+        progressbar=progressbar,
+        stats=lambda state: {"lp": sampler.log_joint(state)},
+        desc="collapsed Gibbs (SCM)",
+    )
+    log_lik = {"counts": posterior.pop("counts")}
+    coords = {
+        "row": list(data.row_labels),
+        "col": list(data.col_labels),
+        "row_cluster": np.arange(kx),
+        "col_cluster": np.arange(ky),
+        "dyad": np.arange(len(dyads)),
+        "row_pair": np.arange(len(row_pairs)),
+        "col_pair": np.arange(len(col_pairs)),
+    }
+    dims = {
+        "I": ["row"],
+        "J": ["col"],
+        "pi": ["row_cluster", "col_cluster"],
+        "psi_x": ["row"],
+        "psi_y": ["col"],
+        "rho_x": ["row_cluster"],
+        "rho_y": ["col_cluster"],
+        "p_dyad": ["dyad"],
+        "coassign_rows": ["row_pair"],
+        "coassign_cols": ["col_pair"],
+        "counts": ["row"],
+    }
+    idata = to_inference_data(
+        posterior,
+        sample_stats=stats,
+        log_likelihood=log_lik,
+        coords=coords,
+        dims=dims,
+        seconds=seconds,
+        method="gibbs",
+    )
+    scored = test if test is not None else data
+    if scored.n_rows * scored.n_cols <= 5_000_000:
+        observed = xr.Dataset(
+            {"counts": (("row", "col"), scored.toarray())},
+            coords={"row": coords["row"], "col": coords["col"]},
+        )
+        idata.add_groups({"observed_data": observed})
+    return idata
