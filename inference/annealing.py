@@ -51,6 +51,8 @@ class EMProblem(Protocol):
     ``step(params, beta)`` runs the (fused) E-step at ``params`` and returns the M-step estimate
     together with the :class:`EMStats` of ``params``. ``monotone`` says whether the free energy is
     guaranteed not to increase (False for predictive EM, whose E-step is a heuristic, appendix B).
+    Optionally ``project(params) -> params`` maps an over-relaxed point back onto the admissible
+    set (default: every parameter row-wise onto the simplex).
     """
 
     monotone: bool
@@ -94,14 +96,20 @@ def project_simplex(x: np.ndarray) -> np.ndarray:
     return np.maximum(flat - tau[:, None], 0.0).reshape(shape)
 
 
-def _overrelaxed(old: dict, new: dict, omega: float) -> dict:
+def _overrelaxed(old: dict, new: dict, omega: float, project=None) -> dict:
+    """EM(eta) step (63), projected back onto the admissible set.
+
+    By default every parameter is taken to be a distribution along its last axis (rows on the
+    simplex); a problem whose parameters are constrained otherwise (a matrix summing to one as a
+    whole, posteriors stored with the parameters) supplies ``project(params) -> params``.
+    """
     if omega == 1.0:
         return new
+    moved = {name: (1.0 - omega) * old[name] + omega * new[name] for name in new}
+    if project is not None:
+        return project(moved)
     return {
-        name: project_simplex((1.0 - omega) * old[name] + omega * new[name])
-        if new[name].ndim >= 1
-        else new[name]
-        for name in new
+        name: project_simplex(value) if value.ndim >= 1 else value for name, value in moved.items()
     }
 
 
@@ -186,7 +194,7 @@ def run_schedule(
                 params, omega = plain, 1.0
                 continue
             plain = new_params
-            following = _overrelaxed(params, new_params, omega)
+            following = _overrelaxed(params, new_params, omega, getattr(problem, "project", None))
             row = {
                 "beta": beta,
                 "iteration": iteration,
