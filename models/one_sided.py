@@ -316,7 +316,7 @@ class OneSidedClustering:
         return np.asarray(data.counts @ log_q.T)
 
     def _joint(self, params, data, beta=1.0):
-        """Unnormalised log posterior of the memberships, ``log rho_k + beta log L_ik``, eq. (60)."""
+        """Unnormalised log posterior of memberships, ``log rho_k + beta log L_ik``, eq. (60)."""
         rho = np.asarray(params["rho"], dtype=float)
         with np.errstate(divide="ignore"):
             log_rho = np.log(rho)
@@ -574,9 +574,10 @@ class OneSidedClustering:
 
         Examples
         --------
-        >>> from latentzoo.inference.compare import enumerate_assignments
+        >>> import itertools
+        >>> states = np.array(list(itertools.product(range(2), repeat=3)))  # all 2**3 labellings
         >>> data = CoOccurrence([[2, 0], [0, 1], [1, 1]])
-        >>> lp = OneSidedClustering(2).collapsed_log_joint(enumerate_assignments(3, 2), data)
+        >>> lp = OneSidedClustering(2).collapsed_log_joint(states, data)
         >>> lp.shape, bool(lp[0] == lp[-1])  # relabelling all rows leaves it unchanged
         ((8,), True)
         """
