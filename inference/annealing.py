@@ -189,7 +189,7 @@ def run_schedule(
         while iteration < budget:
             new_params, stats = problem.step(params, beta)
             free = stats.free_energy
-            if problem.monotone and omega != 1.0 and free > previous_free:
+            if problem.monotone and omega != 1.0 and not free <= previous_free:
                 # The over-relaxed step overshot: go back to the plain M-step, which EM guarantees.
                 params, omega = plain, 1.0
                 continue

@@ -205,8 +205,15 @@ def _components(idata, var_names) -> dict[str, np.ndarray]:
 
 
 def _mcse(values) -> float:
-    """Monte Carlo standard error of the mean of a (chain, draw) array."""
-    return float(np.asarray(az.mcse(values, method="mean")).reshape(-1)[0])
+    """Monte Carlo standard error of the mean of a (chain, draw) array.
+
+    ArviZ returns NaN for (nearly) constant draws, e.g. a co-assignment probability pinned at 1;
+    the iid formula ``sd / sqrt(n)`` (0 for constant draws) is the honest value there.
+    """
+    value = float(np.asarray(az.mcse(values, method="mean")).reshape(-1)[0])
+    if not np.isfinite(value):
+        value = float(np.std(values, ddof=1) / np.sqrt(np.size(values)))
+    return value
 
 
 def summarize(idata, var_names, method: str) -> pd.DataFrame:
@@ -276,16 +283,26 @@ def _ess_per_second(idata, var_names) -> float:
     return ess / float(seconds)
 
 
-def heldout_lppd(model, idata, test) -> np.ndarray:
+def heldout_lppd(model, idata, test, train=None) -> np.ndarray:
     """Per-row held-out log pointwise predictive density ``log mean_s p(test_i | params_s)``."""
     from scipy.special import logsumexp
 
     names = model.param_names
     arrays = {n: idata.posterior[n].to_numpy() for n in names}
     n_chains, n_draws = arrays[names[0]].shape[:2]
+    # Clustering models predict a row's held-out tokens from its training tokens (seed eq. (32)).
+    if hasattr(model, "predictive_log_density") and train is not None:
+
+        def score(params):
+            return model.predictive_log_density(params, test, train)
+    else:
+
+        def score(params):
+            return model.log_likelihood(params, test)
+
     per_draw = np.stack(
         [
-            model.log_likelihood({n: arrays[n][c, d] for n in names}, test)
+            score({n: arrays[n][c, d] for n in names})
             for c in range(n_chains)
             for d in range(n_draws)
         ]
@@ -412,7 +429,8 @@ def compare(
             )
         )
     if test is not None:
-        a, b = heldout_lppd(model, fast, test), heldout_lppd(model, reference, test)
+        a = heldout_lppd(model, fast, test, data)
+        b = heldout_lppd(model, reference, test, data)
         diff = a - b
         se = float(np.sqrt(len(diff)) * diff.std(ddof=1)) if len(diff) > 1 else np.nan
         result.heldout = {

@@ -177,11 +177,10 @@ def add_invariants(idata, model, data, dyads=None):
     if all(name in posterior for name in model.invariant_names):
         return idata
     values = invariant_draws(model, data, posterior, dyads=dyads)
+    declared = {"p_dyad": ["dyad"], **getattr(model, "invariant_dims", {})}
     new = {}
     for key, value in values.items():
-        extra = [f"{key}_dim_{axis}" for axis in range(value.ndim - 2)]
-        if key == "p_dyad":
-            extra = ["dyad"]
+        extra = declared.get(key, [f"{key}_dim_{axis}" for axis in range(value.ndim - 2)])
         new[key] = (("chain", "draw", *extra), value)
     idata.posterior = posterior.assign(new)
     return idata
