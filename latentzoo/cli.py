@@ -56,6 +56,32 @@ def _parse_betas(text: str):
         ) from None
 
 
+def _model(entry, args):
+    """The model of ``entry`` at the sizes given by ``--k`` (and ``--k-cols``)."""
+    sizes = {entry.size_argument: args.k}
+    if getattr(args, "k_cols", None) is not None:
+        sizes["n_col_clusters"] = args.k_cols
+    try:
+        return entry.model(**sizes)
+    except TypeError:
+        raise UserError(f"{entry.name} takes one size (--k), not --k-cols") from None
+
+
+def _accepted(entry, method, options):
+    """Keep the options that the method's function takes (the EM variants differ slightly)."""
+    import inspect
+
+    from latentzoo.api import _resolve
+
+    if method not in entry.methods:
+        return options
+    parameters = inspect.signature(_resolve(entry.methods[method])).parameters
+    unknown = [name for name in options if name not in parameters and name != "progressbar"]
+    if "predictive" in unknown:
+        raise UserError(f"--predictive is not available for {entry.name} {method}")
+    return {name: value for name, value in options.items() if name in parameters}
+
+
 def _cmd_list(args):
     from latentzoo.data import list_datasets
     from latentzoo.zoo import as_table
@@ -77,19 +103,18 @@ def _cmd_fit(args):
 
     entry = entry_for(args.model)
     data = _load_data(args.data or entry.dataset)
-    model = entry.model(**{entry.size_argument: args.k})
+    model = _model(entry, args)
     progress = not args.quiet
-    if args.method == "annealed_em":
+    if args.method in ("gibbs", "pymc"):
+        options = dict(chains=args.chains, draws=args.draws, tune=args.tune, progressbar=progress)
+    else:
         options = dict(
             betas=_parse_betas(args.betas), max_iter=args.max_iter, tol=args.tol,
             overrelax=args.overrelax, predictive=args.predictive, progressbar=progress,
         )  # fmt: skip
-    elif args.method == "gibbs":
-        options = dict(chains=args.chains, draws=args.draws, tune=args.tune, progressbar=progress)
-    elif args.method == "pymc":
-        options = dict(chains=args.chains, draws=args.draws, tune=args.tune, progressbar=progress)
-    else:
-        options = {}
+        if not args.predictive:
+            options.pop("predictive")
+        options = _accepted(entry, args.method, options)
     result = latentzoo.fit(model, data, method=args.method, random_state=args.seed, **options)
     idata = result.to_inference_data() if hasattr(result, "to_inference_data") else result
     out = Path(args.out)
@@ -113,7 +138,7 @@ def _cmd_validate(args):
 
     entry = entry_for(args.model)
     data = _load_data(args.data or entry.dataset)
-    model = entry.model(**{entry.size_argument: args.k})
+    model = _model(entry, args)
     comparison = latentzoo.validate(
         model, data, quick=args.quick, random_state=args.seed, progressbar=not args.quiet
     )
@@ -141,8 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit = sub.add_parser("fit", help="fit a model and save the result as netCDF")
     fit.add_argument("model")
     fit.add_argument("--data", help="dataset name or .npz/.csv counts file")
-    fit.add_argument("--k", type=int, default=10, help="number of components (default 10)")
-    fit.add_argument("--method", default="annealed_em", help="annealed_em, gibbs or pymc")
+    fit.add_argument("--k", type=int, default=10, help="number of components or row clusters")
+    fit.add_argument("--k-cols", type=int, help="number of column clusters (two-sided models)")
+    fit.add_argument("--method", default="annealed_em", help="see `latentzoo list`; or pymc")
     fit.add_argument("--betas", default="auto", help="'auto' or e.g. 0.5,0.8,1")
     fit.add_argument("--max-iter", type=int, default=200)
     fit.add_argument("--tol", type=float, default=1e-5)
@@ -159,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("model")
     val.add_argument("--data")
     val.add_argument("--k", type=int, default=2)
+    val.add_argument("--k-cols", type=int)
     val.add_argument("--quick", action="store_true")
     val.add_argument("--seed", type=int, default=0)
     val.add_argument("--out", default="report/validate")

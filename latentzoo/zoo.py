@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from latentzoo.models import AspectModel
+from latentzoo.models import AspectModel, OneSidedClustering, ProductSpaceMixture
 
 __all__ = ["Entry", "ZOO", "entry_for", "as_table"]
 
@@ -56,6 +56,30 @@ ZOO: dict[str, Entry] = {
         dataset="reuters",
         notebook="notebooks/aspect_model.ipynb",
         description="aspect model / PLSA / SMM (Hofmann & Puzicha 1998, sec. 2)",
+    ),
+    "one_sided": Entry(
+        name="one_sided",
+        model=OneSidedClustering,
+        size_argument="n_clusters",
+        methods={
+            "hard": "latentzoo.inference.one_sided.hard_acm",
+            "annealed_em": "latentzoo.inference.one_sided.annealed_em",
+            "gibbs": "latentzoo.inference.one_sided.gibbs",
+        },
+        reference="pymc",
+        dataset="reuters",
+        notebook="notebooks/clustering_models.ipynb",
+        description="one-sided clustering / ACM, a Dirichlet-multinomial mixture (sec. 3.1-3.2)",
+    ),
+    "product_space": Entry(
+        name="product_space",
+        model=ProductSpaceMixture,
+        size_argument="n_row_clusters",
+        methods={"annealed_em": "latentzoo.inference.aspect.product_space_em"},
+        reference="pymc",
+        dataset="reuters",
+        notebook="notebooks/clustering_models.ipynb",
+        description="product-space mixture / PMM (Hofmann & Puzicha 1998, sec. 2.4)",
     ),
 }
 
