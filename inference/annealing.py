@@ -245,12 +245,15 @@ def tempered_schedule(
     overrelax: float = 1.0,
     early_stopping_only: bool = False,
     progress=None,
+    beta_patience: int = 1,
 ):
     """Hofmann's tempered EM: choose the schedule on a validation split.
 
     1. At ``beta = 1`` run EM with early stopping on the validation score.
     2. Multiply ``beta`` by ``beta_decay`` and continue EM while the validation score improves.
-    3. Stop lowering once a new ``beta`` no longer improves the best validation score.
+    3. Stop lowering once ``beta_patience`` consecutive temperatures have not improved the best
+       validation score (1: Hofmann's rule; clustering models, whose posteriors stay hard until
+       ``beta * n_i`` is of order one, need a few more and a faster decay).
 
     Parameters
     ----------
@@ -282,6 +285,7 @@ def tempered_schedule(
     schedule, traces = [], []
     best_overall = np.inf
     stopped_by_rule = True
+    pending = []
     while beta >= min_beta:
         result = run_schedule(
             problem,
@@ -298,13 +302,20 @@ def tempered_schedule(
         stopped_by_rule &= result.converged
         best_here = trace["score"].min()
         iterations = int(trace["score"].to_numpy().argmin()) + 1
-        if best_here >= best_overall * (1 - 1e-4) and schedule:
-            traces.append(trace)
-            break
-        best_overall = best_here
-        schedule.append((beta, iterations))
         traces.append(trace)
         params = result.params
+        if best_here >= best_overall * (1 - 1e-4) and schedule:
+            # Not better: keep going through up to beta_patience such temperatures; they enter
+            # the schedule only if a later temperature improves on the best.
+            pending.append((beta, iterations))
+            if len(pending) >= beta_patience:
+                break
+            beta *= beta_decay
+            continue
+        best_overall = best_here
+        schedule.extend(pending)
+        pending = []
+        schedule.append((beta, iterations))
         if early_stopping_only:
             break
         beta *= beta_decay

@@ -341,10 +341,11 @@ def annealed_em(
     random_state=None,
     n_threads: int = 1,
     validation_fraction: float = 0.1,
-    beta_decay: float = 0.9,
+    beta_decay: float = 0.5,
     patience: int = 10,
     progressbar: bool = False,
-    min_beta: float = 0.05,
+    min_beta: float = 0.002,
+    beta_patience: int = 6,
 ):
     """Fit the ACM by annealed (tempered) EM (Hofmann & Puzicha 1998, sections 3.2 and 5.1).
 
@@ -360,10 +361,9 @@ def annealed_em(
         is below ``tol``. Large final ``beta`` (e.g. ``[1, 10, 100, 1000]``) anneals towards the
         hard clustering of :func:`hard_acm`. The posteriors of a row of ``n_i`` observations stay
         nearly one-hot until ``beta * n_i`` is of order one (eq. (60)), so on long documents the
-        useful temperatures are near ``1 / mean row length``: ``"auto"`` lowers ``beta`` by
-        ``beta_decay`` and stops at the first temperature that does not improve the validation
-        perplexity, which on such data is often ``beta = 1`` itself; give an explicit schedule
-        (e.g. ``[0.02, 0.05, 0.1, 0.2, 0.5, 1.0]``) or a smaller ``beta_decay`` there.
+        useful temperatures are near ``1 / mean row length``: ``"auto"`` therefore lowers ``beta``
+        faster than for the aspect model (``beta_decay=0.5``) and only stops after
+        ``beta_patience=6`` temperatures in a row fail to improve the validation perplexity.
     max_iter : int
         Iterations per temperature.
     tol : float
@@ -431,6 +431,7 @@ def annealed_em(
                 beta_decay=beta_decay,
                 min_beta=min_beta,
                 patience=patience,
+                beta_patience=beta_patience,
                 overrelax=overrelax,
                 early_stopping_only=betas == "early_stopping",
                 progress=bar,
