@@ -220,6 +220,16 @@ def _mcse(values) -> float:
     return value
 
 
+def _rhat(values) -> float:
+    """Rank-normalised R-hat; 1 for a component that is constant across all chains (nothing to
+    disagree about), NaN for a single chain."""
+    if values.shape[0] < 2:
+        return np.nan
+    if np.ptp(values) == 0:
+        return 1.0
+    return float(az.rhat(values))
+
+
 def summarize(idata, var_names, method: str) -> pd.DataFrame:
     """Mean, sd, MCSE, bulk ESS and R-hat of each invariant component.
 
@@ -240,7 +250,7 @@ def summarize(idata, var_names, method: str) -> pd.DataFrame:
                 "sd": float(values.std(ddof=1)),
                 "mcse": _mcse(values),
                 "ess_bulk": float(az.ess(values, method="bulk")),
-                "r_hat": float(az.rhat(values)) if values.shape[0] > 1 else np.nan,
+                "r_hat": _rhat(values),
             }
         )
     return pd.DataFrame(rows).set_index(["method", "quantity"])
@@ -644,7 +654,10 @@ def sbc(model, sampler, n_sims: int = 100, *, random_state=None, n_draws: int = 
             draws = idata.posterior[name].to_numpy().reshape(-1, *np.shape(value))[:n_draws]
             flat_truth = np.atleast_1d(value)
             flat_draws = draws.reshape(len(draws), -1)
-            ranks = (flat_draws < flat_truth).sum(axis=0)
+            # Ties (discrete statistics such as 0/1 co-assignments) are broken uniformly at random,
+            # as SBC requires; otherwise they always rank low.
+            ties = (flat_draws == flat_truth).sum(axis=0)
+            ranks = (flat_draws < flat_truth).sum(axis=0) + rng.integers(0, ties + 1)
             for index, rank in enumerate(ranks):
                 key = name if flat_truth.size == 1 else f"{name}[{index}]"
                 row[key] = int(rank)

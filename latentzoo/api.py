@@ -91,7 +91,10 @@ def fit_pymc(
     from latentzoo.inference.mcmc import add_invariants
 
     logging.getLogger("pymc").setLevel(logging.ERROR if not progressbar else logging.WARNING)
-    with model.pymc_model(data, temperature=temperature):
+    with model.pymc_model(data, temperature=temperature) as declared:
+        # target_accept tunes NUTS; a model with only discrete variables has no NUTS step.
+        continuous = any(rv.type.dtype.startswith("float") for rv in declared.free_RVs)
+        nuts = {"target_accept": target_accept} if continuous else {}
         idata = pm.sample(
             draws=draws,
             tune=tune,
@@ -100,8 +103,8 @@ def fit_pymc(
             random_seed=_int_seed(random_state),
             progressbar=progressbar,
             initvals=initvals,
-            target_accept=target_accept,
             compute_convergence_checks=False,
+            **nuts,
         )
     idata.posterior.attrs["method"] = "pymc"
     return add_invariants(idata, model, data)

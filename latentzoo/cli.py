@@ -58,13 +58,16 @@ def _parse_betas(text: str):
 
 def _model(entry, args):
     """The model of ``entry`` at the sizes given by ``--k`` (and ``--k-cols``)."""
+    import inspect
+
     sizes = {entry.size_argument: args.k}
-    if getattr(args, "k_cols", None) is not None:
-        sizes["n_col_clusters"] = args.k_cols
-    try:
-        return entry.model(**sizes)
-    except TypeError:
-        raise UserError(f"{entry.name} takes one size (--k), not --k-cols") from None
+    two_sizes = "n_col_clusters" in inspect.signature(entry.model).parameters
+    k_cols = getattr(args, "k_cols", None)
+    if k_cols is not None and not two_sizes:
+        raise UserError(f"{entry.name} takes one size (--k), not --k-cols")
+    if two_sizes:
+        sizes["n_col_clusters"] = args.k if k_cols is None else k_cols
+    return entry.model(**sizes)
 
 
 def _accepted(entry, method, options):

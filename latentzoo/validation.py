@@ -222,9 +222,43 @@ def _product_space_protocol() -> Protocol:
     )
 
 
+def _two_sided_protocol() -> Protocol:
+    from latentzoo.inference.two_sided import TwoSidedGibbs
+    from latentzoo.models import TwoSidedClustering
+
+    def enumerate_states(model, data, sampler):
+        states = enumerate_assignments(data.n_rows + data.n_cols, model.n_row_clusters)
+        log_probs = model.collapsed_log_joint(
+            states[:, : data.n_rows], states[:, data.n_rows :], data
+        )
+        return states, log_probs
+
+    def synthetic(settings):
+        # PyMC's discrete steps mix slowly: keep the problem tiny and strongly separated.
+        return {"n_rows": 8, "n_cols": 10, "n_tokens": 60, "separation": 0.9}
+
+    def labels(params):
+        return {"I": np.asarray(params["I"]).argmax(1), "J": np.asarray(params["J"]).argmax(1)}
+
+    return Protocol(
+        small=lambda m, k: TwoSidedClustering(k, k, alpha=m.alpha, eta=m.eta),
+        sizes={"exact": 2, "reference": 2, "reference_full": 2, "real": 2, "sbc": 2},
+        exact_data=CoOccurrence([[3, 0, 1], [0, 2, 1], [1, 0, 2]]),
+        synthetic=synthetic,
+        sbc_data={"n_rows": 4, "n_cols": 5, "n_tokens": 20},
+        sampler="gibbs",
+        sampler_class=TwoSidedGibbs,
+        enumerate=enumerate_states,
+        em="annealed_em",
+        initvals=labels,
+        gibbs_start=lambda params, sampler, rng: tuple(labels(params).values()),
+    )
+
+
 PROTOCOLS: dict[str, Callable[[], Protocol]] = {
     "aspect": _aspect_protocol,
     "one_sided": _one_sided_protocol,
+    "two_sided": _two_sided_protocol,
     "product_space": _product_space_protocol,
 }
 

@@ -6,7 +6,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from latentzoo.models import AspectModel, OneSidedClustering, ProductSpaceMixture
+from latentzoo.models import (
+    AspectModel,
+    OneSidedClustering,
+    ProductSpaceMixture,
+    TwoSidedClustering,
+)
 
 __all__ = ["Entry", "ZOO", "entry_for", "as_table"]
 
@@ -70,6 +75,21 @@ ZOO: dict[str, Entry] = {
         dataset="reuters",
         notebook="notebooks/clustering_models.ipynb",
         description="one-sided clustering / ACM, a Dirichlet-multinomial mixture (sec. 3.1-3.2)",
+    ),
+    "two_sided": Entry(
+        name="two_sided",
+        model=TwoSidedClustering,
+        size_argument="n_row_clusters",
+        methods={
+            "hard": "latentzoo.inference.two_sided.hard_scm",
+            "mean_field": "latentzoo.inference.two_sided.mean_field",
+            "annealed_em": "latentzoo.inference.two_sided.mean_field",
+            "gibbs": "latentzoo.inference.two_sided.gibbs",
+        },
+        reference="pymc",
+        dataset="reuters",
+        notebook="notebooks/clustering_models.ipynb",
+        description="two-sided clustering / symmetric clustering model, SCM (sec. 3.3-3.4)",
     ),
     "product_space": Entry(
         name="product_space",

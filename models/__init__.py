@@ -2,5 +2,6 @@
 
 from latentzoo.models.aspect import AspectModel, ProductSpaceMixture
 from latentzoo.models.one_sided import OneSidedClustering
+from latentzoo.models.two_sided import TwoSidedClustering
 
-__all__ = ["AspectModel", "OneSidedClustering", "ProductSpaceMixture"]
+__all__ = ["AspectModel", "OneSidedClustering", "ProductSpaceMixture", "TwoSidedClustering"]

@@ -31,9 +31,10 @@ the column cluster of a random observation (:meth:`TwoSidedClustering.mutual_inf
 
 **J-consistency (eq. (45), footnote 6).** If ``c`` is computed by eq. (42) from the column partition
 ``J`` (hard or the mean-field posteriors ``<J>``) and ``pi^x`` is the row marginal of the same ``pi``,
-then ``sum_j q_j sum_mu <J_{j mu}> c_{nu mu} = sum_mu pi_{nu mu} / pi^x_nu = 1`` for every ``nu``: the
-predictive ``P(y_j | x_i) = q_j sum_{nu mu} <I_{i nu}> <J_{j mu}> c_{nu mu}`` of eq. (47) sums to one over
-``j`` whatever ``<I_i>`` is, and ``sum_j p_ij = p_i``. This is also why the penalty term of eq. (44)
+then ``sum_j q_j sum_mu <J_{j mu}> c_{nu mu} = sum_mu pi_{nu mu} / pi^x_nu = 1`` for every ``nu`` with
+``pi^x_nu > 0``: the predictive ``P(y_j | x_i) = q_j sum_{nu mu} <I_{i nu}> <J_{j mu}> c_{nu mu}`` of
+eq. (47) sums to one over ``j`` whatever ``<I_i>`` is (on the clusters holding observations), and
+``sum_j p_ij = p_i``. This is also why the penalty term of eq. (44)
 is the constant ``n_i`` of eq. (45).
 
 **The Bayesian model (for the samplers and PyMC).** The seed's text of eq. (46) is garbled, and eq. (34)
@@ -248,6 +249,11 @@ class TwoSidedClustering:
     name = "two_sided"
     param_names = ("I", "J")
     invariant_names = ("loglik", "p_dyad", "coassign_rows", "coassign_cols")
+    invariant_dims = {
+        "p_dyad": ["dyad"],
+        "coassign_rows": ["row_pair"],
+        "coassign_cols": ["col_pair"],
+    }
 
     def __post_init__(self):
         for name in ("n_row_clusters", "n_col_clusters"):
@@ -289,6 +295,11 @@ class TwoSidedClustering:
             )
         if data.total == 0:
             raise ValueError("the data hold no observations")
+        if max(kx, ky) > data.total:
+            raise ValueError(
+                f"{max(kx, ky)} clusters are larger than the data supports: only {data.total} "
+                "observations"
+            )
         return data
 
     # ---------------------------------------------------------- point estimates
@@ -485,6 +496,69 @@ class TwoSidedClustering:
         with np.errstate(divide="ignore"):
             terms = counts * np.log(probs)
         return np.bincount(rows, weights=terms, minlength=test.n_rows)
+
+    def predictive_log_density(self, params, test, train) -> np.ndarray:
+        """``log p(test_i | params, train)`` per row: held-out counts given the training data.
+
+        Draws and point estimates: :meth:`log_likelihood` of ``test`` (the held-out pairs are
+        independent given the parameters; the training data enter through them). Labels only:
+        the exact collapsed predictive ``p(S_train + test_i | I, J) / p(S_train | I, J)`` (parameters
+        integrated over their posterior given ``I``, ``J`` and the training data), whose value is the
+        conditional expectation of the draw value: so :func:`~latentzoo.inference.compare.heldout_lppd`
+        estimates the same predictive density from PyMC's ``(I, J)`` and from a sampler's draws.
+        Token-sequence form (no multinomial coefficient), like :meth:`log_likelihood`.
+
+        Examples
+        --------
+        >>> model = TwoSidedClustering(2, 2)
+        >>> data, truth = model.simulate(0, n_rows=4, n_cols=5, n_tokens=40)
+        >>> train, test = data.split(0.5, random_state=0)
+        >>> labels = {"I": truth["I"], "J": truth["J"]}
+        >>> model.predictive_log_density(labels, test, train).shape
+        (4,)
+        """
+        if test.shape != train.shape:
+            raise ValueError(f"test has shape {test.shape}, expected {train.shape}")
+        if _kind(params) != "labels":
+            return self.log_likelihood(params, test)
+        kx, ky = self.shape
+        eta = self.eta
+        labels_i = _labels(params["I"], train.n_rows, kx, "I")
+        labels_j = _labels(params["J"], train.n_cols, ky, "J")
+        onehot_j = _onehot(labels_j, ky)
+        n_i = train.row_totals.astype(float)
+        m_j = train.col_totals.astype(float)
+        train_mass = np.asarray(train.counts @ onehot_j)  # (N, Ky)
+        block = _onehot(labels_i, kx).T @ train_mass
+        sizes_x = np.bincount(labels_i, minlength=kx).astype(float)
+        sizes_y = np.bincount(labels_j, minlength=ky).astype(float)
+        mass_x = np.bincount(labels_i, weights=n_i, minlength=kx)
+        mass_y = np.bincount(labels_j, weights=m_j, minlength=ky)
+        n_blocks = np.count_nonzero(sizes_x) * np.count_nonzero(sizes_y)
+        total = float(train.total)
+        added = np.asarray(test.counts @ onehot_j)  # (N, Ky): test tokens of row i per col cluster
+        t_i = added.sum(axis=1)
+        own = block[labels_i]  # (N, Ky): the block counts row i's tokens join
+        # block Dirichlet-multinomial: L grows by t_i, row I_i of W by added
+        out = gammaln(total + n_blocks * eta) - gammaln(total + t_i + n_blocks * eta)
+        out += np.sum(gammaln(own + added + eta) - gammaln(own + eta), axis=1)
+        # within-cluster terms of the row cluster and of the column clusters reached
+        s_x, m_x = sizes_x[labels_i], mass_x[labels_i]
+        out += gammaln(m_x + s_x * eta) - gammaln(m_x + t_i + s_x * eta)
+        base_y = (
+            mass_y + sizes_y * eta
+        )  # 0 only for an empty column cluster, which no token reaches
+        base_y = np.where(base_y > 0, base_y, 1.0)
+        out += np.sum(gammaln(base_y) - gammaln(base_y + added), axis=1)
+        # the objects' own terms Gamma(n + eta): row i and the columns of its test tokens
+        out += gammaln(n_i + t_i + eta) - gammaln(n_i + eta)
+        rows, cols, counts = test.cells()
+        out += np.bincount(
+            rows,
+            weights=gammaln(m_j[cols] + counts + eta) - gammaln(m_j[cols] + eta),
+            minlength=test.n_rows,
+        )
+        return out
 
     def conditional(self, params, dyads, data=None) -> np.ndarray:
         """``P(y_j | x_i)`` for the given dyads (rows of ``(i, j)``).
@@ -696,6 +770,7 @@ class TwoSidedClustering:
         >>> bool(np.isclose(lp[0], lp[1]))  # relabelling both partitions leaves it unchanged
         True
         """
+        data = self.check_data(data)
         kx, ky = self.shape
         labels_i = np.atleast_2d(np.asarray(I))
         labels_j = np.atleast_2d(np.asarray(J))
