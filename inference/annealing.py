@@ -6,6 +6,12 @@ Hofmann & Puzicha (1998), section 5 and appendix A. At inverse computational tem
 (eq. (64)), which is therefore a Lyapunov function: it never increases at a fixed ``beta``. The driver
 owns that loop; a model family supplies an :class:`EMProblem` that does one fused E/M pass.
 
+:func:`annealed_fit` is the entry point every family's ``annealed_em`` (and the mean-field and hard
+variants) runs on: argument checks, the start, the schedule (explicit, or chosen on a validation split)
+and the :class:`EMResult`. The helpers of the families' fused E/M passes live here too: the MAP M-step
+:func:`normalise_rows`, and :func:`balanced_row_chunks` with :func:`numba_threads` for the parallel
+kernels.
+
 Also here: the over-relaxed M-step ``EM(eta)`` of eq. (63) (keyword ``overrelax`` so it does not clash
 with the Dirichlet prior ``eta``), with projection back onto the simplex and a safeguard that falls back
 to the plain M-step whenever an over-relaxed step would raise the free energy; and Hofmann's tempered
@@ -17,16 +23,25 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, runtime_checkable
 
+import numba as nb
 import numpy as np
 import pandas as pd
+from tqdm.auto import tqdm
+
+from latentzoo.models._checks import check_integer
 
 __all__ = [
     "EMProblem",
     "EMStats",
     "AnnealingResult",
+    "annealed_fit",
+    "balanced_row_chunks",
+    "normalise_rows",
+    "numba_threads",
     "project_simplex",
     "run_schedule",
     "tempered_schedule",
@@ -94,6 +109,88 @@ def project_simplex(x: np.ndarray) -> np.ndarray:
     rho = shape[-1] - 1 - np.argmax(support[:, ::-1], axis=1)
     tau = cumulative[np.arange(flat.shape[0]), rho] / (rho + 1)
     return np.maximum(flat - tau[:, None], 0.0).reshape(shape)
+
+
+def normalise_rows(counts, pseudo, fallback_width):
+    """The MAP M-step of Dirichlet-multinomial parameters: ``(counts + pseudo) / row sum``.
+
+    ``pseudo`` is the prior's pseudo-count ``concentration - 1`` (0 gives maximum likelihood). Rows
+    without mass become uniform over ``fallback_width`` entries.
+
+    Parameters
+    ----------
+    counts : numpy.ndarray of shape (R, K)
+        Expected counts from the E-step.
+    pseudo : float
+    fallback_width : int
+        The number of entries of a row (``K``), for the uniform fallback.
+
+    Returns
+    -------
+    numpy.ndarray of shape (R, K); rows sum to one
+
+    Examples
+    --------
+    >>> normalise_rows(np.array([[3.0, 1.0], [0.0, 0.0]]), 0.0, 2)
+    array([[0.75, 0.25],
+           [0.5 , 0.5 ]])
+    >>> normalise_rows(np.array([[3.0, 1.0]]), 1.0, 2)
+    array([[0.66666667, 0.33333333]])
+    """
+    numer = counts + pseudo if pseudo else counts
+    totals = numer.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(totals > 0, numer / totals, 1.0 / fallback_width)
+    return out
+
+
+def balanced_row_chunks(indptr, n_chunks):
+    """Row boundaries that split the non-zeros of a CSR matrix into ``n_chunks`` nearly equal parts.
+
+    Chunk ``c`` holds rows ``bounds[c]:bounds[c + 1]``; the parallel E/M kernels give one chunk to
+    each thread. Empty chunks are dropped, so there may be fewer than ``n_chunks``.
+
+    Parameters
+    ----------
+    indptr : int array of shape (N + 1,)
+        The CSR row pointer.
+    n_chunks : int
+
+    Returns
+    -------
+    numpy.ndarray of int64, increasing from 0 to N
+
+    Examples
+    --------
+    >>> balanced_row_chunks(np.array([0, 2, 4, 6, 8]), 2).tolist()  # 4 rows of 2 non-zeros
+    [0, 2, 4]
+    >>> balanced_row_chunks(np.array([0, 1, 2, 3, 10]), 2).tolist()  # row 3 holds 7 of 10
+    [0, 4]
+    """
+    targets = np.linspace(0, indptr[-1], n_chunks + 1)
+    bounds = np.searchsorted(indptr, targets, side="left")
+    bounds[0], bounds[-1] = 0, len(indptr) - 1
+    return np.unique(bounds).astype(np.int64)
+
+
+@contextmanager
+def numba_threads(n_threads: int):
+    """Run the enclosed numba ``prange`` kernels on ``n_threads`` threads (at most numba's pool).
+
+    The previous thread count is restored on exit, also after an error.
+
+    Examples
+    --------
+    >>> with numba_threads(1):
+    ...     nb.get_num_threads()
+    1
+    """
+    previous = nb.get_num_threads()
+    nb.set_num_threads(min(n_threads, nb.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        nb.set_num_threads(previous)
 
 
 def _overrelaxed(old: dict, new: dict, omega: float, project=None) -> dict:
@@ -413,3 +510,119 @@ def perplexity(model, params, test) -> float:
     # for the aspect model the held-out and the plain log-likelihood coincide.
     scorer = getattr(model, "heldout_log_likelihood", model.log_likelihood)
     return float(np.exp(-scorer(params, test).sum() / total))
+
+
+def annealed_fit(
+    model,
+    data,
+    problem_on: Callable,
+    *,
+    betas="auto",
+    max_iter: int = 200,
+    tol: float = 1e-5,
+    overrelax: float = 1.0,
+    random_state=None,
+    validation_fraction: float = 0.1,
+    beta_decay: float = 0.9,
+    min_beta: float = 0.05,
+    patience: int = 10,
+    beta_patience: int = 1,
+    progressbar: bool = False,
+    method: str = "annealed_em",
+    desc: str = "annealed EM",
+) -> EMResult:
+    """Annealed EM of any family on the shared driver: the body of every ``annealed_em``.
+
+    Checks the arguments, builds the problem on all of ``data`` and draws its start from
+    ``random_state``, then runs the schedule:
+
+    * ``betas="auto"`` / ``"early_stopping"``: Hofmann's tempered EM, the schedule chosen on a
+      ``validation_fraction`` split of ``data`` (:func:`tempered_schedule`, scored by
+      :func:`perplexity`) and replayed on all of ``data`` with the chosen iterations per
+      temperature; the result is converged if the selection was;
+    * a list: those inverse temperatures in order (:func:`run_schedule`), each until the relative
+      free-energy change is below ``tol`` or ``max_iter`` iterations.
+
+    Parameters
+    ----------
+    model
+        The model dataclass: ``check_data``, ``log_likelihood`` (and ``heldout_log_likelihood``
+        where the family predicts held-out tokens from training posteriors).
+    data : CoOccurrence
+    problem_on : callable
+        ``problem_on(data) -> EMProblem``, called on all of ``data`` and on the training part.
+    betas, max_iter, tol, overrelax, random_state
+        As for the families' ``annealed_em``.
+    validation_fraction, beta_decay, min_beta, patience, beta_patience
+        The tempered schedule (see :func:`tempered_schedule`).
+    progressbar : bool
+    method : str
+        Recorded in the :class:`EMResult`.
+    desc : str
+        Label of the progress bar.
+
+    Returns
+    -------
+    EMResult
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> from latentzoo.inference.aspect import AspectEM
+    >>> from latentzoo.models import AspectModel
+    >>> model = AspectModel(2)
+    >>> result = annealed_fit(model, load("toy"), lambda part: AspectEM(model, part),
+    ...                       betas=[0.8, 1.0], random_state=0)
+    >>> result.betas, result.method
+    ([0.8, 1.0], 'annealed_em')
+    """
+    data = model.check_data(data)
+    if isinstance(betas, str) and betas not in ("auto", "early_stopping"):
+        raise ValueError(f"betas must be 'auto', 'early_stopping' or a list, got {betas!r}")
+    check_integer("max_iter", max_iter)
+    if not np.isfinite(tol) or tol < 0:
+        raise ValueError(f"tol must be >= 0, got {tol!r}")
+    rng = np.random.default_rng(random_state)
+    start = time.perf_counter()
+    problem = problem_on(data)
+    params = problem.init(rng)
+    selection = None
+    with tqdm(desc=desc, disable=not progressbar, leave=False) as bar:
+        if isinstance(betas, str):
+            train, validation = data.split(validation_fraction, rng)
+            if train.total == 0 or validation.total == 0:
+                raise ValueError(
+                    "the data are too small for a validation split; pass an explicit list of betas"
+                )
+            schedule, selection, selected = tempered_schedule(
+                problem_on,
+                train,
+                validation,
+                score=lambda current, held: perplexity(model, current, held),
+                params=params,
+                max_iter=max_iter,
+                beta_decay=beta_decay,
+                min_beta=min_beta,
+                patience=patience,
+                overrelax=overrelax,
+                early_stopping_only=betas == "early_stopping",
+                progress=bar,
+                beta_patience=beta_patience,
+            )
+            beta_list = [beta for beta, _ in schedule]
+            budgets = [iterations for _, iterations in schedule]
+            run = run_schedule(problem, params, beta_list, budgets, 0.0, overrelax, progress=bar)
+            # The replay has a fixed budget per stage; it converged if the selection did.
+            run.converged = selected
+        else:
+            run = run_schedule(problem, params, betas, max_iter, tol, overrelax, progress=bar)
+    return EMResult(
+        model=model,
+        params=run.params,
+        trace=run.trace,
+        converged=run.converged,
+        betas=run.betas,
+        seconds=time.perf_counter() - start,
+        method=method,
+        selection_trace=selection,
+    )

@@ -29,11 +29,27 @@ import os
 
 import numba as nb
 import numpy as np
-import xarray as xr
 
 from latentzoo.data import CoOccurrence
-from latentzoo.inference.annealing import EMProblem, EMStats
+from latentzoo.inference.annealing import (
+    EMProblem,
+    EMStats,
+    annealed_fit,
+    balanced_row_chunks,
+    normalise_rows,
+    numba_threads,
+)
+from latentzoo.inference.mcmc import (
+    dirichlet_rows,
+    keep_params_auto,
+    next_uniform,
+    sample_to_inference_data,
+    splitmix_seeds,
+    uniform_labels,
+)
 from latentzoo.models.aspect import AspectModel, ProductSpaceMixture
+from latentzoo.models.conjugate import dirichlet_multinomial_log
+from latentzoo.models.invariants import default_dyads
 
 __all__ = [
     "AspectEM",
@@ -47,6 +63,24 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------------- EM kernels
+@nb.njit(cache=True, inline="always")
+def _accumulate_log(energy, product, n, s):
+    """Add ``n log s`` to ``energy``; unit counts are batched into the float64 ``product``.
+
+    The logarithm is taken once per run of ``s`` values multiplied into ``product``, which is
+    flushed before it can underflow (it stays above 1e-200 before each multiplication by
+    ``s > 1e-100``, so above 1e-300 after).
+    """
+    if n == 1 and s > 1e-100:
+        product *= s
+        if product < 1e-200:
+            energy += np.log(product)
+            product = 1.0
+    else:
+        energy += n * np.log(np.float64(s))
+    return energy, product
+
+
 @nb.njit(cache=True, fastmath=True)
 def _em_rows(
     first, last, indptr, indices, counts, t_theta, t_phi, theta, phi_t, n_theta, acc_phi, floor
@@ -75,14 +109,7 @@ def _em_rows(
                 s += t_theta[i, k] * t_phi[j, k]
             s = max(s, floor)
             n = counts[p]
-            if n == 1 and s > 1e-100:
-                # product >= 1e-200 before the multiplication, so it stays above 1e-300.
-                product *= s
-                if product < 1e-200:
-                    energy += np.log(product)
-                    product = 1.0
-            else:
-                energy += n * np.log(np.float64(s))
+            energy, product = _accumulate_log(energy, product, n, s)
             if track:
                 plain = 0.0
                 for k in range(n_topics):
@@ -214,7 +241,7 @@ def em_pass(
     else:
         t_theta = theta.astype(dtype) ** dtype(beta)
         t_phi = phi_t.astype(dtype) ** dtype(beta)
-    floor = dtype(1e-30) if dtype is np.float32 else dtype(0.0)
+    floor = _kernel_floor(dtype)
     dummy = np.empty((0, theta.shape[1]))
     plain_theta = np.ascontiguousarray(theta, dtype=np.float64) if track_loglik else dummy
     plain_phi = np.ascontiguousarray(phi_t, dtype=np.float64) if track_loglik else dummy
@@ -226,17 +253,13 @@ def em_pass(
             plain_theta, plain_phi, n_theta, acc_phi, floor,
         )  # fmt: skip
     else:
-        previous_threads = nb.get_num_threads()
-        nb.set_num_threads(min(n_threads, nb.config.NUMBA_NUM_THREADS))
-        try:
-            bounds = _balanced_row_chunks(csr.indptr, n_threads)
+        with numba_threads(n_threads):
+            bounds = balanced_row_chunks(csr.indptr, n_threads)
             buffers = np.empty((len(bounds) - 1, *t_phi.shape), dtype=dtype)
             energy, loglik = _em_parallel(
                 bounds, csr.indptr, csr.indices, counts, t_theta, t_phi,
                 plain_theta, plain_phi, n_theta, buffers, floor,
             )  # fmt: skip
-        finally:
-            nb.set_num_threads(previous_threads)
         acc_phi = buffers.sum(axis=0)
     n_phi = t_phi * acc_phi
     if not track_loglik:
@@ -252,21 +275,13 @@ def _kernel_dtype(dtype):
     return dtype
 
 
-def _balanced_row_chunks(indptr, n_chunks):
-    """Row boundaries splitting the non-zeros into ``n_chunks`` nearly equal parts."""
-    targets = np.linspace(0, indptr[-1], n_chunks + 1)
-    bounds = np.searchsorted(indptr, targets, side="left")
-    bounds[0], bounds[-1] = 0, len(indptr) - 1
-    return np.unique(bounds).astype(np.int64)
+def _kernel_floor(dtype):
+    """The smallest normaliser ``s`` the EM kernels use, in the tables' ``dtype``.
 
-
-def _normalise_rows(counts, pseudo, fallback_width):
-    """MAP M-step ``(counts + pseudo) / sum``; rows without mass become uniform."""
-    numer = counts + pseudo if pseudo else counts
-    totals = numer.sum(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        out = np.where(totals > 0, numer / totals, 1.0 / fallback_width)
-    return out
+    float32 keeps ``s`` above the smallest normal number (subnormals are slow and lose precision);
+    float64 needs no floor.
+    """
+    return dtype(1e-30) if dtype is np.float32 else dtype(0.0)
 
 
 class AspectEM:
@@ -338,8 +353,8 @@ class AspectEM:
         if self.predictive:
             self._previous = (theta**beta, phi_t**beta, n_theta, n_phi, beta)
         free = -energy / beta - self._log_prior_terms(theta, params["phi"])
-        new_theta = _normalise_rows(n_theta, self.model.alpha - 1.0, theta.shape[1])
-        new_phi = _normalise_rows(n_phi.T, self.model.eta - 1.0, phi_t.shape[0])
+        new_theta = normalise_rows(n_theta, self.model.alpha - 1.0, theta.shape[1])
+        new_phi = normalise_rows(n_phi.T, self.model.eta - 1.0, phi_t.shape[0])
         return {"theta": new_theta, "phi": new_phi}, EMStats(float(free), float(loglik))
 
     def _predictive_pass(self, theta, phi_t, beta):
@@ -357,17 +372,6 @@ class AspectEM:
 
 
 # --------------------------------------------------------------------------- Gibbs kernels
-@nb.njit(cache=True, inline="always")
-def _next_uniform(state):
-    """splitmix64 step: a small, fast, seedable generator owned by the chain (not numba's global)."""
-    state[0] += np.uint64(0x9E3779B97F4A7C15)
-    z = state[0]
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z = z ^ (z >> np.uint64(31))
-    return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
-
-
 @nb.njit(cache=True, fastmath=True)
 def gibbs_sweep(doc_ptr, words, z, n_doc_topic, n_word_topic, n_topic, alpha, eta, state):
     """One collapsed Gibbs sweep over all tokens (LDA with symmetric priors).
@@ -394,7 +398,7 @@ def gibbs_sweep(doc_ptr, words, z, n_doc_topic, n_word_topic, n_topic, alpha, et
             for k in range(n_topics):
                 total += (n_doc_topic[d, k] + alpha) * (n_word_topic[w, k] + eta) * inv_total[k]
                 cumulative[k] = total
-            u = _next_uniform(state) * total
+            u = next_uniform(state) * total
             new = 0
             while new < n_topics - 1 and cumulative[new] <= u:
                 new += 1
@@ -427,9 +431,7 @@ def _many_chains_last_state(
     state = np.empty(1, dtype=np.uint64)
     for c in range(seeds.shape[0]):
         state[0] = seeds[c]
-        z = np.empty(n_tokens, dtype=np.int64)
-        for t in range(n_tokens):
-            z[t] = min(int(_next_uniform(state) * n_topics), n_topics - 1)
+        z = uniform_labels(state, n_tokens, n_topics)
         ndk, nwk, nk = _count_tables(docs, words, z, n_docs, n_words, n_topics)
         for _ in range(sweeps):
             gibbs_sweep(doc_ptr, words, z, ndk, nwk, nk, alpha, eta, state)
@@ -481,7 +483,7 @@ class AspectGibbs:
             z = rng.integers(0, k, size=self.words.shape[0])
         z = np.asarray(z, dtype=np.int64).copy()
         tables = _count_tables(self.docs, self.words, z, self.data.n_rows, self.data.n_cols, k)
-        seed = np.array([rng.integers(0, 2**63 - 1)], dtype=np.uint64)
+        seed = splitmix_seeds(rng, 1)
         return GibbsState(z, *tables, seed)
 
     def step(self, state: GibbsState) -> GibbsState:
@@ -493,17 +495,15 @@ class AspectGibbs:
 
     def draw(self, state: GibbsState, rng: np.random.Generator) -> dict:
         """``theta | z ~ Dir(n_d + alpha)`` and ``phi | z ~ Dir(n_k + eta)``: exact joint draws."""
-        theta = _dirichlet_rows(rng, state.n_doc_topic + self.model.alpha)
-        phi = _dirichlet_rows(rng, state.n_word_topic.T + self.model.eta)
+        theta = dirichlet_rows(rng, state.n_doc_topic + self.model.alpha)
+        phi = dirichlet_rows(rng, state.n_word_topic.T + self.model.eta)
         return {"theta": theta, "phi": phi}
 
     def log_joint(self, state: GibbsState) -> float:
         """Collapsed ``log p(z, w)`` (the sampler's target up to a constant), for sample_stats."""
-        from latentzoo.models.aspect import _dirichlet_multinomial_log
-
         return float(
-            _dirichlet_multinomial_log(state.n_doc_topic, self.model.alpha)
-            + _dirichlet_multinomial_log(state.n_word_topic.T, self.model.eta)
+            dirichlet_multinomial_log(state.n_doc_topic, self.model.alpha)
+            + dirichlet_multinomial_log(state.n_word_topic.T, self.model.eta)
         )
 
     def exact_draws(self, n_chains: int, sweeps: int, random_state=None) -> np.ndarray:
@@ -513,22 +513,11 @@ class AspectGibbs:
         posterior is valid.
         """
         rng = np.random.default_rng(random_state)
-        seeds = rng.integers(0, 2**63 - 1, size=n_chains).astype(np.uint64)
+        seeds = splitmix_seeds(rng, n_chains)
         return _many_chains_last_state(
             self.doc_ptr, self.docs, self.words, self.data.n_rows, self.data.n_cols,
             self.model.n_components, float(self.model.alpha), float(self.model.eta), seeds, sweeps,
         )  # fmt: skip
-
-
-def _dirichlet_rows(rng, concentration):
-    gammas = rng.standard_gamma(concentration)
-    totals = gammas.sum(axis=1, keepdims=True)
-    # Tiny concentrations can underflow every gamma of a row; fall back to the mean there.
-    safe = np.where(totals > 0, gammas / np.where(totals > 0, totals, 1.0), 0.0)
-    empty = totals[:, 0] <= 0
-    if empty.any():
-        safe[empty] = concentration[empty] / concentration[empty].sum(axis=1, keepdims=True)
-    return safe
 
 
 def default_threads() -> int:
@@ -594,7 +583,7 @@ def annealed_em(
     >>> result.params["theta"].shape
     (6, 2)
     """
-    return _annealed_fit(
+    return annealed_fit(
         model,
         data,
         lambda part: AspectEM(model, part, predictive=predictive, n_threads=n_threads, dtype=dtype),
@@ -607,73 +596,6 @@ def annealed_em(
         beta_decay=beta_decay,
         patience=patience,
         progressbar=progressbar,
-    )
-
-
-def _annealed_fit(
-    model, data, problem_on, betas, max_iter, tol, overrelax, random_state,
-    validation_fraction, beta_decay, patience, progressbar,
-):  # fmt: skip
-    """Annealed EM of any family on the shared driver; ``problem_on(data) -> EMProblem``.
-
-    ``betas="auto"``/``"early_stopping"`` choose the schedule on a validation split
-    (:func:`~latentzoo.inference.annealing.tempered_schedule`) and replay it on all of ``data``; a
-    list runs those temperatures (:func:`~latentzoo.inference.annealing.run_schedule`).
-    """
-    import time
-
-    from tqdm.auto import tqdm
-
-    from latentzoo.inference.annealing import (
-        EMResult,
-        perplexity,
-        run_schedule,
-        tempered_schedule,
-    )
-
-    data = model.check_data(data)
-    if isinstance(betas, str) and betas not in ("auto", "early_stopping"):
-        raise ValueError(f"betas must be 'auto', 'early_stopping' or a list, got {betas!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
-    if not np.isfinite(tol) or tol < 0:
-        raise ValueError(f"tol must be >= 0, got {tol!r}")
-    rng = np.random.default_rng(random_state)
-    start = time.perf_counter()
-    problem = problem_on(data)
-    params = problem.init(rng)
-    selection = None
-    with tqdm(desc="annealed EM", disable=not progressbar, leave=False) as bar:
-        if isinstance(betas, str):
-            train, validation = data.split(validation_fraction, rng)
-            schedule, selection, selected = tempered_schedule(
-                problem_on,
-                train,
-                validation,
-                score=lambda current, held: perplexity(model, current, held),
-                params=params,
-                max_iter=max_iter,
-                beta_decay=beta_decay,
-                patience=patience,
-                overrelax=overrelax,
-                early_stopping_only=betas == "early_stopping",
-                progress=bar,
-            )
-            beta_list = [beta for beta, _ in schedule]
-            budgets = [iterations for _, iterations in schedule]
-            run = run_schedule(problem, params, beta_list, budgets, 0.0, overrelax, progress=bar)
-            # The replay has a fixed budget per stage; it converged if the selection did.
-            run.converged = selected
-        else:
-            run = run_schedule(problem, params, betas, max_iter, tol, overrelax, progress=bar)
-    return EMResult(
-        model=model,
-        params=run.params,
-        trace=run.trace,
-        converged=run.converged,
-        betas=run.betas,
-        seconds=time.perf_counter() - start,
-        selection_trace=selection,
     )
 
 
@@ -706,9 +628,6 @@ def gibbs(
     >>> idata.posterior["loglik"].shape
     (2, 20)
     """
-    from latentzoo.inference.mcmc import run_chains, to_inference_data
-    from latentzoo.models.aspect import default_dyads
-
     data = model.check_data(data)
     if test is not None:
         test = model.check_data(test)
@@ -717,8 +636,7 @@ def gibbs(
     sampler = AspectGibbs(model, data)
     dyads = default_dyads(data)
     k = model.n_components
-    if keep_params == "auto":
-        keep_params = chains * draws * k * (data.n_rows + data.n_cols) <= 20_000_000
+    keep_params = keep_params_auto(keep_params, chains, draws, k * (data.n_rows + data.n_cols))
     scored = test if test is not None else data
     coefficient = model.log_multinomial_coefficient(scored)
 
@@ -734,30 +652,6 @@ def gibbs(
             out.update(params)
         return out
 
-    init = sampler.init
-    if initial_assignments is not None:
-        # Chains run in order, so chain c takes the c-th start; its generator still comes from
-        # random_state, so different seeds give different chains from the same start.
-        starts = iter(list(initial_assignments))
-        chains = len(initial_assignments)
-
-        def init(rng):
-            return sampler.init(rng, next(starts))
-
-    posterior, stats, seconds = run_chains(
-        init,
-        sampler.step,
-        draw,
-        chains=chains,
-        draws=draws,
-        tune=tune,
-        thin=thin,
-        random_state=random_state,
-        progressbar=progressbar,
-        stats=lambda state: {"lp": sampler.log_joint(state)},
-        desc="collapsed Gibbs",
-    )
-    log_lik = {"counts": posterior.pop("counts")}
     coords = {
         "doc": list(data.row_labels),
         "word": list(data.col_labels),
@@ -770,22 +664,21 @@ def gibbs(
         "p_dyad": ["dyad"],
         "counts": ["doc"],
     }
-    idata = to_inference_data(
-        posterior,
-        sample_stats=stats,
-        log_likelihood=log_lik,
+    return sample_to_inference_data(
+        sampler,
+        draw,
+        chains=chains,
+        draws=draws,
+        tune=tune,
+        thin=thin,
+        random_state=random_state,
+        progressbar=progressbar,
         coords=coords,
         dims=dims,
-        seconds=seconds,
-        method="gibbs",
+        observed=scored,
+        observed_dims=("doc", "word"),
+        initial_states=initial_assignments,
     )
-    if scored.n_rows * scored.n_cols <= 5_000_000:
-        observed = xr.Dataset(
-            {"counts": (("doc", "word"), scored.toarray())},
-            coords={"doc": coords["doc"], "word": coords["word"]},
-        )
-        idata.add_groups({"observed_data": observed})
-    return idata
 
 
 # =================================================================== product-space mixture model
@@ -802,19 +695,6 @@ def gibbs(
 #     N_pi[nu, mu]   = P[nu, mu] sum_i A[i, nu] acc_i[mu]
 #
 # Cost per pass: 3 Ky multiply-adds per non-zero plus 3 Kx Ky per row, i.e. O(nnz Ky + N Kx Ky).
-@nb.njit(cache=True, inline="always")
-def _accumulate_log(energy, product, n, s):
-    """Add ``n log s`` to ``energy``; unit counts are batched into the float64 ``product``."""
-    if n == 1 and s > 1e-100:
-        product *= s
-        if product < 1e-200:
-            energy += np.log(product)
-            product = 1.0
-    else:
-        energy += n * np.log(np.float64(s))
-    return energy, product
-
-
 @nb.njit(cache=True, fastmath=True)
 def _pmm_rows(
     first, last, indptr, indices, counts, t_pi, t_a, t_b, pi, a, b, n_a, acc_b, acc_pi, floor
@@ -947,7 +827,7 @@ def product_space_pass(
     else:
         tables = [np.ascontiguousarray(x, dtype=dtype) ** dtype(beta) for x in (pi, a, b)]
     t_pi, t_a, t_b = tables
-    floor = dtype(1e-30) if dtype is np.float32 else dtype(0.0)
+    floor = _kernel_floor(dtype)
     if track_loglik:
         plain = [np.ascontiguousarray(x, dtype=np.float64) for x in (pi, a, b)]
     else:
@@ -961,18 +841,14 @@ def product_space_pass(
             acc_b, acc_pi, floor,
         )  # fmt: skip
     else:
-        previous_threads = nb.get_num_threads()
-        nb.set_num_threads(min(n_threads, nb.config.NUMBA_NUM_THREADS))
-        try:
-            bounds = _balanced_row_chunks(csr.indptr, n_threads)
+        with numba_threads(n_threads):
+            bounds = balanced_row_chunks(csr.indptr, n_threads)
             buffers_b = np.empty((len(bounds) - 1, *t_b.shape), dtype=dtype)
             buffers_pi = np.empty((len(bounds) - 1, *t_pi.shape), dtype=dtype)
             energy, loglik = _pmm_parallel(
                 bounds, csr.indptr, csr.indices, counts, t_pi, t_a, t_b, *plain, n_a,
                 buffers_b, buffers_pi, floor,
             )  # fmt: skip
-        finally:
-            nb.set_num_threads(previous_threads)
         acc_b, acc_pi = buffers_b.sum(axis=0), buffers_pi.sum(axis=0)
     n_b = t_b * acc_b
     n_pi = t_pi * acc_pi
@@ -1082,9 +958,9 @@ class ProductSpaceEM(EMProblem):
             marginal = self.data.row_totals[observed] @ np.log(p_i)
         free = -energy / beta - self._log_prior_terms(pi, p_row, q_col)
         new = {
-            "pi": _normalise_rows(n_pi.reshape(1, -1), self.model.alpha - 1.0, kx * ky)[0],
-            "p_row": _normalise_rows(n_a.T, self.model.eta - 1.0, self.data.n_rows),
-            "q_col": _normalise_rows(n_b.T, self.model.eta - 1.0, self.data.n_cols),
+            "pi": normalise_rows(n_pi.reshape(1, -1), self.model.alpha - 1.0, kx * ky)[0],
+            "p_row": normalise_rows(n_a.T, self.model.eta - 1.0, self.data.n_rows),
+            "q_col": normalise_rows(n_b.T, self.model.eta - 1.0, self.data.n_cols),
         }
         return new, EMStats(float(free), float(joint - marginal))
 
@@ -1131,7 +1007,7 @@ def product_space_em(
     >>> result.params["pi"].shape, result.params["p_row"].shape
     ((2, 2), (2, 6))
     """
-    result = _annealed_fit(
+    result = annealed_fit(
         model,
         data,
         lambda part: ProductSpaceEM(model, part, n_threads=n_threads, dtype=dtype),

@@ -5,7 +5,13 @@ A sampler is a triple of pure-ish functions in the style of blackjax: ``init(rng
 kept draw, named as in the PyMC declaration). :func:`run_chains` owns the one driver loop: per-chain
 seeds spawned from one ``random_state``, tuning (burn-in) sweeps, thinning, a progress bar, and the
 conversion to :class:`arviz.InferenceData` with ``posterior``, ``sample_stats``, ``log_likelihood`` and
-``observed_data`` groups.
+``observed_data`` groups; :func:`sample_to_inference_data` runs a collapsed sampler's chains through it
+and assembles those groups the same way for every family.
+
+Also here, the pieces every sampler uses inside its numba kernels and its draws: the chain-owned
+splitmix64 generator :func:`next_uniform` (a numba function, callable from ``@njit`` kernels in any
+module), :func:`uniform_labels` for random starting assignments, and :func:`dirichlet_rows` for the
+exact conditional Dirichlet draws of the parameters.
 """
 
 from __future__ import annotations
@@ -14,11 +20,30 @@ import time
 from collections.abc import Callable
 
 import arviz as az
+import numba as nb
 import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-__all__ = ["run_chains", "chain_seeds", "add_invariants", "invariant_draws"]
+from latentzoo.models._checks import check_integer
+
+__all__ = [
+    "run_chains",
+    "chain_seeds",
+    "add_invariants",
+    "invariant_draws",
+    "dirichlet_rows",
+    "keep_params_auto",
+    "next_uniform",
+    "sample_to_inference_data",
+    "splitmix_seeds",
+    "uniform_labels",
+]
+
+MAX_KEPT_VALUES = 20_000_000
+"""``keep_params="auto"`` keeps the parameter draws when all chains hold at most this many numbers."""
+MAX_OBSERVED_CELLS = 5_000_000
+"""The ``observed_data`` group holds the dense counts when they have at most this many cells."""
 
 
 def chain_seeds(random_state, chains: int) -> list[np.random.Generator]:
@@ -38,11 +63,89 @@ def chain_seeds(random_state, chains: int) -> list[np.random.Generator]:
 
 
 def _check_counts(chains, draws, tune, thin):
-    for name, value, low in (("chains", chains, 1), ("draws", draws, 1), ("tune", tune, 0)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-            raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
-    if isinstance(thin, bool) or not isinstance(thin, int | np.integer) or thin < 1:
-        raise ValueError(f"thin must be an integer >= 1, got {thin!r}")
+    check_integer("chains", chains)
+    check_integer("draws", draws)
+    check_integer("tune", tune, low=0)
+    check_integer("thin", thin)
+
+
+# ------------------------------------------------------------------- inside the kernels
+@nb.njit(cache=True, inline="always")
+def next_uniform(state):
+    """A uniform number in ``[0, 1)`` from the chain's splitmix64 generator, advanced in place.
+
+    ``state`` is a one-element ``uint64`` array owned by the chain (not numba's global generator), so
+    a chain is reproducible from its seed whichever kernel draws from it. 53 random bits.
+
+    Examples
+    --------
+    >>> a, b = np.array([7], dtype=np.uint64), np.array([7], dtype=np.uint64)
+    >>> u = next_uniform(a)
+    >>> 0.0 <= u < 1.0, u == next_uniform(b), int(a[0]) == int(b[0]) != 7
+    (True, True, True)
+    """
+    state[0] += np.uint64(0x9E3779B97F4A7C15)
+    z = state[0]
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z = z ^ (z >> np.uint64(31))
+    return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+def splitmix_seeds(rng: np.random.Generator, n: int) -> np.ndarray:
+    """``n`` seeds of :func:`next_uniform` generators drawn from ``rng``: uint64 below ``2**63``.
+
+    A chain's generator state is ``splitmix_seeds(rng, 1)``, a one-element array that the kernels
+    advance in place.
+
+    Examples
+    --------
+    >>> state = splitmix_seeds(np.random.default_rng(0), 1)
+    >>> state.shape, state.dtype
+    ((1,), dtype('uint64'))
+    """
+    return rng.integers(0, 2**63 - 1, size=n).astype(np.uint64)
+
+
+@nb.njit(cache=True)
+def uniform_labels(state, n, k):
+    """``n`` labels drawn uniformly from ``0..k-1`` with :func:`next_uniform`: a random start.
+
+    Examples
+    --------
+    >>> labels = uniform_labels(np.array([1], dtype=np.uint64), 50, 3)
+    >>> labels.dtype, sorted(set(labels.tolist()))
+    (dtype('int64'), [0, 1, 2])
+    """
+    labels = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        labels[i] = min(int(next_uniform(state) * k), k - 1)
+    return labels
+
+
+def dirichlet_rows(rng: np.random.Generator, concentration) -> np.ndarray:
+    """One Dirichlet draw per row (last axis) of ``concentration``; a 1-D array gives one draw.
+
+    Normalised Gamma variates. Tiny concentrations can underflow every Gamma variate of a row; that
+    row falls back to its mean ``concentration / sum``.
+
+    Examples
+    --------
+    >>> draws = dirichlet_rows(np.random.default_rng(0), np.array([[1.0, 2.0, 3.0], [5.0, 5.0, 5.0]]))
+    >>> draws.shape, draws.sum(axis=1).round(12).tolist()
+    ((2, 3), [1.0, 1.0])
+    >>> dirichlet_rows(np.random.default_rng(0), np.array([1.0, 1.0])).shape
+    (2,)
+    """
+    concentration = np.asarray(concentration, dtype=float)
+    rows = concentration.reshape(-1, concentration.shape[-1])
+    gammas = rng.standard_gamma(rows)
+    totals = gammas.sum(axis=1, keepdims=True)
+    safe = np.where(totals > 0, gammas / np.where(totals > 0, totals, 1.0), 0.0)
+    empty = totals[:, 0] <= 0
+    if empty.any():
+        safe[empty] = rows[empty] / rows[empty].sum(axis=1, keepdims=True)
+    return safe.reshape(concentration.shape)
 
 
 def run_chains(
@@ -183,4 +286,132 @@ def add_invariants(idata, model, data, dyads=None):
         extra = declared.get(key, [f"{key}_dim_{axis}" for axis in range(value.ndim - 2)])
         new[key] = (("chain", "draw", *extra), value)
     idata.posterior = posterior.assign(new)
+    return idata
+
+
+def keep_params_auto(keep_params, chains: int, draws: int, values_per_draw: int):
+    """Resolve ``keep_params="auto"``: keep the parameter draws when they are small.
+
+    ``True`` when ``chains * draws * values_per_draw`` is at most ``MAX_KEPT_VALUES``; any other
+    value of ``keep_params`` is returned unchanged.
+
+    Examples
+    --------
+    >>> keep_params_auto("auto", 4, 500, 100), keep_params_auto("auto", 4, 500, 10**6)
+    (True, False)
+    """
+    if keep_params == "auto":
+        return chains * draws * values_per_draw <= MAX_KEPT_VALUES
+    return keep_params
+
+
+def sample_to_inference_data(
+    sampler,
+    draw: Callable,
+    *,
+    chains: int,
+    draws: int,
+    tune: int,
+    thin: int,
+    random_state,
+    progressbar: bool,
+    coords: dict,
+    dims: dict,
+    observed,
+    observed_dims: tuple[str, str],
+    initial_states=None,
+    start: Callable | None = None,
+    desc: str = "collapsed Gibbs",
+    method: str = "gibbs",
+    log_likelihood_name: str = "counts",
+):
+    """Run a collapsed sampler's chains (:func:`run_chains`) and return them as ``InferenceData``.
+
+    Parameters
+    ----------
+    sampler
+        ``init(rng)``, ``step(state)`` and ``log_joint(state)`` (recorded per kept draw as the
+        ``lp`` of ``sample_stats``).
+    draw : callable
+        ``draw(state, rng) -> dict``: the posterior variables of a kept draw and, under
+        ``log_likelihood_name``, the per-row log-likelihood, which goes to the ``log_likelihood``
+        group.
+    chains, draws, tune, thin, random_state, progressbar
+        As for :func:`run_chains`.
+    coords, dims : dict
+        Coordinates and dimensions of the variables (``observed_dims`` must be in ``coords``).
+    observed : CoOccurrence
+        The counts the log-likelihood scores; stored densely in ``observed_data`` (dims
+        ``observed_dims``) when they have at most ``MAX_OBSERVED_CELLS`` cells.
+    initial_states : sequence, optional
+        One start per chain (overrides ``chains``): chain ``c`` starts from
+        ``start(rng, initial_states[c])``, by default ``sampler.init(rng, initial_states[c])``.
+        Chains run in order; each chain's generator still comes from ``random_state``, so
+        different seeds give different chains from the same start.
+    desc, method : str
+        Progress-bar label, and the method recorded in the attributes.
+    log_likelihood_name : str
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``posterior``, ``sample_stats``, ``log_likelihood`` and (small data) ``observed_data``.
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> from latentzoo.inference.aspect import AspectGibbs
+    >>> from latentzoo.models import AspectModel
+    >>> model, data = AspectModel(2), load("toy")
+    >>> sampler = AspectGibbs(model, data)
+    >>> def draw(state, rng):
+    ...     params = sampler.draw(state, rng)
+    ...     return {"theta": params["theta"], "counts": model.log_likelihood(params, data)}
+    >>> idata = sample_to_inference_data(
+    ...     sampler, draw, chains=2, draws=5, tune=2, thin=1, random_state=0, progressbar=False,
+    ...     coords={"doc": list(data.row_labels), "word": list(data.col_labels)},
+    ...     dims={"theta": ["doc", "topic"], "counts": ["doc"]},
+    ...     observed=data, observed_dims=("doc", "word"))
+    >>> idata.log_likelihood["counts"].shape, idata.observed_data["counts"].shape
+    ((2, 5, 6), (6, 8))
+    """
+    init = sampler.init
+    if initial_states is not None:
+        start = sampler.init if start is None else start
+        starts = iter(list(initial_states))
+        chains = len(initial_states)
+
+        def init(rng):
+            return start(rng, next(starts))
+
+    posterior, stats, seconds = run_chains(
+        init,
+        sampler.step,
+        draw,
+        chains=chains,
+        draws=draws,
+        tune=tune,
+        thin=thin,
+        random_state=random_state,
+        progressbar=progressbar,
+        stats=lambda state: {"lp": sampler.log_joint(state)},
+        desc=desc,
+    )
+    log_likelihood = {log_likelihood_name: posterior.pop(log_likelihood_name)}
+    idata = to_inference_data(
+        posterior,
+        sample_stats=stats,
+        log_likelihood=log_likelihood,
+        coords=coords,
+        dims=dims,
+        seconds=seconds,
+        method=method,
+    )
+    if observed.n_rows * observed.n_cols <= MAX_OBSERVED_CELLS:
+        row_dim, col_dim = observed_dims
+        counts = xr.Dataset(
+            {log_likelihood_name: ((row_dim, col_dim), observed.toarray())},
+            coords={row_dim: coords[row_dim], col_dim: coords[col_dim]},
+        )
+        idata.add_groups({"observed_data": counts})
     return idata

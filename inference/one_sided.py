@@ -49,17 +49,27 @@ import numba as nb
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
-import xarray as xr
 
 from latentzoo.data import CoOccurrence
-from latentzoo.inference.annealing import EMResult, EMStats
-from latentzoo.inference.aspect import (
-    _balanced_row_chunks,
-    _dirichlet_rows,
-    _next_uniform,
-    _normalise_rows,
+from latentzoo.inference.annealing import (
+    EMResult,
+    EMStats,
+    annealed_fit,
+    balanced_row_chunks,
+    normalise_rows,
+    numba_threads,
 )
-from latentzoo.models.aspect import _dirichlet_multinomial_log, default_dyads
+from latentzoo.inference.mcmc import (
+    dirichlet_rows,
+    keep_params_auto,
+    next_uniform,
+    sample_to_inference_data,
+    splitmix_seeds,
+    uniform_labels,
+)
+from latentzoo.models._checks import check_integer
+from latentzoo.models.conjugate import dirichlet_multinomial_log
+from latentzoo.models.invariants import default_dyads
 from latentzoo.models.one_sided import OneSidedClustering, default_pairs, row_logsumexp
 
 __all__ = [
@@ -206,16 +216,12 @@ def _em_pass_logs(data, log_rho, log_q_t, beta, n_threads=1, counts=None):
             0, n_rows, csr.indptr, csr.indices, counts, log_q_t, log_rho, beta, resp, acc
         )
     else:
-        previous_threads = nb.get_num_threads()
-        nb.set_num_threads(min(n_threads, nb.config.NUMBA_NUM_THREADS))
-        try:
-            bounds = _balanced_row_chunks(csr.indptr, n_threads)
+        with numba_threads(n_threads):
+            bounds = balanced_row_chunks(csr.indptr, n_threads)
             buffers = np.empty((len(bounds) - 1, *log_q_t.shape))
             energy, loglik = _acm_parallel(
                 bounds, csr.indptr, csr.indices, counts, log_q_t, log_rho, beta, resp, buffers
             )
-        finally:
-            nb.set_num_threads(previous_threads)
         acc = buffers.sum(axis=0)
     return resp, acc.T.copy(), float(energy), float(loglik)
 
@@ -324,8 +330,8 @@ class OneSidedEM:
         if self.model.eta != 1.0:
             prior += (self.model.eta - 1.0) * log_q_t.sum()
         free = -energy / beta - prior
-        new_rho = _normalise_rows(resp.sum(axis=0)[None, :], self.model.alpha - 1.0, len(rho))[0]
-        new_q = _normalise_rows(n_q, self.model.eta - 1.0, q.shape[1])
+        new_rho = normalise_rows(resp.sum(axis=0)[None, :], self.model.alpha - 1.0, len(rho))[0]
+        new_q = normalise_rows(n_q, self.model.eta - 1.0, q.shape[1])
         return {"rho": new_rho, "q": new_q, "resp": resp}, EMStats(float(free), float(loglik))
 
 
@@ -396,64 +402,33 @@ def annealed_em(
     >>> bool(len(set(z[:3])) == len(set(z[3:])) == 1 and z[0] != z[3]), bool(result.converged)
     (True, True)
     """
-    from tqdm.auto import tqdm
-
-    from latentzoo.inference.annealing import perplexity, run_schedule, tempered_schedule
-
     data = model.check_data(data)
     _check_map_priors(model)
-    if isinstance(betas, str) and betas not in ("auto", "early_stopping"):
-        raise ValueError(f"betas must be 'auto', 'early_stopping' or a list, got {betas!r}")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
-    if not np.isfinite(tol) or tol < 0:
-        raise ValueError(f"tol must be >= 0, got {tol!r}")
     if predictive:
         raise ValueError(
             "predictive EM (section 5.2) is implemented for the aspect model only; "
             "use predictive=False for the one-sided clustering model"
         )
-    rng = np.random.default_rng(random_state)
-    start = time.perf_counter()
-    problem = OneSidedEM(model, data, n_threads=n_threads)
-    params = problem.init(rng)
-    selection = None
-    with tqdm(desc="annealed EM", disable=not progressbar, leave=False) as bar:
-        if isinstance(betas, str):
-            train, validation = data.split(validation_fraction, rng)
-            schedule, selection, selected = tempered_schedule(
-                lambda part: OneSidedEM(model, part, n_threads=n_threads),
-                train,
-                validation,
-                score=lambda current, held: perplexity(model, current, held),
-                params=params,
-                max_iter=max_iter,
-                beta_decay=beta_decay,
-                min_beta=min_beta,
-                patience=patience,
-                beta_patience=beta_patience,
-                overrelax=overrelax,
-                early_stopping_only=betas == "early_stopping",
-                progress=bar,
-            )
-            beta_list = [beta for beta, _ in schedule]
-            budgets = [iterations for _, iterations in schedule]
-            run = run_schedule(problem, params, beta_list, budgets, 0.0, overrelax, progress=bar)
-            run.converged = selected
-        else:
-            run = run_schedule(problem, params, betas, max_iter, tol, overrelax, progress=bar)
-    final = dict(run.params)
-    # The posteriors of the final parameters (the stored ones belong to the previous iterate).
-    final["resp"] = model.responsibilities(final, data, run.betas[-1])
-    return EMResult(
-        model=model,
-        params=final,
-        trace=run.trace,
-        converged=run.converged,
-        betas=run.betas,
-        seconds=time.perf_counter() - start,
-        selection_trace=selection,
+    result = annealed_fit(
+        model,
+        data,
+        lambda part: OneSidedEM(model, part, n_threads=n_threads),
+        betas=betas,
+        max_iter=max_iter,
+        tol=tol,
+        overrelax=overrelax,
+        random_state=random_state,
+        validation_fraction=validation_fraction,
+        beta_decay=beta_decay,
+        min_beta=min_beta,
+        patience=patience,
+        beta_patience=beta_patience,
+        progressbar=progressbar,
     )
+    # The posteriors of the final parameters (the stored ones belong to the previous iterate).
+    final_resp = model.responsibilities(result.params, data, result.betas[-1])
+    result.params = {**result.params, "resp": final_resp}
+    return result
 
 
 def hard_acm(
@@ -508,10 +483,8 @@ def hard_acm(
     """
     data = model.check_data(data)
     _check_map_priors(model)
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
-    if isinstance(n_init, bool) or not isinstance(n_init, int | np.integer) or n_init < 1:
-        raise ValueError(f"n_init must be an integer >= 1, got {n_init!r}")
+    check_integer("max_iter", max_iter)
+    check_integer("n_init", n_init)
     if init is not None and n_init != 1:
         raise ValueError("init gives a single start: use n_init=1")
     rng = np.random.default_rng(random_state)
@@ -569,8 +542,8 @@ def _hard_run(model, data, q, max_iter):
         z = new_z
         # Centroids, eq. (24): the summed counts of each cluster's rows, O(nnz).
         indicator = sp.csr_matrix((np.ones(n_rows), (z, rows)), shape=(k, n_rows))
-        q = _normalise_rows((indicator @ counts).toarray().astype(float), eta1, data.n_cols)
-        rho = _normalise_rows(np.bincount(z, minlength=k)[None, :].astype(float), alpha1, k)[0]
+        q = normalise_rows((indicator @ counts).toarray().astype(float), eta1, data.n_cols)
+        rho = normalise_rows(np.bincount(z, minlength=k)[None, :].astype(float), alpha1, k)[0]
     trace = pd.DataFrame(trace)
     trace["free_energy"] = trace["objective"]
     resp = np.zeros((n_rows, k))
@@ -638,7 +611,7 @@ def gibbs_sweep(indptr, indices, counts, row_totals, z, sizes, c_t, c_tot, alpha
         for k in range(n_clusters):
             total += math.exp(logp[k] - top)
             logp[k] = total  # now the cumulative sum
-        u = _next_uniform(state) * total
+        u = next_uniform(state) * total
         new = 0
         while new < n_clusters - 1 and logp[new] <= u:
             new += 1
@@ -672,9 +645,7 @@ def _many_chains_last_state(indptr, indices, counts, row_totals, n_cols, n_clust
     state = np.empty(1, dtype=np.uint64)
     for c in range(seeds.shape[0]):
         state[0] = seeds[c]
-        z = np.empty(n_rows, dtype=np.int64)
-        for i in range(n_rows):
-            z[i] = min(int(_next_uniform(state) * n_clusters), n_clusters - 1)
+        z = uniform_labels(state, n_rows, n_clusters)
         sizes, c_t, c_tot = _count_tables(indptr, indices, counts, z, n_cols, n_clusters)
         for _ in range(sweeps):
             gibbs_sweep(indptr, indices, counts, row_totals, z, sizes, c_t, c_tot, alpha, eta,
@@ -730,7 +701,7 @@ class OneSidedGibbs:
         if z.shape != (self.data.n_rows,) or z.min() < 0 or z.max() >= k:
             raise ValueError(f"initial assignments must be {self.data.n_rows} labels in 0..{k - 1}")
         tables = _count_tables(self.indptr, self.indices, self.counts, z, self.data.n_cols, k)
-        seed = np.array([rng.integers(0, 2**63 - 1)], dtype=np.uint64)
+        seed = splitmix_seeds(rng, 1)
         return OneSidedGibbsState(z, *tables, seed)
 
     def step(self, state: OneSidedGibbsState) -> OneSidedGibbsState:
@@ -752,8 +723,8 @@ class OneSidedGibbs:
         >>> sorted(sampler.draw(sampler.init(rng), rng))
         ['q', 'rho', 'z']
         """
-        rho = _dirichlet_rows(rng, (state.sizes + self.model.alpha)[None, :])[0]
-        q = _dirichlet_rows(rng, state.c_t.T + self.model.eta)
+        rho = dirichlet_rows(rng, (state.sizes + self.model.alpha)[None, :])[0]
+        q = dirichlet_rows(rng, state.c_t.T + self.model.eta)
         return {"rho": rho, "q": q, "z": state.z.copy()}
 
     def log_joint(self, state: OneSidedGibbsState) -> float:
@@ -769,8 +740,8 @@ class OneSidedGibbs:
         True
         """
         return float(
-            _dirichlet_multinomial_log(state.sizes[None, :], self.model.alpha)
-            + _dirichlet_multinomial_log(state.c_t.T, self.model.eta)
+            dirichlet_multinomial_log(state.sizes[None, :], self.model.alpha)
+            + dirichlet_multinomial_log(state.c_t.T, self.model.eta)
         )
 
     def exact_draws(self, n_chains: int, sweeps: int, random_state=None) -> np.ndarray:
@@ -786,7 +757,7 @@ class OneSidedGibbs:
         (4, 6)
         """
         rng = np.random.default_rng(random_state)
-        seeds = rng.integers(0, 2**63 - 1, size=n_chains).astype(np.uint64)
+        seeds = splitmix_seeds(rng, n_chains)
         return _many_chains_last_state(
             self.indptr, self.indices, self.counts, self.row_totals, self.data.n_cols,
             self.model.n_clusters, float(self.model.alpha), float(self.model.eta), seeds, sweeps,
@@ -826,8 +797,6 @@ def gibbs(
     >>> idata.posterior["coassign"].shape
     (2, 20, 15)
     """
-    from latentzoo.inference.mcmc import run_chains, to_inference_data
-
     data = model.check_data(data)
     if test is not None:
         test = CoOccurrence(test) if not isinstance(test, CoOccurrence) else test
@@ -837,8 +806,7 @@ def gibbs(
     dyads = default_dyads(data)
     pairs = default_pairs(data)
     k = model.n_clusters
-    if keep_params == "auto":
-        keep_params = chains * draws * (k * (data.n_cols + 1) + data.n_rows) <= 20_000_000
+    keep_params = keep_params_auto(keep_params, chains, draws, k * (data.n_cols + 1) + data.n_rows)
     scored = test if test is not None else data
     coefficient = model.log_multinomial_coefficient(scored)
 
@@ -852,28 +820,6 @@ def gibbs(
             out.update(params)
         return out
 
-    init = sampler.init
-    if initial_assignments is not None:
-        starts = iter(list(initial_assignments))
-        chains = len(initial_assignments)
-
-        def init(rng):
-            return sampler.init(rng, next(starts))
-
-    posterior, stats, seconds = run_chains(
-        init,
-        sampler.step,
-        draw,
-        chains=chains,
-        draws=draws,
-        tune=tune,
-        thin=thin,
-        random_state=random_state,
-        progressbar=progressbar,
-        stats=lambda state: {"lp": sampler.log_joint(state)},
-        desc="collapsed Gibbs",
-    )
-    log_lik = {"counts": posterior.pop("counts")}
     coords = {
         "doc": list(data.row_labels),
         "word": list(data.col_labels),
@@ -889,19 +835,18 @@ def gibbs(
         "coassign": ["pair"],
         "counts": ["doc"],
     }
-    idata = to_inference_data(
-        posterior,
-        sample_stats=stats,
-        log_likelihood=log_lik,
+    return sample_to_inference_data(
+        sampler,
+        draw,
+        chains=chains,
+        draws=draws,
+        tune=tune,
+        thin=thin,
+        random_state=random_state,
+        progressbar=progressbar,
         coords=coords,
         dims=dims,
-        seconds=seconds,
-        method="gibbs",
+        observed=scored,
+        observed_dims=("doc", "word"),
+        initial_states=initial_assignments,
     )
-    if scored.n_rows * scored.n_cols <= 5_000_000:
-        observed = xr.Dataset(
-            {"counts": (("doc", "word"), scored.toarray())},
-            coords={"doc": coords["doc"], "word": coords["word"]},
-        )
-        idata.add_groups({"observed_data": observed})
-    return idata

@@ -56,26 +56,31 @@ posteriors, so the posterior holds a draw-kind parameter dictionary.
 from __future__ import annotations
 
 import math
-import time
 
 import numba as nb
 import numpy as np
 import scipy.sparse as sp
-import xarray as xr
 from scipy.special import xlogy
 
 from latentzoo.data import CoOccurrence
-from latentzoo.inference.annealing import EMStats
-from latentzoo.inference.aspect import _next_uniform
-from latentzoo.models.aspect import default_dyads
+from latentzoo.inference.annealing import EMStats, annealed_fit
+from latentzoo.inference.mcmc import (
+    dirichlet_rows,
+    keep_params_auto,
+    next_uniform,
+    sample_to_inference_data,
+    splitmix_seeds,
+    uniform_labels,
+)
+from latentzoo.models.invariants import default_dyads
 from latentzoo.models.two_sided import (
     TwoSidedClustering,
-    _cell_dots,
-    _onehot,
-    _soft,
     association,
+    cell_dots,
     collapsed_from_tables,
     default_pairs,
+    one_hot,
+    soft_assignments,
     within_cluster,
 )
 
@@ -96,7 +101,8 @@ INITS = ("acm", "kmeans", "random")
 class _Counts:
     """The count matrix prepared once for the EM family: float CSR of ``n`` and of ``n^T``."""
 
-    def __init__(self, data: CoOccurrence):
+    def __init__(self, model: TwoSidedClustering, data: CoOccurrence):
+        self.model = model
         self.data = data
         self.csr = data.counts.astype(np.float64)
         self.csr_t = self.csr.T.tocsr()
@@ -107,25 +113,15 @@ class _Counts:
         self.q = self.m_j / self.total
         self.rows = data.cells()[0]
         # sum_i n_i log p_i + sum_j m_j log q_j: the partition-independent part of the likelihood
-        self.offset = float(xlogy(self.n_i, self.p).sum() + xlogy(self.m_j, self.q).sum())
+        self.offset = model.log_likelihood_offset(data)
 
-    def params(self, model, soft_i, soft_j, block):
+    def params(self, soft_i, soft_j, block):
         """The point-estimate dictionary (eq. (42)-(43), (48)) of the given posteriors."""
-        return {
-            "I": soft_i,
-            "J": soft_j,
-            "c": association(block, self.n_i @ soft_i, self.m_j @ soft_j),
-            "pi": block / self.total,
-            "p": self.p,
-            "q": self.q,
-            "rho_x": model.map_weights(soft_i.sum(axis=0)),
-            "rho_y": model.map_weights(soft_j.sum(axis=0)),
-            "n_obs": np.asarray(self.total),
-        }
+        return self.model.point_params(soft_i, soft_j, block, self.n_i, self.m_j, self.total)
 
     def soft_log_likelihood(self, soft_i, soft_j, c) -> float:
         """``sum_ij n_ij log(p_i q_j sum <I><J> c)`` over the non-zeros (eq. (47) plug-in)."""
-        dots = _cell_dots(
+        dots = cell_dots(
             self.csr.indptr, self.csr.indices, np.ascontiguousarray(soft_i @ c), soft_j
         )
         cols = self.csr.indices
@@ -226,13 +222,13 @@ def _kmeans_profiles(x, k, rng, n_iter=20):
         if np.array_equal(new, labels):
             break
         labels = new
-        pooled = np.asarray(x.T @ _onehot(labels, k)).T  # (k, features)
+        pooled = np.asarray(x.T @ one_hot(labels, k)).T  # (k, features)
         mass = np.bincount(labels, weights=totals, minlength=k)
         log_centroids = log_profile(pooled, mass[:, None])
     return labels
 
 
-def _acm_rows(model, data, rng, hard):
+def _row_partition_from_acm(model, data, rng, hard):
     """Row posteriors (or labels) of the asymmetric clustering model, seed footnote 7."""
     try:
         from latentzoo.models.one_sided import OneSidedClustering
@@ -281,23 +277,23 @@ def initial_partition(model, data, rng, init="acm", hard=False):
     if isinstance(init, dict):
         if "I" not in init:
             raise ValueError("an init dict needs the row assignments 'I'")
-        soft_i = _soft(init["I"], n_rows, kx, "init['I']")
-        soft_j = _soft(init["J"], n_cols, ky, "init['J']") if "J" in init else None
+        soft_i = soft_assignments(init["I"], n_rows, kx, "init['I']")
+        soft_j = soft_assignments(init["J"], n_cols, ky, "init['J']") if "J" in init else None
     elif init == "random":
-        soft_i = _onehot(rng.integers(0, kx, n_rows), kx)
-        soft_j = _onehot(rng.integers(0, ky, n_cols), ky)
+        soft_i = one_hot(rng.integers(0, kx, n_rows), kx)
+        soft_j = one_hot(rng.integers(0, ky, n_cols), ky)
     elif init == "kmeans":
-        soft_i = _onehot(_kmeans_profiles(data.counts.astype(np.float64), kx, rng), kx)
+        soft_i = one_hot(_kmeans_profiles(data.counts.astype(np.float64), kx, rng), kx)
         soft_j = None
     elif init == "acm":
-        rows = _acm_rows(model, data, rng, hard)
-        soft_i = _onehot(rows, kx) if rows.ndim == 1 else rows
+        rows = _row_partition_from_acm(model, data, rng, hard)
+        soft_i = one_hot(rows, kx) if rows.ndim == 1 else rows
         soft_j = None
     else:
         raise ValueError(f"init must be one of {INITS} or a dict with 'I' (and 'J'), got {init!r}")
     if soft_j is None:
         profiles = np.asarray(data.counts.T @ soft_i)
-        soft_j = _onehot(_kmeans_profiles(profiles, ky, rng), ky)
+        soft_j = one_hot(_kmeans_profiles(profiles, ky, rng), ky)
     return soft_i, soft_j
 
 
@@ -314,7 +310,7 @@ class HardSCM:
 
     def __init__(self, model: TwoSidedClustering, data: CoOccurrence, init="acm"):
         self.model = model
-        self.counts = _Counts(data)
+        self.counts = _Counts(model, data)
         self.init_method = init
 
     def init(self, rng):
@@ -331,7 +327,7 @@ class HardSCM:
 
     def _params(self, labels_i, labels_j, block):
         kx, ky = self.model.shape
-        return self.counts.params(self.model, _onehot(labels_i, kx), _onehot(labels_j, ky), block)
+        return self.counts.params(one_hot(labels_i, kx), one_hot(labels_j, ky), block)
 
     @staticmethod
     def _assign(h, current):
@@ -346,7 +342,7 @@ class HardSCM:
         labels_j = np.argmax(params["J"], axis=1)
         block, row_mass = self._block(labels_i, labels_j)
         c = association(
-            block, counts.n_i @ _onehot(labels_i, kx), counts.m_j @ _onehot(labels_j, ky)
+            block, counts.n_i @ one_hot(labels_i, kx), counts.m_j @ one_hot(labels_j, ky)
         )
         loglik = counts.offset + float(xlogy(block, c).sum())
         # I-step (eq. (44)) with J-consistent c, then c
@@ -354,7 +350,7 @@ class HardSCM:
         block = _indicator(labels_i, kx).T @ row_mass
         col_mass = (counts.csr_t @ _indicator(labels_i, kx)).toarray()
         c = association(
-            block, counts.n_i @ _onehot(labels_i, kx), counts.m_j @ _onehot(labels_j, ky)
+            block, counts.n_i @ one_hot(labels_i, kx), counts.m_j @ one_hot(labels_j, ky)
         )
         # J-step with I-consistent c, then c
         labels_j = self._assign(_scores(col_mass, c.T), labels_j)
@@ -387,14 +383,14 @@ class MeanFieldSCM:
                 f"(got alpha={model.alpha}); use method='gibbs' for sparse priors"
             )
         self.model = model
-        self.counts = _Counts(data)
+        self.counts = _Counts(model, data)
         self.init_method = init
         self.track_loglik = track_loglik
 
     def init(self, rng):
         soft_i, soft_j = initial_partition(self.model, self.counts.data, rng, self.init_method)
         block = soft_i.T @ np.asarray(self.counts.csr @ soft_j)
-        return self.counts.params(self.model, soft_i, soft_j, block)
+        return self.counts.params(soft_i, soft_j, block)
 
     def free_energy(self, soft_i, soft_j, block, c, rho_x, rho_y, beta) -> float:
         """``F_beta`` of the module docstring at consistent ``c`` (``E_Q[H] = -(L MI + offset)``)."""
@@ -431,18 +427,11 @@ class MeanFieldSCM:
             col_mass = np.asarray(counts.csr_t @ soft_i)  # (M, Kx)
             soft_j = _softmax_rows(np.log(rho_y)[None, :] + beta * _scores(col_mass, c.T))
         block = col_mass.T @ soft_j
-        new = counts.params(self.model, soft_i, soft_j, block)  # rho_x as above, rho_y from <J>
+        new = counts.params(soft_i, soft_j, block)  # rho_x as above, rho_y from <J>
         return new, EMStats(float(free), float(loglik))
 
 
 # ------------------------------------------------------------------------------ entry points
-def _check_iterations(max_iter, tol):
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 1:
-        raise ValueError(f"max_iter must be an integer >= 1, got {max_iter!r}")
-    if not np.isfinite(tol) or tol < 0:
-        raise ValueError(f"tol must be >= 0, got {tol!r}")
-
-
 def hard_scm(
     model: TwoSidedClustering,
     data: CoOccurrence,
@@ -482,26 +471,17 @@ def hard_scm(
     >>> bool(result.converged), result.params["I"].shape
     (True, (8, 2))
     """
-    from tqdm.auto import tqdm
-
-    from latentzoo.inference.annealing import EMResult, run_schedule
-
-    data = model.check_data(data)
-    _check_iterations(max_iter, 0.0)
-    rng = np.random.default_rng(random_state)
-    start = time.perf_counter()
-    problem = HardSCM(model, data, init=init)
-    params = problem.init(rng)
-    with tqdm(desc="hard SCM", disable=not progressbar, leave=False) as bar:
-        run = run_schedule(problem, params, [1.0], max_iter, 1e-15, progress=bar)
-    return EMResult(
-        model=model,
-        params=run.params,
-        trace=run.trace,
-        converged=run.converged,
-        betas=run.betas,
-        seconds=time.perf_counter() - start,
+    return annealed_fit(
+        model,
+        data,
+        lambda part: HardSCM(model, part, init=init),
+        betas=[1.0],
+        max_iter=max_iter,
+        tol=1e-15,
+        random_state=random_state,
+        progressbar=progressbar,
         method="hard_scm",
+        desc="hard SCM",
     )
 
 
@@ -563,63 +543,25 @@ def mean_field(
     >>> result.params["J"].shape, bool(np.isfinite(result.perplexity(data)))
     ((8, 2), True)
     """
-    from tqdm.auto import tqdm
-
-    from latentzoo.inference.annealing import (
-        EMResult,
-        perplexity,
-        run_schedule,
-        tempered_schedule,
-    )
-
-    data = model.check_data(data)
-    if isinstance(betas, str) and betas not in ("auto", "early_stopping"):
-        raise ValueError(f"betas must be 'auto', 'early_stopping' or a list, got {betas!r}")
-    _check_iterations(max_iter, tol)
     if overrelax != 1.0 or predictive:
         raise ValueError(
             "the mean-field SCM supports plain EM only (overrelax=1.0, predictive=False), got "
             f"overrelax={overrelax!r}, predictive={predictive!r}"
         )
-    rng = np.random.default_rng(random_state)
-    start = time.perf_counter()
-    problem = MeanFieldSCM(model, data, init=init, track_loglik=track_loglik)
-    params = problem.init(rng)
-    selection = None
-    with tqdm(desc="mean-field SCM", disable=not progressbar, leave=False) as bar:
-        if isinstance(betas, str):
-            train, validation = data.split(validation_fraction, rng)
-            if train.total == 0 or validation.total == 0:
-                raise ValueError(
-                    "the data are too small for a validation split; pass an explicit list of betas"
-                )
-            schedule, selection, selected = tempered_schedule(
-                lambda part: MeanFieldSCM(model, part, track_loglik=track_loglik),
-                train,
-                validation,
-                score=lambda current, held: perplexity(model, current, held),
-                params=params,
-                max_iter=max_iter,
-                beta_decay=beta_decay,
-                patience=patience,
-                early_stopping_only=betas == "early_stopping",
-                progress=bar,
-            )
-            beta_list = [beta for beta, _ in schedule]
-            budgets = [iterations for _, iterations in schedule]
-            run = run_schedule(problem, params, beta_list, budgets, 0.0, progress=bar)
-            run.converged = selected
-        else:
-            run = run_schedule(problem, params, betas, max_iter, tol, progress=bar)
-    return EMResult(
-        model=model,
-        params=run.params,
-        trace=run.trace,
-        converged=run.converged,
-        betas=run.betas,
-        seconds=time.perf_counter() - start,
+    return annealed_fit(
+        model,
+        data,
+        lambda part: MeanFieldSCM(model, part, init=init, track_loglik=track_loglik),
+        betas=betas,
+        max_iter=max_iter,
+        tol=tol,
+        random_state=random_state,
+        validation_fraction=validation_fraction,
+        beta_decay=beta_decay,
+        patience=patience,
+        progressbar=progressbar,
         method="mean_field",
-        selection_trace=selection,
+        desc="mean-field SCM",
     )
 
 
@@ -703,7 +645,7 @@ def _half_sweep(
         for a in range(k):
             cumulative += math.exp(weights[a] - top)
             weights[a] = cumulative
-        u = _next_uniform(state) * cumulative
+        u = next_uniform(state) * cumulative
         new = 0
         while new < k - 1 and weights[new] <= u:
             new += 1
@@ -742,12 +684,8 @@ def _many_chains_last_state(
     state = np.empty(1, dtype=np.uint64)
     for c in range(seeds.shape[0]):
         state[0] = seeds[c]
-        labels_i = np.empty(n_rows, dtype=np.int64)
-        labels_j = np.empty(n_cols, dtype=np.int64)
-        for i in range(n_rows):
-            labels_i[i] = min(int(_next_uniform(state) * kx), kx - 1)
-        for j in range(n_cols):
-            labels_j[j] = min(int(_next_uniform(state) * ky), ky - 1)
+        labels_i = uniform_labels(state, n_rows, kx)
+        labels_j = uniform_labels(state, n_cols, ky)
         block, sizes_x, mass_x, sizes_y, mass_y = _tables(
             row_ptr, row_idx, row_val, labels_i, labels_j, n_i, m_j, kx, ky
         )
@@ -806,7 +744,7 @@ class TwoSidedGibbs:
         labels_i = np.array(labels_i, dtype=np.int64)
         labels_j = np.array(labels_j, dtype=np.int64)
         tables = _tables(*self.rows, labels_i, labels_j, self.n_i, self.m_j, kx, ky)
-        seed = np.array([rng.integers(0, 2**63 - 1)], dtype=np.uint64)
+        seed = splitmix_seeds(rng, 1)
         return TwoSidedState(labels_i, labels_j, *tables, seed)
 
     def step(self, state: TwoSidedState) -> TwoSidedState:
@@ -827,7 +765,7 @@ class TwoSidedGibbs:
         kx, ky = model.shape
         occupied = np.outer(state.sizes_x > 0, state.sizes_y > 0)
         pi = np.zeros((kx, ky))
-        pi[occupied] = _dirichlet(rng, state.block[occupied] + model.eta)
+        pi[occupied] = dirichlet_rows(rng, state.block[occupied] + model.eta)
         psi_x = within_cluster(rng.standard_gamma(self.n_i + model.eta), state.I, kx)
         psi_y = within_cluster(rng.standard_gamma(self.m_j + model.eta), state.J, ky)
         return {
@@ -836,8 +774,8 @@ class TwoSidedGibbs:
             "pi": pi,
             "psi_x": psi_x,
             "psi_y": psi_y,
-            "rho_x": _dirichlet(rng, state.sizes_x + model.alpha),
-            "rho_y": _dirichlet(rng, state.sizes_y + model.alpha),
+            "rho_x": dirichlet_rows(rng, state.sizes_x + model.alpha),
+            "rho_y": dirichlet_rows(rng, state.sizes_y + model.alpha),
         }
 
     def log_joint(self, state: TwoSidedState) -> float:
@@ -863,18 +801,12 @@ class TwoSidedGibbs:
         (:func:`~latentzoo.inference.compare.exact_test`); each chain starts from uniform labels.
         """
         rng = np.random.default_rng(random_state)
-        seeds = rng.integers(0, 2**63 - 1, size=n_chains).astype(np.uint64)
+        seeds = splitmix_seeds(rng, n_chains)
         kx, ky = self.model.shape
         return _many_chains_last_state(
             *self.rows, *self.cols, self.n_i, self.m_j, kx, ky, float(self.model.alpha),
             float(self.model.eta), seeds, sweeps,
         )  # fmt: skip
-
-
-def _dirichlet(rng, concentration):
-    gammas = rng.standard_gamma(concentration)
-    total = gammas.sum()
-    return gammas / total if total > 0 else concentration / concentration.sum()
 
 
 def gibbs(
@@ -913,8 +845,6 @@ def gibbs(
     >>> idata.posterior["coassign_rows"].shape
     (2, 20, 15)
     """
-    from latentzoo.inference.mcmc import run_chains, to_inference_data
-
     data = model.check_data(data)
     if test is not None:
         if not isinstance(test, CoOccurrence):
@@ -926,8 +856,7 @@ def gibbs(
     row_pairs = default_pairs(data.row_totals)
     col_pairs = default_pairs(data.col_totals)
     kx, ky = model.shape
-    if keep_params == "auto":
-        keep_params = chains * draws * (data.n_rows + data.n_cols + kx * ky) <= 20_000_000
+    keep_params = keep_params_auto(keep_params, chains, draws, data.n_rows + data.n_cols + kx * ky)
 
     def draw(state, rng):
         params = sampler.draw(state, rng)
@@ -938,29 +867,6 @@ def gibbs(
             out.update({k: params[k] for k in ("pi", "psi_x", "psi_y", "rho_x", "rho_y")})
         return out
 
-    init = sampler.init
-    if initial_assignments is not None:
-        starts = iter(list(initial_assignments))
-        chains = len(initial_assignments)
-
-        def init(rng):
-            labels_i, labels_j = next(starts)
-            return sampler.init(rng, labels_i, labels_j)
-
-    posterior, stats, seconds = run_chains(
-        init,
-        sampler.step,
-        draw,
-        chains=chains,
-        draws=draws,
-        tune=tune,
-        thin=thin,
-        random_state=random_state,
-        progressbar=progressbar,
-        stats=lambda state: {"lp": sampler.log_joint(state)},
-        desc="collapsed Gibbs (SCM)",
-    )
-    log_lik = {"counts": posterior.pop("counts")}
     coords = {
         "row": list(data.row_labels),
         "col": list(data.col_labels),
@@ -983,20 +889,20 @@ def gibbs(
         "coassign_cols": ["col_pair"],
         "counts": ["row"],
     }
-    idata = to_inference_data(
-        posterior,
-        sample_stats=stats,
-        log_likelihood=log_lik,
+    return sample_to_inference_data(
+        sampler,
+        draw,
+        chains=chains,
+        draws=draws,
+        tune=tune,
+        thin=thin,
+        random_state=random_state,
+        progressbar=progressbar,
         coords=coords,
         dims=dims,
-        seconds=seconds,
-        method="gibbs",
+        observed=test if test is not None else data,
+        observed_dims=("row", "col"),
+        initial_states=initial_assignments,
+        start=lambda rng, labels: sampler.init(rng, *labels),
+        desc="collapsed Gibbs (SCM)",
     )
-    scored = test if test is not None else data
-    if scored.n_rows * scored.n_cols <= 5_000_000:
-        observed = xr.Dataset(
-            {"counts": (("row", "col"), scored.toarray())},
-            coords={"row": coords["row"], "col": coords["col"]},
-        )
-        idata.add_groups({"observed_data": observed})
-    return idata

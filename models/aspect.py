@@ -22,44 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import gammaln
 
 from latentzoo.data import CoOccurrence
+from latentzoo.models._checks import check_fits_data, check_integer, check_positive
+from latentzoo.models.conjugate import (
+    dirichlet_logpdf,
+    dirichlet_multinomial_log,
+    log_multinomial_coefficient,
+)
+from latentzoo.models.invariants import default_dyads
 
 __all__ = ["AspectModel", "ProductSpaceMixture", "default_dyads"]
-
-N_DYADS = 8
-
-
-def _check_positive(name, value):
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-
-
-def default_dyads(data: CoOccurrence, n_dyads: int = N_DYADS) -> np.ndarray:
-    """The dyads ``(i, j)`` whose predictive probabilities are compared across methods.
-
-    The ``n_dyads`` non-zero cells with the largest counts (ties broken by position), so the choice is a
-    deterministic function of the data and the same for every method.
-
-    Parameters
-    ----------
-    data : CoOccurrence
-    n_dyads : int
-
-    Returns
-    -------
-    numpy.ndarray of shape (n, 2), int64
-
-    Examples
-    --------
-    >>> from latentzoo.data import load
-    >>> default_dyads(load("toy"), 3).shape
-    (3, 2)
-    """
-    coo = data.counts.tocoo()
-    order = np.lexsort((coo.col, coo.row, -coo.data))[:n_dyads]
-    return np.stack([coo.row[order], coo.col[order]], axis=1).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -98,11 +71,9 @@ class AspectModel:
     invariant_names = ("loglik", "p_dyad")
 
     def __post_init__(self):
-        k = self.n_components
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-            raise ValueError(f"n_components must be an integer >= 1, got {k!r}")
-        _check_positive("alpha", self.alpha)
-        _check_positive("eta", self.eta)
+        check_integer("n_components", self.n_components)
+        check_positive("alpha", self.alpha)
+        check_positive("eta", self.eta)
 
     # ------------------------------------------------------------------ checks
     def check_data(self, data) -> CoOccurrence:
@@ -119,15 +90,8 @@ class AspectModel:
         """
         if not isinstance(data, CoOccurrence):
             data = CoOccurrence(data)
-        k = self.n_components
-        if k > data.n_cols:
-            raise ValueError(
-                f"n_components={k} is larger than the data supports: only {data.n_cols} columns"
-            )
-        if k > data.total:
-            raise ValueError(
-                f"n_components={k} is larger than the data supports: only {data.total} observations"
-            )
+        check_fits_data("n_components", self.n_components, data.n_cols, "columns")
+        check_fits_data("n_components", self.n_components, data.total, "observations")
         return data
 
     def check_params(self, params, data: CoOccurrence):
@@ -174,7 +138,7 @@ class AspectModel:
         import pymc as pm
 
         data = self.check_data(data)
-        _check_positive("temperature", temperature)
+        check_positive("temperature", temperature)
         n, m, k = data.n_rows, data.n_cols, self.n_components
         coords = {
             "doc": list(data.row_labels),
@@ -274,10 +238,11 @@ class AspectModel:
 
     def log_multinomial_coefficient(self, data) -> np.ndarray:
         """``log(n_i! / prod_j n_ij!)`` per row: added to :meth:`log_likelihood` it gives the
-        multinomial log-pmf that PyMC's ``counts`` variable reports."""
-        rows, _, counts = data.cells()
-        per_cell = np.bincount(rows, weights=gammaln(counts + 1.0), minlength=data.n_rows)
-        return gammaln(data.row_totals + 1.0) - per_cell
+        multinomial log-pmf that PyMC's ``counts`` variable reports.
+
+        See :func:`~latentzoo.models.conjugate.log_multinomial_coefficient`.
+        """
+        return log_multinomial_coefficient(data)
 
     def predictive(self, params, dyads) -> np.ndarray:
         """``P(y_j | x_i)`` for the given dyads (rows of ``(i, j)``)."""
@@ -310,7 +275,7 @@ class AspectModel:
         """Log density of the Dirichlet priors (with normalising constants)."""
         theta = np.asarray(params["theta"], dtype=float)
         phi = np.asarray(params["phi"], dtype=float)
-        return _dirichlet_logpdf(theta, self.alpha) + _dirichlet_logpdf(phi, self.eta)
+        return dirichlet_logpdf(theta, self.alpha) + dirichlet_logpdf(phi, self.eta)
 
     # ---------------------------------------------------------- collapsed
     def collapsed_log_joint(
@@ -348,37 +313,10 @@ class AspectModel:
         nkw = np.zeros((n_states, k, n_words))
         np.add.at(ndk, (states, docs[None, :], z), 1.0)
         np.add.at(nkw, (states, z, words[None, :]), 1.0)
-        return _dirichlet_multinomial_log(ndk, self.alpha) + _dirichlet_multinomial_log(
-            nkw, self.eta
-        )
-
-
-def _dirichlet_logpdf(x, concentration) -> float:
-    k = x.shape[-1]
-    norm = gammaln(k * concentration) - k * gammaln(concentration)
-    with np.errstate(divide="ignore"):
-        body = (concentration - 1.0) * np.log(x) if concentration != 1.0 else 0.0 * x
-    return float(np.sum(body) + x.shape[0] * norm)
-
-
-def _dirichlet_multinomial_log(counts, concentration):
-    """Sum over the last-but-one axis of log DM(counts[..., r, :] | concentration), sequence form."""
-    k = counts.shape[-1]
-    totals = counts.sum(axis=-1)
-    per_row = (
-        gammaln(k * concentration)
-        - gammaln(totals + k * concentration)
-        + np.sum(gammaln(counts + concentration) - gammaln(concentration), axis=-1)
-    )
-    return per_row.sum(axis=-1)
+        return dirichlet_multinomial_log(ndk, self.alpha) + dirichlet_multinomial_log(nkw, self.eta)
 
 
 # ----------------------------------------------------------------------- product-space mixture
-def _check_count(name, value):
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-
-
 @dataclass(frozen=True)
 class ProductSpaceMixture:
     """Product-space mixture model, PMM (Hofmann & Puzicha 1998, section 2.4, eq. (15)-(19)).
@@ -446,12 +384,12 @@ class ProductSpaceMixture:
     invariant_names = ("loglik", "p_dyad")
 
     def __post_init__(self):
-        _check_count("n_row_clusters", self.n_row_clusters)
+        check_integer("n_row_clusters", self.n_row_clusters)
         if self.n_col_clusters is None:
             object.__setattr__(self, "n_col_clusters", self.n_row_clusters)
-        _check_count("n_col_clusters", self.n_col_clusters)
-        _check_positive("alpha", self.alpha)
-        _check_positive("eta", self.eta)
+        check_integer("n_col_clusters", self.n_col_clusters)
+        check_positive("alpha", self.alpha)
+        check_positive("eta", self.eta)
 
     @property
     def n_classes(self) -> int:
@@ -478,15 +416,8 @@ class ProductSpaceMixture:
         """
         if not isinstance(data, CoOccurrence):
             data = CoOccurrence(data)
-        kx, ky = self.n_row_clusters, self.n_col_clusters
-        if kx > data.n_rows:
-            raise ValueError(
-                f"n_row_clusters={kx} is larger than the data supports: only {data.n_rows} rows"
-            )
-        if ky > data.n_cols:
-            raise ValueError(
-                f"n_col_clusters={ky} is larger than the data supports: only {data.n_cols} columns"
-            )
+        check_fits_data("n_row_clusters", self.n_row_clusters, data.n_rows, "rows")
+        check_fits_data("n_col_clusters", self.n_col_clusters, data.n_cols, "columns")
         if self.n_classes > data.total:
             raise ValueError(
                 f"n_row_clusters * n_col_clusters = {self.n_classes} classes is larger than the "
@@ -569,7 +500,7 @@ class ProductSpaceMixture:
         import pymc as pm
 
         data = self.check_data(data)
-        _check_positive("temperature", temperature)
+        check_positive("temperature", temperature)
         n, m = data.n_rows, data.n_cols
         kx, ky = self.n_row_clusters, self.n_col_clusters
         coords = {
@@ -658,7 +589,7 @@ class ProductSpaceMixture:
         if n_words < ky:
             raise ValueError(f"n_words={n_words} must be at least n_col_clusters={ky}")
         n_tokens = 200 * n_docs if n_tokens is None else n_tokens
-        _check_count("n_tokens", n_tokens)
+        check_integer("n_tokens", n_tokens)
         if separated:
             if not 0 < separation < 1:
                 raise ValueError(f"separation must lie in (0, 1), got {separation!r}")
@@ -802,9 +733,9 @@ class ProductSpaceMixture:
         """Log density of the Dirichlet priors (with normalising constants)."""
         pi, p_row, q_col = self._unpack(params)
         return (
-            _dirichlet_logpdf(pi.reshape(1, -1), self.alpha)
-            + _dirichlet_logpdf(p_row, self.eta)
-            + _dirichlet_logpdf(q_col, self.eta)
+            dirichlet_logpdf(pi.reshape(1, -1), self.alpha)
+            + dirichlet_logpdf(p_row, self.eta)
+            + dirichlet_logpdf(q_col, self.eta)
         )
 
 

@@ -29,29 +29,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from latentzoo.data import CoOccurrence
-from latentzoo.models.aspect import (
-    AspectModel,
-    _check_positive,
-    _dirichlet_logpdf,
-    _dirichlet_multinomial_log,
-    default_dyads,
+from latentzoo.models._checks import check_fits_data, check_integer, check_positive
+from latentzoo.models.conjugate import (
+    dirichlet_logpdf,
+    dirichlet_multinomial_log,
+    log_multinomial_coefficient,
 )
+from latentzoo.models.invariants import N_PAIR_ITEMS, coassignment_pairs, default_dyads
 
 __all__ = ["OneSidedClustering", "default_pairs", "row_logsumexp"]
 
-N_PAIR_ROWS = 6
-"""Above ``MAX_ALL_PAIRS`` rows, co-assignment is tracked among this many rows."""
-MAX_ALL_PAIRS = 20
-"""Up to this many rows every pair ``i < i'`` is tracked."""
 
-
-def default_pairs(data: CoOccurrence, n_rows: int = N_PAIR_ROWS) -> np.ndarray:
+def default_pairs(data: CoOccurrence, n_rows: int = N_PAIR_ITEMS) -> np.ndarray:
     """The row pairs ``(i, i')`` whose co-assignment probabilities are compared across methods.
 
-    Every pair ``i < i'`` (the upper triangle) when the data have at most 20 rows; otherwise all
-    pairs among the ``n_rows`` rows with the most observations (ties broken by position). A
-    deterministic function of the data, the same for every method, like
-    :func:`~latentzoo.models.aspect.default_dyads`.
+    :func:`~latentzoo.models.invariants.coassignment_pairs` of the row totals: every pair ``i < i'``
+    when the data have at most 20 rows, otherwise all pairs among the ``n_rows`` rows with the most
+    observations (ties broken by position).
 
     Parameters
     ----------
@@ -69,14 +63,7 @@ def default_pairs(data: CoOccurrence, n_rows: int = N_PAIR_ROWS) -> np.ndarray:
     >>> default_pairs(load("toy")).shape  # 6 rows: all 15 pairs
     (15, 2)
     """
-    n = data.n_rows
-    if n <= MAX_ALL_PAIRS:
-        rows = np.arange(n)
-    else:
-        order = np.lexsort((np.arange(n), -data.row_totals))
-        rows = np.sort(order[:n_rows])
-    first, second = np.triu_indices(len(rows), k=1)
-    return np.stack([rows[first], rows[second]], axis=1).astype(np.int64)
+    return coassignment_pairs(data.row_totals, n_rows)
 
 
 def row_logsumexp(a: np.ndarray) -> np.ndarray:
@@ -137,11 +124,9 @@ class OneSidedClustering:
     invariant_dims = {"p_dyad": ["dyad"], "coassign": ["pair"]}
 
     def __post_init__(self):
-        k = self.n_clusters
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-            raise ValueError(f"n_clusters must be an integer >= 1, got {k!r}")
-        _check_positive("alpha", self.alpha)
-        _check_positive("eta", self.eta)
+        check_integer("n_clusters", self.n_clusters)
+        check_positive("alpha", self.alpha)
+        check_positive("eta", self.eta)
 
     # ------------------------------------------------------------------ checks
     def check_data(self, data) -> CoOccurrence:
@@ -163,15 +148,8 @@ class OneSidedClustering:
         """
         if not isinstance(data, CoOccurrence):
             data = CoOccurrence(data)
-        k = self.n_clusters
-        if k > data.n_rows:
-            raise ValueError(
-                f"n_clusters={k} is larger than the data supports: only {data.n_rows} rows"
-            )
-        if k > data.total:
-            raise ValueError(
-                f"n_clusters={k} is larger than the data supports: only {data.total} observations"
-            )
+        check_fits_data("n_clusters", self.n_clusters, data.n_rows, "rows")
+        check_fits_data("n_clusters", self.n_clusters, data.total, "observations")
         return data
 
     def check_params(self, params, data: CoOccurrence):
@@ -232,7 +210,7 @@ class OneSidedClustering:
         import pytensor.tensor as pt
 
         data = self.check_data(data)
-        _check_positive("temperature", temperature)
+        check_positive("temperature", temperature)
         m, k = data.n_cols, self.n_clusters
         coords = {
             "doc": list(data.row_labels),
@@ -375,8 +353,7 @@ class OneSidedClustering:
         array([[1., 0.],
                [0., 1.]])
         """
-        if not np.isfinite(beta) or beta <= 0:
-            raise ValueError(f"beta must be a positive finite number, got {beta!r}")
+        check_positive("beta", beta)
         joint = self._joint(params, data, beta)
         with np.errstate(invalid="ignore"):
             return np.exp(joint - row_logsumexp(joint)[:, None])
@@ -460,7 +437,7 @@ class OneSidedClustering:
         >>> OneSidedClustering(1).log_multinomial_coefficient(CoOccurrence([[1, 1], [2, 0]]))
         array([0.69314718, 0.        ])
         """
-        return AspectModel(1).log_multinomial_coefficient(data)
+        return log_multinomial_coefficient(data)
 
     def predictive(self, params, data, dyads, resp=None) -> np.ndarray:
         """``P(y_j | x_i, S_i) = sum_k <I_ik> q_kj`` for the given dyads (eq. (32) without ``p_i``).
@@ -543,7 +520,7 @@ class OneSidedClustering:
         """
         rho = np.asarray(params["rho"], dtype=float)[None, :]
         q = np.asarray(params["q"], dtype=float)
-        return _dirichlet_logpdf(rho, self.alpha) + _dirichlet_logpdf(q, self.eta)
+        return dirichlet_logpdf(rho, self.alpha) + dirichlet_logpdf(q, self.eta)
 
     # ---------------------------------------------------------- collapsed
     def collapsed_log_joint(self, assignments, data) -> np.ndarray:
@@ -594,6 +571,6 @@ class OneSidedClustering:
         # c[s, k, j] = sum_i [z_si = k] n_ij, one sparse-dense product for all states.
         words = np.asarray(data.counts.T @ onehot.reshape(n_rows, n_states * k))
         words = words.reshape(data.n_cols, n_states, k).transpose(1, 2, 0)
-        return _dirichlet_multinomial_log(sizes[:, None, :], self.alpha) + (
-            _dirichlet_multinomial_log(words, self.eta)
+        return dirichlet_multinomial_log(sizes[:, None, :], self.alpha) + (
+            dirichlet_multinomial_log(words, self.eta)
         )

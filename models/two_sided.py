@@ -97,45 +97,36 @@ import numpy as np
 from scipy.special import digamma, gammaln, xlogy
 
 from latentzoo.data import CoOccurrence
-from latentzoo.models.aspect import _check_positive, default_dyads
+from latentzoo.models._checks import check_fits_data, check_integer, check_positive
+from latentzoo.models.invariants import coassignment_pairs as default_pairs
+from latentzoo.models.invariants import default_dyads
 
-__all__ = ["TwoSidedClustering", "default_pairs"]
-
-N_PAIR_ITEMS = 6
-"""Above ``MAX_ALL_PAIRS`` objects, co-assignment is tracked among this many (the largest totals)."""
-MAX_ALL_PAIRS = 20
-"""Up to this many objects every pair ``a < b`` is tracked."""
-
-
-def default_pairs(totals, n_items: int = N_PAIR_ITEMS) -> np.ndarray:
-    """The object pairs ``(a, b)`` whose co-assignment is compared across methods.
-
-    Every pair ``a < b`` when there are at most 20 objects; otherwise all pairs among the ``n_items``
-    objects with the largest ``totals`` (ties broken by position). Applied to ``data.row_totals`` for
-    row pairs and to ``data.col_totals`` for column pairs; the same rule as
-    :func:`latentzoo.models.one_sided.default_pairs`.
-
-    Examples
-    --------
-    >>> default_pairs(np.array([5, 1, 3])).tolist()
-    [[0, 1], [0, 2], [1, 2]]
-    >>> default_pairs(np.arange(30), n_items=3).tolist()
-    [[27, 28], [27, 29], [28, 29]]
-    """
-    totals = np.asarray(totals)
-    n = totals.shape[0]
-    if n <= MAX_ALL_PAIRS:
-        items = np.arange(n)
-    else:
-        order = np.lexsort((np.arange(n), -totals))
-        items = np.sort(order[:n_items])
-    first, second = np.triu_indices(len(items), k=1)
-    return np.stack([items[first], items[second]], axis=1).astype(np.int64)
+__all__ = [
+    "TwoSidedClustering",
+    "association",
+    "cell_dots",
+    "collapsed_from_tables",
+    "default_pairs",
+    "one_hot",
+    "soft_assignments",
+    "within_cluster",
+]
 
 
 @nb.njit(cache=True)
-def _cell_dots(indptr, indices, left, right):
-    """``sum_k left[i, k] right[j, k]`` for every stored cell ``(i, j)`` of a CSR pattern."""
+def cell_dots(indptr, indices, left, right):
+    """``sum_k left[i, k] right[j, k]`` for every stored cell ``(i, j)`` of a CSR pattern.
+
+    The mixing term of eq. (47) on the non-zeros only (``left = <I> c``, ``right = <J>``), in CSR
+    order; no ``N x M`` array is formed.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> csr = sp.csr_matrix(np.array([[1, 0], [0, 2]]))
+    >>> cell_dots(csr.indptr, csr.indices, np.array([[1.0, 2.0], [3.0, 4.0]]), np.eye(2)).tolist()
+    [1.0, 4.0]
+    """
     out = np.empty(indices.shape[0])
     width = left.shape[1]
     for i in range(indptr.shape[0] - 1):
@@ -148,7 +139,14 @@ def _cell_dots(indptr, indices, left, right):
     return out
 
 
-def _onehot(labels, k):
+def one_hot(labels, k) -> np.ndarray:
+    """Integer labels ``(n,)`` as an ``(n, k)`` float matrix of indicator rows.
+
+    Examples
+    --------
+    >>> one_hot(np.array([1, 0]), 3).tolist()
+    [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
+    """
     out = np.zeros((labels.shape[0], k))
     out[np.arange(labels.shape[0]), labels] = 1.0
     return out
@@ -167,11 +165,24 @@ def _labels(values, n, k, name) -> np.ndarray:
     return labels
 
 
-def _soft(values, n, k, name) -> np.ndarray:
-    """Assignments as an (n, k) matrix: integer labels become one-hot rows."""
+def soft_assignments(values, n, k, name) -> np.ndarray:
+    """Checked assignments as an ``(n, k)`` matrix: integer labels become one-hot rows.
+
+    ``values`` are ``(n,)`` labels in ``0..k-1`` or ``(n, k)`` posteriors (finite, non-negative,
+    rows summing to one); ``name`` is used in the ``ValueError`` messages.
+
+    Examples
+    --------
+    >>> soft_assignments([1, 0], 2, 2, "I").tolist()
+    [[0.0, 1.0], [1.0, 0.0]]
+    >>> soft_assignments([[0.5, 0.6]], 1, 2, "I")
+    Traceback (most recent call last):
+    ...
+    ValueError: rows of I must sum to one
+    """
     arr = np.asarray(values)
     if arr.ndim == 1:
-        return _onehot(_labels(arr, n, k, name), k)
+        return one_hot(_labels(arr, n, k, name), k)
     arr = np.asarray(arr, dtype=float)
     if arr.shape != (n, k):
         raise ValueError(f"{name} has shape {arr.shape}, expected {(n, k)} or ({n},) labels")
@@ -256,12 +267,10 @@ class TwoSidedClustering:
     }
 
     def __post_init__(self):
-        for name in ("n_row_clusters", "n_col_clusters"):
-            k = getattr(self, name)
-            if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {k!r}")
-        _check_positive("alpha", self.alpha)
-        _check_positive("eta", self.eta)
+        check_integer("n_row_clusters", self.n_row_clusters)
+        check_integer("n_col_clusters", self.n_col_clusters)
+        check_positive("alpha", self.alpha)
+        check_positive("eta", self.eta)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -285,14 +294,8 @@ class TwoSidedClustering:
         if not isinstance(data, CoOccurrence):
             data = CoOccurrence(data)
         kx, ky = self.shape
-        if kx > data.n_rows:
-            raise ValueError(
-                f"n_row_clusters={kx} is larger than the data supports: only {data.n_rows} rows"
-            )
-        if ky > data.n_cols:
-            raise ValueError(
-                f"n_col_clusters={ky} is larger than the data supports: only {data.n_cols} columns"
-            )
+        check_fits_data("n_row_clusters", kx, data.n_rows, "rows")
+        check_fits_data("n_col_clusters", ky, data.n_cols, "columns")
         if data.total == 0:
             raise ValueError("the data hold no observations")
         if max(kx, ky) > data.total:
@@ -320,12 +323,29 @@ class TwoSidedClustering:
         """
         data = self.check_data(data)
         kx, ky = self.shape
-        soft_i = _soft(I, data.n_rows, kx, "I")
-        soft_j = _soft(J, data.n_cols, ky, "J")
+        soft_i = soft_assignments(I, data.n_rows, kx, "I")
+        soft_j = soft_assignments(J, data.n_cols, ky, "J")
         n_i = data.row_totals.astype(float)
         m_j = data.col_totals.astype(float)
-        total = float(data.total)
         block = soft_i.T @ np.asarray(data.counts @ soft_j)
+        return self.point_params(soft_i, soft_j, block, n_i, m_j, float(data.total))
+
+    def point_params(self, soft_i, soft_j, block, n_i, m_j, total) -> dict:
+        """The point-estimate dictionary of eq. (42)-(43), (48) from assignments and block counts.
+
+        ``soft_i`` (N x Kx) and ``soft_j`` (M x Ky) posteriors (or one-hot rows), ``block`` the
+        block counts ``<I>^T n <J>``, ``n_i``, ``m_j`` the row and column totals and ``total`` their
+        sum ``L``: :meth:`estimate` after the counting, shared with the EM algorithms, which keep
+        the block counts up to date themselves.
+
+        Examples
+        --------
+        >>> model = TwoSidedClustering(1, 1)
+        >>> params = model.point_params(np.ones((2, 1)), np.ones((2, 1)), np.array([[4.0]]),
+        ...                             np.array([1.0, 3.0]), np.array([2.0, 2.0]), 4.0)
+        >>> params["c"].tolist(), params["p"].tolist()
+        ([[1.0]], [0.25, 0.75])
+        """
         return {
             "I": soft_i,
             "J": soft_j,
@@ -361,8 +381,8 @@ class TwoSidedClustering:
         """
         data = self.check_data(data)
         kx, ky = self.shape
-        soft_i = _soft(I, data.n_rows, kx, "I")
-        soft_j = _soft(J, data.n_cols, ky, "J")
+        soft_i = soft_assignments(I, data.n_rows, kx, "I")
+        soft_j = soft_assignments(J, data.n_cols, ky, "J")
         pi = soft_i.T @ np.asarray(data.counts @ soft_j) / data.total
         ratio = _safe_ratio(pi, np.outer(pi.sum(axis=1), pi.sum(axis=0)))
         return float(np.sum(xlogy(pi, np.where(pi > 0, ratio, 1.0))))
@@ -388,8 +408,8 @@ class TwoSidedClustering:
         Bayesian model given ``(I, J)``.
         """
         kx, ky = self.shape
-        soft_i = _soft(params["I"], n_rows, kx, "I")
-        soft_j = _soft(params["J"], n_cols, ky, "J")
+        soft_i = soft_assignments(params["I"], n_rows, kx, "I")
+        soft_j = soft_assignments(params["J"], n_cols, ky, "J")
         q = np.asarray(params["q"], dtype=float)
         if q.shape != (n_cols,):
             raise ValueError(f"q has shape {q.shape}, expected ({n_cols},)")
@@ -426,7 +446,7 @@ class TwoSidedClustering:
         if kind == "point":
             soft_i, soft_j, c, q = self._point_tables(params, *data.shape, smoothing)
             csr = data.counts
-            mixed = _cell_dots(csr.indptr, csr.indices, np.ascontiguousarray(soft_i @ c), soft_j)
+            mixed = cell_dots(csr.indptr, csr.indices, np.ascontiguousarray(soft_i @ c), soft_j)
             out = q[cols] * mixed
             if not conditional:
                 out = out * np.asarray(params["p"], dtype=float)[rows]
@@ -525,11 +545,11 @@ class TwoSidedClustering:
         eta = self.eta
         labels_i = _labels(params["I"], train.n_rows, kx, "I")
         labels_j = _labels(params["J"], train.n_cols, ky, "J")
-        onehot_j = _onehot(labels_j, ky)
+        onehot_j = one_hot(labels_j, ky)
         n_i = train.row_totals.astype(float)
         m_j = train.col_totals.astype(float)
         train_mass = np.asarray(train.counts @ onehot_j)  # (N, Ky)
-        block = _onehot(labels_i, kx).T @ train_mass
+        block = one_hot(labels_i, kx).T @ train_mass
         sizes_x = np.bincount(labels_i, minlength=kx).astype(float)
         sizes_y = np.bincount(labels_j, minlength=ky).astype(float)
         mass_x = np.bincount(labels_i, weights=n_i, minlength=kx)
@@ -610,7 +630,7 @@ class TwoSidedClustering:
         m_j = data.col_totals.astype(float)
         total = float(data.total)
         eta = self.eta
-        block = _onehot(labels_i, kx).T @ np.asarray(data.counts @ _onehot(labels_j, ky))
+        block = one_hot(labels_i, kx).T @ np.asarray(data.counts @ one_hot(labels_j, ky))
         sizes_x = np.bincount(labels_i, minlength=kx)
         sizes_y = np.bincount(labels_j, minlength=ky)
         mass_x = np.bincount(labels_i, weights=n_i, minlength=kx)
@@ -655,8 +675,8 @@ class TwoSidedClustering:
             loglik = self.expected_log_likelihood(params["I"], params["J"], data)
         else:
             loglik = float(self.log_likelihood(params, data).sum())
-        soft_i = _soft(params["I"], data.n_rows, kx, "I")
-        soft_j = _soft(params["J"], data.n_cols, ky, "J")
+        soft_i = soft_assignments(params["I"], data.n_rows, kx, "I")
+        soft_j = soft_assignments(params["J"], data.n_cols, ky, "J")
         return {
             "loglik": np.asarray(loglik),
             "p_dyad": self.conditional(params, dyads, data),
@@ -702,10 +722,9 @@ class TwoSidedClustering:
         """
         rng = np.random.default_rng(random_state)
         kx, ky = self.shape
-        for name, value, low in (("n_rows", n_rows, 1), ("n_cols", n_cols, 1),
-                                 ("n_tokens", n_tokens, 1)):  # fmt: skip
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        check_integer("n_rows", n_rows)
+        check_integer("n_cols", n_cols)
+        check_integer("n_tokens", n_tokens)
         if separated:
             if n_rows < kx or n_cols < ky:
                 raise ValueError(
@@ -833,7 +852,7 @@ class TwoSidedClustering:
         import pytensor.tensor as pt
 
         data = self.check_data(data)
-        _check_positive("temperature", temperature)
+        check_positive("temperature", temperature)
         kx, ky = self.shape
         n_rows, n_cols = data.shape
         counts = data.toarray().astype(float)
