@@ -31,7 +31,10 @@ def test_load_returns_independent_copies():
 
 
 def test_unknown_dataset():
-    with pytest.raises(ValueError, match=r"unknown dataset 'foo'; known datasets: 20newsgroups, ptb-adjnoun, reuters, reuters-r8, toy"):
+    with pytest.raises(
+        ValueError,
+        match=r"unknown dataset 'foo'; known datasets: 20newsgroups, ptb-adjnoun, reuters, reuters-r8, toy",
+    ):
         load("foo")
 
 
