@@ -494,12 +494,14 @@ def mean_field(
     random_state=None,
     init="acm",
     validation_fraction: float = 0.1,
-    beta_decay: float = 0.9,
+    beta_decay: float = 0.5,
     patience: int = 10,
     track_loglik: bool = True,
     progressbar: bool = False,
     overrelax: float = 1.0,
     predictive: bool = False,
+    min_beta: float = 0.002,
+    beta_patience: int = 6,
 ):
     """Fit the probabilistic SCM by mean-field annealed EM (eq. (48)-(49), appendix A).
 
@@ -510,9 +512,12 @@ def mean_field(
     betas : "auto", "early_stopping" or list of float
         ``"auto"``: the tempered schedule of the shared driver
         (:func:`~latentzoo.inference.annealing.tempered_schedule`: early stopping at ``beta = 1`` on a
-        ``validation_fraction`` split, then ``beta *= beta_decay`` while the validation perplexity
-        improves), replayed on all of ``data``. A list: those inverse temperatures in order, each
-        until the relative free-energy change is below ``tol``.
+        ``validation_fraction`` split, then ``beta *= beta_decay`` until ``beta_patience``
+        temperatures in a row fail to improve the validation perplexity), replayed on all of
+        ``data``. As for the ACM, the posteriors stay nearly hard until ``beta`` times the number
+        of observations of an object is of order one, hence the fast decay (0.5), the patience (6)
+        and the low floor ``min_beta``. A list: those inverse temperatures in order, each until
+        the relative free-energy change is below ``tol``.
     max_iter : int
         Iterations per temperature.
     tol : float
@@ -559,6 +564,8 @@ def mean_field(
         validation_fraction=validation_fraction,
         beta_decay=beta_decay,
         patience=patience,
+        min_beta=min_beta,
+        beta_patience=beta_patience,
         progressbar=progressbar,
         method="mean_field",
         desc="mean-field SCM",
