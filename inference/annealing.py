@@ -585,7 +585,6 @@ def annealed_fit(
     rng = np.random.default_rng(random_state)
     start = time.perf_counter()
     problem = problem_on(data)
-    params = problem.init(rng)
     selection = None
     with tqdm(desc=desc, disable=not progressbar, leave=False) as bar:
         if isinstance(betas, str):
@@ -594,6 +593,10 @@ def annealed_fit(
                 raise ValueError(
                     "the data are too small for a validation split; pass an explicit list of betas"
                 )
+            # The start must not have seen the validation tokens: clustering models seed from
+            # whole rows (ACM) or from a fitted ACM (SCM), which would leak them into the choice
+            # of beta. The same start is then replayed on all of the data.
+            params = problem_on(train).init(rng)
             schedule, selection, selected = tempered_schedule(
                 problem_on,
                 train,
@@ -615,6 +618,7 @@ def annealed_fit(
             # The replay has a fixed budget per stage; it converged if the selection did.
             run.converged = selected
         else:
+            params = problem.init(rng)
             run = run_schedule(problem, params, betas, max_iter, tol, overrelax, progress=bar)
     return EMResult(
         model=model,

@@ -210,7 +210,12 @@ def test_overrelaxed_em_stays_monotone_and_on_the_simplex(seed):
 def test_em_beats_the_unigram_baseline_on_held_out_data(seed):
     model, data, truth = separated(seed)
     train, test = data.split(0.2, random_state=seed)
-    result = product_space_em(model, train, random_state=seed)  # tempered schedule
+    # EM finds local optima; as a user would, keep the best of three starts by training fit.
+    fits = [
+        product_space_em(model, train, random_state=seed * 10 + start)  # tempered schedule
+        for start in range(3)
+    ]
+    result = max(fits, key=lambda fit: fit.log_likelihood(train).sum())
     assert isinstance(result, EMResult)
     held_out = result.perplexity(test)
     assert np.isfinite(held_out)
