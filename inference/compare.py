@@ -38,6 +38,9 @@ __all__ = [
 ]
 
 LEVELS = ("exact", "reference", "mode-matched", "calibrated")
+MODE_EFFECT_MAX = 0.25
+"""Mode-matched level: largest difference of local posterior means, in local posterior sds, that
+still counts as agreement when the MCSE-scaled test rejects (chains drifting near their mode)."""
 
 
 @dataclass
@@ -423,6 +426,22 @@ def compare(
             r = reference.isel(chain=[chain])
             table = agreement(f, r, var_names, alpha / n_chains)
             table.insert(0, "mode", chain)
+            # A local posterior is only defined while a chain stays near its mode, and on real data
+            # chains drift between neighbouring modes, so MCSE units alone are too strict here:
+            # the means must also agree to a fraction of the local posterior width.
+            sds = {
+                q: np.sqrt(0.5 * (a.var(ddof=1) + b.var(ddof=1)))
+                for (q, a), b in zip(
+                    _components(f, var_names).items(),
+                    _components(r, var_names).values(),
+                    strict=True,
+                )
+            }
+            width = table["quantity"].map(sds).to_numpy()
+            gap = np.abs(table["mean_fast"] - table["mean_reference"]).to_numpy()
+            with np.errstate(divide="ignore", invalid="ignore"):
+                table["effect"] = np.where(width > 0, gap / width, np.where(gap > 0, np.inf, 0.0))
+            table["agree"] = table["agree"] | (table["effect"] <= MODE_EFFECT_MAX)
             tables.append(table)
             for side, obj in ((fast_name, f), (ref_name, r)):
                 row = {"mode": chain, "method": side}
@@ -440,8 +459,10 @@ def compare(
                 "mode-matched",
                 f"{fast_name} agrees with {ref_name} mode by mode",
                 bool(table["agree"].all()),
-                f"{n_chains} modes, max |z| {worst_z:.2f}; reference per-mode mean log-likelihood "
-                f"spans {float(means.max() - means.min()):.1f} nats",
+                f"{n_chains} modes, max |z| {worst_z:.2f}, max |difference| / posterior sd "
+                f"{float(table['effect'].max()):.2f} (pass: z within threshold or difference "
+                f"<= {MODE_EFFECT_MAX} sd); reference per-mode mean log-likelihood spans "
+                f"{float(means.max() - means.min()):.1f} nats",
                 {"max_z": worst_z, "mode_span": float(means.max() - means.min())},
             )
         )
