@@ -26,6 +26,7 @@ the posterior group holds the same variables as the PyMC declaration.
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -439,17 +440,17 @@ def _many_chains_last_state(
     return out
 
 
-class GibbsState:
-    """State of one collapsed Gibbs chain: assignments, count tables, generator state."""
+class GibbsState(NamedTuple):
+    """State of one collapsed Gibbs chain: assignments, count tables, generator state.
 
-    __slots__ = ("z", "n_doc_topic", "n_word_topic", "n_topic", "rng_state")
+    The arrays are updated in place by the numba sweep; the tuple itself never changes.
+    """
 
-    def __init__(self, z, n_doc_topic, n_word_topic, n_topic, rng_state):
-        self.z = z
-        self.n_doc_topic = n_doc_topic
-        self.n_word_topic = n_word_topic
-        self.n_topic = n_topic
-        self.rng_state = rng_state
+    z: np.ndarray
+    n_doc_topic: np.ndarray
+    n_word_topic: np.ndarray
+    n_topic: np.ndarray
+    rng_state: np.ndarray
 
 
 class AspectGibbs:

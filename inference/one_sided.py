@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 import time
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -654,17 +655,17 @@ def _many_chains_last_state(indptr, indices, counts, row_totals, n_cols, n_clust
     return out
 
 
-class OneSidedGibbsState:
-    """State of one collapsed Gibbs chain: memberships, count tables, generator state."""
+class OneSidedGibbsState(NamedTuple):
+    """State of one collapsed Gibbs chain: memberships, count tables, generator state.
 
-    __slots__ = ("z", "sizes", "c_t", "c_tot", "rng_state")
+    The arrays are updated in place by the numba sweep; the tuple itself never changes.
+    """
 
-    def __init__(self, z, sizes, c_t, c_tot, rng_state):
-        self.z = z
-        self.sizes = sizes
-        self.c_t = c_t
-        self.c_tot = c_tot
-        self.rng_state = rng_state
+    z: np.ndarray
+    sizes: np.ndarray
+    c_t: np.ndarray
+    c_tot: np.ndarray
+    rng_state: np.ndarray
 
 
 class OneSidedGibbs:

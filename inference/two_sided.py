@@ -56,6 +56,7 @@ posteriors, so the posterior holds a draw-kind parameter dictionary.
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -705,20 +706,20 @@ def _many_chains_last_state(
     return out
 
 
-class TwoSidedState:
-    """State of one collapsed Gibbs chain: both partitions, count tables, generator state."""
+class TwoSidedState(NamedTuple):
+    """State of one collapsed Gibbs chain: both partitions, count tables, generator state.
 
-    __slots__ = ("I", "J", "block", "sizes_x", "mass_x", "sizes_y", "mass_y", "rng_state")
+    The arrays are updated in place by the numba sweep; the tuple itself never changes.
+    """
 
-    def __init__(self, I, J, block, sizes_x, mass_x, sizes_y, mass_y, rng_state):  # noqa: E741
-        self.I = I
-        self.J = J
-        self.block = block
-        self.sizes_x = sizes_x
-        self.mass_x = mass_x
-        self.sizes_y = sizes_y
-        self.mass_y = mass_y
-        self.rng_state = rng_state
+    I: np.ndarray  # noqa: E741
+    J: np.ndarray
+    block: np.ndarray
+    sizes_x: np.ndarray
+    mass_x: np.ndarray
+    sizes_y: np.ndarray
+    mass_y: np.ndarray
+    rng_state: np.ndarray
 
 
 class TwoSidedGibbs:
