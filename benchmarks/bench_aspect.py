@@ -724,6 +724,31 @@ def bench_ess(cfg: Config):
 
 
 # ------------------------------------------------------------------------------------- driver
+def finish_report(header, sections, ratios, start, targets) -> None:
+    """Print the summary of ratios and write the whole report to each target path (None: skip)."""
+    elapsed = time.perf_counter() - start
+    summary = [
+        "## Summary: ratios against peers and targets",
+        "",
+        *markdown_table(
+            ["comparison", "ours", "peer / target", "ratio", "target", "status"],
+            [[r.comparison, r.ours, r.peer, r.ratio, r.target, r.status] for r in ratios],
+        ),
+        "",
+        f"Total run time: {elapsed:.0f} s; load average at the end: {load_average()} "
+        f"(numba threading layer: {_threading_layer()}).",
+    ]
+    print("\n".join(summary) + "\n", flush=True)
+    body = header + summary + [""] + [line for lines in sections for line in [*lines, ""]]
+    for target in targets:
+        if target is None:
+            continue
+        out = Path(target)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("\n".join(body))
+        print(f"written {out}", file=sys.stderr)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="about one minute, smaller problems")
@@ -768,27 +793,7 @@ def main(argv=None) -> int:
         emit(lines)
         sections.append(lines)
         ratios += more
-    elapsed = time.perf_counter() - start
-    summary = [
-        "## Summary: ratios against peers and targets",
-        "",
-        *markdown_table(
-            ["comparison", "ours", "peer / target", "ratio", "target", "status"],
-            [[r.comparison, r.ours, r.peer, r.ratio, r.target, r.status] for r in ratios],
-        ),
-        "",
-        f"Total run time: {elapsed:.0f} s; load average at the end: {load_average()} "
-        f"(numba threading layer: {_threading_layer()}).",
-    ]
-    emit(summary)
-    body = header + summary + [""] + [line for lines in sections for line in [*lines, ""]]
-    for target in (args.out, results):
-        if target is None:
-            continue
-        out = Path(target)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("\n".join(body))
-        print(f"written {out}", file=sys.stderr)
+    finish_report(header, sections, ratios, start, (args.out, results))
     return 0
 
 

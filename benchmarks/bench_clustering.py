@@ -52,8 +52,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_aspect import (  # noqa: E402
     Ratio,
     Timed,
-    _threading_layer,
     cpu_model,
+    finish_report,
     interleaved_best,
     load_average,
     markdown_table,
@@ -593,27 +593,7 @@ def main(argv=None) -> int:
     emit(lines)
     sections.append(lines)
     ratios += more
-    elapsed = time.perf_counter() - start
-    summary = [
-        "## Summary: ratios against peers and targets",
-        "",
-        *markdown_table(
-            ["comparison", "ours", "peer / target", "ratio", "target", "status"],
-            [[r.comparison, r.ours, r.peer, r.ratio, r.target, r.status] for r in ratios],
-        ),
-        "",
-        f"Total run time: {elapsed:.0f} s; load average at the end: {load_average()} "
-        f"(numba threading layer: {_threading_layer()}).",
-    ]
-    emit(summary)
-    body = header + summary + [""] + [line for lines in sections for line in [*lines, ""]]
-    for target in (args.out, results):
-        if target is None:
-            continue
-        out = Path(target)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("\n".join(body))
-        print(f"written {out}", file=sys.stderr)
+    finish_report(header, sections, ratios, start, (args.out, results))
     return 0
 
 
