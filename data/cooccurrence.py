@@ -16,97 +16,47 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
+from .checks import (
+    as_matrix,
+    as_rng,
+    check_entries,
+    check_fraction,
+    normalise_index,
+    normalise_names,
+)
+
 __all__ = ["CoOccurrence"]
 
 _NPZ_FORMAT = "latentzoo.CoOccurrence/1"
 _NPZ_KEYS = ("format", "data", "indices", "indptr", "shape", "row_labels", "col_labels")
 
 
-def _format_value(value) -> str:
-    """Render an offending entry compactly: ``-2`` rather than ``-2.0``, exact otherwise."""
-    value = value.item() if isinstance(value, np.generic) else value
-    if isinstance(value, float) and np.isfinite(value) and value.is_integer():
-        return str(int(value))
-    return repr(value)
-
-
-def _first_offender(mask, rows, cols, shape):
-    """Position ``(i, j)`` of the first offending entry in row-major order.
-
-    ``rows``/``cols`` are ``None`` for a dense C-ordered ravel, otherwise the COO coordinates
-    of the sparse entries (which are in arbitrary order, hence the lexsort).
-    """
-    if rows is None:
-        k = int(np.argmax(mask))
-        i, j = np.unravel_index(k, shape)
-        return k, int(i), int(j)
-    candidates = np.flatnonzero(mask)
-    k = int(candidates[np.lexsort((cols[candidates], rows[candidates]))[0]])
-    return k, int(rows[k]), int(cols[k])
-
-
 def _check_values(values, rows, cols, shape, name):
     """Raise ``ValueError`` naming the first entry that is not a non-negative integer."""
-    kind = values.dtype.kind
-    if kind == "b":
-        return
-    if kind not in "iuf":
-        raise ValueError(
-            f"{name} must be numeric (bool, integer or float), got dtype {values.dtype}"
-        )
-    # Masks are built lazily so clean integer input pays only for the checks it needs.
-    checks = []
-    if kind == "f":
-        checks += [(np.isnan, "is NaN", False), (np.isinf, "is inf", False)]
-    if kind in "if":
-        checks.append((lambda v: v < 0, "is negative", True))
-    if kind == "f":
-        # NaN/inf have been ruled out above, so floor() comparison is exact here.
-        checks.append((lambda v: v != np.floor(v), "is not an integer", True))
-    if kind in "uf":
-        checks.append((lambda v: v >= 2**63, "exceeds the int64 range", True))
-    for make_mask, problem, show_value in checks:
-        mask = make_mask(values)
-        if mask.any():
-            k, i, j = _first_offender(mask, rows, cols, shape)
-            value = f" = {_format_value(values[k])}" if show_value else ""
-            raise ValueError(f"{name}[{i}, {j}]{value} {problem}")
-
-
-def _dataframe_to_array(frame: pd.DataFrame):
-    """Turn a DataFrame into a dense or sparse array without losing NA markers."""
-    dtypes = list(frame.dtypes)
-    if dtypes and all(isinstance(d, pd.SparseDtype) for d in dtypes):
-        return frame.sparse.to_coo()
-    values = frame.to_numpy()
-    numeric = all(pd.api.types.is_numeric_dtype(d) for d in dtypes)
-    if values.dtype == object and numeric:
-        # Nullable extension dtypes come out as object; NA becomes NaN so it is reported as such.
-        values = frame.to_numpy(dtype=np.float64, na_value=np.nan)
-    return values
+    check_entries(
+        values,
+        name,
+        shape,
+        rows,
+        cols,
+        nonnegative=True,
+        integer=True,
+        int64=True,
+        compact=True,
+        nan_word="NaN",
+    )
 
 
 def _to_csr(counts) -> sp.csr_matrix:
     """Validate ``counts`` and return it as a canonical int64 CSR matrix."""
-    if isinstance(counts, pd.DataFrame):
-        counts = _dataframe_to_array(counts)
+    counts = as_matrix(counts, "counts")
+    shape = tuple(int(s) for s in counts.shape)
     if sp.issparse(counts):
-        if len(counts.shape) != 2:
-            raise ValueError(f"counts must be 2-D, got shape {tuple(counts.shape)}")
-        shape = tuple(int(s) for s in counts.shape)
         coo = counts.tocoo()
         rows, cols, values = np.asarray(coo.row), np.asarray(coo.col), np.asarray(coo.data)
     else:
-        try:
-            values = np.asarray(counts)
-        except (ValueError, TypeError) as exc:
-            raise ValueError(f"counts could not be converted to a 2-D array: {exc}") from exc
-        if values.ndim != 2:
-            raise ValueError(f"counts must be 2-D, got shape {values.shape}")
-        shape = values.shape
+        values = counts
         rows = cols = None
-    if 0 in shape:
-        raise ValueError(f"counts is empty (shape {shape})")
     flat = values if rows is not None else values.ravel()
     _check_values(flat, rows, cols, shape, "counts")
     if rows is None:
@@ -123,38 +73,11 @@ def _to_csr(counts) -> sp.csr_matrix:
 
 def _normalise_labels(labels, n: int, name: str, axis: str) -> np.ndarray:
     """Return labels as a read-only 1-D unicode array of length ``n``."""
-    if labels is None:
-        out = np.arange(n).astype(str)
-    else:
-        out = np.asarray(labels)
-        if out.ndim != 1:
-            raise ValueError(f"{name} must be 1-D, got shape {out.shape}")
-        out = out.astype(str)
-        if out.shape[0] != n:
-            raise ValueError(f"{name} has {out.shape[0]} entries but counts has {n} {axis}")
-    out.setflags(write=False)
-    return out
+    return normalise_names(labels, n, name, "counts", axis)
 
 
-def _normalise_index(index, n: int, name: str) -> np.ndarray:
-    """Turn an integer array or boolean mask into non-negative int64 positions."""
-    arr = np.asarray(index)
-    if arr.ndim != 1:
-        raise ValueError(f"{name} must be 1-D, got shape {arr.shape}")
-    if arr.dtype.kind == "b":
-        if arr.shape[0] != n:
-            raise ValueError(f"{name} is a boolean mask of length {arr.shape[0]}, expected {n}")
-        return np.flatnonzero(arr)
-    if arr.size == 0:
-        return np.zeros(0, dtype=np.int64)
-    if arr.dtype.kind not in "iu":
-        raise ValueError(f"{name} must hold integer indices or be a boolean mask")
-    arr = arr.astype(np.int64)
-    bad = (arr < -n) | (arr >= n)
-    if bad.any():
-        k = int(np.argmax(bad))
-        raise ValueError(f"{name}[{k}] = {arr[k]} is out of range for size {n}")
-    return np.where(arr < 0, arr + n, arr)
+_normalise_index = normalise_index
+_as_rng = as_rng
 
 
 def _encode_axis(values: np.ndarray, labels, size, name: str, axis: str):
@@ -207,11 +130,6 @@ def _lookup(values: np.ndarray, universe: np.ndarray):
     pos = np.minimum(np.searchsorted(sorted_universe, values), universe.size - 1)
     found = sorted_universe[pos] == values
     return order[pos].astype(np.int64), found
-
-
-def _as_rng(random_state) -> np.random.Generator:
-    """Normalise ``None``/int/Generator into a Generator."""
-    return np.random.default_rng(random_state)
 
 
 class CoOccurrence:
@@ -426,6 +344,45 @@ class CoOccurrence:
         """
         return self._col_labels
 
+    # ------------------------------------------------------------------ Dataset protocol
+    #: ArviZ dimension of the items (rows); the columns are ``"word"``.
+    item_dim = "doc"
+
+    @property
+    def n_items(self) -> int:
+        """Number of items of the :class:`~latentzoo.data.Dataset` protocol: the rows ``N``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 0, 2], [0, 1, 0]]).n_items
+        2
+        """
+        return self.n_rows
+
+    def coords(self) -> dict[str, list]:
+        """ArviZ coordinates: ``{"doc": row labels, "word": column labels}``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 2]], row_labels=["d"], col_labels=["a", "b"]).coords()
+        {'doc': ['d'], 'word': ['a', 'b']}
+        """
+        return {"doc": self._row_labels.tolist(), "word": self._col_labels.tolist()}
+
+    def observed_data(self) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
+        """Content of the ``observed_data`` group: ``{"counts": (("doc", "word"), dense counts)}``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> dims, counts = CoOccurrence([[1, 0], [0, 2]]).observed_data()["counts"]
+        >>> dims, counts.tolist()
+        (('doc', 'word'), [[1, 0], [0, 2]])
+        """
+        return {"counts": (("doc", "word"), self.toarray())}
+
     # ------------------------------------------------------------------ dunder
     def __repr__(self) -> str:
         n_rows, n_cols = self.shape
@@ -533,17 +490,10 @@ class CoOccurrence:
         >>> train.total + test.total == X.total
         True
         """
-        if (
-            isinstance(test_fraction, bool)
-            or not isinstance(test_fraction, numbers.Real)
-            or not 0 < test_fraction < 1
-        ):
-            raise ValueError(
-                f"test_fraction must be a number in the open interval (0, 1), got {test_fraction!r}"
-            )
+        test_fraction = check_fraction(test_fraction)
         rng = _as_rng(random_state)
         data = self.counts.data.astype(np.int64, copy=False)
-        test = rng.binomial(data, float(test_fraction))
+        test = rng.binomial(data, test_fraction)
         return self._with_data(data - test), self._with_data(test)
 
     def kfold(self, k, random_state=None) -> list[tuple[CoOccurrence, CoOccurrence]]:

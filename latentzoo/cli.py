@@ -18,27 +18,35 @@ class UserError(Exception):
     """A problem with what the user asked for: printed as one line."""
 
 
-def _load_data(spec: str):
-    from latentzoo.data import CoOccurrence, list_datasets, load
+def _load_data(spec: str, entry):
+    """The data named by ``--data``: a dataset name, or a file read into the family's container."""
+    from latentzoo.data import list_datasets, load
 
     path = Path(spec)
+    container = entry.data
+    if path.suffix in (".npz", ".csv", ".txt", ".tsv") and not path.exists():
+        raise UserError(f"data file {spec} does not exist")
     if path.suffix == ".npz":
-        if not path.exists():
-            raise UserError(f"data file {spec} does not exist")
-        return CoOccurrence.from_npz(path)
+        if not hasattr(container, "from_npz"):
+            raise UserError(f"{entry.name} takes {container.__name__} data: give a .csv file")
+        return container.from_npz(path)
     if path.suffix in (".csv", ".txt", ".tsv"):
         import numpy as np
 
-        if not path.exists():
-            raise UserError(f"data file {spec} does not exist")
         delimiter = "\t" if path.suffix == ".tsv" else ","
         try:
-            counts = np.loadtxt(path, delimiter=delimiter, ndmin=2)
+            values = np.loadtxt(path, delimiter=delimiter, ndmin=2)
         except ValueError as error:
-            raise UserError(f"cannot read counts from {spec}: {error}") from None
-        return CoOccurrence(counts)
+            raise UserError(f"cannot read numbers from {spec}: {error}") from None
+        return container(values)
     if spec in set(list_datasets()["name"]):
-        return load(spec)
+        data = load(spec)
+        if not isinstance(data, container):
+            raise UserError(
+                f"dataset {spec!r} holds {type(data).__name__} data, but {entry.name} takes "
+                f"{container.__name__} data"
+            )
+        return data
     raise UserError(
         f"unknown data {spec!r}: give a dataset name ({', '.join(list_datasets()['name'])}) "
         "or a .npz/.csv file"
@@ -56,33 +64,64 @@ def _parse_betas(text: str):
         ) from None
 
 
+def _parse_value(text: str):
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def _model(entry, args):
-    """The model of ``entry`` at the sizes given by ``--k`` (and ``--k-cols``)."""
-    import inspect
+    """The model of ``entry``: ``--k`` (and ``--k-cols``) set its sizes, ``--param`` the rest."""
+    import dataclasses
 
-    sizes = {entry.size_argument: args.k}
-    two_sizes = "n_col_clusters" in inspect.signature(entry.model).parameters
+    settings = {}
+    if args.k is not None:
+        settings[entry.sizes[0]] = args.k
     k_cols = getattr(args, "k_cols", None)
-    if k_cols is not None and not two_sizes:
-        raise UserError(f"{entry.name} takes one size (--k), not --k-cols")
-    if two_sizes:
-        sizes["n_col_clusters"] = args.k if k_cols is None else k_cols
-    return entry.model(**sizes)
+    if k_cols is not None:
+        if len(entry.sizes) < 2:
+            raise UserError(f"{entry.name} takes one size (--k), not --k-cols")
+        settings[entry.sizes[1]] = k_cols
+    elif len(entry.sizes) > 1 and args.k is not None:
+        settings[entry.sizes[1]] = args.k
+    fields = {f.name for f in dataclasses.fields(entry.model)}
+    for item in getattr(args, "param", None) or []:
+        name, sep, value = item.partition("=")
+        if not sep or name not in fields:
+            raise UserError(
+                f"--param takes NAME=VALUE with NAME one of {', '.join(sorted(fields))}; "
+                f"got {item!r}"
+            )
+        settings[name] = _parse_value(value)
+    if getattr(args, "component", None) is not None:
+        from latentzoo.models.conjugate import component_named
+
+        if "component" not in fields:
+            raise UserError(f"{entry.name} has no --component")
+        settings["component"] = component_named(args.component)
+    try:
+        return entry.model(**settings)
+    except TypeError as error:
+        raise UserError(f"cannot build {entry.name}: {error}") from None
 
 
-def _accepted(entry, method, options):
-    """Keep the options that the method's function takes (the EM variants differ slightly)."""
-    import inspect
+def _call(entry, method, model, data, options):
+    """Run a fast method with the options the user gave; an option it does not take is an error."""
+    import latentzoo
 
-    from latentzoo.api import _resolve
-
-    if method not in entry.methods:
-        return options
-    parameters = inspect.signature(_resolve(entry.methods[method])).parameters
-    unknown = [name for name in options if name not in parameters and name != "progressbar"]
-    if "predictive" in unknown:
-        raise UserError(f"--predictive is not available for {entry.name} {method}")
-    return {name: value for name, value in options.items() if name in parameters}
+    try:
+        return latentzoo.fit(model, data, method=method, **options)
+    except TypeError as error:
+        text = str(error)
+        if "unexpected keyword argument" not in text:
+            raise
+        name = text.rsplit("'", 2)[-2]
+        raise UserError(f"{entry.name} {method} does not take --{name.replace('_', '-')}") from None
 
 
 def _cmd_list(args):
@@ -101,30 +140,37 @@ def _cmd_list(args):
 
 
 def _cmd_fit(args):
-    import latentzoo
     from latentzoo.zoo import entry_for
 
     entry = entry_for(args.model)
-    data = _load_data(args.data or entry.dataset)
+    data = _load_data(args.data or entry.dataset, entry)
     model = _model(entry, args)
-    progress = not args.quiet
-    if args.method in ("gibbs", "pymc"):
-        options = dict(chains=args.chains, draws=args.draws, tune=args.tune, progressbar=progress)
-    else:
-        options = dict(
-            betas=_parse_betas(args.betas), max_iter=args.max_iter, tol=args.tol,
-            overrelax=args.overrelax, predictive=args.predictive, progressbar=progress,
-        )  # fmt: skip
-        if not args.predictive:
-            options.pop("predictive")
-        options = _accepted(entry, args.method, options)
-    result = latentzoo.fit(model, data, method=args.method, random_state=args.seed, **options)
+    method = args.method or next(iter(entry.methods))
+    # Only what the user set is passed: each method keeps its own defaults.
+    given = {
+        "betas": None if args.betas is None else _parse_betas(args.betas),
+        "max_iter": args.max_iter,
+        "tol": args.tol,
+        "overrelax": args.overrelax,
+        "predictive": True if args.predictive else None,
+        "chains": args.chains,
+        "draws": args.draws,
+        "tune": args.tune,
+    }
+    options = {name: value for name, value in given.items() if value is not None}
+    for item in args.option or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise UserError(f"--option takes NAME=VALUE, e.g. split_merge=true; got {item!r}")
+        options[name] = _parse_value(value)
+    options.update(random_state=args.seed, progressbar=not args.quiet)
+    result = _call(entry, method, model, data, options)
     idata = result.to_inference_data() if hasattr(result, "to_inference_data") else result
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     idata.to_netcdf(str(out))
     if not args.quiet:
-        print(f"fitted {entry.name} (K={args.k}) with {args.method} on {data}; saved to {out}")
+        print(f"fitted {model} with {method} on {data}; saved to {out}")
         if hasattr(result, "trace"):
             last = result.trace.iloc[-1]
             print(
@@ -140,7 +186,7 @@ def _cmd_validate(args):
     from latentzoo.zoo import entry_for
 
     entry = entry_for(args.model)
-    data = _load_data(args.data or entry.dataset)
+    data = _load_data(args.data or entry.dataset, entry)
     model = _model(entry, args)
     comparison = latentzoo.validate(
         model, data, quick=args.quick, random_state=args.seed, progressbar=not args.quiet
@@ -168,18 +214,32 @@ def build_parser() -> argparse.ArgumentParser:
 
     fit = sub.add_parser("fit", help="fit a model and save the result as netCDF")
     fit.add_argument("model")
-    fit.add_argument("--data", help="dataset name or .npz/.csv counts file")
+    fit.add_argument("--data", help="dataset name or a .npz/.csv file (default: the model's)")
     fit.add_argument("--k", type=int, default=10, help="number of components or row clusters")
     fit.add_argument("--k-cols", type=int, help="number of column clusters (two-sided models)")
-    fit.add_argument("--method", default="annealed_em", help="see `latentzoo list`; or pymc")
-    fit.add_argument("--betas", default="auto", help="'auto' or e.g. 0.5,0.8,1")
-    fit.add_argument("--max-iter", type=int, default=200)
-    fit.add_argument("--tol", type=float, default=1e-5)
-    fit.add_argument("--overrelax", type=float, default=1.0)
+    fit.add_argument(
+        "--param",
+        action="append",
+        metavar="NAME=VALUE",
+        help="a model hyperparameter, e.g. alpha=2",
+    )
+    fit.add_argument(
+        "--component", help="mixture component: beta_bernoulli, dirichlet_multinomial, "
+        "normal_gamma or normal_inverse_wishart",
+    )  # fmt: skip
+    fit.add_argument("--method", help="see `latentzoo list` (default: the first listed); or pymc")
+    fit.add_argument("--betas", help="annealing schedule: 'auto' or e.g. 0.5,0.8,1")
+    fit.add_argument("--max-iter", type=int)
+    fit.add_argument("--tol", type=float)
+    fit.add_argument("--overrelax", type=float)
     fit.add_argument("--predictive", action="store_true")
-    fit.add_argument("--chains", type=int, default=4)
-    fit.add_argument("--draws", type=int, default=500)
-    fit.add_argument("--tune", type=int, default=200)
+    fit.add_argument("--chains", type=int)
+    fit.add_argument("--draws", type=int)
+    fit.add_argument("--tune", type=int)
+    fit.add_argument(
+        "--option", action="append", metavar="NAME=VALUE",
+        help="another option of the method, e.g. split_merge=true or sample_alpha=true",
+    )  # fmt: skip
     fit.add_argument("--seed", type=int, default=0)
     fit.add_argument("--out", required=True, help="output .nc file")
     fit.add_argument("--quiet", action="store_true")
@@ -189,6 +249,8 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--data")
     val.add_argument("--k", type=int, default=2)
     val.add_argument("--k-cols", type=int)
+    val.add_argument("--param", action="append", metavar="NAME=VALUE")
+    val.add_argument("--component")
     val.add_argument("--quick", action="store_true")
     val.add_argument("--seed", type=int, default=0)
     val.add_argument("--out", default="report/validate")

@@ -1,23 +1,44 @@
-"""The registry: which model has which fast methods, which reference, which data and notebook."""
+"""The registry: one entry per model family, with everything the face needs to know about it.
+
+A family is registered once, here: its model class, the data container it takes, its fast methods
+(the callables themselves), its validation recipe (:mod:`latentzoo.recipes`), its default dataset
+and its notebook. ``latentzoo list``, ``latentzoo fit``, ``latentzoo validate`` and the common tests
+all read this one table.
+
+Adding a family (the checklist, also in the README):
+
+1. a data container in ``data/`` if none fits (it implements :class:`latentzoo.data.Dataset`);
+2. the model in ``models/<family>.py`` (implements :class:`latentzoo.models.Model`);
+3. its fast methods in ``inference/<family>.py`` (samplers as ``init``/``step``/``draw`` through
+   :func:`latentzoo.inference.mcmc.run_chains`);
+4. a validation recipe in :mod:`latentzoo.recipes` (which levels it reaches, and how);
+5. one :class:`Family` entry below, and a notebook in ``notebooks/``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pandas as pd
 
+from latentzoo import recipes
+from latentzoo.data import CoOccurrence, Features
+from latentzoo.inference import aspect, mixture, one_sided, product_space, two_sided
 from latentzoo.models import (
     AspectModel,
+    BayesianMixture,
+    DirichletProcessMixture,
     OneSidedClustering,
     ProductSpaceMixture,
     TwoSidedClustering,
 )
 
-__all__ = ["Entry", "ZOO", "entry_for", "as_table"]
+__all__ = ["Family", "ZOO", "register", "entry_for", "as_table"]
 
 
 @dataclass(frozen=True)
-class Entry:
+class Family:
     """One model family of the zoo.
 
     Attributes
@@ -26,85 +47,143 @@ class Entry:
         Name used on the command line.
     model : type
         The model dataclass.
-    size_argument : str
-        Constructor argument set by ``--k`` on the command line.
-    methods : dict[str, str]
-        Fast method name -> function path in ``latentzoo.inference``.
-    reference : str
-        The reference method (always "pymc").
+    data : type
+        The data container the model takes (a :class:`latentzoo.data.Dataset`).
+    methods : dict[str, callable]
+        Fast method name -> ``method(model, data, **options)``.
+    recipe : callable or None
+        ``recipe() -> ValidationRecipe``: how :func:`latentzoo.validate` checks the fast methods.
+    sizes : tuple of str
+        Constructor arguments set by ``--k`` and ``--k-cols`` on the command line, in that order.
     dataset : str
         Default dataset for ``latentzoo fit`` / ``validate``.
     notebook : str
         Path of the family's executed notebook.
+    description : str
+    reference : str
+        The reference method (always "pymc").
     """
 
     name: str
     model: type
-    size_argument: str
-    methods: dict
-    reference: str
+    data: type
+    methods: dict[str, Callable]
+    recipe: Callable | None
+    sizes: tuple[str, ...]
     dataset: str
     notebook: str
     description: str
+    reference: str = "pymc"
 
 
-ZOO: dict[str, Entry] = {
-    "aspect": Entry(
+ZOO: dict[str, Family] = {}
+
+
+def register(family: Family) -> Family:
+    """Add ``family`` to the registry (replacing an entry of the same name) and return it.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> entry = dataclasses.replace(ZOO["aspect"], name="aspect_copy")
+    >>> register(entry).name in ZOO
+    True
+    >>> del ZOO["aspect_copy"]
+    """
+    ZOO[family.name] = family
+    return family
+
+
+register(
+    Family(
         name="aspect",
         model=AspectModel,
-        size_argument="n_components",
-        methods={
-            "annealed_em": "latentzoo.inference.aspect.annealed_em",
-            "gibbs": "latentzoo.inference.aspect.gibbs",
-        },
-        reference="pymc",
+        data=CoOccurrence,
+        methods={"annealed_em": aspect.annealed_em, "gibbs": aspect.gibbs},
+        recipe=recipes.aspect,
+        sizes=("n_components",),
         dataset="reuters",
         notebook="notebooks/aspect_model.ipynb",
         description="aspect model / PLSA / SMM (Hofmann & Puzicha 1998, sec. 2)",
-    ),
-    "one_sided": Entry(
+    )
+)
+register(
+    Family(
         name="one_sided",
         model=OneSidedClustering,
-        size_argument="n_clusters",
+        data=CoOccurrence,
         methods={
-            "hard": "latentzoo.inference.one_sided.hard_acm",
-            "annealed_em": "latentzoo.inference.one_sided.annealed_em",
-            "gibbs": "latentzoo.inference.one_sided.gibbs",
+            "hard": one_sided.hard_acm,
+            "annealed_em": one_sided.annealed_em,
+            "gibbs": one_sided.gibbs,
         },
-        reference="pymc",
+        recipe=recipes.one_sided,
+        sizes=("n_clusters",),
         dataset="reuters",
         notebook="notebooks/clustering_models.ipynb",
         description="one-sided clustering / ACM, a Dirichlet-multinomial mixture (sec. 3.1-3.2)",
-    ),
-    "two_sided": Entry(
+    )
+)
+register(
+    Family(
         name="two_sided",
         model=TwoSidedClustering,
-        size_argument="n_row_clusters",
+        data=CoOccurrence,
         methods={
-            "hard": "latentzoo.inference.two_sided.hard_scm",
-            "mean_field": "latentzoo.inference.two_sided.mean_field",
-            "annealed_em": "latentzoo.inference.two_sided.mean_field",
-            "gibbs": "latentzoo.inference.two_sided.gibbs",
+            "hard": two_sided.hard_scm,
+            "mean_field": two_sided.mean_field,
+            "annealed_em": two_sided.mean_field,
+            "gibbs": two_sided.gibbs,
         },
-        reference="pymc",
+        recipe=recipes.two_sided,
+        sizes=("n_row_clusters", "n_col_clusters"),
         dataset="reuters",
         notebook="notebooks/clustering_models.ipynb",
         description="two-sided clustering / symmetric clustering model, SCM (sec. 3.3-3.4)",
-    ),
-    "product_space": Entry(
+    )
+)
+register(
+    Family(
         name="product_space",
         model=ProductSpaceMixture,
-        size_argument="n_row_clusters",
-        methods={"annealed_em": "latentzoo.inference.aspect.product_space_em"},
-        reference="pymc",
+        data=CoOccurrence,
+        methods={"annealed_em": product_space.product_space_em},
+        recipe=recipes.product_space,
+        sizes=("n_row_clusters", "n_col_clusters"),
         dataset="reuters",
         notebook="notebooks/clustering_models.ipynb",
         description="product-space mixture / PMM (Hofmann & Puzicha 1998, sec. 2.4)",
-    ),
-}
+    )
+)
+register(
+    Family(
+        name="dpm",
+        model=DirichletProcessMixture,
+        data=Features,
+        methods={"gibbs": mixture.gibbs},
+        recipe=recipes.dpm,
+        sizes=("n_components",),
+        dataset="digits",
+        notebook="notebooks/mixtures.ipynb",
+        description="Dirichlet process mixture of conjugate components (Heller 2007, ch. 2)",
+    )
+)
+register(
+    Family(
+        name="mixture",
+        model=BayesianMixture,
+        data=Features,
+        methods={"gibbs": mixture.gibbs},
+        recipe=recipes.finite_mixture,
+        sizes=("n_components",),
+        dataset="digits",
+        notebook="notebooks/mixtures.ipynb",
+        description="finite Bayesian mixture of conjugate components (Heller 2007, ch. 2)",
+    )
+)
 
 
-def entry_for(model) -> Entry:
+def entry_for(model) -> Family:
     """The registry entry of a model instance, class or name.
 
     Examples
@@ -124,12 +203,19 @@ def entry_for(model) -> Entry:
 
 
 def as_table() -> pd.DataFrame:
-    """The registry as a table (what ``latentzoo list`` prints)."""
+    """The registry as a table (what ``latentzoo list`` prints).
+
+    Examples
+    --------
+    >>> "dpm" in set(as_table()["model"])
+    True
+    """
     return pd.DataFrame(
         [
             {
                 "model": e.name,
                 "class": e.model.__name__,
+                "data": e.data.__name__,
                 "fast methods": ", ".join(e.methods),
                 "reference": e.reference,
                 "dataset": e.dataset,

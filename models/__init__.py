@@ -1,7 +1,28 @@
 """Generative models of the zoo: PyMC reference declarations, simulators, exact likelihoods."""
 
-from latentzoo.models.aspect import AspectModel, ProductSpaceMixture
+from latentzoo.models.aspect import AspectModel
+from latentzoo.models.base import Model
+from latentzoo.models.conjugate import (
+    BetaBernoulli,
+    DirichletMultinomial,
+    NormalGamma,
+    NormalInverseWishart,
+)
+from latentzoo.models.mixture import BayesianMixture, DirichletProcessMixture
 from latentzoo.models.one_sided import OneSidedClustering
+from latentzoo.models.product_space import ProductSpaceMixture
 from latentzoo.models.two_sided import TwoSidedClustering
 
-__all__ = ["AspectModel", "OneSidedClustering", "ProductSpaceMixture", "TwoSidedClustering"]
+__all__ = [
+    "AspectModel",
+    "BayesianMixture",
+    "BetaBernoulli",
+    "DirichletMultinomial",
+    "DirichletProcessMixture",
+    "Model",
+    "NormalGamma",
+    "NormalInverseWishart",
+    "OneSidedClustering",
+    "ProductSpaceMixture",
+    "TwoSidedClustering",
+]

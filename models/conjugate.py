@@ -1,18 +1,92 @@
-"""Closed-form (marginal) likelihoods of the conjugate Dirichlet-multinomial components.
+"""Closed-form (marginal) likelihoods of conjugate exponential-family components.
 
 Every family of the zoo draws its categorical observations from multinomials with symmetric Dirichlet
 priors, so the same few closed forms serve all of them: the Dirichlet log density (the priors of the
 point estimators), the Dirichlet-multinomial marginal (the collapsed models that the Gibbs samplers
 target and that the tiny problems enumerate) and the multinomial coefficient (the factor that turns a
 token-sequence likelihood into the multinomial log-pmf that PyMC reports).
+
+The feature-vector families (finite and Dirichlet process mixtures, Bayesian hierarchical
+clustering, Bayesian Sets) score whole clusters of items ``x_i in R^D`` through four conjugate
+*components*, frozen dataclasses of prior hyperparameters, each with its row of sufficient
+statistics per cluster (the same layout in the numpy methods and in the numba kernels):
+
+- :class:`BetaBernoulli` (``kind_code`` 0): ``[n, m_1..m_D]``, ``m = sum_i x_i``, ``S = D + 1``;
+- :class:`DirichletMultinomial` (1): ``[n, m_1..m_D]`` (summed counts), ``S = D + 1``;
+- :class:`NormalGamma` (2): ``[n, xbar_1..xbar_D, M2_1..M2_D]``, ``S = 2 D + 1``;
+- :class:`NormalInverseWishart` (3): ``[n, mu_n (D), L_n (D*D, row-major)]``, ``S = 1 + D + D^2``.
+
+``n`` is the number of items of the cluster, ``M2_d = sum_i (x_id - xbar_d)^2`` (Welford form,
+stable under adding and removing items). For the Normal-inverse-Wishart the row holds the posterior
+mean ``mu_n`` and the lower Cholesky factor ``L_n`` of the posterior scale matrix
+``Psi_n = L_n L_n^T``, so an *empty* cluster's row is the prior's ``[0, mu0, chol(psi0)]``, not
+zeros; for the other three an empty row is all zeros. Every component has the same methods
+(``stats``, ``log_marginal``, ``log_predictive``, ``sample_prior``, ``sample_posterior``,
+``log_likelihood``, ``simulate``, ...), vectorised over many clusters at once, and four module-level
+numba kernels (:func:`stats_size`, :func:`stats_update`, :func:`log_predictive_one`,
+:func:`log_marginal_one`) act on one row in place, dispatching on ``kind_code`` with the float64
+vector ``comp.hyper(D)``:
+
+- kind 0: ``hyper = [a (D), b (D)]``;
+- kind 1: ``hyper = [eta (D)]``;
+- kind 2: ``hyper = [mu0 (D), kappa0 (D), a0 (D), b0 (D)]``;
+- kind 3: ``hyper = [kappa0, nu0, log|psi0|, mu0 (D), chol(psi0) (D*D, row-major)]``.
+
+Adding or removing one item costs O(D) (O(D^2) for the Normal-inverse-Wishart: a rank-one Cholesky
+update or downdate, never a refactorisation); removing the last item of a cluster resets its row to
+the empty row exactly. The closed forms are those of the source thesis (Heller 2007, section 2.1.1:
+the Beta-Bernoulli marginal after (2.9), also (4.9); the Dirichlet-multinomial (2.12); the
+Normal-inverse-Wishart marginal after (2.14)) and of Murphy (2007), *Conjugate Bayesian analysis of
+the Gaussian distribution* (Normal-Gamma marginal eq. (95) and Student-t predictive eq. (100);
+Normal-inverse-Wishart posterior eqs. (250)-(254), predictive (258) and marginal (266)).
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numba as nb
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import gammaln
 
-__all__ = ["dirichlet_logpdf", "dirichlet_multinomial_log", "log_multinomial_coefficient"]
+from latentzoo.models._checks import check_integer, check_positive
+
+__all__ = [
+    "BETA_BERNOULLI",
+    "DIRICHLET_MULTINOMIAL",
+    "NORMAL_GAMMA",
+    "NORMAL_INVERSE_WISHART",
+    "COMPONENTS",
+    "BetaBernoulli",
+    "DirichletMultinomial",
+    "NormalGamma",
+    "NormalInverseWishart",
+    "component_named",
+    "dirichlet_logpdf",
+    "dirichlet_multinomial_log",
+    "log_marginal_one",
+    "log_multinomial_coefficient",
+    "log_predictive_one",
+    "stats_size",
+    "stats_update",
+]
+
+#: ``kind_code`` of :class:`BetaBernoulli`.
+BETA_BERNOULLI = 0
+#: ``kind_code`` of :class:`DirichletMultinomial`.
+DIRICHLET_MULTINOMIAL = 1
+#: ``kind_code`` of :class:`NormalGamma`.
+NORMAL_GAMMA = 2
+#: ``kind_code`` of :class:`NormalInverseWishart`.
+NORMAL_INVERSE_WISHART = 3
+
+_LOG_PI = math.log(math.pi)
+_LOG_2PI = math.log(2.0 * math.pi)
+# Items per block when a method builds an (items, clusters, features) array: about 16 MB of float64.
+_BLOCK = 2**21
 
 
 def dirichlet_logpdf(x, concentration) -> float:
@@ -112,3 +186,1355 @@ def log_multinomial_coefficient(data) -> np.ndarray:
     rows, _, counts = data.cells()
     per_cell = np.bincount(rows, weights=gammaln(counts + 1.0), minlength=data.n_rows)
     return gammaln(data.row_totals + 1.0) - per_cell
+
+
+# ------------------------------------------------------------------------------ numba kernels
+@nb.njit(cache=True)
+def stats_size(kind_code, D):
+    """Length ``S`` of one cluster's row of sufficient statistics for ``D`` features.
+
+    Examples
+    --------
+    >>> stats_size(BETA_BERNOULLI, 4), stats_size(NORMAL_GAMMA, 4), stats_size(3, 4)
+    (5, 9, 21)
+    """
+    if kind_code == 0 or kind_code == 1:
+        return D + 1
+    if kind_code == 2:
+        return 2 * D + 1
+    if kind_code == 3:
+        return 1 + D + D * D
+    raise ValueError("kind_code must be 0, 1, 2 or 3")
+
+
+@nb.njit(cache=True)
+def _row_dim(kind_code, size):
+    """The number of features ``D`` of a stats row of length ``size`` (inverse of stats_size)."""
+    if kind_code == 0 or kind_code == 1:
+        return size - 1
+    if kind_code == 2:
+        return (size - 1) // 2
+    if size < 3:
+        return 0
+    return int((math.sqrt(4.0 * size - 3.0) - 1.0) / 2.0 + 0.5)
+
+
+@nb.njit(cache=True)
+def _reset_row(kind_code, hyper, row, D):
+    """Set ``row`` to the empty cluster's row: zeros, or ``[0, mu0, chol(psi0)]`` for kind 3."""
+    if kind_code == 3:
+        row[0] = 0.0
+        for j in range(D + D * D):
+            row[1 + j] = hyper[3 + j]
+    else:
+        for j in range(row.shape[0]):
+            row[j] = 0.0
+
+
+@nb.njit(cache=True)
+def _chol_update(row, off, D, v):
+    """``L <- chol(L L^T + v v^T)`` in place (Givens rotations, O(D^2)); ``v`` is overwritten.
+
+    ``L[i, j]`` is ``row[off + i * D + j]``.
+    """
+    for k in range(D):
+        kk = off + k * D + k
+        lkk = row[kk]
+        r = math.hypot(lkk, v[k])
+        c = r / lkk
+        s = v[k] / lkk
+        row[kk] = r
+        for i in range(k + 1, D):
+            ik = off + i * D + k
+            row[ik] = (row[ik] + s * v[i]) / c
+            v[i] = c * v[i] - s * row[ik]
+
+
+@nb.njit(cache=True)
+def _chol_downdate(row, off, D, v):
+    """``L <- chol(L L^T - v v^T)`` in place, O(D^2), by LINPACK's ``dchdd`` algorithm.
+
+    Solves ``L a = v``; the downdated matrix is positive definite iff ``|a| < 1``, which is checked
+    (Stewart 1979, *The effects of rounding error on an algorithm for downdating a Cholesky
+    factorization*: the orthogonal-rotation form used here is the stable one). Columns are
+    re-signed so the diagonal stays positive.
+    """
+    a = np.empty(D)
+    norm2 = 0.0
+    for j in range(D):
+        s = v[j]
+        for k in range(j):
+            s -= row[off + j * D + k] * a[k]
+        a[j] = s / row[off + j * D + j]
+        norm2 += a[j] * a[j]
+    if not norm2 < 1.0:
+        raise ValueError(
+            "stats_update: removing this item leaves a scale matrix that is not positive definite"
+            " (was the item in the cluster?)"
+        )
+    alpha = math.sqrt(1.0 - norm2)
+    c = np.empty(D)
+    for ii in range(D):
+        i = D - 1 - ii
+        scale = alpha + abs(a[i])
+        aa = alpha / scale
+        bb = a[i] / scale
+        nrm = math.sqrt(aa * aa + bb * bb)
+        c[i] = aa / nrm
+        a[i] = bb / nrm
+        alpha = scale * nrm
+    for j in range(D):
+        xx = 0.0
+        for ii in range(j + 1):
+            i = j - ii
+            ji = off + j * D + i
+            t = c[i] * xx + a[i] * row[ji]
+            row[ji] = c[i] * row[ji] - a[i] * xx
+            xx = t
+    for j in range(D):
+        if row[off + j * D + j] < 0.0:
+            for i in range(j, D):
+                row[off + i * D + j] = -row[off + i * D + j]
+
+
+@nb.njit(cache=True)
+def stats_update(kind_code, hyper, stats_row, x_row, sign):
+    """Add (``sign`` > 0) or remove (``sign`` < 0) the item ``x_row`` to/from one cluster, in place.
+
+    O(D) for kinds 0-2 (counts, or Welford's running mean and sum of squared deviations); O(D^2) for
+    the Normal-inverse-Wishart (kind 3): with ``kappa_n = kappa0 + n``, adding ``x`` is the rank-one
+    update ``Psi_{n+1} = Psi_n + kappa_n / (kappa_n + 1) (x - mu_n)(x - mu_n)^T`` of the Cholesky
+    factor and ``mu_{n+1} = mu_n + (x - mu_n) / (kappa_n + 1)`` (the sequential form of Murphy 2007,
+    eqs. (250)-(254)); removing is the matching downdate. Removing the last item resets the row to the
+    empty row exactly (zeros; ``[0, mu0, chol(psi0)]`` for kind 3).
+
+    Parameters
+    ----------
+    kind_code : int
+    hyper : numpy.ndarray of float64
+        ``comp.hyper(D)``.
+    stats_row : numpy.ndarray of float64, shape (S,)
+        One row of ``comp.stats(...)``, updated in place.
+    x_row : numpy.ndarray of float64, shape (D,)
+    sign : int
+        +1 to add, -1 to remove.
+
+    Examples
+    --------
+    >>> comp = NormalInverseWishart()
+    >>> x = np.array([[0.5, -1.0], [2.0, 0.25]])
+    >>> row = comp.stats(x[:1], np.array([0]), 1)[0]
+    >>> stats_update(comp.kind_code, comp.hyper(2), row, x[1], 1)
+    >>> bool(np.allclose(row, comp.stats(x, np.array([0, 0]), 1)[0]))
+    True
+    >>> stats_update(comp.kind_code, comp.hyper(2), row, x[1], -1)
+    >>> stats_update(comp.kind_code, comp.hyper(2), row, x[0], -1)
+    >>> bool(np.array_equal(row, comp.stats(x[:0], np.array([], dtype=int), 1)[0]))  # the prior's row
+    True
+    """
+    n = stats_row[0]
+    D = _row_dim(kind_code, stats_row.shape[0])
+    if sign < 0:
+        if n < 0.5:
+            raise ValueError("stats_update: cannot remove an item from an empty cluster")
+        if n < 1.5:
+            _reset_row(kind_code, hyper, stats_row, D)
+            return
+    if kind_code == 0 or kind_code == 1:
+        s = 1.0 if sign > 0 else -1.0
+        stats_row[0] = n + s
+        for d in range(D):
+            stats_row[1 + d] += s * x_row[d]
+    elif kind_code == 2:
+        if sign > 0:
+            n1 = n + 1.0
+            for d in range(D):
+                delta = x_row[d] - stats_row[1 + d]
+                stats_row[1 + d] += delta / n1
+                stats_row[1 + D + d] += delta * (x_row[d] - stats_row[1 + d])
+        else:
+            n1 = n - 1.0
+            for d in range(D):
+                mean = stats_row[1 + d]
+                old = mean - (x_row[d] - mean) / n1
+                m2 = stats_row[1 + D + d] - (x_row[d] - old) * (x_row[d] - mean)
+                stats_row[1 + D + d] = m2 if m2 > 0.0 else 0.0
+                stats_row[1 + d] = old
+        stats_row[0] = n1
+    elif kind_code == 3:
+        kn = hyper[0] + n
+        v = np.empty(D)
+        if sign > 0:
+            scale = math.sqrt(kn / (kn + 1.0))
+            for d in range(D):
+                v[d] = scale * (x_row[d] - stats_row[1 + d])
+            _chol_update(stats_row, 1 + D, D, v)
+            for d in range(D):
+                stats_row[1 + d] += (x_row[d] - stats_row[1 + d]) / (kn + 1.0)
+            stats_row[0] = n + 1.0
+        else:
+            km = kn - 1.0
+            scale = math.sqrt(kn / km)
+            for d in range(D):
+                v[d] = scale * (x_row[d] - stats_row[1 + d])
+            _chol_downdate(stats_row, 1 + D, D, v)
+            for d in range(D):
+                stats_row[1 + d] -= (x_row[d] - stats_row[1 + d]) / km
+            stats_row[0] = n - 1.0
+    else:
+        raise ValueError("kind_code must be 0, 1, 2 or 3")
+
+
+@nb.njit(cache=True)
+def log_predictive_one(kind_code, hyper, stats_row, x_row):
+    """``log p(x | D_k)``, the posterior predictive of one item given one cluster's row.
+
+    O(D) for kinds 0-2, O(D^2) for kind 3 (one triangular solve with the stored Cholesky factor).
+    Same closed forms as the components' ``log_predictive``.
+
+    Examples
+    --------
+    >>> comp = BetaBernoulli()
+    >>> row = comp.stats(np.array([[1.0, 0.0]]), np.array([0]), 1)[0]
+    >>> x = np.array([1.0, 1.0])
+    >>> p = log_predictive_one(comp.kind_code, comp.hyper(2), row, x)
+    >>> bool(np.isclose(p, np.log(2 / 3 * 1 / 3)))  # Laplace's rule of succession per feature
+    True
+    """
+    D = _row_dim(kind_code, stats_row.shape[0])
+    n = stats_row[0]
+    out = 0.0
+    if kind_code == 0:
+        for d in range(D):
+            a = hyper[d]
+            b = hyper[D + d]
+            m = stats_row[1 + d]
+            x = x_row[d]
+            if x == 1.0:
+                out += math.log(a + m)
+            elif x == 0.0:
+                out += math.log(b + n - m)
+            else:
+                out += x * math.log(a + m) + (1.0 - x) * math.log(b + n - m)
+            out -= math.log(a + b + n)
+        return out
+    if kind_code == 1:
+        total_eta = 0.0
+        total_m = 0.0
+        total_x = 0.0
+        for d in range(D):
+            c = hyper[d] + stats_row[1 + d]
+            total_eta += hyper[d]
+            total_m += stats_row[1 + d]
+            x = x_row[d]
+            if x != 0.0:
+                out += math.lgamma(c + x) - math.lgamma(c)
+                total_x += x
+        am = total_eta + total_m
+        return out + math.lgamma(am) - math.lgamma(am + total_x)
+    if kind_code == 2:
+        for d in range(D):
+            mu0 = hyper[d]
+            k0 = hyper[D + d]
+            a0 = hyper[2 * D + d]
+            b0 = hyper[3 * D + d]
+            mean = stats_row[1 + d]
+            kn = k0 + n
+            an = a0 + 0.5 * n
+            dev = mean - mu0
+            mun = (k0 * mu0 + n * mean) / kn
+            bn = b0 + 0.5 * stats_row[1 + D + d] + 0.5 * k0 * n * dev * dev / kn
+            nu = 2.0 * an
+            s2 = bn * (kn + 1.0) / (an * kn)
+            z = x_row[d] - mun
+            out += (
+                math.lgamma(0.5 * (nu + 1.0))
+                - math.lgamma(0.5 * nu)
+                - 0.5 * math.log(nu * math.pi * s2)
+                - 0.5 * (nu + 1.0) * math.log1p(z * z / (nu * s2))
+            )
+        return out
+    if kind_code == 3:
+        kn = hyper[0] + n
+        nu = hyper[1] + n - D + 1.0
+        off = 1 + D
+        w = np.empty(D)
+        q = 0.0
+        logdiag = 0.0
+        for j in range(D):
+            s = x_row[j] - stats_row[1 + j]
+            for k in range(j):
+                s -= stats_row[off + j * D + k] * w[k]
+            ljj = stats_row[off + j * D + j]
+            w[j] = s / ljj
+            q += w[j] * w[j]
+            logdiag += math.log(abs(ljj))
+        return (
+            math.lgamma(0.5 * (nu + D))
+            - math.lgamma(0.5 * nu)
+            - 0.5 * D * math.log(math.pi * (kn + 1.0) / kn)
+            - logdiag
+            - 0.5 * (nu + D) * math.log1p(q * kn / (kn + 1.0))
+        )
+    raise ValueError("kind_code must be 0, 1, 2 or 3")
+
+
+@nb.njit(cache=True)
+def log_marginal_one(kind_code, hyper, stats_row):
+    """``log p(D_k)``, the closed-form log marginal likelihood of one cluster's row (0 if empty).
+
+    Examples
+    --------
+    >>> comp = DirichletMultinomial(eta=1.0)
+    >>> row = comp.stats(np.array([[2.0, 0.0]]), np.array([0]), 1)[0]
+    >>> bool(np.isclose(log_marginal_one(comp.kind_code, comp.hyper(2), row), np.log(1 / 3)))
+    True
+    """
+    D = _row_dim(kind_code, stats_row.shape[0])
+    n = stats_row[0]
+    if n == 0.0:
+        return 0.0
+    out = 0.0
+    if kind_code == 0:
+        for d in range(D):
+            a = hyper[d]
+            b = hyper[D + d]
+            m = stats_row[1 + d]
+            out += (
+                math.lgamma(a + m)
+                + math.lgamma(b + n - m)
+                - math.lgamma(a + b + n)
+                - math.lgamma(a)
+                - math.lgamma(b)
+                + math.lgamma(a + b)
+            )
+        return out
+    if kind_code == 1:
+        total_eta = 0.0
+        total_m = 0.0
+        for d in range(D):
+            eta = hyper[d]
+            m = stats_row[1 + d]
+            total_eta += eta
+            total_m += m
+            out += math.lgamma(eta + m) - math.lgamma(eta)
+        return out + math.lgamma(total_eta) - math.lgamma(total_eta + total_m)
+    if kind_code == 2:
+        for d in range(D):
+            mu0 = hyper[d]
+            k0 = hyper[D + d]
+            a0 = hyper[2 * D + d]
+            b0 = hyper[3 * D + d]
+            kn = k0 + n
+            an = a0 + 0.5 * n
+            dev = stats_row[1 + d] - mu0
+            bn = b0 + 0.5 * stats_row[1 + D + d] + 0.5 * k0 * n * dev * dev / kn
+            out += (
+                math.lgamma(an)
+                - math.lgamma(a0)
+                + a0 * math.log(b0)
+                - an * math.log(bn)
+                + 0.5 * (math.log(k0) - math.log(kn))
+            )
+        return out - 0.5 * n * D * _LOG_2PI
+    if kind_code == 3:
+        k0 = hyper[0]
+        nu0 = hyper[1]
+        kn = k0 + n
+        nun = nu0 + n
+        off = 1 + D
+        logdet = 0.0
+        for j in range(D):
+            logdet += 2.0 * math.log(abs(stats_row[off + j * D + j]))
+            out += math.lgamma(0.5 * (nun - j)) - math.lgamma(0.5 * (nu0 - j))
+        return (
+            out
+            - 0.5 * n * D * _LOG_PI
+            + 0.5 * nu0 * hyper[2]
+            - 0.5 * nun * logdet
+            + 0.5 * D * (math.log(k0) - math.log(kn))
+        )
+    raise ValueError("kind_code must be 0, 1, 2 or 3")
+
+
+# ------------------------------------------------------------------------ shared numpy helpers
+def _as_float(name, value, what):
+    """``value`` as a float64 array, or a ValueError naming ``name``."""
+    if value is None or isinstance(value, str | bytes):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be {what}, got {value!r}") from None
+
+
+def _positive_hyper(name, value):
+    """A positive scalar as a float, or a non-empty 1-D array of them as a tuple of floats."""
+    arr = _as_float(name, value, "a positive finite number")
+    if arr.ndim == 0:
+        check_positive(name, float(arr))
+        return float(arr)
+    if arr.ndim == 1 and arr.size > 0:
+        for j, v in enumerate(arr.tolist()):
+            check_positive(f"{name}[{j}]", v)
+        return tuple(arr.tolist())
+    raise ValueError(
+        f"{name} must be a positive finite number or a 1-D array of them, got shape {arr.shape}"
+    )
+
+
+def _finite_hyper(name, value):
+    """A finite scalar as a float, or a non-empty 1-D array of them as a tuple of floats."""
+    arr = _as_float(name, value, "a finite number")
+    if arr.ndim == 0:
+        if not np.isfinite(arr):
+            raise ValueError(f"{name} must be a finite number, got {float(arr)!r}")
+        return float(arr)
+    if arr.ndim == 1 and arr.size > 0:
+        for j, v in enumerate(arr.tolist()):
+            if not np.isfinite(v):
+                raise ValueError(f"{name}[{j}] must be a finite number, got {v!r}")
+        return tuple(arr.tolist())
+    raise ValueError(
+        f"{name} must be a finite number or a 1-D array of them, got shape {arr.shape}"
+    )
+
+
+def _vector(name, value, D):
+    """A float or tuple hyperparameter broadcast to a float64 vector of ``D`` features."""
+    if isinstance(value, tuple):
+        if len(value) != D:
+            raise ValueError(f"{name} has {len(value)} entries but the data have {D} features")
+        return np.array(value, dtype=np.float64)
+    return np.full(D, float(value))
+
+
+def _check_dim(D):
+    if isinstance(D, bool) or not isinstance(D, int | np.integer) or D < 1:
+        raise ValueError(f"D must be an integer >= 1, got {D!r}")
+    return int(D)
+
+
+def _as_matrix(X, name="X"):
+    """``X`` (array-like or scipy sparse) as a 2-D float64 array."""
+    if sp.issparse(X):
+        X = X.toarray()
+    X = _as_float(name, X, "a 2-D numeric array")
+    if X.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D array (items x features), got shape {X.shape}")
+    return X
+
+
+def _first(mask):
+    """Index tuple of the first True entry of ``mask`` (row-major)."""
+    return np.unravel_index(int(np.argmax(mask)), mask.shape)
+
+
+def _check_labels(labels, n_items, n_clusters):
+    check_integer("n_clusters", n_clusters)
+    labels = np.asarray(labels)
+    if labels.shape != (n_items,):
+        raise ValueError(
+            f"labels must have one entry per item, shape ({n_items},), got shape {labels.shape}"
+        )
+    if n_items == 0:
+        return labels.astype(np.intp)
+    if not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"labels must be integers, got dtype {labels.dtype}")
+    bad = (labels < 0) | (labels >= n_clusters)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"labels[{i}] = {labels[i]} is outside 0..{n_clusters - 1}")
+    return labels.astype(np.intp)
+
+
+def _sim_labels(labels, n_clusters):
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"labels must be a 1-D array, got shape {labels.shape}")
+    return _check_labels(labels, labels.shape[0], n_clusters)
+
+
+def _one_hot(labels, n_clusters):
+    """The (K, N) sparse indicator matrix of ``labels``: ``Z @ X`` sums the items of each cluster."""
+    n = labels.shape[0]
+    return sp.csr_matrix((np.ones(n), (labels, np.arange(n))), shape=(n_clusters, n))
+
+
+def _blocks(n_items, per_item):
+    """Slices of items such that a block times ``per_item`` stays near ``_BLOCK`` numbers."""
+    step = max(1, _BLOCK // max(1, per_item))
+    return [slice(s, min(s + step, n_items)) for s in range(0, n_items, step)]
+
+
+def _rng(random_state):
+    return np.random.default_rng(random_state)
+
+
+def _param(params, name, ndim):
+    if name not in params:
+        raise ValueError(f"params lacks {name!r} (has {sorted(params)})")
+    value = np.asarray(params[name], dtype=np.float64)
+    if value.ndim != ndim:
+        raise ValueError(f"params[{name!r}] must have {ndim} dimensions, got shape {value.shape}")
+    return value
+
+
+def _log_dirichlet_rows(rng, concentration):
+    """Dirichlet draws, one per row of ``concentration`` (K, D), computed in log space.
+
+    ``G ~ Gamma(c)`` is drawn as ``Gamma(c + 1) U^(1/c)`` and normalised by a log-sum-exp, so tiny
+    concentrations never underflow a whole row to zero.
+    """
+    logg = np.log(rng.gamma(concentration + 1.0)) + np.log1p(-rng.random(concentration.shape)) / (
+        concentration
+    )
+    logg -= logg.max(axis=-1, keepdims=True)
+    theta = np.exp(logg)
+    return theta / theta.sum(axis=-1, keepdims=True)
+
+
+def _categorical_loglik(X, theta, with_complement):
+    """``sum_d x_d log theta_d (+ (1 - x_d) log(1 - theta_d))`` as matrix products, (N, K).
+
+    Entries of ``theta`` equal to 0 (or 1) give ``-inf`` exactly where the data put mass on them and
+    contribute nothing elsewhere (no ``0 * log 0``).
+    """
+    with np.errstate(divide="ignore"):
+        log_t = np.log(theta)
+    # The masks are cast to float so the products take the BLAS path (boolean ones do not), and
+    # skipped altogether when no parameter sits on the boundary (the usual case).
+    zero = theta <= 0.0
+    out = X @ np.where(zero, 0.0, log_t).T
+    impossible = X @ zero.T.astype(float) if zero.any() else None
+    if with_complement:
+        with np.errstate(divide="ignore"):
+            log_c = np.log1p(-theta)
+        one = theta >= 1.0
+        out += (1.0 - X) @ np.where(one, 0.0, log_c).T
+        if one.any():
+            beyond = (1.0 - X) @ one.T.astype(float)
+            impossible = beyond if impossible is None else impossible + beyond
+    if impossible is not None:
+        out[impossible > 0] = -np.inf
+    return out
+
+
+class _Component:
+    """Methods shared by the four conjugate components (not part of the public API)."""
+
+    kind_code: ClassVar[int]
+    data_kinds: ClassVar[tuple[str, ...]]
+    param_names: ClassVar[tuple[str, ...]]
+
+    # -- data
+    def check_data(self, X) -> np.ndarray:
+        """``X`` as a 2-D float64 array, or ``ValueError`` naming the first entry it cannot score."""
+        X = _as_matrix(X)
+        if X.shape[1] == 0:
+            raise ValueError(f"X has no features (shape {X.shape})")
+        bad = ~np.isfinite(X)
+        if bad.any():
+            i, j = _first(bad)
+            raise ValueError(f"X[{i}, {j}] is {X[i, j]}")
+        self._check_values(X)
+        self.hyper(X.shape[1])  # hyperparameter arrays must match the number of features
+        return X
+
+    def _check_values(self, X):
+        pass
+
+    def stats_size(self, D) -> int:
+        """Length of one cluster's stats row: ``stats_size(kind_code, D)``."""
+        return int(stats_size(self.kind_code, _check_dim(D)))
+
+    def empty_stats(self, n_clusters, D) -> np.ndarray:
+        """``(n_clusters, S)`` empty rows: what :meth:`stats` gives a cluster without items."""
+        return self.stats(np.zeros((0, _check_dim(D))), np.zeros(0, dtype=np.intp), n_clusters)
+
+    def _stats_dim(self, stats):
+        """``stats`` as float64 and its number of features ``D`` (checked against the layout)."""
+        stats = np.asarray(stats, dtype=np.float64)
+        if stats.ndim < 1:
+            raise ValueError("stats must have a last axis of sufficient statistics")
+        size = stats.shape[-1]
+        D = int(_row_dim(self.kind_code, size))
+        if D < 1 or stats_size(self.kind_code, D) != size:
+            raise ValueError(f"stats rows of length {size} match no number of features")
+        return stats, D
+
+    def _stats_for(self, stats, X):
+        """Check that ``stats`` is (K, S) and fits the ``D`` columns of ``X``."""
+        stats = np.asarray(stats, dtype=np.float64)
+        D = X.shape[1]
+        size = stats_size(self.kind_code, D)
+        if stats.ndim != 2 or stats.shape[1] != size:
+            raise ValueError(
+                f"stats must have shape (n_clusters, {size}) for {D} features, got {stats.shape}"
+            )
+        return stats
+
+    def _counts_sums(self, X, labels, n_clusters):
+        X = _as_matrix(X)
+        labels = _check_labels(labels, X.shape[0], n_clusters)
+        counts = np.bincount(labels, minlength=n_clusters).astype(np.float64)
+        return X, labels, counts, np.asarray(_one_hot(labels, n_clusters) @ X)
+
+
+# ------------------------------------------------------------------------------ components
+@dataclass(frozen=True)
+class BetaBernoulli(_Component):
+    """Independent Bernoulli features with conjugate ``Beta(a_d, b_d)`` priors (thesis (2.8)-(2.9)).
+
+    The cluster marginal (thesis section 2.1.1, after (2.9); chapter 4, (4.9)), with
+    ``m_d = sum_i x_id`` over the ``n`` items of the cluster:
+
+    .. math::
+
+        p(\\mathcal{D}) = \\prod_d \\frac{B(a_d + m_d, b_d + n - m_d)}{B(a_d, b_d)},
+
+    and the predictive of a new item (the per-feature ratio behind the Bayesian Sets score (4.11)):
+    ``p(x | D) = prod_d p_d^x_d (1 - p_d)^(1 - x_d)`` with ``p_d = (a_d + m_d) / (a_d + b_d + n)``.
+
+    Parameters
+    ----------
+    a, b : float or array-like of shape (D,)
+        Positive Beta hyperparameters (``a`` counts ones, ``b`` zeros); scalars are shared by all
+        features.
+
+    Notes
+    -----
+    Stats row ``[n, m_1..m_D]`` (``S = D + 1``; all zeros for an empty cluster), ``kind_code`` 0,
+    ``hyper(D) = [a (D), b (D)]``; parameters ``{"theta": (K, D)}`` (probabilities of a one).
+
+    Examples
+    --------
+    >>> comp = BetaBernoulli(a=1.0, b=1.0)
+    >>> X = np.array([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    >>> stats = comp.stats(X, np.array([0, 0, 1]), 2)
+    >>> stats
+    array([[2., 2., 1.],
+           [1., 0., 0.]])
+    >>> bool(np.isclose(comp.log_marginal(stats)[0], np.log(1 / 3 * 1 / 6)))
+    True
+    >>> comp.log_predictive(stats, X).shape
+    (3, 2)
+    >>> BetaBernoulli(a=-1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: a must be a positive finite number, got -1.0
+    """
+
+    a: float | tuple = 1.0
+    b: float | tuple = 1.0
+
+    kind_code: ClassVar[int] = BETA_BERNOULLI
+    data_kinds: ClassVar[tuple[str, ...]] = ("binary",)
+    param_names: ClassVar[tuple[str, ...]] = ("theta",)
+
+    def __post_init__(self):
+        object.__setattr__(self, "a", _positive_hyper("a", self.a))
+        object.__setattr__(self, "b", _positive_hyper("b", self.b))
+
+    def hyperparameters(self, D) -> dict:
+        """``{"a": (D,), "b": (D,)}``, the hyperparameters broadcast to ``D`` features."""
+        D = _check_dim(D)
+        return {"a": _vector("a", self.a, D), "b": _vector("b", self.b, D)}
+
+    def hyper(self, D) -> np.ndarray:
+        """``[a (D), b (D)]`` for the kernels."""
+        h = self.hyperparameters(D)
+        return np.concatenate([h["a"], h["b"]])
+
+    def _check_values(self, X):
+        bad = (X != 0.0) & (X != 1.0)
+        if bad.any():
+            i, j = _first(bad)
+            raise ValueError(f"X[{i}, {j}] = {X[i, j]} is not binary")
+
+    def stats(self, X, labels, n_clusters) -> np.ndarray:
+        """``(n_clusters, D + 1)`` rows ``[n_k, sum_{i in k} x_i]``."""
+        _, _, counts, sums = self._counts_sums(X, labels, n_clusters)
+        return np.column_stack([counts, sums])
+
+    def _posterior(self, stats, D):
+        h = self.hyperparameters(D)
+        n = stats[..., :1]
+        m = stats[..., 1:]
+        return h["a"] + m, h["b"] + n - m
+
+    def log_marginal(self, stats) -> np.ndarray:
+        """Closed-form ``log p(D_k)`` over the leading axes of ``stats``."""
+        stats, D = self._stats_dim(stats)
+        h = self.hyperparameters(D)
+        a, b = h["a"], h["b"]
+        a_n, b_n = self._posterior(stats, D)
+        out = np.sum(
+            gammaln(a_n)
+            + gammaln(b_n)
+            - gammaln(a_n + b_n)
+            - gammaln(a)
+            - gammaln(b)
+            + gammaln(a + b),
+            axis=-1,
+        )
+        return np.where(stats[..., 0] == 0.0, 0.0, out)
+
+    def log_predictive(self, stats, X) -> np.ndarray:
+        """``(N, K)`` posterior predictive ``log p(x_i | D_k)``: two matrix products."""
+        X = _as_matrix(X)
+        stats = self._stats_for(stats, X)
+        a_n, b_n = self._posterior(stats, X.shape[1])
+        log_total = np.log(a_n + b_n)
+        log_one = np.log(a_n) - log_total
+        log_zero = np.log(b_n) - log_total
+        return X @ (log_one - log_zero).T + log_zero.sum(axis=1)
+
+    def sample_prior(self, rng, n_clusters, D) -> dict:
+        """``{"theta": (n_clusters, D)}`` drawn from the Beta prior."""
+        rng = _rng(rng)
+        check_integer("n_clusters", n_clusters)
+        h = self.hyperparameters(D)
+        return {"theta": rng.beta(h["a"], h["b"], size=(n_clusters, h["a"].size))}
+
+    def sample_posterior(self, rng, stats) -> dict:
+        """``{"theta": (K, D)}``, one draw from each cluster's ``Beta(a + m, b + n - m)``."""
+        rng = _rng(rng)
+        stats, D = self._stats_dim(stats)
+        a_n, b_n = self._posterior(stats, D)
+        return {"theta": rng.beta(a_n, b_n)}
+
+    def log_likelihood(self, params, X) -> np.ndarray:
+        """``(N, K)`` Bernoulli log-likelihoods ``log f(x_i | theta_k)``."""
+        X = _as_matrix(X)
+        theta = _param(params, "theta", 2)
+        return _categorical_loglik(X, theta, with_complement=True)
+
+    def simulate(self, rng, params, labels) -> np.ndarray:
+        """``(N, D)`` binary draws, item ``i`` from ``theta[labels[i]]``."""
+        rng = _rng(rng)
+        theta = _param(params, "theta", 2)
+        labels = _sim_labels(labels, len(theta))
+        return (rng.random((labels.size, theta.shape[1])) < theta[labels]).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class DirichletMultinomial(_Component):
+    """Count vectors, one multinomial draw each, ``Dirichlet(eta)`` prior (thesis (2.10)-(2.12)).
+
+    An item ``x_i in N^D`` is a sequence of ``T_i = sum_d x_id`` categorical tokens; its likelihood is
+    ``prod_d theta_d^x_id`` in *sequence form*, without the multinomial coefficient (the convention of
+    :func:`dirichlet_multinomial_log`). With ``m_d = sum_i x_id``, ``M = sum_d m_d`` and
+    ``A = sum_d eta_d`` the cluster marginal is (2.12)
+
+    .. math::
+
+        p(\\mathcal{D}) = \\frac{\\Gamma(A)}{\\Gamma(A + M)}
+        \\prod_d \\frac{\\Gamma(\\eta_d + m_d)}{\\Gamma(\\eta_d)},
+
+    and the predictive of a new item is the ratio ``p(D + x) / p(D)``.
+
+    Parameters
+    ----------
+    eta : float or array-like of shape (D,)
+        Positive Dirichlet concentrations; a scalar is the symmetric prior.
+
+    Notes
+    -----
+    Stats row ``[n, m_1..m_D]`` (``n`` items, ``m`` summed counts; ``S = D + 1``; zeros when empty),
+    ``kind_code`` 1, ``hyper(D) = [eta (D)]``; parameters ``{"theta": (K, D)}`` (rows on the simplex).
+    Binary data are counts too, so ``data_kinds = ("counts", "binary")``.
+
+    Examples
+    --------
+    >>> comp = DirichletMultinomial(eta=1.0)
+    >>> X = np.array([[2.0, 0.0], [0.0, 1.0]])
+    >>> stats = comp.stats(X, np.array([0, 0]), 1)
+    >>> stats
+    array([[2., 2., 1.]])
+    >>> bool(np.isclose(comp.log_marginal(stats)[0], np.log(1 / 2 * 2 / 3 * 1 / 4)))
+    True
+    >>> DirichletMultinomial(eta=[1.0, 0.0])
+    Traceback (most recent call last):
+    ...
+    ValueError: eta[1] must be a positive finite number, got 0.0
+    """
+
+    eta: float | tuple = 1.0
+
+    kind_code: ClassVar[int] = DIRICHLET_MULTINOMIAL
+    data_kinds: ClassVar[tuple[str, ...]] = ("counts", "binary")
+    param_names: ClassVar[tuple[str, ...]] = ("theta",)
+
+    def __post_init__(self):
+        object.__setattr__(self, "eta", _positive_hyper("eta", self.eta))
+
+    def hyperparameters(self, D) -> dict:
+        """``{"eta": (D,)}``."""
+        return {"eta": _vector("eta", self.eta, _check_dim(D))}
+
+    def hyper(self, D) -> np.ndarray:
+        """``[eta (D)]`` for the kernels."""
+        return self.hyperparameters(D)["eta"]
+
+    def _check_values(self, X):
+        bad = (X < 0.0) | (X != np.floor(X))
+        if bad.any():
+            i, j = _first(bad)
+            raise ValueError(f"X[{i}, {j}] = {X[i, j]} is not a non-negative integer count")
+
+    def stats(self, X, labels, n_clusters) -> np.ndarray:
+        """``(n_clusters, D + 1)`` rows ``[n_k, sum_{i in k} x_i]``."""
+        _, _, counts, sums = self._counts_sums(X, labels, n_clusters)
+        return np.column_stack([counts, sums])
+
+    def log_marginal(self, stats) -> np.ndarray:
+        """Closed-form ``log p(D_k)`` (2.12), sequence form, over the leading axes of ``stats``."""
+        stats, D = self._stats_dim(stats)
+        eta = self.hyper(D)
+        m = stats[..., 1:]
+        total = eta.sum()
+        out = (
+            gammaln(total)
+            - gammaln(total + m.sum(axis=-1))
+            + np.sum(gammaln(eta + m) - gammaln(eta), axis=-1)
+        )
+        return np.where(stats[..., 0] == 0.0, 0.0, out)
+
+    def log_predictive(self, stats, X) -> np.ndarray:
+        """``(N, K)`` posterior predictive ``log p(x_i | D_k)``, summed over the non-zeros of ``X``."""
+        X = _as_matrix(X)
+        stats = self._stats_for(stats, X)
+        n_items, n_clusters = X.shape[0], stats.shape[0]
+        eta = self.hyper(X.shape[1])
+        m = stats[:, 1:]
+        conc = eta + m
+        am = eta.sum() + m.sum(axis=1)
+        out = gammaln(am) - gammaln(am + X.sum(axis=1)[:, None])
+        rows, cols = np.nonzero(X)
+        vals = X[rows, cols]
+        for block in _blocks(rows.size, n_clusters):
+            r, c = rows[block], cols[block]
+            cc = conc[:, c].T
+            contrib = gammaln(cc + vals[block][:, None]) - gammaln(cc)
+            gather = sp.csr_matrix((np.ones(r.size), (r, np.arange(r.size))), (n_items, r.size))
+            out += gather @ contrib
+        return out
+
+    def sample_prior(self, rng, n_clusters, D) -> dict:
+        """``{"theta": (n_clusters, D)}`` drawn from the Dirichlet prior."""
+        rng = _rng(rng)
+        check_integer("n_clusters", n_clusters)
+        eta = self.hyper(D)
+        return {"theta": _log_dirichlet_rows(rng, np.broadcast_to(eta, (n_clusters, eta.size)))}
+
+    def sample_posterior(self, rng, stats) -> dict:
+        """``{"theta": (K, D)}``, one draw from each cluster's ``Dirichlet(eta + m)``."""
+        rng = _rng(rng)
+        stats, D = self._stats_dim(stats)
+        return {"theta": _log_dirichlet_rows(rng, self.hyper(D) + stats[..., 1:])}
+
+    def log_likelihood(self, params, X) -> np.ndarray:
+        """``(N, K)`` sequence-form log-likelihoods ``sum_d x_id log theta_kd``."""
+        X = _as_matrix(X)
+        theta = _param(params, "theta", 2)
+        return _categorical_loglik(X, theta, with_complement=False)
+
+    def simulate(self, rng, params, labels, n_trials=20) -> np.ndarray:
+        """``(N, D)`` multinomial count vectors with ``n_trials`` tokens each (int or (N,) array)."""
+        rng = _rng(rng)
+        theta = _param(params, "theta", 2)
+        labels = _sim_labels(labels, len(theta))
+        trials = np.asarray(n_trials)
+        if (
+            not np.issubdtype(trials.dtype, np.integer)
+            or trials.shape not in ((), labels.shape)
+            or (trials < 0).any()
+        ):
+            raise ValueError(
+                f"n_trials must be a non-negative integer or one per item, got {n_trials!r}"
+            )
+        return rng.multinomial(trials, theta[labels]).astype(np.float64)
+
+
+@dataclass(frozen=True)
+class NormalGamma(_Component):
+    """Independent Normal features, unknown mean and precision, Normal-Gamma prior (diagonal model).
+
+    Per feature ``x_d ~ N(mu_d, 1 / tau_d)`` with ``tau_d ~ Gamma(a0, rate b0)`` and
+    ``mu_d | tau_d ~ N(mu0, 1 / (kappa0 tau_d))``. With ``n`` items, mean ``xbar`` and
+    ``M2 = sum_i (x_i - xbar)^2`` the posterior is ``kappa_n = kappa0 + n``,
+    ``mu_n = (kappa0 mu0 + n xbar) / kappa_n``, ``a_n = a0 + n / 2`` and
+    ``b_n = b0 + M2 / 2 + kappa0 n (xbar - mu0)^2 / (2 kappa_n)``; the marginal is Murphy (2007),
+    eq. (95), per feature
+
+    .. math::
+
+        p(\\mathcal{D}) = \\frac{\\Gamma(a_n)}{\\Gamma(a_0)} \\frac{b_0^{a_0}}{b_n^{a_n}}
+        \\Big(\\frac{\\kappa_0}{\\kappa_n}\\Big)^{1/2} (2\\pi)^{-n/2},
+
+    and the predictive is Student-t, eq. (100):
+    ``t_{2 a_n}(mu_n, b_n (kappa_n + 1) / (a_n kappa_n))``.
+
+    Parameters
+    ----------
+    mu0 : float or array-like of shape (D,)
+        Prior mean of the means (finite).
+    kappa0, a0, b0 : float or array-like of shape (D,)
+        Positive: prior precision scale of the mean, Gamma shape and Gamma rate of the precision.
+
+    Notes
+    -----
+    Stats row ``[n, xbar (D), M2 (D)]`` (``S = 2 D + 1``; zeros when empty; Welford's updates),
+    ``kind_code`` 2, ``hyper(D) = [mu0 (D), kappa0 (D), a0 (D), b0 (D)]``; parameters
+    ``{"mu": (K, D), "tau": (K, D)}`` (means and precisions).
+
+    Examples
+    --------
+    >>> comp = NormalGamma(mu0=0.0, kappa0=1.0, a0=2.0, b0=2.0)
+    >>> X = np.array([[0.5, 1.0], [1.5, -1.0], [3.0, 0.0]])
+    >>> stats = comp.stats(X, np.array([0, 0, 1]), 2)
+    >>> stats[0]
+    array([2. , 1. , 0. , 0.5, 2. ])
+    >>> comp.log_marginal(stats).shape, comp.log_predictive(stats, X).shape
+    ((2,), (3, 2))
+    >>> NormalGamma(b0=float("inf"))
+    Traceback (most recent call last):
+    ...
+    ValueError: b0 must be a positive finite number, got inf
+    """
+
+    mu0: float | tuple = 0.0
+    kappa0: float | tuple = 1.0
+    a0: float | tuple = 1.0
+    b0: float | tuple = 1.0
+
+    kind_code: ClassVar[int] = NORMAL_GAMMA
+    data_kinds: ClassVar[tuple[str, ...]] = ("real", "counts", "binary")
+    param_names: ClassVar[tuple[str, ...]] = ("mu", "tau")
+
+    def __post_init__(self):
+        object.__setattr__(self, "mu0", _finite_hyper("mu0", self.mu0))
+        for name in ("kappa0", "a0", "b0"):
+            object.__setattr__(self, name, _positive_hyper(name, getattr(self, name)))
+
+    def hyperparameters(self, D) -> dict:
+        """``{"mu0", "kappa0", "a0", "b0"}``, each broadcast to shape (D,)."""
+        D = _check_dim(D)
+        return {
+            name: _vector(name, getattr(self, name), D) for name in ("mu0", "kappa0", "a0", "b0")
+        }
+
+    def hyper(self, D) -> np.ndarray:
+        """``[mu0 (D), kappa0 (D), a0 (D), b0 (D)]`` for the kernels."""
+        return np.concatenate(list(self.hyperparameters(D).values()))
+
+    def stats(self, X, labels, n_clusters) -> np.ndarray:
+        """``(n_clusters, 2 D + 1)`` rows ``[n_k, mean_k, M2_k]`` (means first, then deviations)."""
+        X, labels, counts, sums = self._counts_sums(X, labels, n_clusters)
+        means = sums / np.maximum(counts, 1.0)[:, None]
+        m2 = np.asarray(_one_hot(labels, n_clusters) @ (X - means[labels]) ** 2)
+        return np.column_stack([counts, means, m2])
+
+    def _posterior(self, stats, D):
+        """``(kappa_n, mu_n, a_n, b_n)``, each of shape ``stats.shape[:-1] + (D,)``."""
+        h = self.hyperparameters(D)
+        n = stats[..., :1]
+        mean = stats[..., 1 : 1 + D]
+        m2 = stats[..., 1 + D :]
+        kappa_n = h["kappa0"] + n
+        dev = mean - h["mu0"]
+        mu_n = (h["kappa0"] * h["mu0"] + n * mean) / kappa_n
+        a_n = h["a0"] + 0.5 * n
+        b_n = h["b0"] + 0.5 * m2 + 0.5 * h["kappa0"] * n * dev * dev / kappa_n
+        return kappa_n, mu_n, a_n, b_n
+
+    def log_marginal(self, stats) -> np.ndarray:
+        """Closed-form ``log p(D_k)`` (Murphy 2007, eq. (95)) over the leading axes of ``stats``."""
+        stats, D = self._stats_dim(stats)
+        h = self.hyperparameters(D)
+        kappa_n, _, a_n, b_n = self._posterior(stats, D)
+        per_feature = (
+            gammaln(a_n)
+            - gammaln(h["a0"])
+            + h["a0"] * np.log(h["b0"])
+            - a_n * np.log(b_n)
+            + 0.5 * (np.log(h["kappa0"]) - np.log(kappa_n))
+        )
+        out = per_feature.sum(axis=-1) - 0.5 * stats[..., 0] * D * _LOG_2PI
+        return np.where(stats[..., 0] == 0.0, 0.0, out)
+
+    def log_predictive(self, stats, X) -> np.ndarray:
+        """``(N, K)`` Student-t posterior predictive (Murphy 2007, eq. (100)), over features."""
+        X = _as_matrix(X)
+        stats = self._stats_for(stats, X)
+        D = X.shape[1]
+        kappa_n, mu_n, a_n, b_n = self._posterior(stats, D)
+        nu = 2.0 * a_n
+        scale2 = b_n * (kappa_n + 1.0) / (a_n * kappa_n)
+        const = (
+            gammaln(0.5 * (nu + 1.0)) - gammaln(0.5 * nu) - 0.5 * np.log(nu * np.pi * scale2)
+        ).sum(axis=1)
+        out = np.empty((X.shape[0], stats.shape[0]))
+        for block in _blocks(X.shape[0], stats.shape[0] * D):
+            z2 = (X[block, None, :] - mu_n) ** 2 / (nu * scale2)
+            out[block] = const - np.sum(0.5 * (nu + 1.0) * np.log1p(z2), axis=-1)
+        return out
+
+    def _draw(self, rng, mu, kappa, a, b):
+        tau = rng.gamma(a, 1.0 / b)
+        return {"mu": mu + rng.standard_normal(tau.shape) / np.sqrt(kappa * tau), "tau": tau}
+
+    def sample_prior(self, rng, n_clusters, D) -> dict:
+        """``{"mu": (n_clusters, D), "tau": (n_clusters, D)}`` from the Normal-Gamma prior."""
+        rng = _rng(rng)
+        check_integer("n_clusters", n_clusters)
+        h = self.hyperparameters(D)
+        shape = (n_clusters, h["mu0"].size)
+        return self._draw(
+            rng, *(np.broadcast_to(h[k], shape) for k in ("mu0", "kappa0", "a0", "b0"))
+        )
+
+    def sample_posterior(self, rng, stats) -> dict:
+        """``{"mu": (K, D), "tau": (K, D)}``, one draw from each cluster's Normal-Gamma posterior."""
+        rng = _rng(rng)
+        stats, D = self._stats_dim(stats)
+        kappa_n, mu_n, a_n, b_n = self._posterior(stats, D)
+        return self._draw(rng, mu_n, kappa_n, a_n, b_n)
+
+    def log_likelihood(self, params, X) -> np.ndarray:
+        """``(N, K)`` ``sum_d log N(x_id | mu_kd, 1 / tau_kd)``."""
+        X = _as_matrix(X)
+        mu = _param(params, "mu", 2)
+        tau = _param(params, "tau", 2)
+        const = 0.5 * np.sum(np.log(tau) - _LOG_2PI, axis=1)
+        out = np.empty((X.shape[0], mu.shape[0]))
+        for block in _blocks(X.shape[0], mu.size):
+            out[block] = const - 0.5 * np.sum(tau * (X[block, None, :] - mu) ** 2, axis=-1)
+        return out
+
+    def simulate(self, rng, params, labels) -> np.ndarray:
+        """``(N, D)`` draws ``x_i ~ N(mu_k, diag(1 / tau_k))`` with ``k = labels[i]``."""
+        rng = _rng(rng)
+        mu = _param(params, "mu", 2)
+        tau = _param(params, "tau", 2)
+        labels = _sim_labels(labels, len(mu))
+        return mu[labels] + rng.standard_normal((labels.size, mu.shape[1])) / np.sqrt(tau[labels])
+
+
+def _cholesky_rows(L):
+    """``(..., D, D)`` lower Cholesky factors from the rows ``L`` of stats (the last D*D entries)."""
+    D = int(round(math.sqrt(L.shape[-1])))
+    return L.reshape(L.shape[:-1] + (D, D))
+
+
+def _bartlett_factor(rng, chol_psi, nu):
+    """``F`` with ``F F^T ~ inverse-Wishart(nu, Psi)`` for ``Psi = chol_psi chol_psi^T``, batched.
+
+    Bartlett: ``A`` lower triangular with ``A_jj^2 ~ chi2(nu - j)`` and standard normals below the
+    diagonal gives ``W = L^-T A A^T L^-1 ~ Wishart(nu, Psi^-1)``, so ``W^-1 = (L A^-T)(L A^-T)^T``.
+    """
+    K, D = chol_psi.shape[0], chol_psi.shape[-1]
+    A = np.tril(rng.standard_normal((K, D, D)), k=-1)
+    idx = np.arange(D)
+    A[:, idx, idx] = np.sqrt(rng.chisquare(np.asarray(nu, dtype=np.float64)[:, None] - idx))
+    A_inv = np.linalg.solve(A, np.broadcast_to(np.eye(D), A.shape))
+    return chol_psi @ np.swapaxes(A_inv, -1, -2)
+
+
+@dataclass(frozen=True)
+class NormalInverseWishart(_Component):
+    """Multivariate Normal items, unknown mean and full covariance, Normal-inverse-Wishart prior.
+
+    ``Sigma ~ IW(nu0, psi0)`` and ``mu | Sigma ~ N(mu0, Sigma / kappa0)`` (thesis (2.13)-(2.14)). The
+    posterior (Murphy 2007, eqs. (250)-(254)) has ``kappa_n = kappa0 + n``, ``nu_n = nu0 + n``,
+    ``mu_n = (kappa0 mu0 + n xbar) / kappa_n`` and
+    ``Psi_n = psi0 + S + kappa0 n / kappa_n (xbar - mu0)(xbar - mu0)^T`` with ``S`` the scatter matrix
+    about ``xbar``; the marginal is Murphy's eq. (266) (the thesis' formula after (2.14)),
+
+    .. math::
+
+        p(\\mathcal{D}) = \\pi^{-nD/2} \\frac{\\Gamma_D(\\nu_n / 2)}{\\Gamma_D(\\nu_0 / 2)}
+        \\frac{|\\Psi_0|^{\\nu_0 / 2}}{|\\Psi_n|^{\\nu_n / 2}}
+        \\Big(\\frac{\\kappa_0}{\\kappa_n}\\Big)^{D/2},
+
+    and the predictive is the multivariate Student-t of eq. (258),
+    ``t_{nu_n - D + 1}(mu_n, Psi_n (kappa_n + 1) / (kappa_n (nu_n - D + 1)))``.
+
+    Parameters
+    ----------
+    mu0 : float or array-like of shape (D,)
+        Prior mean (finite).
+    kappa0 : float
+        Positive prior precision scale of the mean.
+    nu0 : float or None
+        Degrees of freedom, greater than ``D - 1``; ``None`` means ``D + 2`` (then
+        ``E[Sigma] = psi0``).
+    psi0 : float, array-like of shape (D,) or (D, D)
+        Scale matrix: a scalar means ``psi0 * I``, a vector a diagonal; a matrix must be symmetric
+        positive definite.
+
+    Notes
+    -----
+    Stats row ``[n, mu_n (D), L_n (D*D)]`` with ``Psi_n = L_n L_n^T`` (row-major lower Cholesky
+    factor; ``S = 1 + D + D^2``); an empty cluster's row is the prior's ``[0, mu0, chol(psi0)]``.
+    Adding or removing an item is a rank-one Cholesky update or downdate (:func:`stats_update`).
+    ``kind_code`` 3, ``hyper(D) = [kappa0, nu0, log|psi0|, mu0 (D), chol(psi0) (D*D)]``; parameters
+    ``{"mu": (K, D), "cov": (K, D, D)}``.
+
+    Examples
+    --------
+    >>> comp = NormalInverseWishart(kappa0=1.0, psi0=1.0)
+    >>> X = np.array([[0.5, 1.0], [1.5, -1.0], [3.0, 0.0]])
+    >>> stats = comp.stats(X, np.array([0, 0, 1]), 3)
+    >>> stats.shape
+    (3, 7)
+    >>> stats[2]  # empty cluster: the prior's mean and chol(psi0)
+    array([0., 0., 0., 1., 0., 0., 1.])
+    >>> comp.log_marginal(stats)[2], comp.log_predictive(stats, X).shape
+    (np.float64(0.0), (3, 3))
+    >>> NormalInverseWishart(psi0=[[1.0, 2.0], [2.0, 1.0]])
+    Traceback (most recent call last):
+    ...
+    ValueError: psi0 must be positive definite
+    """
+
+    mu0: float | tuple = 0.0
+    kappa0: float = 1.0
+    nu0: float | None = None
+    psi0: float | tuple = 1.0
+
+    kind_code: ClassVar[int] = NORMAL_INVERSE_WISHART
+    data_kinds: ClassVar[tuple[str, ...]] = ("real", "counts", "binary")
+    param_names: ClassVar[tuple[str, ...]] = ("mu", "cov")
+
+    def __post_init__(self):
+        object.__setattr__(self, "mu0", _finite_hyper("mu0", self.mu0))
+        kappa0 = _as_float("kappa0", self.kappa0, "a positive finite number")
+        if kappa0.ndim != 0:
+            raise ValueError(f"kappa0 must be a positive finite number, got shape {kappa0.shape}")
+        check_positive("kappa0", float(kappa0))
+        object.__setattr__(self, "kappa0", float(kappa0))
+        if self.nu0 is not None:
+            nu0 = _as_float("nu0", self.nu0, "a positive finite number or None")
+            if nu0.ndim != 0:
+                raise ValueError(
+                    f"nu0 must be a positive finite number or None, got shape {nu0.shape}"
+                )
+            check_positive("nu0", float(nu0))
+            object.__setattr__(self, "nu0", float(nu0))
+        psi0 = _as_float("psi0", self.psi0, "a positive number or a positive definite matrix")
+        if psi0.ndim <= 1:
+            psi0 = _positive_hyper("psi0", psi0)
+        elif psi0.ndim == 2 and psi0.shape[0] == psi0.shape[1] and psi0.shape[0] > 0:
+            if not np.all(np.isfinite(psi0)):
+                i, j = _first(~np.isfinite(psi0))
+                raise ValueError(f"psi0[{i}, {j}] is {psi0[i, j]}")
+            asym = psi0 != psi0.T
+            if asym.any():
+                i, j = _first(asym)
+                raise ValueError(
+                    f"psi0 must be symmetric, got psi0[{i}, {j}] = {psi0[i, j]}"
+                    f" != psi0[{j}, {i}] = {psi0[j, i]}"
+                )
+            try:
+                np.linalg.cholesky(psi0)
+            except np.linalg.LinAlgError:
+                raise ValueError("psi0 must be positive definite") from None
+            psi0 = tuple(tuple(row) for row in psi0.tolist())
+        else:
+            raise ValueError(
+                f"psi0 must be a scalar, a (D,) diagonal or a (D, D) matrix, got shape {psi0.shape}"
+            )
+        object.__setattr__(self, "psi0", psi0)
+        dims = {len(v) for v in (self.mu0, self.psi0) if isinstance(v, tuple)}
+        if len(dims) > 1:
+            raise ValueError(
+                f"mu0 has {len(self.mu0)} entries but psi0 is for {len(self.psi0)} features"
+            )
+
+    def hyperparameters(self, D) -> dict:
+        """``{"mu0": (D,), "kappa0": float, "nu0": float, "psi0": (D, D)}``, checked for ``D``."""
+        D = _check_dim(D)
+        mu0 = _vector("mu0", self.mu0, D)
+        if isinstance(self.psi0, tuple) and isinstance(self.psi0[0], tuple):
+            if len(self.psi0) != D:
+                raise ValueError(
+                    f"psi0 is {len(self.psi0)} x {len(self.psi0)} but the data have {D} features"
+                )
+            psi0 = np.array(self.psi0, dtype=np.float64)
+        else:
+            psi0 = np.diag(_vector("psi0", self.psi0, D))
+        nu0 = float(D + 2) if self.nu0 is None else self.nu0
+        if not nu0 > D - 1:
+            raise ValueError(
+                f"nu0 must be greater than D - 1 = {D - 1} for {D} features, got {nu0!r}"
+            )
+        return {"mu0": mu0, "kappa0": self.kappa0, "nu0": nu0, "psi0": psi0}
+
+    def hyper(self, D) -> np.ndarray:
+        """``[kappa0, nu0, log|psi0|, mu0 (D), chol(psi0) (D*D)]`` for the kernels."""
+        h = self.hyperparameters(D)
+        chol = np.linalg.cholesky(h["psi0"])
+        logdet = 2.0 * np.sum(np.log(np.diag(chol)))
+        return np.concatenate([[h["kappa0"], h["nu0"], logdet], h["mu0"], chol.ravel()])
+
+    def stats(self, X, labels, n_clusters) -> np.ndarray:
+        """``(n_clusters, 1 + D + D^2)`` rows ``[n_k, mu_n, chol(Psi_n)]`` (eqs. (250)-(254)).
+
+        The scatter matrices are summed from deviations about each cluster's mean (blocks of items,
+        no loop over single items) and factorised in one batched Cholesky.
+        """
+        X, labels, counts, sums = self._counts_sums(X, labels, n_clusters)
+        D = X.shape[1]
+        h = self.hyperparameters(D)
+        means = sums / np.maximum(counts, 1.0)[:, None]
+        centred = X - means[labels]
+        scatter = np.zeros((n_clusters, D * D))
+        for block in _blocks(X.shape[0], D * D):
+            c = centred[block]
+            outer = (c[:, :, None] * c[:, None, :]).reshape(c.shape[0], D * D)
+            scatter += _one_hot(labels[block], n_clusters) @ outer
+        dev = means - h["mu0"]
+        shrink = h["kappa0"] * counts / (h["kappa0"] + counts)
+        psi_n = (
+            h["psi0"]
+            + scatter.reshape(n_clusters, D, D)
+            + shrink[:, None, None] * dev[:, :, None] * dev[:, None, :]
+        )
+        empty = counts == 0
+        chol = np.empty_like(psi_n)
+        chol[~empty] = np.linalg.cholesky(psi_n[~empty])
+        chol[empty] = np.linalg.cholesky(h["psi0"])
+        mu_n = (h["kappa0"] * h["mu0"] + sums) / (h["kappa0"] + counts)[:, None]
+        mu_n[empty] = h["mu0"]
+        return np.column_stack([counts, mu_n, chol.reshape(n_clusters, D * D)])
+
+    def _unpack(self, stats, D):
+        n = stats[..., 0]
+        return n, stats[..., 1 : 1 + D], _cholesky_rows(stats[..., 1 + D :])
+
+    def log_marginal(self, stats) -> np.ndarray:
+        """Closed-form ``log p(D_k)`` (Murphy 2007, eq. (266)) over the leading axes of ``stats``."""
+        stats, D = self._stats_dim(stats)
+        h = self.hyperparameters(D)
+        n, _, chol = self._unpack(stats, D)
+        logdet0 = 2.0 * np.sum(np.log(np.diag(np.linalg.cholesky(h["psi0"]))))
+        logdet_n = 2.0 * np.sum(np.log(np.abs(np.diagonal(chol, axis1=-2, axis2=-1))), axis=-1)
+        nu0, kappa0 = h["nu0"], h["kappa0"]
+        nu_n = nu0 + n
+        j = np.arange(D)
+        log_gamma_ratio = np.sum(
+            gammaln(0.5 * (nu_n[..., None] - j)) - gammaln(0.5 * (nu0 - j)), axis=-1
+        )
+        out = (
+            log_gamma_ratio
+            - 0.5 * n * D * _LOG_PI
+            + 0.5 * nu0 * logdet0
+            - 0.5 * nu_n * logdet_n
+            + 0.5 * D * (np.log(kappa0) - np.log(kappa0 + n))
+        )
+        return np.where(n == 0.0, 0.0, out)
+
+    def log_predictive(self, stats, X) -> np.ndarray:
+        """``(N, K)`` multivariate Student-t posterior predictive (Murphy 2007, eq. (258))."""
+        X = _as_matrix(X)
+        stats = self._stats_for(stats, X)
+        D = X.shape[1]
+        h = self.hyperparameters(D)
+        n, mu_n, chol = self._unpack(stats, D)
+        kappa_n = h["kappa0"] + n
+        nu = h["nu0"] + n - D + 1.0
+        logdiag = np.sum(np.log(np.abs(np.diagonal(chol, axis1=-2, axis2=-1))), axis=-1)
+        const = (
+            gammaln(0.5 * (nu + D))
+            - gammaln(0.5 * nu)
+            - 0.5 * D * np.log(np.pi * (kappa_n + 1.0) / kappa_n)
+            - logdiag
+        )
+        q = _mahalanobis(chol, mu_n, X)
+        return const - 0.5 * (nu + D) * np.log1p(q * kappa_n / (kappa_n + 1.0))
+
+    def sample_prior(self, rng, n_clusters, D) -> dict:
+        """``{"mu": (n_clusters, D), "cov": (n_clusters, D, D)}`` from the prior (Bartlett)."""
+        rng = _rng(rng)
+        check_integer("n_clusters", n_clusters)
+        h = self.hyperparameters(D)
+        chol = np.broadcast_to(np.linalg.cholesky(h["psi0"]), (n_clusters, D, D))
+        return self._draw(
+            rng, chol, np.full(n_clusters, h["nu0"]), np.full(n_clusters, h["kappa0"]), h["mu0"]
+        )
+
+    def sample_posterior(self, rng, stats) -> dict:
+        """``{"mu": (K, D), "cov": (K, D, D)}``, one draw from each cluster's posterior."""
+        rng = _rng(rng)
+        stats, D = self._stats_dim(stats)
+        if stats.ndim != 2:
+            raise ValueError(f"stats must have shape (n_clusters, S), got {stats.shape}")
+        h = self.hyperparameters(D)
+        n, mu_n, chol = self._unpack(stats, D)
+        return self._draw(rng, chol, h["nu0"] + n, h["kappa0"] + n, mu_n)
+
+    def _draw(self, rng, chol_psi, nu, kappa, mean):
+        factor = _bartlett_factor(rng, chol_psi, nu)
+        cov = factor @ np.swapaxes(factor, -1, -2)
+        cov = 0.5 * (cov + np.swapaxes(cov, -1, -2))
+        z = rng.standard_normal(factor.shape[:-1])
+        mu = mean + np.einsum("kde,ke->kd", factor, z) / np.sqrt(kappa)[:, None]
+        return {"mu": mu, "cov": cov}
+
+    def log_likelihood(self, params, X) -> np.ndarray:
+        """``(N, K)`` multivariate Normal log densities ``log N(x_i | mu_k, cov_k)``."""
+        X = _as_matrix(X)
+        mu = _param(params, "mu", 2)
+        cov = _param(params, "cov", 3)
+        chol = np.linalg.cholesky(cov)
+        logdiag = np.sum(np.log(np.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+        return -0.5 * X.shape[1] * _LOG_2PI - logdiag - 0.5 * _mahalanobis(chol, mu, X)
+
+    def simulate(self, rng, params, labels) -> np.ndarray:
+        """``(N, D)`` draws ``x_i ~ N(mu_k, cov_k)`` with ``k = labels[i]``."""
+        rng = _rng(rng)
+        mu = _param(params, "mu", 2)
+        chol = np.linalg.cholesky(_param(params, "cov", 3))
+        labels = _sim_labels(labels, len(mu))
+        z = rng.standard_normal((labels.size, mu.shape[1]))
+        return mu[labels] + np.einsum("nde,ne->nd", chol[labels], z)
+
+
+def _mahalanobis(chol, centres, X):
+    """``(N, K)`` squared norms ``|L_k^{-1} (x_i - c_k)|^2`` for lower triangular ``L_k``."""
+    D = X.shape[1]
+    inverse = np.linalg.solve(chol, np.broadcast_to(np.eye(D), chol.shape))
+    inverse = np.tril(inverse)
+    out = np.empty((X.shape[0], chol.shape[0]))
+    for block in _blocks(X.shape[0], chol.shape[0] * D):
+        w = np.einsum("kde,nke->nkd", inverse, X[block, None, :] - centres)
+        out[block] = np.sum(w * w, axis=-1)
+    return out
+
+
+COMPONENTS = {
+    "beta_bernoulli": BetaBernoulli,
+    "dirichlet_multinomial": DirichletMultinomial,
+    "normal_gamma": NormalGamma,
+    "normal_inverse_wishart": NormalInverseWishart,
+}
+"""The components by the names the command line uses (``--component``)."""
+
+
+def component_named(name: str, **hyperparameters):
+    """The conjugate component called ``name`` (a key of :data:`COMPONENTS`), default priors.
+
+    Examples
+    --------
+    >>> component_named("normal_gamma")
+    NormalGamma(mu0=0.0, kappa0=1.0, a0=1.0, b0=1.0)
+    >>> component_named("gauss")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown component 'gauss'; known: beta_bernoulli, dirichlet_multinomial, normal_gamma, normal_inverse_wishart
+    """
+    if name not in COMPONENTS:
+        raise ValueError(f"unknown component {name!r}; known: {', '.join(COMPONENTS)}")
+    return COMPONENTS[name](**hyperparameters)

@@ -119,6 +119,7 @@ class OneSidedClustering:
     eta: float = 1.01
 
     name = "one_sided"
+    data_type = CoOccurrence
     param_names = ("rho", "q")
     invariant_names = ("loglik", "p_dyad", "coassign")
     invariant_dims = {"p_dyad": ["dyad"], "coassign": ["pair"]}

@@ -258,6 +258,7 @@ class TwoSidedClustering:
     eta: float = 1.01
 
     name = "two_sided"
+    data_type = CoOccurrence
     param_names = ("I", "J")
     invariant_names = ("loglik", "p_dyad", "coassign_rows", "coassign_cols")
     invariant_dims = {

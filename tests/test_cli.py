@@ -57,6 +57,14 @@ def test_bad_counts_file_is_a_one_line_error(capsys, tmp_path, rows, message):
         (["fit", "aspect", "--data", "toy", "--k", "2", "--method", "magic"], "unknown method"),
         (["fit", "aspect", "--data", "toy", "--k", "2", "--betas", "x,1"], "--betas"),
         (["fit", "aspect", "--data", "toy", "--k", "2", "--betas", "-1"], "betas[0]"),
+        (["fit", "aspect", "--data", "toy", "--k", "2", "--draws", "5"], "does not take --draws"),
+        (
+            ["fit", "one_sided", "--data", "toy", "--k", "2", "--method", "hard", "--betas", "1"],
+            "one_sided hard does not take --betas",
+        ),
+        (["fit", "aspect", "--data", "toy", "--k-cols", "2"], "takes one size"),
+        (["fit", "aspect", "--data", "toy", "--param", "gamma=2"], "--param takes NAME=VALUE"),
+        (["fit", "aspect", "--data", "toy", "--k", "2", "--param", "alpha=-1"], "alpha"),
     ],
 )
 def test_bad_arguments_are_one_line_errors(capsys, tmp_path, argv, message):
@@ -70,8 +78,9 @@ def test_bad_arguments_are_one_line_errors(capsys, tmp_path, argv, message):
 @pytest.mark.parametrize("method", ["annealed_em", "gibbs"])
 def test_fit_writes_netcdf_that_loads(capsys, tmp_path, method):
     out = tmp_path / f"{method}.nc"
+    sampler = ["--draws", "20", "--tune", "10", "--chains", "2"] if method == "gibbs" else []
     code, text, _ = _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2", "--method", method,
-                         "--draws", "20", "--tune", "10", "--chains", "2", "--out", str(out))  # fmt: skip
+                         *sampler, "--out", str(out))  # fmt: skip
     assert code == 0 and "saved to" in text
     idata = az.from_netcdf(out)
     theta = idata.posterior["theta"].to_numpy()
@@ -89,3 +98,53 @@ def test_console_entry_point_runs_in_a_subprocess(tmp_path):
     assert result.stderr.strip().splitlines() == [
         "latentzoo: error: n_components must be an integer >= 1, got 0"
     ]
+
+
+def test_fit_dpm_on_digits_writes_netcdf(capsys, tmp_path):
+    out = tmp_path / "dpm.nc"
+    code, text, _ = _run(capsys, "fit", "dpm", "--data", "digits", "--draws", "4", "--tune", "2",
+                         "--chains", "1", "--option", "split_merge=true", "--out", str(out),
+                         "--quiet")  # fmt: skip
+    assert code == 0
+    idata = az.from_netcdf(out)
+    assert idata.posterior["z"].shape == (1, 4, 1797)
+    assert idata.observed_data["x"].shape == (1797, 64)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["fit", "dpm", "--data", "reuters"], "holds CoOccurrence data, but dpm takes Features"),
+        (["fit", "dpm", "--data", "glass"], "do not fit the BetaBernoulli component"),
+        (["fit", "dpm", "--data", "digits", "--param", "alpha=0"], "alpha must be a positive"),
+        (["fit", "dpm", "--data", "digits", "--component", "gauss"], "unknown component 'gauss'"),
+        (["fit", "dpm", "--data", "digits", "--betas", "1"], "dpm gibbs does not take --betas"),
+        (["fit", "dpm", "--data", "digits", "--option", "x"], "--option takes NAME=VALUE"),
+        (
+            ["fit", "aspect", "--data", "digits"],
+            "holds Features data, but aspect takes CoOccurrence",
+        ),
+    ],
+)
+def test_bad_dpm_arguments_are_one_line_errors(capsys, tmp_path, argv, message):
+    code, _, err = _run(capsys, *argv, "--out", str(tmp_path / "x.nc"), "--quiet")
+    assert code == 2
+    assert err.startswith("latentzoo: error:") and message in err
+    assert err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ([[1, "nan", 0], [0, 1, 1]], "is nan"),
+        ([[1, 0.5, 0], [0, 1, 1]], "kind 'real' do not fit the BetaBernoulli component"),
+        ([[1, 2]], "kind 'counts' do not fit the BetaBernoulli component"),
+    ],
+)
+def test_bad_features_file_for_dpm_is_a_one_line_error(capsys, tmp_path, rows, message):
+    path = _write_csv(tmp_path / "x.csv", rows)
+    code, _, err = _run(capsys, "fit", "dpm", "--data", path, "--out", str(tmp_path / "x.nc"),
+                        "--quiet")  # fmt: skip
+    assert code == 2
+    assert err.startswith("latentzoo: error:")
+    assert err.count("\n") == 1 and message in err

@@ -6,14 +6,24 @@ import pytest
 
 import latentzoo
 from latentzoo import validation
-from latentzoo.models import OneSidedClustering, ProductSpaceMixture, TwoSidedClustering
+from latentzoo.models import (
+    BayesianMixture,
+    DirichletProcessMixture,
+    OneSidedClustering,
+    ProductSpaceMixture,
+    TwoSidedClustering,
+)
 from latentzoo.zoo import ZOO
 
 ALL_LEVELS = ["exact", "reference", "mode-matched", "calibrated"]
 
 
-def test_every_registered_family_has_a_protocol():
-    assert set(ZOO) <= set(validation.PROTOCOLS)
+def test_every_registered_family_has_a_recipe_covering_the_four_levels():
+    for name, family in ZOO.items():
+        recipe = family.recipe()
+        covered = set(recipe.checks) | set(recipe.not_applicable)
+        assert set(validation.LEVEL_NAMES) <= covered, name
+        assert not set(recipe.checks) & set(recipe.not_applicable), name
 
 
 @pytest.mark.parametrize(
@@ -22,8 +32,10 @@ def test_every_registered_family_has_a_protocol():
         (OneSidedClustering(2), ALL_LEVELS, []),
         (TwoSidedClustering(2, 2), ALL_LEVELS, []),
         (ProductSpaceMixture(2, 2), ["reference"], ["exact", "mode-matched", "calibrated"]),
+        (DirichletProcessMixture(), ALL_LEVELS, []),
+        (BayesianMixture(2), ALL_LEVELS, []),
     ],
-    ids=["one_sided", "two_sided", "product_space"],
+    ids=["one_sided", "two_sided", "product_space", "dpm", "finite_mixture"],
 )
 def test_quick_validation_passes_every_applicable_level(model, reached, skipped):
     comparison = latentzoo.validate(model, quick=True, random_state=1)
@@ -36,31 +48,22 @@ def test_quick_validation_passes_every_applicable_level(model, reached, skipped)
         assert f"| {level} | - | skipped | not applicable" in text
 
 
-def _wrong_prior_protocol(factory):
-    """The aspect protocol with a sampler whose prior differs from the reference's (eta x 5)."""
+def _wrong_prior_family(family):
+    """The aspect family with a sampler whose prior differs from the reference's (eta x 5)."""
     from latentzoo.inference.aspect import AspectGibbs, gibbs
-
-    protocol = factory()
 
     def wrong(model):
         return dataclasses.replace(model, eta=model.eta * 5)
 
-    return dataclasses.replace(
-        protocol,
-        sampler_class=lambda model, data: AspectGibbs(wrong(model), data),
-        enumerate=lambda model, data, sampler: protocol.enumerate(model, data, sampler),
-    ), lambda model, data, **options: gibbs(wrong(model), data, **options)
+    recipe = dataclasses.replace(
+        family.recipe(), sampler_class=lambda model, data: AspectGibbs(wrong(model), data)
+    )
+    methods = {**family.methods, "gibbs": lambda model, data, **o: gibbs(wrong(model), data, **o)}
+    return dataclasses.replace(family, methods=methods, recipe=lambda: recipe)
 
 
 def test_validation_fails_for_a_sampler_with_the_wrong_prior(monkeypatch):
-    protocol, wrong_gibbs = _wrong_prior_protocol(validation.PROTOCOLS["aspect"])
-    monkeypatch.setitem(validation.PROTOCOLS, "aspect", lambda: protocol)
-    real_method = validation._method
-    monkeypatch.setattr(
-        validation,
-        "_method",
-        lambda entry, name: wrong_gibbs if name == "gibbs" else real_method(entry, name),
-    )
+    monkeypatch.setitem(ZOO, "aspect", _wrong_prior_family(ZOO["aspect"]))
     from latentzoo.models import AspectModel
 
     comparison = latentzoo.validate(
@@ -69,3 +72,48 @@ def test_validation_fails_for_a_sampler_with_the_wrong_prior(monkeypatch):
     assert not comparison.passed
     failed = {check.level for check in comparison.checks if not check.passed}
     assert failed == {"exact", "calibrated"}, comparison.verdict()
+
+
+def test_a_family_extends_its_checks(monkeypatch):
+    """A recipe may add checks of its own; validate runs them by name like the standard levels."""
+    from latentzoo.inference.compare import Check, Comparison
+    from latentzoo.models import AspectModel
+
+    family = ZOO["aspect"]
+    recipe = family.recipe()
+
+    def extra(entry, recipe, model, data, settings, rng, progressbar):
+        return Comparison(checks=[Check("extra", "always", True, "a family's own check")])
+
+    extended = dataclasses.replace(recipe, checks={**recipe.checks, "extra": extra})
+    monkeypatch.setitem(ZOO, "aspect", dataclasses.replace(family, recipe=lambda: extended))
+    comparison = latentzoo.validate(AspectModel(2), levels=["extra"])
+    assert comparison.levels_reached == ["extra"] and comparison.passed
+
+
+def test_dpm_validation_fails_for_a_sampler_with_the_wrong_concentration(monkeypatch):
+    """A DPM Gibbs sampler targeting alpha x 4 fails the exact level (both move sets)."""
+    from latentzoo.inference.mixture import MixtureGibbs
+
+    family = ZOO["dpm"]
+    recipe = family.recipe()
+
+    def exact(entry, recipe, model, data, settings, rng, progressbar):
+        wrong = dataclasses.replace(model, alpha=model.alpha * 4)
+        real = validation_module_mixture_gibbs.MixtureGibbs
+        monkeypatch.setattr(
+            validation_module_mixture_gibbs,
+            "MixtureGibbs",
+            lambda model, items, **options: real(wrong, items, **options),
+        )
+        return recipe_exact(entry, recipe, model, data, settings, rng, progressbar)
+
+    import latentzoo.inference.mixture as validation_module_mixture_gibbs
+    from latentzoo.recipes import _mixture_exact as recipe_exact
+
+    assert validation_module_mixture_gibbs.MixtureGibbs is MixtureGibbs
+    mutated = dataclasses.replace(recipe, checks={**recipe.checks, "exact": exact})
+    monkeypatch.setitem(ZOO, "dpm", dataclasses.replace(family, recipe=lambda: mutated))
+    comparison = latentzoo.validate(DirichletProcessMixture(alpha=0.5), levels=["exact"])
+    assert not comparison.passed
+    assert [check.passed for check in comparison.checks] == [False, False]

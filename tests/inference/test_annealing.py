@@ -360,3 +360,44 @@ def test_perplexity_definition():
     assert empty.total == 0
     with pytest.raises(ValueError, match="no observations"):
         perplexity(AspectModel(1), {"theta": np.ones((1, 1)), "phi": np.ones((1, 1))}, empty)
+
+
+# ------------------------------------------------------------ geometric cooling (deterministic annealing)
+def test_geometric_cooling_schedule_and_its_checks():
+    from latentzoo.inference.annealing import GeometricCooling
+
+    betas = GeometricCooling(0.1, 1.0, decay=0.5).betas()
+    assert betas[0] == 0.1 and betas[-1] == 1.0
+    assert np.all(np.diff(betas) > 0) and np.allclose(betas[1:-1], [0.2, 0.4, 0.8])
+    for kwargs, message in [
+        ({"beta_start": 0.0}, "beta_start must be a positive finite number"),
+        ({"beta_start": 2.0, "beta_end": 1.0}, "must not exceed beta_end"),
+        ({"decay": 1.0}, "decay must lie in"),
+        ({"decay": float("nan")}, "decay must lie in"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            GeometricCooling(**kwargs)
+
+
+def test_geometric_cooling_finds_the_split_of_the_clusters():
+    """At high temperature every ACM cluster sits on one centroid; cooling splits them (a phase
+    transition, seed sec. 5.1). The free energy still never rises within a temperature."""
+    import latentzoo
+    from latentzoo.data import load
+    from latentzoo.inference.annealing import GeometricCooling
+    from latentzoo.models import OneSidedClustering
+
+    data = load("reuters")
+    data = data.subset(rows=np.arange(60), cols=data.top_columns(200))
+    schedule = GeometricCooling(0.002, 1.0, decay=0.6)
+    result = latentzoo.fit(OneSidedClustering(4), data, "annealed_em", betas=schedule,
+                           random_state=1)  # fmt: skip
+    order = result.stages["order_parameter"].to_numpy()
+    assert order[0] == 1 and order[-1] > 1
+    assert result.transitions and all(b in schedule.betas() for b in result.transitions)
+    first = result.stages["beta"][np.argmax(order > 1)]
+    assert result.transitions[0] == first
+    for _, stage in result.trace.groupby("beta"):
+        assert np.all(
+            np.diff(stage["free_energy"].to_numpy()) <= 1e-9 * np.abs(stage["free_energy"]).max()
+        )

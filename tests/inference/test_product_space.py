@@ -11,14 +11,14 @@ import pytest
 
 from latentzoo.data import CoOccurrence, load
 from latentzoo.inference.annealing import EMProblem, EMResult, perplexity
-from latentzoo.inference.aspect import (
-    AspectEM,
+from latentzoo.inference.aspect import AspectEM
+from latentzoo.inference.product_space import (
     ProductSpaceEM,
     product_space_em,
     product_space_pass,
 )
 from latentzoo.models import AspectModel
-from latentzoo.models.aspect import ProductSpaceMixture
+from latentzoo.models.product_space import ProductSpaceMixture
 
 SEEDS = [0, 1, 2]
 

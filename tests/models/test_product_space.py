@@ -12,7 +12,8 @@ from scipy.special import gammaln
 
 from latentzoo.data import CoOccurrence, load
 from latentzoo.models import AspectModel
-from latentzoo.models.aspect import ProductSpaceMixture, default_dyads
+from latentzoo.models.invariants import default_dyads
+from latentzoo.models.product_space import ProductSpaceMixture
 
 SEEDS = [0, 1, 2]
 

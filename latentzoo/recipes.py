@@ -1,0 +1,422 @@
+"""The validation recipes of the registered families (see :class:`~latentzoo.validation.ValidationRecipe`).
+
+Each function returns one family's recipe: which checks :func:`latentzoo.validate` runs for it and
+the problems they are run on. The registry (:mod:`latentzoo.zoo`) holds the function; the recipe is
+built when a validation starts, so importing the zoo stays cheap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from latentzoo.data import CoOccurrence
+from latentzoo.inference.compare import Comparison, compare, enumerate_assignments, exact_test, sbc
+from latentzoo.validation import ValidationRecipe, _log, cooccurrence_checks
+
+__all__ = ["aspect", "dpm", "finite_mixture", "one_sided", "product_space", "two_sided"]
+
+
+def _smooth(matrix, floor):
+    """Move a distribution (rows) off the simplex boundary, where NUTS cannot start."""
+    matrix = np.asarray(matrix, dtype=float) + floor
+    return matrix / matrix.sum(axis=-1, keepdims=True)
+
+
+def aspect() -> ValidationRecipe:
+    """The aspect model: all four levels (token assignments enumerated at the exact level)."""
+    from latentzoo.inference.aspect import AspectGibbs
+    from latentzoo.models import AspectModel
+
+    def enumerate_states(model, data, sampler):
+        states = enumerate_assignments(len(sampler.words), model.n_components)
+        log_probs = model.collapsed_log_joint(
+            sampler.docs, sampler.words, states, data.n_rows, data.n_cols
+        )
+        return states, log_probs
+
+    def gibbs_start(params, sampler, rng):
+        """Token assignments drawn from the E-step posterior of the EM solution."""
+        theta, phi = params["theta"], params["phi"]
+        weights = theta[sampler.docs] * phi[:, sampler.words].T
+        weights /= weights.sum(axis=1, keepdims=True)
+        u = rng.random(len(weights))[:, None]
+        return np.minimum((weights.cumsum(axis=1) < u).sum(axis=1), theta.shape[1] - 1)
+
+    def synthetic(settings):
+        n_docs, n_words, length = (30, 60, 200) if settings.full else (10, 12, 60)
+        return {"n_docs": n_docs, "n_words": n_words, "doc_length": length}
+
+    return cooccurrence_checks(
+        ValidationRecipe(
+            small=lambda m, k: AspectModel(k, alpha=m.alpha, eta=m.eta),
+            sizes={"exact": 2, "reference": 2, "reference_full": 3, "real": 3, "sbc": 2},
+            exact_data=CoOccurrence([[2, 1, 0], [0, 1, 2]]),
+            synthetic=synthetic,
+            sbc_data={"n_docs": 4, "n_words": 5, "doc_length": 6},
+            sampler="gibbs",
+            sampler_class=AspectGibbs,
+            enumerate=enumerate_states,
+            em="annealed_em",
+            initvals=lambda p: {"theta": _smooth(p["theta"], 1e-3), "phi": _smooth(p["phi"], 1e-4)},
+            gibbs_start=gibbs_start,
+        )
+    )
+
+
+def one_sided() -> ValidationRecipe:
+    """One-sided clustering (ACM): all four levels (row memberships enumerated)."""
+    from latentzoo.inference.one_sided import OneSidedGibbs
+    from latentzoo.models import OneSidedClustering
+
+    def enumerate_states(model, data, sampler):
+        states = enumerate_assignments(data.n_rows, model.n_clusters)
+        return states, model.collapsed_log_joint(states, data)
+
+    def gibbs_start(params, sampler, rng):
+        resp = params["resp"]
+        u = rng.random(len(resp))[:, None]
+        return np.minimum((resp.cumsum(axis=1) < u).sum(axis=1), resp.shape[1] - 1)
+
+    def synthetic(settings):
+        n_docs, n_words, length = (24, 30, 60) if settings.full else (12, 12, 30)
+        return {"n_docs": n_docs, "n_words": n_words, "doc_length": length}
+
+    return cooccurrence_checks(
+        ValidationRecipe(
+            small=lambda m, k: OneSidedClustering(k, alpha=m.alpha, eta=m.eta),
+            sizes={"exact": 2, "reference": 2, "reference_full": 3, "real": 3, "sbc": 2},
+            exact_data=CoOccurrence([[3, 1, 0], [2, 2, 0], [0, 1, 3], [0, 0, 2]]),
+            synthetic=synthetic,
+            sbc_data={"n_docs": 5, "n_words": 5, "doc_length": 4},
+            sampler="gibbs",
+            sampler_class=OneSidedGibbs,
+            enumerate=enumerate_states,
+            em="annealed_em",
+            initvals=lambda p: {"rho": _smooth(p["rho"], 1e-3), "q": _smooth(p["q"], 1e-4)},
+            gibbs_start=gibbs_start,
+        )
+    )
+
+
+def product_space() -> ValidationRecipe:
+    """The product-space mixture: EM inside the PyMC posterior (no sampler, one level)."""
+    from latentzoo.models import ProductSpaceMixture
+
+    def synthetic(settings):
+        n_docs, n_words, tokens = (20, 24, 4000) if settings.full else (8, 10, 800)
+        return {"n_docs": n_docs, "n_words": n_words, "n_tokens": tokens}
+
+    def initvals(p):
+        return {
+            "pi_flat": _smooth(np.ravel(p["pi"]), 1e-3),
+            "p_row": _smooth(p["p_row"], 1e-4),
+            "q_col": _smooth(p["q_col"], 1e-4),
+        }
+
+    return cooccurrence_checks(
+        ValidationRecipe(
+            small=lambda m, k: ProductSpaceMixture(k, k, alpha=m.alpha, eta=m.eta),
+            sizes={"reference": 2, "reference_full": 2, "real": 2},
+            exact_data=None,
+            synthetic=synthetic,
+            sbc_data={},
+            sampler=None,
+            sampler_class=None,
+            enumerate=None,
+            em="annealed_em",
+            initvals=initvals,
+            gibbs_start=None,
+        )
+    )
+
+
+def two_sided() -> ValidationRecipe:
+    """Two-sided clustering (SCM): all four levels, PyMC with discrete steps as the reference."""
+    from latentzoo.inference.two_sided import TwoSidedGibbs
+    from latentzoo.models import TwoSidedClustering
+
+    def enumerate_states(model, data, sampler):
+        states = enumerate_assignments(data.n_rows + data.n_cols, model.n_row_clusters)
+        log_probs = model.collapsed_log_joint(
+            states[:, : data.n_rows], states[:, data.n_rows :], data
+        )
+        return states, log_probs
+
+    def synthetic(settings):
+        # PyMC's discrete steps mix slowly: keep the problem tiny and the posterior wide enough
+        # (30 tokens) that single-site moves travel; 60 tokens left chains on separate states.
+        return {"n_rows": 8, "n_cols": 10, "n_tokens": 30, "separation": 0.9}
+
+    def labels(params):
+        return {"I": np.asarray(params["I"]).argmax(1), "J": np.asarray(params["J"]).argmax(1)}
+
+    return cooccurrence_checks(
+        ValidationRecipe(
+            small=lambda m, k: TwoSidedClustering(k, k, alpha=m.alpha, eta=m.eta),
+            sizes={"exact": 2, "reference": 2, "reference_full": 2, "real": 2, "sbc": 2},
+            exact_data=CoOccurrence([[3, 0, 1], [0, 2, 1], [1, 0, 2]]),
+            synthetic=synthetic,
+            sbc_data={"n_rows": 4, "n_cols": 5, "n_tokens": 20},
+            sampler="gibbs",
+            sampler_class=TwoSidedGibbs,
+            enumerate=enumerate_states,
+            em="annealed_em",
+            initvals=labels,
+            gibbs_start=lambda params, sampler, rng: tuple(labels(params).values()),
+            random_start=lambda model, data, rng: {
+                "I": rng.integers(0, model.n_row_clusters, data.n_rows),
+                "J": rng.integers(0, model.n_col_clusters, data.n_cols),
+            },
+            pymc_draws_factor=5,
+        )
+    )
+
+
+# ------------------------------------------------------------------ mixtures of feature vectors
+def _enumerated_log_probs(partitions: np.ndarray, log_probs: np.ndarray, n: int) -> np.ndarray:
+    """The partition posterior laid out over all ``n**n`` label vectors, as ``exact_test`` reads it.
+
+    Label vectors that are not in canonical (restricted-growth) form get probability zero: the
+    sampler's draws are canonicalised, so only the enumerated partitions can occur.
+    """
+    full = np.full(n**n, -np.inf)
+    full[partitions @ n ** np.arange(n - 1, -1, -1)] = log_probs
+    return full
+
+
+def _mixture_exact(entry, recipe, model, data, settings, rng, progressbar=False) -> Comparison:
+    """Exact level: Gibbs partition frequencies (with and without split-merge moves) against the
+    posterior over all set partitions of a few simulated items (Lemma 3.1, eq. (3.8))."""
+    from latentzoo.inference.mixture import MixtureGibbs
+
+    sizes = recipe.problems["exact"]
+    tiny = recipe.small(model, "exact")
+    items, _ = tiny.simulate(rng, **sizes)
+    partitions, log_probs = tiny.partition_posterior(items)
+    full = _enumerated_log_probs(partitions, log_probs, items.n_items)
+    checks = []
+    for name, options in (("Gibbs", {}), ("Gibbs with split-merge", {"split_merge": True})):
+        sampler = MixtureGibbs(tiny, items, **options)
+        draws = sampler.exact_draws(settings.exact_chains, settings.exact_sweeps, rng)
+        title = f"{name}: partition frequencies = enumerated posterior ({items.n_items} items)"
+        checks.append(exact_test(full, draws, n_labels=items.n_items, name=title))
+    return Comparison(checks=checks)
+
+
+def _mixture_initvals(model, items, z) -> dict:
+    """PyMC starting values at a partition: the clusters' posterior means, largest cluster first.
+
+    Beta-Bernoulli and Dirichlet-multinomial ``theta``, Normal-Gamma ``mu`` and ``tau``; the
+    weights are the cluster sizes (plus a little mass on empty clusters), as sticks ``v`` for the
+    DPM.
+    """
+    from latentzoo.models.conjugate import BetaBernoulli, DirichletMultinomial, NormalGamma
+    from latentzoo.models.mixture import DirichletProcessMixture
+
+    k = model.n_components
+    sizes = np.bincount(z, minlength=k).astype(float)
+    order = np.argsort(-sizes, kind="stable")
+    relabel = np.empty_like(order)
+    relabel[order] = np.arange(k)
+    z = relabel[z]
+    sizes = sizes[order]
+    comp = model.component
+    stats = comp.stats(items.X, z, k)
+    x_sum = stats[:, 1 : 1 + items.n_features]
+    n = stats[:, :1]
+    if isinstance(comp, BetaBernoulli):
+        a, b = (np.broadcast_to(v, items.n_features) for v in (comp.a, comp.b))
+        params = {"theta": (x_sum + a) / (n + a + b)}
+    elif isinstance(comp, DirichletMultinomial):
+        params = {"theta": _smooth(x_sum + np.asarray(comp.eta), 1e-6)}
+    elif isinstance(comp, NormalGamma):
+        mean = np.where(n > 0, stats[:, 1 : 1 + items.n_features], np.asarray(comp.mu0))
+        params = {"mu": mean, "tau": np.ones_like(mean)}
+    else:
+        raise ValueError(f"no PyMC starting point for a {type(comp).__name__} component")
+    w = _smooth(sizes, 0.5)
+    if isinstance(model, DirichletProcessMixture):
+        remaining = 1.0 - np.concatenate([[0.0], np.cumsum(w)[:-1]])
+        params["v"] = np.clip(w[:-1] / remaining[:-1], 1e-6, 1 - 1e-6)
+    else:
+        params["w"] = w
+    return params
+
+
+def _mixture_reference(entry, recipe, model, data, settings, rng, progressbar=False):
+    """Reference level: PyMC (assignments marginalised; the DPM truncated) against Gibbs with
+    split-merge moves on separated synthetic data, through co-assignment probabilities, the number
+    of occupied clusters and the log-likelihood; the held-out log predictive density of both."""
+    from scipy.special import logsumexp
+
+    from latentzoo.api import fit_pymc
+
+    local = recipe.small(model, "reference")
+    sizes = recipe.problems["reference_full" if settings.full else "reference"]
+    full, _ = local.simulate(rng, separated=True, **sizes)
+    train, test = full.split(0.2, rng)
+    _log(progressbar, f"reference level: PyMC on {train}")
+    reference = fit_pymc(
+        local, train, chains=4, draws=settings.pymc_draws * recipe.pymc_draws_factor,
+        tune=settings.pymc_tune, random_state=rng, progressbar=progressbar,
+    )  # fmt: skip
+    gibbs = entry.methods["gibbs"]
+    options = dict(
+        chains=4, draws=settings.gibbs_draws, tune=200, thin=settings.gibbs_thin,
+        progressbar=progressbar, split_merge=True,
+    )  # fmt: skip
+    fast = gibbs(local, train, random_state=rng, **options)
+    result = compare(local, train, fast, reference, names=("gibbs", "pymc"))
+    # Held-out items: Gibbs scores them by the predictive given its partition, PyMC by the mixture
+    # density at each draw; both average the density over draws.
+    heldout = gibbs(local, train, test=test, random_state=rng, **options)
+    per_draw = heldout.log_likelihood["x"].to_numpy().reshape(-1, test.n_items)
+    gibbs_lppd = logsumexp(per_draw, axis=0) - np.log(len(per_draw))
+    posterior = reference.posterior
+    names = local.param_names
+    flat = {n: posterior[n].to_numpy().reshape(-1, *posterior[n].shape[2:]) for n in names}
+    ref_draws = np.stack(
+        [
+            local.heldout_log_likelihood({n: flat[n][s] for n in names}, test)
+            for s in range(len(flat[names[0]]))
+        ]
+    )
+    pymc_lppd = logsumexp(ref_draws, axis=0) - np.log(len(ref_draws))
+    diff = gibbs_lppd - pymc_lppd
+    result.heldout = {
+        "gibbs lppd": float(gibbs_lppd.sum()),
+        "pymc lppd": float(pymc_lppd.sum()),
+        "difference": float(diff.sum()),
+        "se": float(np.sqrt(len(diff)) * diff.std(ddof=1)) if len(diff) > 1 else np.nan,
+    }
+    return result
+
+
+def _mixture_mode_matched(entry, recipe, model, data, settings, rng, progressbar=False):
+    """Mode-matched level: real items; PyMC and single-site Gibbs chains started at the same
+    partitions (two short split-merge runs from random starts, each settled by single-site
+    sweeps), compared chain by chain."""
+    from latentzoo.api import fit_pymc
+    from latentzoo.inference.mixture import MixtureGibbs
+
+    local = recipe.small(model, "real")
+    n_items = recipe.problems["real_items"]
+    items = local.check_data(data)
+    items = items.subset(np.linspace(0, items.n_items - 1, min(n_items, items.n_items)).astype(int))
+    jumping = MixtureGibbs(local, items, split_merge=True)
+    local_moves = MixtureGibbs(local, items)
+    starts = []
+    for _ in range(2):
+        state = jumping.init(rng)
+        for _ in range(recipe.problems["real_burn"]):
+            state = jumping.step(state)
+        # Then settle with single-site moves, so the start is a mode the compared chains stay in.
+        state = local_moves.init(rng, z=state.z)
+        for _ in range(recipe.problems["real_burn"]):
+            state = local_moves.step(state)
+        z = np.unique(state.z, return_inverse=True)[1]
+        if recipe.problems["truncated"] and z.max() + 2 > local.n_components:
+            # Leave the truncated reference room for every cluster plus one.
+            local = dataclasses.replace(local, n_components=int(z.max()) + 2)
+        starts.append(z)
+    initvals = [_mixture_initvals(local, items, z) for z in starts]
+    _log(progressbar, f"mode-matched level: PyMC on {items}, started at Gibbs partitions")
+    reference = fit_pymc(
+        local, items, chains=2, draws=settings.real_draws, tune=settings.real_draws,
+        random_state=rng, progressbar=progressbar, initvals=initvals,
+    )  # fmt: skip
+    # Single-site moves only: like NUTS they explore the mode they start in, whereas split-merge
+    # moves jump between modes and would compare a global posterior with PyMC's local one.
+    fast = entry.methods["gibbs"](
+        local, items, draws=settings.real_draws * 2, tune=0, thin=settings.gibbs_thin,
+        random_state=rng, progressbar=progressbar, initial_assignments=starts,
+    )  # fmt: skip
+    return compare(local, items, fast, reference, level="mode-matched", names=("gibbs", "pymc"))
+
+
+def _hard_statistics(model, data, idata):
+    """Replace the posterior's co-assignments and cluster counts by their values at the draws'
+    partitions ``z`` (the statistics the simulator's truth gives, exact under the CRP)."""
+    from latentzoo.models.mixture import default_pairs
+
+    z = idata.posterior["z"].to_numpy()
+    pairs = default_pairs(data)  # the pairs the sampler's invariants used
+    coassign = (z[..., pairs[:, 0]] == z[..., pairs[:, 1]]).astype(float)
+    n_occupied = (z.max(axis=-1) + 1).astype(float)
+    posterior = idata.posterior
+    idata.posterior = posterior.assign(
+        coassign=(posterior["coassign"].dims, coassign),
+        n_occupied=(posterior["n_occupied"].dims, n_occupied),
+    )
+    return idata
+
+
+def _mixture_calibration(entry, recipe, model, data, settings, rng, progressbar=False):
+    """Calibrated level: SBC of Gibbs with split-merge moves on items drawn from the prior, on the
+    statistics of the partition (co-assignments of all pairs, number of clusters)."""
+    small = recipe.small(model, "sbc")
+    gibbs = entry.methods["gibbs"]
+
+    def sampler(items, generator, n_draws):
+        idata = gibbs(
+            small, items, chains=1, draws=n_draws, tune=50, thin=5, random_state=generator,
+            progressbar=False, split_merge=True,
+        )  # fmt: skip
+        return _hard_statistics(small, items, idata)
+
+    return sbc(
+        small, sampler, settings.sbc_sims, random_state=rng, progressbar=progressbar,
+        statistics=("coassign", "n_occupied"), **recipe.problems["sbc"],
+    )  # fmt: skip
+
+
+def _mixture_recipe(small, truncated: bool) -> ValidationRecipe:
+    # NUTS crosses slowly between numbers of occupied clusters (truncated DPM: ESS of n_occupied
+    # 80-400 per 4 x 1000 draws, R-hat up to 1.04 over five seeds; finite: R-hat up to 1.011).
+    return ValidationRecipe(
+        pymc_draws_factor=4 if truncated else 2,
+        checks={
+            "exact": _mixture_exact,
+            "reference": _mixture_reference,
+            "mode-matched": _mixture_mode_matched,
+            "calibrated": _mixture_calibration,
+        },
+        small=small,
+        problems={
+            "exact": {"n_items": 6, "n_features": 3},
+            "reference": {"n_items": 30, "n_features": 6},
+            "reference_full": {"n_items": 60, "n_features": 8},
+            "real_items": 100,
+            "real_burn": 30,
+            "sbc": {"n_items": 8, "n_features": 4},
+            "truncated": truncated,
+        },
+    )
+
+
+def dpm() -> ValidationRecipe:
+    """The Dirichlet process mixture: all four levels.
+
+    Exact: partitions of 6 items enumerated (Lemma 3.1); reference: PyMC's truncated stick-breaking
+    DPM (8 sticks) against Gibbs on separated synthetic data; mode-matched: real items (digits by
+    default); calibrated: SBC on the partition statistics.
+    """
+    truncation = {"exact": None, "reference": 12, "real": 10, "sbc": None}
+
+    def small(model, level):
+        k = truncation[level]
+        return model if k is None else dataclasses.replace(model, n_components=k)
+
+    return _mixture_recipe(small, truncated=True)
+
+
+def finite_mixture() -> ValidationRecipe:
+    """The finite Bayesian mixture: all four levels, at 2 (exact, SBC) or 3 components."""
+    components = {"exact": 2, "reference": 3, "real": 3, "sbc": 2}
+
+    def small(model, level):
+        return dataclasses.replace(model, n_components=components[level])
+
+    return _mixture_recipe(small, truncated=False)

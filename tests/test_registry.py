@@ -1,0 +1,48 @@
+"""The one registry: every family keeps the model and data contracts and is reachable by name."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import latentzoo
+from latentzoo.data import Dataset, Features
+from latentzoo.models import Model
+from latentzoo.zoo import ZOO, as_table, entry_for
+
+
+def _instance(family):
+    sizes = {name: 2 for name in family.sizes}
+    return family.model(**sizes)
+
+
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_every_family_keeps_the_contracts(name):
+    family = ZOO[name]
+    model = _instance(family)
+    assert isinstance(model, Model)
+    assert model.data_type is family.data
+    assert family.methods and all(callable(method) for method in family.methods.values())
+    assert entry_for(model) is family and entry_for(name) is family
+    assert {field.name for field in dataclasses.fields(family.model)} >= set(family.sizes)
+    data, _ = model.simulate(0)
+    assert isinstance(data, Dataset) and isinstance(data, family.data)
+
+
+def test_list_shows_every_family_with_its_container():
+    table = as_table()
+    assert list(table["model"]) == list(ZOO)
+    assert set(table["data"]) == {"CoOccurrence", "Features"}
+
+
+def test_fit_takes_each_familys_own_container():
+    X = np.array([[1, 0, 1], [1, 0, 1], [0, 1, 0], [0, 1, 1]])
+    from latentzoo.models import DirichletProcessMixture
+
+    idata = latentzoo.fit(DirichletProcessMixture(), X, method="gibbs", chains=1, draws=5,
+                          tune=2, random_state=0, progressbar=False)  # fmt: skip
+    assert idata.posterior["z"].shape == (1, 5, 4)
+    with pytest.raises(ValueError, match="do not fit the BetaBernoulli component"):
+        latentzoo.fit(DirichletProcessMixture(), X * 0.5, method="gibbs")
+    with pytest.raises(ValueError, match="unknown method 'annealed_em' for dpm"):
+        latentzoo.fit(DirichletProcessMixture(), Features(X), method="annealed_em")
