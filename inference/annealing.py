@@ -49,6 +49,8 @@ __all__ = [
     "check_schedule",
     "check_map_priors",
     "cool",
+    "em_entry",
+    "SCHEDULE_DEFAULTS",
 ]
 
 
@@ -469,16 +471,20 @@ def tempered_schedule(
     validation_part,
     score: Callable[[dict, object], float],
     params: dict,
-    max_iter: int = 100,
-    beta_decay: float = 0.9,
-    min_beta: float = 0.05,
-    patience: int = 10,
+    *,
+    max_iter: int,
+    beta_decay: float,
+    min_beta: float,
+    patience: int,
     overrelax: float = 1.0,
     early_stopping_only: bool = False,
     progress=None,
     beta_patience: int = 1,
 ):
     """Hofmann's tempered EM: choose the schedule on a validation split.
+
+    The schedule options have no defaults here: :func:`annealed_fit` holds them (and the families
+    their own).
 
     1. At ``beta = 1`` run EM with early stopping on the validation score.
     2. Multiply ``beta`` by ``beta_decay`` and continue EM while the validation score improves.
@@ -692,10 +698,26 @@ def annealed_fit(
     data : CoOccurrence
     problem_on : callable
         ``problem_on(data) -> EMProblem``, called on all of ``data`` and on the training part.
-    betas, max_iter, tol, overrelax, random_state
-        As for the families' ``annealed_em``.
+    betas : "auto", "early_stopping", list of float or GeometricCooling
+        ``"auto"``: Hofmann's tempered EM, the schedule chosen on a ``validation_fraction`` split of
+        ``data`` (early stopping at ``beta=1``, then ``beta *= beta_decay`` while the validation
+        perplexity improves, down to ``min_beta``, until ``beta_patience`` temperatures in a row
+        fail to improve it) and replayed on all of ``data``. ``"early_stopping"``: only the first
+        phase (``beta=1`` stopped on the validation split). A list: those inverse temperatures in
+        order, each run until the relative free-energy change is below ``tol``. A
+        :class:`GeometricCooling`: deterministic annealing with phase-transition detection.
+    max_iter : int
+        Iterations per temperature.
+    tol : float
+        Relative free-energy tolerance; 0 runs ``max_iter`` iterations per temperature.
+    overrelax : float
+        ``eta`` of EM(eta), eq. (63), in (0, 2).
+    random_state : int, Generator or None
     validation_fraction, beta_decay, min_beta, patience, beta_patience
-        The tempered schedule (see :func:`tempered_schedule`).
+        The tempered schedule: size of the validation split, factor by which ``beta`` is lowered,
+        its floor, iterations without improvement of the validation perplexity before a stage
+        stops, and temperatures without improvement before the schedule stops (see
+        :func:`tempered_schedule`).
     progressbar : bool
     method : str
         Recorded in the :class:`EMResult`.
@@ -779,3 +801,71 @@ def annealed_fit(
         stages=stages,
         transitions=transitions,
     )
+
+
+SCHEDULE_DEFAULTS = {
+    "betas": "auto",
+    "max_iter": 200,
+    "tol": 1e-5,
+    "overrelax": 1.0,
+    "random_state": None,
+    "validation_fraction": 0.1,
+    "beta_decay": 0.9,
+    "min_beta": 0.05,
+    "patience": 10,
+    "beta_patience": 1,
+    "progressbar": False,
+}
+"""The options of :func:`annealed_fit` that every family's annealed EM takes, and their defaults."""
+
+
+def em_entry(
+    problem_on: Callable,
+    doc: str,
+    *,
+    defaults: dict | None = None,
+    check: Callable | None = None,
+    finish: Callable | None = None,
+    method: str = "annealed_em",
+    desc: str = "annealed EM",
+) -> Callable:
+    """The one annealed-EM entry point, specialised to a family: its ``annealed_em`` function.
+
+    The returned ``annealed_em(model, data, **options)`` splits ``options`` into the schedule
+    options of :func:`annealed_fit` (:data:`SCHEDULE_DEFAULTS`, with the family's own
+    ``defaults``) and the options of the family's problem,
+    ``problem_on(model, part, **problem_options)`` (e.g. ``n_threads``, ``dtype``; the family's
+    defaults for them are in ``defaults`` too); ``check(model, data, schedule, problem_options)``
+    may refuse combinations (it may also drop problem options the problem does not take) and
+    ``finish(model, data, result)`` may complete the :class:`EMResult`. An option neither side
+    takes raises ``TypeError`` naming it. ``doc`` is the docstring; the function reports the
+    module of ``problem_on`` as its own.
+
+    Examples
+    --------
+    >>> from latentzoo.inference.aspect import annealed_em
+    >>> annealed_em.__module__, annealed_em.__name__
+    ('latentzoo.inference.aspect', 'annealed_em')
+    """
+    family = dict(defaults or {})
+    schedule_defaults = {
+        **SCHEDULE_DEFAULTS,
+        **{k: v for k, v in family.items() if k in SCHEDULE_DEFAULTS},
+    }
+    problem_defaults = {k: v for k, v in family.items() if k not in SCHEDULE_DEFAULTS}
+
+    def annealed_em(model, data, **options):
+        schedule, problem_options = dict(schedule_defaults), dict(problem_defaults)
+        for name, value in options.items():
+            (schedule if name in schedule else problem_options)[name] = value
+        if check is not None:
+            check(model, data, schedule, problem_options)
+        result = annealed_fit(
+            model, data, lambda part: problem_on(model, part, **problem_options), method=method,
+            desc=desc, **schedule,
+        )  # fmt: skip
+        return result if finish is None else finish(model, data, result)
+
+    annealed_em.__doc__ = doc
+    annealed_em.__module__ = problem_on.__module__
+    return annealed_em

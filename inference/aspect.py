@@ -34,17 +34,18 @@ import numpy as np
 from latentzoo.data import CoOccurrence
 from latentzoo.inference.annealing import (
     EMStats,
-    annealed_fit,
     balanced_row_chunks,
     check_map_priors,
+    em_entry,
     normalise_rows,
     numba_threads,
 )
 from latentzoo.inference.mcmc import (
+    GibbsSetup,
     dirichlet_rows,
+    gibbs_entry,
     keep_params_auto,
     next_uniform,
-    sample_to_inference_data,
     splitmix_seeds,
     uniform_labels,
 )
@@ -430,9 +431,7 @@ def _many_chains_last_state(
 
 class GibbsState(NamedTuple):
     """State of one collapsed Gibbs chain: assignments, count tables, generator state.
-
-    The arrays are updated in place by the numba sweep; the tuple itself never changes.
-    """
+    (a NamedTuple of arrays updated in place, see :mod:`latentzoo.inference.mcmc`)."""
 
     z: np.ndarray
     n_doc_topic: np.ndarray
@@ -515,51 +514,25 @@ def default_threads() -> int:
 
 
 # ------------------------------------------------------------------------------ entry points
-def annealed_em(
-    model: AspectModel,
-    data: CoOccurrence,
-    betas="auto",
-    max_iter: int = 200,
-    tol: float = 1e-5,
-    overrelax: float = 1.0,
-    predictive: bool = False,
-    random_state=None,
-    n_threads: int = 1,
-    validation_fraction: float = 0.1,
-    beta_decay: float = 0.9,
-    patience: int = 10,
-    progressbar: bool = False,
-    dtype=np.float64,
-):
+annealed_em = em_entry(
+    AspectEM,
     """Fit the aspect model by annealed (tempered) EM (Hofmann & Puzicha 1998, section 5).
 
     Parameters
     ----------
     model : AspectModel
     data : CoOccurrence
-    betas : "auto", "early_stopping" or list of float
-        ``"auto"``: Hofmann's tempered EM, the schedule chosen on a ``validation_fraction`` split of
-        ``data`` (early stopping at ``beta=1``, then ``beta *= beta_decay`` while the validation
-        perplexity improves) and replayed on all of ``data``. ``"early_stopping"``: only the first
-        phase (``beta=1`` stopped on the validation split). A list: those inverse temperatures in
-        order, each run until the relative free-energy change is below ``tol``.
-    max_iter : int
-        Iterations per temperature.
-    tol : float
-        Relative free-energy tolerance; 0 runs ``max_iter`` iterations per temperature.
-    overrelax : float
-        ``eta`` of EM(eta), eq. (63), in (0, 2).
     predictive : bool
         Predictive E-step of section 5.2 / appendix B.
-    random_state : int, Generator or None
     n_threads : int
         Threads of the fused kernel (1: serial kernel).
-    validation_fraction, beta_decay, patience
-        The tempered schedule: size of the validation split, factor by which ``beta`` is lowered,
-        and iterations without improvement of the validation perplexity before a stage stops.
-    progressbar : bool
     dtype : numpy float type
         ``float32`` doubles the kernel's throughput at the cost of exact monotonicity.
+    **schedule
+        ``betas`` (default ``"auto"``), ``max_iter``, ``tol``, ``overrelax``, ``random_state``,
+        ``validation_fraction``, ``beta_decay``, ``min_beta``, ``patience``, ``beta_patience``,
+        ``progressbar``: the annealing schedule, documented once in
+        :func:`~latentzoo.inference.annealing.annealed_fit`.
 
     Returns
     -------
@@ -571,52 +544,12 @@ def annealed_em(
     >>> result = annealed_em(AspectModel(2), load("toy"), betas=[0.8, 1.0], random_state=0)
     >>> result.params["theta"].shape
     (6, 2)
-    """
-    return annealed_fit(
-        model,
-        data,
-        lambda part: AspectEM(model, part, predictive=predictive, n_threads=n_threads, dtype=dtype),
-        betas=betas,
-        max_iter=max_iter,
-        tol=tol,
-        overrelax=overrelax,
-        random_state=random_state,
-        validation_fraction=validation_fraction,
-        beta_decay=beta_decay,
-        patience=patience,
-        progressbar=progressbar,
-    )
+    """,
+)
 
 
-def gibbs(
-    model: AspectModel,
-    data: CoOccurrence,
-    chains: int = 4,
-    draws: int = 500,
-    tune: int = 200,
-    thin: int = 1,
-    random_state=None,
-    progressbar: bool = True,
-    test: CoOccurrence | None = None,
-    keep_params="auto",
-    initial_assignments=None,
-):
-    """Collapsed Gibbs sampling of the Bayesian aspect model, returned as ``InferenceData``.
-
-    The posterior group holds ``theta`` (doc, topic) and ``phi`` (topic, word), named and shaped as in
-    :meth:`AspectModel.pymc_model` (kept when ``keep_params`` is True, or "auto" and they are small),
-    and the invariants ``loglik`` and ``p_dyad`` (dyad). ``log_likelihood`` holds ``counts`` (doc):
-    the multinomial log-pmf of ``test`` (held-out, if given) or of ``data``, per document, as PyMC
-    reports it; ``sample_stats`` holds ``lp``, the collapsed log joint.
-
-    Examples
-    --------
-    >>> from latentzoo.data import load
-    >>> idata = gibbs(AspectModel(2), load("toy"), chains=2, draws=20, tune=10, random_state=0,
-    ...               progressbar=False)
-    >>> idata.posterior["loglik"].shape
-    (2, 20)
-    """
+def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto"):
+    """The family side of :func:`gibbs`: checks, sampler, draw, coordinates."""
     data = model.check_data(data)
     if test is not None:
         test = model.check_data(test)
@@ -653,18 +586,25 @@ def gibbs(
         "p_dyad": ["dyad"],
         "counts": ["doc"],
     }
-    return sample_to_inference_data(
-        sampler,
-        draw,
-        chains=chains,
-        draws=draws,
-        tune=tune,
-        thin=thin,
-        random_state=random_state,
-        progressbar=progressbar,
-        coords=coords,
-        dims=dims,
-        observed=scored,
-        observed_dims=("doc", "word"),
-        initial_states=initial_assignments,
-    )
+    return GibbsSetup(sampler, draw, coords, dims, scored, observed_dims=("doc", "word"))
+
+
+gibbs = gibbs_entry(
+    _prepare_gibbs,
+    """Collapsed Gibbs sampling of the Bayesian aspect model, returned as ``InferenceData``.
+
+    The posterior group holds ``theta`` (doc, topic) and ``phi`` (topic, word), named and shaped as in
+    :meth:`AspectModel.pymc_model` (kept when ``keep_params`` is True, or "auto" and they are small),
+    and the invariants ``loglik`` and ``p_dyad`` (dyad). ``log_likelihood`` holds ``counts`` (doc):
+    the multinomial log-pmf of ``test`` (held-out, if given) or of ``data``, per document, as PyMC
+    reports it; ``sample_stats`` holds ``lp``, the collapsed log joint.
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> idata = gibbs(AspectModel(2), load("toy"), chains=2, draws=20, tune=10, random_state=0,
+    ...               progressbar=False)
+    >>> idata.posterior["loglik"].shape
+    (2, 20)
+    """,
+)

@@ -2,7 +2,9 @@
 
 A sampler is a triple of pure-ish functions in the style of blackjax: ``init(rng) -> state``,
 ``step(state) -> state`` (one sweep) and ``draw(state, rng) -> dict`` (the posterior variables of one
-kept draw, named as in the PyMC declaration). :func:`run_chains` owns the one driver loop: per-chain
+kept draw, named as in the PyMC declaration). A state is a NamedTuple of arrays that the numba sweep
+updates in place (the tuple itself is replaced only when a table must grow), with the chain's own
+generator state among them, so a chain is reproducible from its seed. :func:`run_chains` owns the one driver loop: per-chain
 seeds spawned from one ``random_state``, tuning (burn-in) sweeps, thinning, a progress bar, and the
 conversion to :class:`arviz.InferenceData` with ``posterior``, ``sample_stats``, ``log_likelihood`` and
 ``observed_data`` groups; :func:`sample_to_inference_data` runs a collapsed sampler's chains through it
@@ -10,14 +12,17 @@ and assembles those groups the same way for every family.
 
 Also here, the pieces every sampler uses inside its numba kernels and its draws: the chain-owned
 splitmix64 generator :func:`next_uniform` (a numba function, callable from ``@njit`` kernels in any
-module), :func:`uniform_labels` for random starting assignments, and :func:`dirichlet_rows` for the
-exact conditional Dirichlet draws of the parameters.
+module), :func:`draw_log_weights` for the categorical step, :func:`uniform_labels` for random
+starting assignments, and :func:`dirichlet_rows` for the exact conditional Dirichlet draws of the
+parameters; and :func:`gibbs_entry`, the one ``gibbs`` entry point that every family specialises.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import arviz as az
 import numba as nb
@@ -28,11 +33,14 @@ from tqdm.auto import tqdm
 from latentzoo.models._checks import check_integer
 
 __all__ = [
+    "GibbsSetup",
+    "gibbs_entry",
     "run_chains",
     "chain_seeds",
     "add_invariants",
     "invariant_draws",
     "dirichlet_rows",
+    "draw_log_weights",
     "keep_params_auto",
     "next_uniform",
     "sample_to_inference_data",
@@ -90,6 +98,34 @@ def next_uniform(state):
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     z = z ^ (z >> np.uint64(31))
     return (z >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@nb.njit(cache=True, inline="always")
+def draw_log_weights(log_weights, n, state):
+    """An index in ``0..n-1`` drawn with probabilities ``∝ exp(log_weights[:n])``.
+
+    One uniform from the chain's :func:`next_uniform` against the cumulative sum (computed after
+    subtracting the maximum, so no weight overflows); ``log_weights[:n]`` is overwritten with the
+    cumulative sum. Every collapsed sampler's categorical step.
+
+    Examples
+    --------
+    >>> state = np.array([3], dtype=np.uint64)
+    >>> draw_log_weights(np.log(np.array([0.0, 1.0, 0.0])), 3, state)
+    1
+    """
+    top = log_weights[0]
+    for a in range(1, n):
+        top = max(top, log_weights[a])
+    total = 0.0
+    for a in range(n):
+        total += math.exp(log_weights[a] - top)
+        log_weights[a] = total  # now the cumulative sum
+    u = next_uniform(state) * total
+    a = 0
+    while a < n - 1 and log_weights[a] <= u:
+        a += 1
+    return a
 
 
 def splitmix_seeds(rng: np.random.Generator, n: int) -> np.ndarray:
@@ -446,3 +482,65 @@ def _observed_group(observed) -> xr.Dataset | None:
         return None
     used = {dim for dims, _ in variables.values() for dim in dims}
     return xr.Dataset(variables, coords={dim: coords[dim] for dim in used if dim in coords})
+
+
+class GibbsSetup(NamedTuple):
+    """What a family's collapsed sampler hands to the one Gibbs entry point (:func:`gibbs_entry`).
+
+    ``sampler`` (``init``/``step``/``log_joint``) and ``draw`` as for
+    :func:`sample_to_inference_data`, with the coordinates, dimensions and observed data of the
+    family's ``InferenceData``.
+    """
+
+    sampler: Any
+    draw: Callable
+    coords: dict
+    dims: dict
+    observed: Any
+    observed_dims: tuple | None = None
+    start: Callable | None = None
+    desc: str = "collapsed Gibbs"
+    log_likelihood_name: str = "counts"
+
+
+def gibbs_entry(prepare: Callable, doc: str) -> Callable:
+    """The one collapsed-Gibbs entry point, specialised to a family: its ``gibbs`` function.
+
+    ``prepare(model, data, chains=..., draws=..., **options) -> GibbsSetup`` checks the data and
+    the family's own options and builds the sampler and its draw; the returned
+    ``gibbs(model, data, chains=4, draws=500, tune=200, thin=1, random_state=None,
+    progressbar=True, initial_assignments=None, **options)`` runs the chains through
+    :func:`sample_to_inference_data`, the same way for every family. ``doc`` is its docstring;
+    the function reports the module of ``prepare`` as its own.
+
+    Examples
+    --------
+    >>> from latentzoo.inference.one_sided import gibbs
+    >>> gibbs.__module__, gibbs.__name__
+    ('latentzoo.inference.one_sided', 'gibbs')
+    """
+
+    def gibbs(
+        model,
+        data,
+        chains: int = 4,
+        draws: int = 500,
+        tune: int = 200,
+        thin: int = 1,
+        random_state=None,
+        progressbar: bool = True,
+        initial_assignments=None,
+        **options,
+    ):
+        setup = prepare(model, data, chains=chains, draws=draws, **options)
+        return sample_to_inference_data(
+            setup.sampler, setup.draw, chains=chains, draws=draws, tune=tune, thin=thin,
+            random_state=random_state, progressbar=progressbar, coords=setup.coords,
+            dims=setup.dims, observed=setup.observed, observed_dims=setup.observed_dims,
+            initial_states=initial_assignments, start=setup.start, desc=setup.desc,
+            log_likelihood_name=setup.log_likelihood_name,
+        )  # fmt: skip
+
+    gibbs.__doc__ = doc
+    gibbs.__module__ = prepare.__module__
+    return gibbs

@@ -64,9 +64,11 @@ from scipy.special import gammaln, logsumexp
 
 from latentzoo.data import Features
 from latentzoo.inference.mcmc import (
+    GibbsSetup,
     dirichlet_rows,
+    draw_log_weights,
+    gibbs_entry,
     next_uniform,
-    sample_to_inference_data,
     splitmix_seeds,
     uniform_labels,
 )
@@ -150,23 +152,6 @@ def escobar_west(alpha, n_clusters, n_items, a, b, state):
 
 
 # ------------------------------------------------------------------------- bookkeeping
-@nb.njit(cache=True)
-def _choose(logw, n, state):
-    """Index drawn with probabilities ``∝ exp(logw[:n])``; ``logw`` is overwritten."""
-    top = logw[0]
-    for a in range(1, n):
-        top = max(top, logw[a])
-    total = 0.0
-    for a in range(n):
-        total += math.exp(logw[a] - top)
-        logw[a] = total  # now the cumulative sum
-    u = next_uniform(state) * total
-    a = 0
-    while a < n - 1 and logw[a] <= u:
-        a += 1
-    return a
-
-
 @nb.njit(cache=True)
 def _build_tables(X, z, capacity, prior, kind, hyper):
     """Cluster sizes and statistics ``(capacity, S)`` of the assignments ``z`` (empty rows = prior)."""
@@ -355,7 +340,7 @@ def _dpm_sweep(X, z, sizes, stats, prior, prior_pred, kind, hyper, tables, alpha
             k = order[a]
             logw[a] = math.log(sizes[k]) + _log_pred(kind, hyper, stats, coef, base, k, x)
         logw[n_active] = log_alpha + prior_pred[i]
-        a = _choose(logw, n_active + 1, state)
+        a = draw_log_weights(logw, n_active + 1, state)
         if a == n_active:
             if n_active == capacity:
                 sizes, stats = _grow(sizes, stats, prior)
@@ -404,7 +389,7 @@ def _finite_sweep(X, z, sizes, stats, prior, prior_pred, kind, hyper, tables, al
                 logw[k] = math.log(sizes[k] + offset) + _log_pred(
                     kind, hyper, stats, coef, base, k, x
                 )
-        k = _choose(logw, n_labels, state)
+        k = draw_log_weights(logw, n_labels, state)
         z[i] = k
         sizes[k] += 1
         stats_update(kind, hyper, stats[k], x, 1.0)
@@ -1029,22 +1014,41 @@ class MixtureGibbs:
         return (labels, alphas) if return_alpha else labels
 
 
-def gibbs(
-    model,
-    data,
-    chains: int = 4,
-    draws: int = 500,
-    tune: int = 200,
-    thin: int = 1,
-    random_state=None,
-    progressbar: bool = True,
-    test=None,
-    split_merge=False,
-    sample_alpha: bool = False,
-    initial_assignments=None,
-    alpha_prior=(1.0, 1.0),
-    intermediate_scans: int = 5,
-):
+def _prepare_gibbs(
+    model, data, *, chains, draws, test=None, split_merge=False, sample_alpha=False,
+    alpha_prior=(1.0, 1.0), intermediate_scans: int = 5,
+):  # fmt: skip
+    """The family side of :func:`gibbs`: checks, sampler, draw, coordinates."""
+    sampler = MixtureGibbs(
+        model,
+        data,
+        split_merge=split_merge,
+        intermediate_scans=intermediate_scans,
+        sample_alpha=sample_alpha,
+        alpha_prior=alpha_prior,
+        test=test,
+    )
+    data = sampler.data
+    scored = sampler.test if test is not None else data
+
+    def draw(state, rng):
+        out = sampler.draw(state, rng)
+        del out["n_clusters"]  # the same as the invariant n_occupied
+        return out
+
+    coords = model.coords(data)
+    dims = {name: model.dims[name] for name in ("z", "coassign")}
+    if test is not None:
+        coords["test_item"] = list(scored.item_names)
+        dims["x"] = ["test_item"]
+    else:
+        dims["x"] = ["item"]
+    desc = "mixture Gibbs" if sampler.finite else "DPM Gibbs"
+    return GibbsSetup(sampler, draw, coords, dims, scored, desc=desc, log_likelihood_name="x")
+
+
+gibbs = gibbs_entry(
+    _prepare_gibbs,
     """Collapsed Gibbs sampling of a DPM or a finite Bayesian mixture, as ``InferenceData``.
 
     Parameters
@@ -1083,47 +1087,5 @@ def gibbs(
     ...               progressbar=False, split_merge=True)
     >>> idata.posterior["z"].shape, idata.log_likelihood["x"].shape
     ((2, 10, 4), (2, 10, 4))
-    """
-    sampler = MixtureGibbs(
-        model,
-        data,
-        split_merge=split_merge,
-        intermediate_scans=intermediate_scans,
-        sample_alpha=sample_alpha,
-        alpha_prior=alpha_prior,
-        test=test,
-    )
-    data = sampler.data
-    scored = sampler.test if test is not None else data
-    if initial_assignments is not None:
-        initial_assignments = list(initial_assignments)
-
-    def draw(state, rng):
-        out = sampler.draw(state, rng)
-        del out["n_clusters"]  # the same as the invariant n_occupied
-        return out
-
-    coords = model.coords(data)
-    dims = {name: model.dims[name] for name in ("z", "coassign")}
-    if test is not None:
-        coords["test_item"] = list(scored.item_names)
-        dims["x"] = ["test_item"]
-    else:
-        dims["x"] = ["item"]
-    return sample_to_inference_data(
-        sampler,
-        draw,
-        chains=chains,
-        draws=draws,
-        tune=tune,
-        thin=thin,
-        random_state=random_state,
-        progressbar=progressbar,
-        coords=coords,
-        dims=dims,
-        observed=scored,
-        observed_dims=None,
-        initial_states=initial_assignments,
-        desc="DPM Gibbs" if not sampler.finite else "mixture Gibbs",
-        log_likelihood_name="x",
-    )
+    """,
+)

@@ -56,17 +56,18 @@ from latentzoo.data import CoOccurrence
 from latentzoo.inference.annealing import (
     EMResult,
     EMStats,
-    annealed_fit,
     balanced_row_chunks,
     check_map_priors,
+    em_entry,
     normalise_rows,
     numba_threads,
 )
 from latentzoo.inference.mcmc import (
+    GibbsSetup,
     dirichlet_rows,
+    draw_log_weights,
+    gibbs_entry,
     keep_params_auto,
-    next_uniform,
-    sample_to_inference_data,
     splitmix_seeds,
     uniform_labels,
 )
@@ -349,57 +350,47 @@ class OneSidedEM:
 
 
 # ------------------------------------------------------------------------------ entry points
-def annealed_em(
-    model: OneSidedClustering,
-    data: CoOccurrence,
-    betas="auto",
-    max_iter: int = 200,
-    tol: float = 1e-5,
-    overrelax: float = 1.0,
-    predictive: bool = False,
-    random_state=None,
-    n_threads: int = 1,
-    validation_fraction: float = 0.1,
-    beta_decay: float = 0.5,
-    patience: int = 10,
-    progressbar: bool = False,
-    min_beta: float = 0.002,
-    beta_patience: int = 6,
-):
+def _check_em_options(model, data, schedule, problem_options):
+    model.check_data(data)
+    check_map_priors(model, method="EM")
+    if problem_options.pop("predictive", False):
+        raise ValueError(
+            "predictive EM (section 5.2) is implemented for the aspect model only; "
+            "use predictive=False for the one-sided clustering model"
+        )
+
+
+def _final_responsibilities(model, data, result):
+    """The posteriors of the final parameters (the stored ones belong to the previous iterate)."""
+    final_resp = model.responsibilities(result.params, data, result.betas[-1])
+    result.params = {**result.params, "resp": final_resp}
+    return result
+
+
+annealed_em = em_entry(
+    OneSidedEM,
     """Fit the ACM by annealed (tempered) EM (Hofmann & Puzicha 1998, sections 3.2 and 5.1).
 
     Parameters
     ----------
     model : OneSidedClustering
     data : CoOccurrence
-    betas : "auto", "early_stopping" or list of float
-        As in :func:`latentzoo.inference.aspect.annealed_em`: ``"auto"`` chooses Hofmann's tempered
-        schedule on a ``validation_fraction`` split (scored by the perplexity of eq. (32)) and
-        replays it on all of ``data``; ``"early_stopping"`` keeps only its ``beta = 1`` phase; a
-        list visits those inverse temperatures in order, each until the relative free-energy change
-        is below ``tol``. Large final ``beta`` (e.g. ``[1, 10, 100, 1000]``) anneals towards the
-        hard clustering of :func:`hard_acm`. The posteriors of a row of ``n_i`` observations stay
-        nearly one-hot until ``beta * n_i`` is of order one (eq. (60)), so on long documents the
-        useful temperatures are near ``1 / mean row length``: ``"auto"`` therefore lowers ``beta``
-        faster than for the aspect model (``beta_decay=0.5``) and only stops after
-        ``beta_patience=6`` temperatures in a row fail to improve the validation perplexity.
-    max_iter : int
-        Iterations per temperature.
-    tol : float
-        Relative free-energy tolerance; 0 runs ``max_iter`` iterations per temperature.
-    overrelax : float
-        ``eta`` of EM(eta), eq. (63), in (0, 2).
     predictive : bool
-        Accepted for the common ``annealed_em`` signature; the predictive E-step of section 5.2 is
-        derived for the aspect model only, so ``True`` raises ``ValueError``.
-    random_state : int, Generator or None
-        The same seed gives the same start as :func:`hard_acm`.
+        The predictive E-step of section 5.2 is derived for the aspect model only: ``True`` raises
+        ``ValueError``.
     n_threads : int
         Threads of the fused kernel (1: serial kernel).
-    validation_fraction, beta_decay, patience, min_beta
-        The tempered schedule (see the aspect model's ``annealed_em`` and
-        :func:`~latentzoo.inference.annealing.tempered_schedule`).
-    progressbar : bool
+    **schedule
+        ``betas`` (default ``"auto"``), ``max_iter``, ``tol``, ``overrelax``, ``random_state``,
+        ``validation_fraction``, ``beta_decay``, ``min_beta``, ``patience``, ``beta_patience``,
+        ``progressbar``: the annealing schedule, documented once in
+        :func:`~latentzoo.inference.annealing.annealed_fit`.
+        Family defaults: the posteriors of a row of ``n_i`` observations stay nearly one-hot until
+        ``beta * n_i`` is of order one (eq. (60)), so ``"auto"`` lowers ``beta`` faster than for
+        the aspect model (``beta_decay=0.5``, ``min_beta=0.002``) and stops after
+        ``beta_patience=6`` temperatures in a row fail to improve the validation perplexity (of
+        eq. (32)). A large final ``beta`` (e.g. ``[1, 10, 100, 1000]``) anneals towards the hard
+        clustering of :func:`hard_acm`; the same ``random_state`` gives the same start as it.
 
     Returns
     -------
@@ -414,34 +405,11 @@ def annealed_em(
     >>> z = result.params["resp"].argmax(axis=1)  # sport rows together, politics rows together
     >>> bool(len(set(z[:3])) == len(set(z[3:])) == 1 and z[0] != z[3]), bool(result.converged)
     (True, True)
-    """
-    data = model.check_data(data)
-    check_map_priors(model, method="EM")
-    if predictive:
-        raise ValueError(
-            "predictive EM (section 5.2) is implemented for the aspect model only; "
-            "use predictive=False for the one-sided clustering model"
-        )
-    result = annealed_fit(
-        model,
-        data,
-        lambda part: OneSidedEM(model, part, n_threads=n_threads),
-        betas=betas,
-        max_iter=max_iter,
-        tol=tol,
-        overrelax=overrelax,
-        random_state=random_state,
-        validation_fraction=validation_fraction,
-        beta_decay=beta_decay,
-        min_beta=min_beta,
-        patience=patience,
-        beta_patience=beta_patience,
-        progressbar=progressbar,
-    )
-    # The posteriors of the final parameters (the stored ones belong to the previous iterate).
-    final_resp = model.responsibilities(result.params, data, result.betas[-1])
-    result.params = {**result.params, "resp": final_resp}
-    return result
+    """,
+    defaults={"beta_decay": 0.5, "min_beta": 0.002, "beta_patience": 6},
+    check=_check_em_options,
+    finish=_final_responsibilities,
+)
 
 
 def hard_acm(
@@ -620,17 +588,7 @@ def gibbs_sweep(indptr, indices, counts, row_totals, z, sizes, c_t, c_tot, alpha
             n = counts[p]
             for k in range(n_clusters):
                 logp[k] += _log_rising(c_t[j, k] + eta, n)
-        top = logp[0]
-        for k in range(1, n_clusters):
-            top = max(top, logp[k])
-        total = 0.0
-        for k in range(n_clusters):
-            total += math.exp(logp[k] - top)
-            logp[k] = total  # now the cumulative sum
-        u = next_uniform(state) * total
-        new = 0
-        while new < n_clusters - 1 and logp[new] <= u:
-            new += 1
+        new = draw_log_weights(logp, n_clusters, state)
         z[i] = new
         sizes[new] += 1.0
         c_tot[new] += n_i
@@ -672,9 +630,7 @@ def _many_chains_last_state(indptr, indices, counts, row_totals, n_cols, n_clust
 
 class OneSidedGibbsState(NamedTuple):
     """State of one collapsed Gibbs chain: memberships, count tables, generator state.
-
-    The arrays are updated in place by the numba sweep; the tuple itself never changes.
-    """
+    (a NamedTuple of arrays updated in place, see :mod:`latentzoo.inference.mcmc`)."""
 
     z: np.ndarray
     sizes: np.ndarray
@@ -780,39 +736,8 @@ class OneSidedGibbs:
         )  # fmt: skip
 
 
-def gibbs(
-    model: OneSidedClustering,
-    data: CoOccurrence,
-    chains: int = 4,
-    draws: int = 500,
-    tune: int = 200,
-    thin: int = 1,
-    random_state=None,
-    progressbar: bool = True,
-    test: CoOccurrence | None = None,
-    keep_params="auto",
-    initial_assignments=None,
-):
-    """Collapsed Gibbs sampling of the Bayesian ACM, returned as ``InferenceData``.
-
-    The posterior group holds ``rho`` (cluster) and ``q`` (cluster, word), named and shaped as in
-    :meth:`OneSidedClustering.pymc_model`, the memberships ``z`` (doc, int), and the invariants
-    ``loglik``, ``p_dyad`` (dyad) and ``coassign`` (pair) of :meth:`OneSidedClustering.invariants`
-    (``rho``, ``q`` and ``z`` are kept when ``keep_params`` is True, or "auto" and they are small).
-    ``log_likelihood`` holds ``counts`` (doc): the multinomial log-pmf of each row of ``data`` given
-    the draw's ``(rho, q)`` with ``z_i`` marginalised, or, with ``test``, the exact predictive
-    density of each row's held-out counts given the draw and that row's training observations,
-    ``log sum_k <I_ik> prod_j q_kj^{test_ij}`` plus the multinomial coefficient (averaged over draws
-    it is ``p(test_i | data)``). ``sample_stats`` holds ``lp``, the collapsed log joint.
-
-    Examples
-    --------
-    >>> from latentzoo.data import load
-    >>> idata = gibbs(OneSidedClustering(2), load("toy"), chains=2, draws=20, tune=10,
-    ...               random_state=0, progressbar=False)
-    >>> idata.posterior["coassign"].shape
-    (2, 20, 15)
-    """
+def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto"):
+    """The family side of :func:`gibbs`: checks, sampler, draw, coordinates."""
     data = model.check_data(data)
     if test is not None:
         test = CoOccurrence(test) if not isinstance(test, CoOccurrence) else test
@@ -851,18 +776,29 @@ def gibbs(
         "coassign": ["pair"],
         "counts": ["doc"],
     }
-    return sample_to_inference_data(
-        sampler,
-        draw,
-        chains=chains,
-        draws=draws,
-        tune=tune,
-        thin=thin,
-        random_state=random_state,
-        progressbar=progressbar,
-        coords=coords,
-        dims=dims,
-        observed=scored,
-        observed_dims=("doc", "word"),
-        initial_states=initial_assignments,
-    )
+    return GibbsSetup(sampler, draw, coords, dims, scored, observed_dims=("doc", "word"))
+
+
+gibbs = gibbs_entry(
+    _prepare_gibbs,
+    """Collapsed Gibbs sampling of the Bayesian ACM, returned as ``InferenceData``.
+
+    The posterior group holds ``rho`` (cluster) and ``q`` (cluster, word), named and shaped as in
+    :meth:`OneSidedClustering.pymc_model`, the memberships ``z`` (doc, int), and the invariants
+    ``loglik``, ``p_dyad`` (dyad) and ``coassign`` (pair) of :meth:`OneSidedClustering.invariants`
+    (``rho``, ``q`` and ``z`` are kept when ``keep_params`` is True, or "auto" and they are small).
+    ``log_likelihood`` holds ``counts`` (doc): the multinomial log-pmf of each row of ``data`` given
+    the draw's ``(rho, q)`` with ``z_i`` marginalised, or, with ``test``, the exact predictive
+    density of each row's held-out counts given the draw and that row's training observations,
+    ``log sum_k <I_ik> prod_j q_kj^{test_ij}`` plus the multinomial coefficient (averaged over draws
+    it is ``p(test_i | data)``). ``sample_stats`` holds ``lp``, the collapsed log joint.
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> idata = gibbs(OneSidedClustering(2), load("toy"), chains=2, draws=20, tune=10,
+    ...               random_state=0, progressbar=False)
+    >>> idata.posterior["coassign"].shape
+    (2, 20, 15)
+    """,
+)

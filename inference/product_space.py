@@ -13,9 +13,9 @@ from latentzoo.data import CoOccurrence
 from latentzoo.inference.annealing import (
     EMProblem,
     EMStats,
-    annealed_fit,
     balanced_row_chunks,
     check_map_priors,
+    em_entry,
     normalise_rows,
     numba_threads,
 )
@@ -305,21 +305,15 @@ class ProductSpaceEM(EMProblem):
         return new, EMStats(float(free), float(joint - marginal))
 
 
-def product_space_em(
-    model: ProductSpaceMixture,
-    data: CoOccurrence,
-    betas="auto",
-    max_iter: int = 200,
-    tol: float = 1e-8,
-    overrelax: float = 1.0,
-    random_state=None,
-    n_threads: int = 1,
-    validation_fraction: float = 0.1,
-    beta_decay: float = 0.9,
-    patience: int = 10,
-    progressbar: bool = False,
-    dtype=np.float64,
-):
+def _reshape_pi(model, data, result):
+    """``pi`` as the ``Kx x Ky`` matrix (the kernels hold it flat)."""
+    shape = (model.n_row_clusters, model.n_col_clusters)
+    result.params = {**result.params, "pi": np.reshape(result.params["pi"], shape)}
+    return result
+
+
+product_space_em = em_entry(
+    ProductSpaceEM,
     """Fit the product-space mixture model by annealed EM (Hofmann & Puzicha 1998, sections 2.4, 5).
 
     The same driver and options as :func:`annealed_em` (without the predictive E-step): ``betas``
@@ -346,21 +340,7 @@ def product_space_em(
     ...                           random_state=0)
     >>> result.params["pi"].shape, result.params["p_row"].shape
     ((2, 2), (2, 6))
-    """
-    result = annealed_fit(
-        model,
-        data,
-        lambda part: ProductSpaceEM(model, part, n_threads=n_threads, dtype=dtype),
-        betas=betas,
-        max_iter=max_iter,
-        tol=tol,
-        overrelax=overrelax,
-        random_state=random_state,
-        validation_fraction=validation_fraction,
-        beta_decay=beta_decay,
-        patience=patience,
-        progressbar=progressbar,
-    )
-    shape = (model.n_row_clusters, model.n_col_clusters)
-    result.params = {**result.params, "pi": np.reshape(result.params["pi"], shape)}
-    return result
+    """,
+    defaults={"tol": 1e-8},
+    finish=_reshape_pi,
+)

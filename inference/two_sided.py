@@ -64,12 +64,13 @@ import scipy.sparse as sp
 from scipy.special import xlogy
 
 from latentzoo.data import CoOccurrence
-from latentzoo.inference.annealing import EMStats, annealed_fit
+from latentzoo.inference.annealing import EMStats, annealed_fit, em_entry
 from latentzoo.inference.mcmc import (
+    GibbsSetup,
     dirichlet_rows,
+    gibbs_entry,
     keep_params_auto,
     next_uniform,
-    sample_to_inference_data,
     splitmix_seeds,
     uniform_labels,
 )
@@ -486,54 +487,38 @@ def hard_scm(
     )
 
 
-def mean_field(
-    model: TwoSidedClustering,
-    data: CoOccurrence,
-    betas="auto",
-    max_iter: int = 200,
-    tol: float = 1e-7,
-    random_state=None,
-    init="acm",
-    validation_fraction: float = 0.1,
-    beta_decay: float = 0.5,
-    patience: int = 10,
-    track_loglik: bool = True,
-    progressbar: bool = False,
-    overrelax: float = 1.0,
-    predictive: bool = False,
-    min_beta: float = 0.002,
-    beta_patience: int = 6,
-):
+def _check_mean_field_options(model, data, schedule, problem_options):
+    overrelax, predictive = schedule["overrelax"], problem_options.pop("predictive", False)
+    if overrelax != 1.0 or predictive:
+        raise ValueError(
+            "the mean-field SCM supports plain EM only (overrelax=1.0, predictive=False), got "
+            f"overrelax={overrelax!r}, predictive={predictive!r}"
+        )
+
+
+mean_field = em_entry(
+    MeanFieldSCM,
     """Fit the probabilistic SCM by mean-field annealed EM (eq. (48)-(49), appendix A).
 
     Parameters
     ----------
     model : TwoSidedClustering
     data : CoOccurrence
-    betas : "auto", "early_stopping" or list of float
-        ``"auto"``: the tempered schedule of the shared driver
-        (:func:`~latentzoo.inference.annealing.tempered_schedule`: early stopping at ``beta = 1`` on a
-        ``validation_fraction`` split, then ``beta *= beta_decay`` until ``beta_patience``
-        temperatures in a row fail to improve the validation perplexity), replayed on all of
-        ``data``. As for the ACM, the posteriors stay nearly hard until ``beta`` times the number
-        of observations of an object is of order one, hence the fast decay (0.5), the patience (6)
-        and the low floor ``min_beta``. A list: those inverse temperatures in order, each until
-        the relative free-energy change is below ``tol``.
-    max_iter : int
-        Iterations per temperature.
-    tol : float
-        Relative free-energy tolerance (``F`` includes the partition-independent
-        ``-L (H(X) + H(Y))``, so it is tighter than for the aspect model).
-    random_state : int, Generator or None
     init : str or dict
         See :func:`initial_partition` (``"acm"``: seed footnote 7).
     track_loglik : bool
         Record the plug-in log-likelihood (eq. (47)) in the trace.
-    progressbar : bool
-    overrelax, predictive
-        Accepted for the common ``annealed_em`` interface of the zoo; only the defaults (plain EM)
-        are supported here: ``c`` is no distribution to over-relax on the simplex, and the
-        predictive E-step of seed section 5.2 is not defined for the mean-field posteriors.
+    **schedule
+        ``betas`` (default ``"auto"``), ``max_iter``, ``tol``, ``overrelax``, ``random_state``,
+        ``validation_fraction``, ``beta_decay``, ``min_beta``, ``patience``, ``beta_patience``,
+        ``progressbar``: the annealing schedule, documented once in
+        :func:`~latentzoo.inference.annealing.annealed_fit`.
+        Family defaults: as for the ACM, the posteriors stay nearly hard until ``beta`` times the
+        number of observations of an object is of order one, hence ``beta_decay=0.5``,
+        ``beta_patience=6`` and ``min_beta=0.002``; ``tol=1e-7`` because ``F`` includes the
+        partition-independent ``-L (H(X) + H(Y))``. Only plain EM is supported (``overrelax=1``,
+        no ``predictive``): ``c`` is no distribution to over-relax on the simplex, and the
+        predictive E-step of section 5.2 is not defined for the mean-field posteriors.
 
     Returns
     -------
@@ -548,32 +533,14 @@ def mean_field(
     >>> result = mean_field(model, data, betas=[1.0], random_state=0)
     >>> result.params["J"].shape, bool(np.isfinite(result.perplexity(data)))
     ((8, 2), True)
-    """
-    if overrelax != 1.0 or predictive:
-        raise ValueError(
-            "the mean-field SCM supports plain EM only (overrelax=1.0, predictive=False), got "
-            f"overrelax={overrelax!r}, predictive={predictive!r}"
-        )
-    return annealed_fit(
-        model,
-        data,
-        lambda part: MeanFieldSCM(model, part, init=init, track_loglik=track_loglik),
-        betas=betas,
-        max_iter=max_iter,
-        tol=tol,
-        random_state=random_state,
-        validation_fraction=validation_fraction,
-        beta_decay=beta_decay,
-        patience=patience,
-        min_beta=min_beta,
-        beta_patience=beta_patience,
-        progressbar=progressbar,
-        method="mean_field",
-        desc="mean-field SCM",
-    )
+    """,
+    defaults={"tol": 1e-7, "beta_decay": 0.5, "min_beta": 0.002, "beta_patience": 6},
+    check=_check_mean_field_options,
+    method="mean_field",
+    desc="mean-field SCM",
+)
 
 
-# --------------------------------------------------------------------------- Gibbs kernels
 @nb.njit(cache=True)
 def _tables(row_ptr, row_idx, row_val, labels_i, labels_j, n_i, m_j, kx, ky):
     block = np.zeros((kx, ky))
@@ -708,9 +675,7 @@ def _many_chains_last_state(
 
 class TwoSidedState(NamedTuple):
     """State of one collapsed Gibbs chain: both partitions, count tables, generator state.
-
-    The arrays are updated in place by the numba sweep; the tuple itself never changes.
-    """
+    (a NamedTuple of arrays updated in place, see :mod:`latentzoo.inference.mcmc`)."""
 
     I: np.ndarray  # noqa: E741
     J: np.ndarray
@@ -817,42 +782,8 @@ class TwoSidedGibbs:
         )  # fmt: skip
 
 
-def gibbs(
-    model: TwoSidedClustering,
-    data: CoOccurrence,
-    chains: int = 4,
-    draws: int = 500,
-    tune: int = 200,
-    thin: int = 1,
-    random_state=None,
-    progressbar: bool = True,
-    test: CoOccurrence | None = None,
-    keep_params="auto",
-    initial_assignments=None,
-):
-    """Collapsed Gibbs sampling of the Bayesian SCM, returned as ``InferenceData``.
-
-    The posterior holds the partitions ``I`` (row) and ``J`` (col), named as in
-    :meth:`TwoSidedClustering.pymc_model`; the conditional draws ``pi``, ``psi_x``, ``psi_y``,
-    ``rho_x``, ``rho_y`` (when ``keep_params`` is True, or "auto" and they are small); and the
-    invariants ``loglik``, ``p_dyad`` (dyad), ``coassign_rows`` (row_pair), ``coassign_cols``
-    (col_pair) of the drawn parameters. ``log_likelihood`` holds ``counts`` (row): the per-row
-    ``sum_j n_ij log p_ij`` of ``test`` (held-out, if given) or of ``data`` (token-sequence form);
-    ``sample_stats`` holds ``lp``, the collapsed log joint.
-
-    Parameters
-    ----------
-    initial_assignments : list of (I, J) label pairs, optional
-        One start per chain (overrides ``chains``).
-
-    Examples
-    --------
-    >>> from latentzoo.data import load
-    >>> idata = gibbs(TwoSidedClustering(2, 2), load("toy"), chains=2, draws=20, tune=10,
-    ...               random_state=0, progressbar=False)
-    >>> idata.posterior["coassign_rows"].shape
-    (2, 20, 15)
-    """
+def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto"):
+    """The family side of :func:`gibbs`: checks, sampler, draw, coordinates."""
     data = model.check_data(data)
     if test is not None:
         if not isinstance(test, CoOccurrence):
@@ -897,20 +828,35 @@ def gibbs(
         "coassign_cols": ["col_pair"],
         "counts": ["row"],
     }
-    return sample_to_inference_data(
-        sampler,
-        draw,
-        chains=chains,
-        draws=draws,
-        tune=tune,
-        thin=thin,
-        random_state=random_state,
-        progressbar=progressbar,
-        coords=coords,
-        dims=dims,
-        observed=test if test is not None else data,
-        observed_dims=("row", "col"),
-        initial_states=initial_assignments,
-        start=lambda rng, labels: sampler.init(rng, *labels),
-        desc="collapsed Gibbs (SCM)",
-    )
+    return GibbsSetup(
+        sampler, draw, coords, dims, test if test is not None else data, observed_dims=("row", "col"),
+        start=lambda rng, labels: sampler.init(rng, *labels), desc="collapsed Gibbs (SCM)",
+    )  # fmt: skip
+
+
+gibbs = gibbs_entry(
+    _prepare_gibbs,
+    """Collapsed Gibbs sampling of the Bayesian SCM, returned as ``InferenceData``.
+
+    The posterior holds the partitions ``I`` (row) and ``J`` (col), named as in
+    :meth:`TwoSidedClustering.pymc_model`; the conditional draws ``pi``, ``psi_x``, ``psi_y``,
+    ``rho_x``, ``rho_y`` (when ``keep_params`` is True, or "auto" and they are small); and the
+    invariants ``loglik``, ``p_dyad`` (dyad), ``coassign_rows`` (row_pair), ``coassign_cols``
+    (col_pair) of the drawn parameters. ``log_likelihood`` holds ``counts`` (row): the per-row
+    ``sum_j n_ij log p_ij`` of ``test`` (held-out, if given) or of ``data`` (token-sequence form);
+    ``sample_stats`` holds ``lp``, the collapsed log joint.
+
+    Parameters
+    ----------
+    initial_assignments : list of (I, J) label pairs, optional
+        One start per chain (overrides ``chains``).
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> idata = gibbs(TwoSidedClustering(2, 2), load("toy"), chains=2, draws=20, tune=10,
+    ...               random_state=0, progressbar=False)
+    >>> idata.posterior["coassign_rows"].shape
+    (2, 20, 15)
+    """,
+)

@@ -345,8 +345,3 @@ def validate(
                 result.extend(outcome, level)
             result.timings[level] = time.perf_counter() - start
     return result
-
-
-def with_settings(settings: Settings, **changes) -> Settings:
-    """A copy of ``settings`` with some sizes changed."""
-    return dataclasses.replace(settings, **changes)

@@ -310,7 +310,7 @@ def walk_schedule(max_iter=50, patience=3):
 
     out = tempered_schedule(
         lambda part: Walk(), None, None, score, start, max_iter=max_iter, patience=patience,
-        early_stopping_only=True,
+        beta_decay=0.9, min_beta=0.05, early_stopping_only=True,
     )  # fmt: skip
     return start, score, out
 
