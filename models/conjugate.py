@@ -70,6 +70,7 @@ __all__ = [
     "log_marginal_one",
     "log_multinomial_coefficient",
     "log_predictive_one",
+    "row_logsumexp",
     "stats_size",
     "stats_update",
 ]
@@ -189,6 +190,21 @@ def log_multinomial_coefficient(data) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ numba kernels
+def row_logsumexp(a: np.ndarray) -> np.ndarray:
+    """``log sum_k exp(a[i, k])`` per row, stable, with ``-inf`` for rows that are all ``-inf``.
+
+    Examples
+    --------
+    >>> a = np.array([[0.0, 0.0], [-np.inf, -np.inf], [-1000.0, -1000.0]])
+    >>> row_logsumexp(a).round(4).tolist()
+    [0.6931, -inf, -999.3069]
+    """
+    top = np.max(a, axis=1)
+    safe = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.exp(a - safe[:, None]).sum(axis=1)) + safe
+
+
 @nb.njit(cache=True)
 def stats_size(kind_code, D):
     """Length ``S`` of one cluster's row of sufficient statistics for ``D`` features.

@@ -53,6 +53,7 @@ from latentzoo.models.conjugate import (
     DirichletMultinomial,
     NormalGamma,
     NormalInverseWishart,
+    row_logsumexp,
 )
 from latentzoo.models.invariants import N_PAIR_ITEMS, coassignment_pairs
 
@@ -713,7 +714,7 @@ class _MixtureMethods:
         joint, rest = self._joint(params, data)
         if rest is not None:
             joint = np.concatenate([joint, rest[:, None]], axis=1)
-        return logsumexp(joint, axis=1)
+        return row_logsumexp(joint)
 
     def heldout_log_likelihood(self, params, test) -> np.ndarray:
         """Log predictive density of held-out items, ``log sum_k w_k f(x_i | params_k)`` per item.
@@ -746,7 +747,7 @@ class _MixtureMethods:
         joint, rest = self._joint(params, data)
         if rest is not None:
             joint = np.concatenate([joint, rest[:, None]], axis=1)
-        return np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
+        return np.exp(joint - row_logsumexp(joint)[:, None])
 
     def invariants(self, params, data, pairs=None) -> dict[str, np.ndarray]:
         """Label-invariant quantities through which every method is compared.
@@ -785,7 +786,7 @@ class _MixtureMethods:
         joint, rest = self._joint(params, data)
         if rest is not None:
             joint = np.concatenate([joint, rest[:, None]], axis=1)
-        norm = logsumexp(joint, axis=1)
+        norm = row_logsumexp(joint)
         out = {"loglik": np.asarray(norm.sum())}
         if "z" in params:
             z = _as_label_matrix(params["z"], n, "z")[0]

@@ -34,6 +34,7 @@ from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
     log_multinomial_coefficient,
+    row_logsumexp,
 )
 from latentzoo.models.invariants import N_PAIR_ITEMS, coassignment_pairs, default_dyads
 
@@ -64,21 +65,6 @@ def default_pairs(data: CoOccurrence, n_rows: int = N_PAIR_ITEMS) -> np.ndarray:
     (15, 2)
     """
     return coassignment_pairs(data.row_totals, n_rows)
-
-
-def row_logsumexp(a: np.ndarray) -> np.ndarray:
-    """``log sum_k exp(a[i, k])`` per row, stable, with ``-inf`` for rows that are all ``-inf``.
-
-    Examples
-    --------
-    >>> a = np.array([[0.0, 0.0], [-np.inf, -np.inf], [-1000.0, -1000.0]])
-    >>> row_logsumexp(a).round(4).tolist()
-    [0.6931, -inf, -999.3069]
-    """
-    top = np.max(a, axis=1)
-    safe = np.where(np.isfinite(top), top, 0.0)
-    with np.errstate(divide="ignore"):
-        return np.log(np.exp(a - safe[:, None]).sum(axis=1)) + safe
 
 
 def _row_log_likelihood(joint, data) -> np.ndarray:
