@@ -118,7 +118,7 @@ register(
             "gibbs": one_sided.gibbs,
         },
         recipe=recipes.one_sided,
-        sizes=("n_clusters",),
+        sizes=("n_components",),
         dataset="reuters",
         notebook="notebooks/clustering_models.ipynb",
         description="one-sided clustering / ACM, a Dirichlet-multinomial mixture (sec. 3.1-3.2)",

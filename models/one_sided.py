@@ -80,8 +80,9 @@ class OneSidedClustering:
 
     Parameters
     ----------
-    n_clusters : int
-        Number of clusters ``K`` of the row objects.
+    n_components : int
+        Number of clusters ``K`` of the row objects (also readable as ``n_clusters``; the zoo
+        calls the main size of every single-size family ``n_components``).
     alpha : float
         Symmetric Dirichlet concentration of the mixing weights ``rho``.
     eta : float
@@ -94,13 +95,13 @@ class OneSidedClustering:
     Examples
     --------
     >>> from latentzoo.models.one_sided import OneSidedClustering
-    >>> model = OneSidedClustering(n_clusters=2)
+    >>> model = OneSidedClustering(n_components=2)
     >>> data, truth = model.simulate(0, n_docs=5, n_words=12, doc_length=20)
     >>> model.log_likelihood(truth, data).shape
     (5,)
     """
 
-    n_clusters: int
+    n_components: int
     alpha: float = 1.1
     eta: float = 1.01
 
@@ -110,8 +111,13 @@ class OneSidedClustering:
     invariant_names = ("loglik", "p_dyad", "coassign")
     invariant_dims = {"p_dyad": ["dyad"], "coassign": ["pair"]}
 
+    @property
+    def n_clusters(self) -> int:
+        """The number of clusters ``K``: ``n_components``, the zoo's name for the main size."""
+        return self.n_components
+
     def __post_init__(self):
-        check_integer("n_clusters", self.n_clusters)
+        check_integer("n_components", self.n_components)
         check_positive("alpha", self.alpha)
         check_positive("eta", self.eta)
 
@@ -131,12 +137,12 @@ class OneSidedClustering:
         >>> OneSidedClustering(7).check_data(load("toy"))
         Traceback (most recent call last):
         ...
-        ValueError: n_clusters=7 is larger than the data supports: only 6 rows
+        ValueError: n_components=7 is larger than the data supports: only 6 rows
         """
         if not isinstance(data, CoOccurrence):
             data = CoOccurrence(data)
-        check_fits_data("n_clusters", self.n_clusters, data.n_rows, "rows")
-        check_fits_data("n_clusters", self.n_clusters, data.total, "observations")
+        check_fits_data("n_components", self.n_components, data.n_rows, "rows")
+        check_fits_data("n_components", self.n_components, data.total, "observations")
         return data
 
     def check_params(self, params, data: CoOccurrence):
@@ -254,7 +260,7 @@ class OneSidedClustering:
             )
         if separated:
             if n_words < k:
-                raise ValueError(f"separated clusters need n_words={n_words} >= n_clusters={k}")
+                raise ValueError(f"separated clusters need n_words={n_words} >= n_components={k}")
             block = n_words // k
             q = np.full((k, n_words), (1.0 - separation) / n_words)
             for cluster in range(k):

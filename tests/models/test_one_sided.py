@@ -48,16 +48,16 @@ def brute_cluster_loglik(counts, q):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"n_clusters": 0}, "n_clusters"),
-        ({"n_clusters": -1}, "n_clusters"),
-        ({"n_clusters": 2.0}, "n_clusters"),
-        ({"n_clusters": "2"}, "n_clusters"),
-        ({"n_clusters": True}, "n_clusters"),
-        ({"n_clusters": None}, "n_clusters"),
-        ({"n_clusters": 2, "alpha": 0.0}, "alpha"),
-        ({"n_clusters": 2, "alpha": float("nan")}, "alpha"),
-        ({"n_clusters": 2, "eta": -1.0}, "eta"),
-        ({"n_clusters": 2, "eta": float("inf")}, "eta"),
+        ({"n_components": 0}, "n_components"),
+        ({"n_components": -1}, "n_components"),
+        ({"n_components": 2.0}, "n_components"),
+        ({"n_components": "2"}, "n_components"),
+        ({"n_components": True}, "n_components"),
+        ({"n_components": None}, "n_components"),
+        ({"n_components": 2, "alpha": 0.0}, "alpha"),
+        ({"n_components": 2, "alpha": float("nan")}, "alpha"),
+        ({"n_components": 2, "eta": -1.0}, "eta"),
+        ({"n_components": 2, "eta": float("inf")}, "eta"),
     ],
 )
 def test_constructor_rejects_invalid_arguments(kwargs, match):
