@@ -574,18 +574,7 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
             out.update(params)
         return out
 
-    coords = {
-        "doc": list(data.row_labels),
-        "word": list(data.col_labels),
-        "topic": np.arange(k),
-        "dyad": np.arange(len(dyads)),
-    }
-    dims = {
-        "theta": ["doc", "topic"],
-        "phi": ["topic", "word"],
-        "p_dyad": ["dyad"],
-        "counts": ["doc"],
-    }
+    coords, dims = model.coords(data), model.dims
     return GibbsSetup(sampler, draw, coords, dims, scored, observed_dims=("doc", "word"))
 
 

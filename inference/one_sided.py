@@ -761,21 +761,7 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
             out.update(params)
         return out
 
-    coords = {
-        "doc": list(data.row_labels),
-        "word": list(data.col_labels),
-        "cluster": np.arange(k),
-        "dyad": np.arange(len(dyads)),
-        "pair": np.arange(len(pairs)),
-    }
-    dims = {
-        "rho": ["cluster"],
-        "q": ["cluster", "word"],
-        "z": ["doc"],
-        "p_dyad": ["dyad"],
-        "coassign": ["pair"],
-        "counts": ["doc"],
-    }
+    coords, dims = model.coords(data), model.dims
     return GibbsSetup(sampler, draw, coords, dims, scored, observed_dims=("doc", "word"))
 
 

@@ -806,28 +806,7 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
             out.update({k: params[k] for k in ("pi", "psi_x", "psi_y", "rho_x", "rho_y")})
         return out
 
-    coords = {
-        "row": list(data.row_labels),
-        "col": list(data.col_labels),
-        "row_cluster": np.arange(kx),
-        "col_cluster": np.arange(ky),
-        "dyad": np.arange(len(dyads)),
-        "row_pair": np.arange(len(row_pairs)),
-        "col_pair": np.arange(len(col_pairs)),
-    }
-    dims = {
-        "I": ["row"],
-        "J": ["col"],
-        "pi": ["row_cluster", "col_cluster"],
-        "psi_x": ["row"],
-        "psi_y": ["col"],
-        "rho_x": ["row_cluster"],
-        "rho_y": ["col_cluster"],
-        "p_dyad": ["dyad"],
-        "coassign_rows": ["row_pair"],
-        "coassign_cols": ["col_pair"],
-        "counts": ["row"],
-    }
+    coords, dims = model.coords(data), model.dims
     return GibbsSetup(
         sampler, draw, coords, dims, test if test is not None else data, observed_dims=("row", "col"),
         start=lambda rng, labels: sampler.init(rng, *labels), desc="collapsed Gibbs (SCM)",

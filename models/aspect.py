@@ -112,6 +112,30 @@ class AspectModel:
         return theta, phi
 
     # --------------------------------------------------------------- reference
+    dims = {
+        "theta": ["doc", "topic"],
+        "phi": ["topic", "word"],
+        "p_dyad": ["dyad"],
+        "counts": ["doc"],
+    }
+    """Dimensions of the variables, shared by the PyMC declaration and the fast samplers."""
+
+    def coords(self, data) -> dict:
+        """ArviZ/PyMC coordinates: documents, words, topics and the compared dyads.
+
+        Examples
+        --------
+        >>> from latentzoo.data import load
+        >>> sorted(AspectModel(2).coords(load("toy")))
+        ['doc', 'dyad', 'topic', 'word']
+        """
+        return {
+            "doc": list(data.row_labels),
+            "word": list(data.col_labels),
+            "topic": np.arange(self.n_components),
+            "dyad": np.arange(len(default_dyads(data))),
+        }
+
     def pymc_model(self, data, temperature: float = 1.0):
         """The PyMC reference declaration, latent aspects marginalised.
 
@@ -141,13 +165,8 @@ class AspectModel:
         data = self.check_data(data)
         check_positive("temperature", temperature)
         n, m, k = data.n_rows, data.n_cols, self.n_components
-        coords = {
-            "doc": list(data.row_labels),
-            "word": list(data.col_labels),
-            "topic": np.arange(k),
-        }
         counts = data.toarray()
-        with pm.Model(coords=coords) as model:
+        with pm.Model(coords=self.coords(data)) as model:
             theta = pm.Dirichlet("theta", a=np.full((n, k), self.alpha), dims=("doc", "topic"))
             phi = pm.Dirichlet("phi", a=np.full((k, m), self.eta), dims=("topic", "word"))
             p = theta @ phi

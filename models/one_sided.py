@@ -171,6 +171,33 @@ class OneSidedClustering:
         return rho, q
 
     # --------------------------------------------------------------- reference
+    dims = {
+        "rho": ["cluster"],
+        "q": ["cluster", "word"],
+        "z": ["doc"],
+        "p_dyad": ["dyad"],
+        "coassign": ["pair"],
+        "counts": ["doc"],
+    }
+    """Dimensions of the variables, shared by the PyMC declaration and the fast samplers."""
+
+    def coords(self, data) -> dict:
+        """ArviZ/PyMC coordinates: documents, words, clusters, the compared dyads and row pairs.
+
+        Examples
+        --------
+        >>> from latentzoo.data import load
+        >>> sorted(OneSidedClustering(2).coords(load("toy")))
+        ['cluster', 'doc', 'dyad', 'pair', 'word']
+        """
+        return {
+            "doc": list(data.row_labels),
+            "word": list(data.col_labels),
+            "cluster": np.arange(self.n_components),
+            "dyad": np.arange(len(default_dyads(data))),
+            "pair": np.arange(len(default_pairs(data))),
+        }
+
     def pymc_model(self, data, temperature: float = 1.0):
         """The PyMC reference declaration, cluster indicators marginalised.
 
@@ -205,13 +232,8 @@ class OneSidedClustering:
         data = self.check_data(data)
         check_positive("temperature", temperature)
         m, k = data.n_cols, self.n_clusters
-        coords = {
-            "doc": list(data.row_labels),
-            "word": list(data.col_labels),
-            "cluster": np.arange(k),
-        }
         counts = data.toarray().astype(float)
-        with pm.Model(coords=coords) as model:
+        with pm.Model(coords=self.coords(data)) as model:
             rho = pm.Dirichlet("rho", a=np.full(k, self.alpha), dims="cluster")
             q = pm.Dirichlet("q", a=np.full((k, m), self.eta), dims=("cluster", "word"))
             # Dense product: q is strictly inside the simplex under PyMC's transform, so 0 * log q

@@ -266,6 +266,39 @@ class TwoSidedClustering:
         "coassign_rows": ["row_pair"],
         "coassign_cols": ["col_pair"],
     }
+    dims = {
+        "I": ["row"],
+        "J": ["col"],
+        "pi": ["row_cluster", "col_cluster"],
+        "psi_x": ["row"],
+        "psi_y": ["col"],
+        "rho_x": ["row_cluster"],
+        "rho_y": ["col_cluster"],
+        "p_dyad": ["dyad"],
+        "coassign_rows": ["row_pair"],
+        "coassign_cols": ["col_pair"],
+        "counts": ["row"],
+    }
+    """Dimensions of the variables, shared by the PyMC declaration and the fast samplers."""
+
+    def coords(self, data) -> dict:
+        """ArviZ/PyMC coordinates: rows, columns, both cluster sets, the compared dyads and pairs.
+
+        Examples
+        --------
+        >>> from latentzoo.data import load
+        >>> sorted(TwoSidedClustering(2, 2).coords(load("toy")))[:3]
+        ['col', 'col_cluster', 'col_pair']
+        """
+        return {
+            "row": list(data.row_labels),
+            "col": list(data.col_labels),
+            "row_cluster": np.arange(self.n_row_clusters),
+            "col_cluster": np.arange(self.n_col_clusters),
+            "dyad": np.arange(len(default_dyads(data))),
+            "row_pair": np.arange(len(default_pairs(data.row_totals))),
+            "col_pair": np.arange(len(default_pairs(data.col_totals))),
+        }
 
     def __post_init__(self):
         check_integer("n_row_clusters", self.n_row_clusters)
@@ -864,12 +897,6 @@ class TwoSidedClustering:
         constant = float(
             np.sum(gammaln(n_i + eta) - gammaln(eta)) + np.sum(gammaln(m_j + eta) - gammaln(eta))
         )
-        coords = {
-            "row": list(data.row_labels),
-            "col": list(data.col_labels),
-            "row_cluster": np.arange(kx),
-            "col_cluster": np.arange(ky),
-        }
 
         def dm_sizes(sizes, k, n):
             return (
@@ -884,7 +911,7 @@ class TwoSidedClustering:
             terms = pt.gammaln(safe * eta) - pt.gammaln(mass + safe * eta)
             return pt.sum(pt.switch(sizes > 0, terms, 0.0))
 
-        with pm.Model(coords=coords) as model:
+        with pm.Model(coords=self.coords(data)) as model:
             labels_i = pm.Categorical("I", p=np.full(kx, 1.0 / kx), dims="row")
             labels_j = pm.Categorical("J", p=np.full(ky, 1.0 / ky), dims="col")
             onehot_i = pt.eq(labels_i[:, None], np.arange(kx)[None, :]).astype("float64")
