@@ -749,26 +749,39 @@ def finish_report(header, sections, ratios, start, targets) -> None:
         print(f"written {out}", file=sys.stderr)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="about one minute, smaller problems")
-    parser.add_argument(
-        "--out", default="report/benchmarks.md", help="markdown output (default: %(default)s)"
-    )
+def parse_run_arguments(argv, description: str, out: str, results: str, quick_help: str):
+    """The command line of every benchmark script: ``--quick``, ``--out`` and ``--results``.
+
+    Returns the parsed arguments, the argument list (recorded in the report's header) and the
+    path of the repository copy of the report (None for ``--quick``, whose smaller problems must
+    not replace the full run's numbers).
+    """
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--out", default=out, help="markdown output (default: %(default)s)")
     parser.add_argument(
         "--results",
         default=None,
-        help=f"second markdown copy, kept in the repository (default: {RESULTS} for a full run, "
-        "none for --quick, whose smaller problems should not replace the full run's numbers)",
+        help=f"second markdown copy, kept in the repository (default: {results} for a full run, "
+        "none for --quick)",
     )
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
-    results = args.results or (None if args.quick else RESULTS)
+    return args, argv, args.results or (None if args.quick else results)
+
+
+def emit(lines) -> None:
+    """Print a section of the report as it is produced."""
+    print("\n".join(lines) + "\n", flush=True)
+
+
+def main(argv=None) -> int:
+    args, argv, results = parse_run_arguments(
+        argv, __doc__.splitlines()[0], "report/benchmarks.md", RESULTS,
+        "about one minute, smaller problems",
+    )  # fmt: skip
     cfg = Config.quick() if args.quick else Config()
     start = time.perf_counter()
-
-    def emit(lines):
-        print("\n".join(lines) + "\n", flush=True)
 
     header = [
         f"# latentzoo aspect-model benchmarks ({'quick' if args.quick else 'full'} run)",

@@ -32,7 +32,6 @@ load average is printed: on a shared machine the wall-clock figures are pessimis
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import sys
@@ -53,10 +52,12 @@ from bench_aspect import (  # noqa: E402
     Ratio,
     Timed,
     cpu_model,
+    emit,
     finish_report,
     interleaved_best,
     load_average,
     markdown_table,
+    parse_run_arguments,
     run_info,
 )
 
@@ -542,27 +543,15 @@ def bench_peers(cfg: Config, context):
 
 # ------------------------------------------------------------------------------------- driver
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="about one minute, fewer repeats")
-    parser.add_argument(
-        "--out",
-        default="report/benchmarks_clustering.md",
-        help="markdown output (default: %(default)s)",
+    args, argv, results = parse_run_arguments(
+        argv,
+        __doc__.splitlines()[0],
+        "report/benchmarks_clustering.md",
+        RESULTS,
+        "about one minute, fewer repeats",
     )
-    parser.add_argument(
-        "--results",
-        default=None,
-        help=f"second markdown copy, kept in the repository (default: {RESULTS} for a full run, "
-        "none for --quick)",
-    )
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser.parse_args(argv)
-    results = args.results or (None if args.quick else RESULTS)
     cfg = Config.quick() if args.quick else Config()
     start = time.perf_counter()
-
-    def emit(lines):
-        print("\n".join(lines) + "\n", flush=True)
 
     header = [
         f"# latentzoo clustering benchmarks: ACM and SCM ({'quick' if args.quick else 'full'} run)",

@@ -29,7 +29,6 @@ are pessimistic, the CPU-time columns less so.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import logging
 import os
@@ -52,10 +51,12 @@ from bench_aspect import (  # noqa: E402
     Stopwatch,
     Timed,
     cpu_model,
+    emit,
     finish_report,
     interleaved_best,
     load_average,
     markdown_table,
+    parse_run_arguments,
     run_info,
 )
 
@@ -707,27 +708,15 @@ def bench_ess(cfg: Config):
 
 # ------------------------------------------------------------------------------------- driver
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="well under a minute")
-    parser.add_argument(
-        "--out",
-        default="report/benchmarks_mixture.md",
-        help="markdown output (default: %(default)s)",
+    args, argv, results = parse_run_arguments(
+        argv,
+        __doc__.splitlines()[0],
+        "report/benchmarks_mixture.md",
+        RESULTS,
+        "well under a minute",
     )
-    parser.add_argument(
-        "--results",
-        default=None,
-        help=f"second markdown copy, kept in the repository (default: {RESULTS} for a full run, "
-        "none for --quick)",
-    )
-    argv = sys.argv[1:] if argv is None else list(argv)
-    args = parser.parse_args(argv)
-    results = args.results or (None if args.quick else RESULTS)
     cfg = Config.quick() if args.quick else Config()
     start = time.perf_counter()
-
-    def emit(lines):
-        print("\n".join(lines) + "\n", flush=True)
 
     header = [
         f"# latentzoo mixture benchmarks: DPM collapsed Gibbs "
