@@ -775,6 +775,27 @@ def emit(lines) -> None:
     print("\n".join(lines) + "\n", flush=True)
 
 
+def report_header(title: str, argv, machine_rows, busy_note: str = "") -> list[str]:
+    """The report's first lines: title, the run (date, command, commit), the machine, and a warning
+    when the machine was busy before the run started (``busy_note`` says what that distorts)."""
+    header = [
+        title,
+        "",
+        *markdown_table(["run", ""], run_info(argv)),
+        "",
+        *markdown_table(["machine", ""], machine_rows),
+        "",
+    ]
+    if hasattr(os, "getloadavg") and os.getloadavg()[0] > 0.5:
+        header += [
+            f"**Warning: the machine is busy (load average {load_average()} before this run "
+            f"started).** Wall-clock figures are then pessimistic{busy_note}; the CPU-time columns "
+            "are less affected.",
+            "",
+        ]
+    return header
+
+
 def main(argv=None) -> int:
     args, argv, results = parse_run_arguments(
         argv, __doc__.splitlines()[0], "report/benchmarks.md", RESULTS,
@@ -783,22 +804,10 @@ def main(argv=None) -> int:
     cfg = Config.quick() if args.quick else Config()
     start = time.perf_counter()
 
-    header = [
-        f"# latentzoo aspect-model benchmarks ({'quick' if args.quick else 'full'} run)",
-        "",
-        *markdown_table(["run", ""], run_info(argv)),
-        "",
-        *markdown_table(["machine", ""], machine_info()),
-        "",
-    ]
-    busy = os.getloadavg()[0] > 0.5 if hasattr(os, "getloadavg") else False
-    if busy:
-        header += [
-            f"**Warning: the machine is busy (load average {load_average()} before this run "
-            "started).** Wall-clock figures are then pessimistic, the 2-thread ones most (they "
-            "need both cores); the CPU-time columns are less affected.",
-            "",
-        ]
+    title = f"# latentzoo aspect-model benchmarks ({'quick' if args.quick else 'full'} run)"
+    header = report_header(
+        title, argv, machine_info(), ", the 2-thread ones most (they need both cores)"
+    )
     emit(header)
     sections, ratios = [], []
     for bench in (bench_em, bench_gibbs, bench_ess):

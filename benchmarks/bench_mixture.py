@@ -57,7 +57,7 @@ from bench_aspect import (  # noqa: E402
     load_average,
     markdown_table,
     parse_run_arguments,
-    run_info,
+    report_header,
 )
 
 from latentzoo.inference.mixture import MixtureGibbs, gibbs  # noqa: E402
@@ -718,22 +718,11 @@ def main(argv=None) -> int:
     cfg = Config.quick() if args.quick else Config()
     start = time.perf_counter()
 
-    header = [
-        f"# latentzoo mixture benchmarks: DPM collapsed Gibbs "
-        f"({'quick' if args.quick else 'full'} run)",
-        "",
-        *markdown_table(["run", ""], run_info(argv)),
-        "",
-        *markdown_table(["machine", ""], machine_info()),
-        "",
-    ]
-    if hasattr(os, "getloadavg") and os.getloadavg()[0] > 0.5:
-        header += [
-            f"**Warning: the machine is busy (load average {load_average()} before this run "
-            "started).** Wall-clock figures are then pessimistic; the CPU-time columns are less "
-            "affected.",
-            "",
-        ]
+    title = (
+        "# latentzoo mixture benchmarks: DPM collapsed Gibbs "
+        f"({'quick' if args.quick else 'full'} run)"
+    )
+    header = report_header(title, argv, machine_info())
     emit(header)
     sections, ratios = [], []
     for bench in (bench_sweeps, bench_ess):
