@@ -106,6 +106,7 @@ class Comparison:
         the keys of ``ess_per_second`` so results of different problems stay apart.
         """
         self.checks.extend(other.checks)
+        self.skipped.extend(other.skipped)
         for name in ("summary", "agreement", "mode_spread"):
             mine, theirs = getattr(self, name), getattr(other, name)
             if theirs is not None:

@@ -12,7 +12,14 @@ import dataclasses
 import numpy as np
 
 from latentzoo.data import CoOccurrence
-from latentzoo.inference.compare import Comparison, compare, enumerate_assignments, exact_test, sbc
+from latentzoo.inference.compare import (
+    Check,
+    Comparison,
+    compare,
+    enumerate_assignments,
+    exact_test,
+    sbc,
+)
 from latentzoo.validation import ValidationRecipe, _log, cooccurrence_checks
 
 __all__ = ["aspect", "dpm", "finite_mixture", "one_sided", "product_space", "two_sided"]
@@ -205,6 +212,13 @@ def _mixture_exact(entry, recipe, model, data, settings, rng, progressbar=False)
     return Comparison(checks=checks)
 
 
+def _has_initvals(component) -> bool:
+    """Whether :func:`_mixture_initvals` can start PyMC for this component."""
+    from latentzoo.models.conjugate import BetaBernoulli, DirichletMultinomial, NormalGamma
+
+    return isinstance(component, BetaBernoulli | DirichletMultinomial | NormalGamma)
+
+
 def _mixture_initvals(model, items, z) -> dict:
     """PyMC starting values at a partition: the clusters' posterior means, largest cluster first.
 
@@ -320,6 +334,12 @@ def _mixture_mode_matched(entry, recipe, model, data, settings, rng, progressbar
     from latentzoo.inference.mixture import MixtureGibbs
 
     local = recipe.small(model, "real")
+    if not _has_initvals(local.component):
+        reason = (
+            f"not applicable: no PyMC starting point for a {type(local.component).__name__} "
+            "component (its PyMC declaration is parametrised by Bartlett variables)"
+        )
+        return Comparison(skipped=[Check("mode-matched", "mode-matched", True, reason)])
     n_items = recipe.problems["real_items"]
     items = _real_subset(local.check_data(data), n_items, recipe.problems["real_classes"])
     jumping = MixtureGibbs(local, items, split_merge=True)

@@ -117,3 +117,14 @@ def test_dpm_validation_fails_for_a_sampler_with_the_wrong_concentration(monkeyp
     comparison = latentzoo.validate(DirichletProcessMixture(alpha=0.5), levels=["exact"])
     assert not comparison.passed
     assert [check.passed for check in comparison.checks] == [False, False]
+
+
+def test_mode_matched_level_of_a_niw_mixture_is_reported_not_applicable():
+    from latentzoo.data import load
+    from latentzoo.models import NormalInverseWishart
+
+    model = DirichletProcessMixture(component=NormalInverseWishart())
+    comparison = latentzoo.validate(model, load("glass"), levels=["mode-matched"])
+    assert comparison.passed and comparison.levels_reached == []
+    assert [check.level for check in comparison.skipped] == ["mode-matched"]
+    assert "Bartlett" in comparison.skipped[0].detail
