@@ -2,7 +2,7 @@
 :class:`Dissimilarities`).
 
 Each check raises ``ValueError`` with a message that names the offending argument or entry, as the
-data contract of ``DESIGN.md`` asks (``X[3, 5] is nan``, ``D[0, 2] = -1.0 is negative``). The
+data contract of this package asks (``X[3, 5] is nan``, ``D[0, 2] = -1.0 is negative``). The
 messages are part of the tested behaviour. Checks are vectorised: an entry check builds one
 boolean mask per kind of problem and reports the first offender in row-major order.
 

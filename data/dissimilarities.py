@@ -36,7 +36,7 @@ class Dissimilarities:
     ----------
     D : array_like, scipy.sparse matrix or pandas.DataFrame
         ``(N, N)`` finite, non-negative numbers with a zero diagonal. Asymmetric input is
-        symmetrised as ``(D + D^T) / 2`` (DESIGN, data contract); :attr:`asymmetry` records
+        symmetrised as ``(D + D^T) / 2`` (the data contract of this package); :attr:`asymmetry` records
         ``max |D_ij - D_ji|`` of the input. A DataFrame's index gives default item names.
     labels : array_like, optional
         Class label of each item (length ``N``).

@@ -6,7 +6,7 @@ log-likelihood, predictive probabilities of chosen dyads, ...), as TFP's inferen
 means agree when their difference is within ``z`` combined MCSEs, with ``z`` the Bonferroni-corrected
 normal quantile for the number of quantities compared.
 
-A :class:`Comparison` records which of the four levels of DESIGN.md section 5 were reached:
+A :class:`Comparison` records which of the four validation levels (exact, reference, mode-matched, calibrated) were reached:
 ``exact`` (enumeration), ``reference`` (agreement with converged PyMC chains on synthetic data),
 ``mode-matched`` (real data, chains started at the fast solutions, spread of modes reported) and
 ``calibrated`` (simulation-based calibration).

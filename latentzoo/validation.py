@@ -1,6 +1,7 @@
 """``latentzoo.validate``: the four-level comparison of fast inference with the PyMC reference.
 
-The levels (DESIGN.md section 5), each run on data of the right kind:
+The levels (the "Adding a family" and validation sections of the README), each run on data of the
+right kind:
 
 1. **exact** — a data set of a few items whose posterior over all latent assignments is enumerated;
    the collapsed Gibbs sampler's state frequencies (independent chains) are tested by chi-square;

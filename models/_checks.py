@@ -1,7 +1,7 @@
 """Argument checks shared by the models and the fast inference: one message per kind of mistake.
 
 Every check raises ``ValueError`` with a message that names the offending argument and its value, as
-the contracts of ``DESIGN.md`` ask; the messages are part of the tested behaviour.
+the project's input contract asks; the messages are part of the tested behaviour.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ __all__ = ["Model"]
 
 @runtime_checkable
 class Model(Protocol):
-    """The contract of a latentzoo model (DESIGN.md section 2, "Models").
+    """The contract of a latentzoo model (the README's "Adding a family" checklist, step 2).
 
     Attributes
     ----------
