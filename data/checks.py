@@ -205,7 +205,7 @@ def check_entries(
     ------
     ValueError
         ``"{name} must be numeric (bool, integer or float), got dtype <U1"``,
-        ``"{name}[i, j] is nan"``, ``"{name}[i, j] is inf"``, ``"{name}[i, j] = -1.0 is
+        ``"{name}[i, j] is nan"``, ``"{name}[i, j] is inf"`` (or ``-inf``), ``"{name}[i, j] = -1.0 is
         negative"``, ``"... is not an integer"``, ``"... is not binary (0 or 1)"`` or
         ``"... exceeds the int64 range"``.
 
@@ -235,7 +235,11 @@ def check_entries(
     # Masks are built lazily so that clean input pays only for the checks it needs.
     checks = []
     if kind == "f":
-        checks += [(np.isnan, f"is {nan_word}", False), (np.isinf, "is inf", False)]
+        checks += [
+            (np.isnan, f"is {nan_word}", False),
+            (np.isposinf, "is inf", False),
+            (np.isneginf, "is -inf", False),
+        ]
     if nonnegative and kind in "if":
         checks.append((lambda v: v < 0, "is negative", True))
     if integer and kind == "f":

@@ -52,6 +52,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import gammaln
 
+from latentzoo.data.checks import check_entries
 from latentzoo.models._checks import check_integer, check_positive
 
 __all__ = [
@@ -749,10 +750,7 @@ class _Component:
         X = _as_matrix(X)
         if X.shape[1] == 0:
             raise ValueError(f"X has no features (shape {X.shape})")
-        bad = ~np.isfinite(X)
-        if bad.any():
-            i, j = _first(bad)
-            raise ValueError(f"X[{i}, {j}] is {X[i, j]}")
+        check_entries(X, "X")  # the data contract's check: names the first NaN or inf
         self._check_values(X)
         self.hyper(X.shape[1])  # hyperparameter arrays must match the number of features
         return X

@@ -158,7 +158,7 @@ def test_first_offender_sparse_is_row_major():
     [
         ({}, [[1.0, np.nan]], r"^M\[0, 1\] is nan$"),
         ({"nan_word": "NaN"}, [[1.0, np.nan]], r"^M\[0, 1\] is NaN$"),
-        ({}, [[-np.inf, 1.0]], r"^M\[0, 0\] is inf$"),
+        ({}, [[-np.inf, 1.0]], r"^M\[0, 0\] is -inf$"),
         ({"nonnegative": True}, [[1.0, -2.0]], r"^M\[0, 1\] = -2.0 is negative$"),
         ({"nonnegative": True, "compact": True}, [[1.0, -2.0]], r"^M\[0, 1\] = -2 is negative$"),
         ({"integer": True}, [[1.5]], r"^M\[0, 0\] = 1.5 is not an integer$"),

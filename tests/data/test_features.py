@@ -134,7 +134,7 @@ def test_sparse_validation_names_matrix_position():
     [
         (np.where(np.arange(40).reshape(4, 10) == 35, np.nan, 1.0), {}, r"^X\[3, 5\] is nan$"),
         ([[1.0, np.inf]], {}, r"^X\[0, 1\] is inf$"),
-        ([[1.0, -np.inf]], {"kind": "real"}, r"^X\[0, 1\] is inf$"),
+        ([[1.0, -np.inf]], {"kind": "real"}, r"^X\[0, 1\] is -inf$"),
         ([1, 0, 1], {}, r"^X must be 2-D, got shape \(3,\)$"),
         (np.ones((2, 2, 2)), {}, r"^X must be 2-D, got shape \(2, 2, 2\)$"),
         (np.zeros((0, 3)), {}, r"^X is empty \(shape \(0, 3\)\)$"),
