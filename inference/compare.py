@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from latentzoo.inference.calibration import SBCResult, sbc
+
 __all__ = [
     "Check",
     "Comparison",
@@ -35,6 +37,8 @@ __all__ = [
     "heldout_lppd",
     "align_labels",
     "point_in_posterior",
+    "beta_moments",
+    "moment_test",
 ]
 
 LEVELS = ("exact", "reference", "mode-matched", "calibrated")
@@ -634,98 +638,66 @@ def exact_test(log_probs, sample_states, n_labels=None, alpha: float = 1e-3, nam
     )
 
 
-# ---------------------------------------------------------------------------- calibration
-@dataclass
-class SBCResult:
-    """Ranks of the true value among posterior draws, per statistic, over simulations."""
+def beta_moments(a, total):
+    """First and second moments of a coordinate of ``Dirichlet(a)`` whose concentrations sum to
+    ``total``: the coordinate is ``Beta(a, total - a)``, so ``E x = a / total`` and
+    ``E x^2 = a (a + 1) / (total (total + 1))``. A zero concentration gives a point mass at 0.
 
-    ranks: pd.DataFrame
-    n_draws: int
-    p_values: dict
-    check: Check
-
-    def plot(self, bins: int = 10, axes=None):
-        """Rank histograms with the 99% band of a uniform histogram."""
-        import matplotlib.pyplot as plt
-
-        columns = list(self.ranks.columns)
-        if axes is None:
-            _, axes = plt.subplots(
-                1, len(columns), figsize=(2.6 * len(columns), 2.4), squeeze=False
-            )
-            axes = axes[0]
-        n = len(self.ranks)
-        low, high = stats.binom.ppf([0.005, 0.995], n, 1 / bins)
-        for ax, column in zip(axes, columns, strict=False):
-            ax.hist(self.ranks[column], bins=bins, range=(0, self.n_draws + 1), color="C0")
-            ax.axhspan(low, high, color="grey", alpha=0.3)
-            ax.set_title(column, fontsize="small")
-        return axes
-
-
-def sbc(model, sampler, n_sims: int = 100, *, random_state=None, n_draws: int = 99,
-        bins: int = 10, alpha: float = 1e-3, progressbar: bool = False, statistics=None,
-        **sizes) -> SBCResult:  # fmt: skip
-    """Simulation-based calibration of a sampler (Talts et al. 2018) on the model's own simulator.
-
-    For each simulation: draw ``(data, truth)`` from ``model.simulate(rng, **sizes)`` (a draw from the
-    prior), run ``sampler(data, rng, n_draws) -> InferenceData`` and record the rank of each
-    invariant at the truth among the ``n_draws`` posterior draws (thin the chain inside ``sampler`` so
-    the draws are close to independent). Ranks are uniform on ``0..n_draws`` exactly when the sampler
-    is calibrated; uniformity is tested by chi-square over ``bins`` bins, Bonferroni-corrected.
-    ``statistics`` restricts the ranked invariants to those names (default: all of them), for
-    models whose truth defines only some of them exactly.
-
-    Returns
-    -------
-    SBCResult
+    Examples
+    --------
+    >>> mean, second = beta_moments(np.array([1.0, 3.0]), 4.0)
+    >>> mean.tolist(), second.tolist()
+    ([0.25, 0.75], [0.1, 0.6])
     """
-    from tqdm.auto import tqdm
+    a = np.asarray(a, dtype=float)
+    total = np.asarray(total, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = np.where(a > 0, a / total, 0.0)
+        second = np.where(a > 0, a * (a + 1.0) / (total * (total + 1.0)), 0.0)
+    return mean, second
 
-    from latentzoo.inference.mcmc import add_invariants
 
-    if (n_draws + 1) % bins:
-        raise ValueError(f"n_draws + 1 = {n_draws + 1} must be a multiple of bins = {bins}")
-    rng = np.random.default_rng(random_state)
-    rows = []
-    for _ in tqdm(range(n_sims), desc="SBC", disable=not progressbar, leave=False):
-        data, truth = model.simulate(rng, **sizes)
-        idata = add_invariants(sampler(data, rng, n_draws), model, data)
-        true_values = model.invariants(truth, data)
-        if statistics is not None:
-            true_values = {name: true_values[name] for name in statistics}
-        row = {}
-        for name, value in true_values.items():
-            draws = idata.posterior[name].to_numpy().reshape(-1, *np.shape(value))[:n_draws]
-            flat_truth = np.atleast_1d(value)
-            flat_draws = draws.reshape(len(draws), -1)
-            # Ties (discrete statistics such as 0/1 co-assignments) are broken uniformly at random,
-            # as SBC requires; otherwise they always rank low.
-            ties = (flat_draws == flat_truth).sum(axis=0)
-            ranks = (flat_draws < flat_truth).sum(axis=0) + rng.integers(0, ties + 1)
-            for index, rank in enumerate(ranks):
-                key = name if flat_truth.size == 1 else f"{name}[{index}]"
-                row[key] = int(rank)
-        rows.append(row)
-    ranks = pd.DataFrame(rows)
-    p_values = {}
-    # Tiny simulated data sets may have fewer non-zero dyads than others: keep the statistics that
-    # exist in every simulation.
-    ranks = ranks.dropna(axis=1).astype(int)
-    for column in ranks:
-        counts = np.bincount(ranks[column] * bins // (n_draws + 1), minlength=bins)
-        p_values[column] = float(stats.chisquare(counts).pvalue)
-    corrected = alpha / len(p_values)
-    worst = min(p_values.values())
-    check = Check(
-        "calibrated",
-        "SBC rank uniformity",
-        worst > corrected,
-        f"{n_sims} simulations, {len(p_values)} statistics, min p = {worst:.3g} "
-        f"(need > {corrected:.2g}, Bonferroni at {alpha})",
-        {"min_p": worst, "n_sims": n_sims},
+def moment_test(residuals: dict, alpha: float = 1e-3, name: str = "conditional moments") -> Check:
+    """z-tests that independent residuals have mean zero, Bonferroni-corrected over components.
+
+    ``residuals`` maps a name to a ``(draws, ...)`` array of ``f(draw) - E[f | state]``: a drawn
+    quantity minus its exact conditional expectation given the chain's state. Under a correct
+    ``draw`` each component has mean zero, so ``z = mean / (sd / sqrt(draws))`` is standard normal.
+    A component whose residuals are all exactly zero passes (nothing is random there); a non-zero
+    constant fails.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> moment_test({"x": rng.normal(size=(4000, 3))}).passed
+    True
+    >>> moment_test({"x": rng.normal(0.2, 1.0, size=(4000, 3))}).passed
+    False
+    """
+    zs = {}
+    for key, values in residuals.items():
+        values = np.asarray(values, dtype=float)
+        flat = values.reshape(len(values), -1)
+        mean = flat.mean(axis=0)
+        sd = flat.std(axis=0, ddof=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            z = np.where(sd > 0, np.abs(mean) / (sd / np.sqrt(len(flat))), 0.0)
+        z = np.where((sd == 0) & (np.abs(mean) > 1e-12), np.inf, z)
+        for index, value in enumerate(z):
+            zs[key if flat.shape[1] == 1 else f"{key}[{index}]"] = float(value)
+    threshold = _z_threshold(alpha, len(zs))
+    worst = max(zs, key=zs.get)
+    return Check(
+        "exact",
+        name,
+        zs[worst] <= threshold,
+        f"max |z| {zs[worst]:.2f} at {worst} over {len(zs)} components (need <= {threshold:.2f})",
+        {"max_z": zs[worst], "n_components": len(zs)},
     )
-    return SBCResult(ranks=ranks, n_draws=n_draws, p_values=p_values, check=check)
+
+
+# ---------------------------------------------------------------------------- calibration
+# sbc and SBCResult live in latentzoo.inference.calibration (imported above, re-exported here).
 
 
 # -------------------------------------------------------------------------- label switching

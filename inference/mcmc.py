@@ -511,7 +511,9 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
     ``gibbs(model, data, chains=4, draws=500, tune=200, thin=1, random_state=None,
     progressbar=True, initial_assignments=None, **options)`` runs the chains through
     :func:`sample_to_inference_data`, the same way for every family. ``doc`` is its docstring;
-    the function reports the module of ``prepare`` as its own.
+    the function reports the module of ``prepare`` as its own and keeps ``prepare`` as its
+    ``prepare`` attribute, so validation can run the production sampler and draw through
+    :func:`run_chains` directly.
 
     Examples
     --------
@@ -543,4 +545,6 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
 
     gibbs.__doc__ = doc
     gibbs.__module__ = prepare.__module__
+    # The validation levels drive the same sampler and draw without building InferenceData.
+    gibbs.prepare = prepare
     return gibbs

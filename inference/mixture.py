@@ -859,8 +859,18 @@ class MixtureGibbs:
         )
 
     # -------------------------------------------------------------------- draws
-    def _clusters(self, state):
-        """Canonical labels, and the slots of the canonical clusters in order."""
+    def clusters(self, state) -> tuple[np.ndarray, np.ndarray]:
+        """Canonical labels of the items (restricted-growth form) and the table slot of each
+        canonical cluster, in order.
+
+        Examples
+        --------
+        >>> from latentzoo.models.mixture import BayesianMixture
+        >>> sampler = MixtureGibbs(BayesianMixture(3), np.eye(3))
+        >>> labels, slots = sampler.clusters(sampler.init(np.random.default_rng(0), z=[2, 0, 2]))
+        >>> labels.tolist(), slots.tolist()
+        ([0, 1, 0], [2, 0])
+        """
         labels = _canonical(state.z)
         slots = np.empty(int(labels.max()) + 1, dtype=np.int64)
         slots[labels] = state.z
@@ -873,7 +883,8 @@ class MixtureGibbs:
         and the rest, itself a ``DP(alpha)`` (Ishwaran & James 2001), laid out by stick-breaking
         over atoms drawn from the prior until less than ``REST_TOLERANCE`` of the mass is left
         (the last stick takes it); finite
-        mixture: ``w ~ Dirichlet(n_k + alpha/K)`` over the ``K`` labels. Component parameters are
+        mixture: ``w ~ Dirichlet(n_k + alpha/K)`` over the ``K`` labels, the canonical clusters first
+        and then the empty labels. Component parameters are
         drawn from each cluster's posterior (``component.sample_posterior``).
 
         Examples
@@ -885,11 +896,14 @@ class MixtureGibbs:
         >>> len(params["w"]) > 2, round(float(params["w"].sum()), 12), params["z"].tolist()
         (True, 1.0, [0, 0, 1])
         """
-        labels, slots = self._clusters(state)
+        labels, slots = self.clusters(state)
         comp = self.component
         if self.finite:
-            slots = np.arange(self.n_labels)
-            w = dirichlet_rows(rng, state.sizes + state.alpha / self.n_labels)
+            # Canonical clusters first, then the empty labels: component k of the draw is the
+            # cluster of canonical label k, as for the DPM (the posterior is exchangeable in labels).
+            empty = np.setdiff1d(np.arange(self.n_labels), slots)
+            slots = np.concatenate([slots, empty])
+            w = dirichlet_rows(rng, state.sizes[slots] + state.alpha / self.n_labels)
             params = dict(comp.sample_posterior(rng, state.stats[slots]))
         else:
             w = dirichlet_rows(rng, np.append(state.sizes[slots].astype(float), state.alpha))

@@ -15,12 +15,18 @@ from latentzoo.data import CoOccurrence
 from latentzoo.inference.compare import (
     Check,
     Comparison,
+    beta_moments,
     compare,
     enumerate_assignments,
-    exact_test,
     sbc,
 )
-from latentzoo.validation import ValidationRecipe, _log, cooccurrence_checks
+from latentzoo.validation import (
+    ExactProblem,
+    ValidationRecipe,
+    _log,
+    cooccurrence_checks,
+    exact_level,
+)
 
 __all__ = ["aspect", "dpm", "finite_mixture", "one_sided", "product_space", "two_sided"]
 
@@ -31,17 +37,73 @@ def _smooth(matrix, floor):
     return matrix / matrix.sum(axis=-1, keepdims=True)
 
 
+# ---------------------------------------------------------------------- the exact level's problems
+INFORMATIVE_PRIORS = ({"alpha": 0.3, "eta": 0.2}, {"alpha": 5.0, "eta": 3.0})
+"""Two informative priors of the exact level besides the user's and the defaults: sparse (mass on
+few clusters and words) and concentrated (every cluster and word likely)."""
+
+
+def _priors(model) -> str:
+    return f"alpha={model.alpha:g}, eta={model.eta:g}"
+
+
+def _cooccurrence_problems(model, make, small, branches):
+    """The exact level's problems of a co-occurrence family.
+
+    ``small = (data, k)`` is enumerated at the user's priors, the class defaults and the two
+    :data:`INFORMATIVE_PRIORS`; ``branches = (data, k, why)`` (empty rows, unobserved columns,
+    counts above the kernels' small-count paths, K = 3) at the default priors.
+    """
+    data, k = small
+    shape = f"{data.n_rows} x {data.n_cols} counts, K={k}"
+    candidates = [make(k, alpha=model.alpha, eta=model.eta), make(k)]
+    candidates += [make(k, **priors) for priors in INFORMATIVE_PRIORS]
+    problems, seen = [], set()
+    for candidate in candidates:
+        if _priors(candidate) not in seen:
+            seen.add(_priors(candidate))
+            problems.append(ExactProblem(f"{shape}, {_priors(candidate)}", candidate, data))
+    data, k, why = branches
+    default = make(k)
+    label = f"{data.n_rows} x {data.n_cols} counts ({why}), K={k}, {_priors(default)}"
+    problems.append(ExactProblem(label, default, data))
+    return problems
+
+
+def _labelled_enumeration(n_items, n_labels, log_joint):
+    """``enumerate`` result: the log joint of every label vector, and the number of labels."""
+    return log_joint(enumerate_assignments(n_items, n_labels)), n_labels
+
+
 def aspect() -> ValidationRecipe:
     """The aspect model: all four levels (token assignments enumerated at the exact level)."""
     from latentzoo.inference.aspect import AspectGibbs
     from latentzoo.models import AspectModel
 
     def enumerate_states(model, data, sampler):
-        states = enumerate_assignments(len(sampler.words), model.n_components)
-        log_probs = model.collapsed_log_joint(
-            sampler.docs, sampler.words, states, data.n_rows, data.n_cols
-        )
-        return states, log_probs
+        return _labelled_enumeration(
+            len(sampler.words), model.n_components,
+            lambda states: model.collapsed_log_joint(
+                sampler.docs, sampler.words, states, data.n_rows, data.n_cols
+            ),
+        )  # fmt: skip
+
+    def moments(sampler, state):
+        """``theta_d | z ~ Dir(n_d + alpha)``, ``phi_k | z ~ Dir(n_k + eta)``."""
+        alpha, eta = sampler.model.alpha, sampler.model.eta
+        ndk, nwk = state.n_doc_topic, state.n_word_topic.T
+        k, m = ndk.shape[1], nwk.shape[1]
+        return {
+            "theta": beta_moments(ndk + alpha, ndk.sum(1, keepdims=True) + k * alpha),
+            "phi": beta_moments(nwk + eta, nwk.sum(1, keepdims=True) + m * eta),
+        }
+
+    def problems(model, rng):
+        return _cooccurrence_problems(
+            model, lambda k, **p: AspectModel(k, **p), (CoOccurrence([[2, 1, 0], [0, 1, 2]]), 2),
+            (CoOccurrence([[2, 0, 1, 0], [0, 0, 0, 0], [0, 0, 1, 2]]), 3,
+             "an empty row, an unobserved column"),
+        )  # fmt: skip
 
     def gibbs_start(params, sampler, rng):
         """Token assignments drawn from the E-step posterior of the EM solution."""
@@ -59,7 +121,10 @@ def aspect() -> ValidationRecipe:
         ValidationRecipe(
             small=lambda m, k: AspectModel(k, alpha=m.alpha, eta=m.eta),
             sizes={"exact": 2, "reference": 2, "reference_full": 3, "real": 3, "sbc": 2},
-            exact_data=CoOccurrence([[2, 1, 0], [0, 1, 2]]),
+            exact_problems=problems,
+            exact_state=lambda sampler, state: state.z.copy(),
+            exact_params=lambda setup, state, rng: setup.draw(state, rng),
+            exact_moments=moments,
             synthetic=synthetic,
             sbc_data={"n_docs": 4, "n_words": 5, "doc_length": 6},
             sampler="gibbs",
@@ -78,8 +143,28 @@ def one_sided() -> ValidationRecipe:
     from latentzoo.models import OneSidedClustering
 
     def enumerate_states(model, data, sampler):
-        states = enumerate_assignments(data.n_rows, model.n_clusters)
-        return states, model.collapsed_log_joint(states, data)
+        return _labelled_enumeration(
+            data.n_rows, model.n_clusters, lambda states: model.collapsed_log_joint(states, data)
+        )
+
+    def moments(sampler, state):
+        """``rho | z ~ Dir(m + alpha)``, ``q_k | z ~ Dir(c_k + eta)``."""
+        alpha, eta = sampler.model.alpha, sampler.model.eta
+        counts = state.c_t.T
+        k, m = counts.shape
+        return {
+            "rho": beta_moments(state.sizes + alpha, state.sizes.sum() + k * alpha),
+            "q": beta_moments(counts + eta, counts.sum(1, keepdims=True) + m * eta),
+        }
+
+    def problems(model, rng):
+        # Cells and rows above 8 take the kernel's lgamma path; 1 and 2..8 its other two paths.
+        return _cooccurrence_problems(
+            model, lambda k, **p: OneSidedClustering(k, **p),
+            (CoOccurrence([[3, 1, 0], [2, 2, 0], [0, 1, 3], [0, 0, 2]]), 2),
+            (CoOccurrence([[9, 1, 0, 0], [0, 0, 0, 0], [10, 0, 2, 0], [0, 3, 9, 0]]), 3,
+             "cells and rows above 8, an empty row, an unobserved column"),
+        )  # fmt: skip
 
     def gibbs_start(params, sampler, rng):
         resp = params["resp"]
@@ -94,7 +179,10 @@ def one_sided() -> ValidationRecipe:
         ValidationRecipe(
             small=lambda m, k: OneSidedClustering(k, alpha=m.alpha, eta=m.eta),
             sizes={"exact": 2, "reference": 2, "reference_full": 3, "real": 3, "sbc": 2},
-            exact_data=CoOccurrence([[3, 1, 0], [2, 2, 0], [0, 1, 3], [0, 0, 2]]),
+            exact_problems=problems,
+            exact_state=lambda sampler, state: state.z.copy(),
+            exact_params=lambda setup, state, rng: setup.draw(state, rng),
+            exact_moments=moments,
             synthetic=synthetic,
             sbc_data={"n_docs": 5, "n_words": 5, "doc_length": 4},
             sampler="gibbs",
@@ -126,7 +214,6 @@ def product_space() -> ValidationRecipe:
         ValidationRecipe(
             small=lambda m, k: ProductSpaceMixture(k, k, alpha=m.alpha, eta=m.eta),
             sizes={"reference": 2, "reference_full": 2, "real": 2},
-            exact_data=None,
             synthetic=synthetic,
             sbc_data={},
             sampler=None,
@@ -145,11 +232,36 @@ def two_sided() -> ValidationRecipe:
     from latentzoo.models import TwoSidedClustering
 
     def enumerate_states(model, data, sampler):
-        states = enumerate_assignments(data.n_rows + data.n_cols, model.n_row_clusters)
-        log_probs = model.collapsed_log_joint(
-            states[:, : data.n_rows], states[:, data.n_rows :], data
-        )
-        return states, log_probs
+        return _labelled_enumeration(
+            data.n_rows + data.n_cols, model.n_row_clusters,
+            lambda states: model.collapsed_log_joint(
+                states[:, : data.n_rows], states[:, data.n_rows :], data
+            ),
+        )  # fmt: skip
+
+    def moments(sampler, state):
+        """``pi | I, J ~ Dir(W + eta)`` on the occupied blocks, ``psi^x`` within each row cluster
+        ``Dir(n_i + eta)`` (likewise ``psi^y``), ``rho^x ~ Dir(s + alpha)``, ``rho^y`` likewise."""
+        alpha, eta = sampler.model.alpha, sampler.model.eta
+        occupied = np.outer(state.sizes_x > 0, state.sizes_y > 0)
+        block = np.where(occupied, state.block + eta, 0.0)
+        out = {"pi": beta_moments(block, block.sum())}
+        for name, totals, labels in (
+            ("psi_x", sampler.n_i, state.I), ("psi_y", sampler.m_j, state.J),
+        ):  # fmt: skip
+            within = np.bincount(labels, weights=totals + eta)[labels]
+            out[name] = beta_moments(totals + eta, within)
+        for name, sizes in (("rho_x", state.sizes_x), ("rho_y", state.sizes_y)):
+            out[name] = beta_moments(sizes + alpha, sizes.sum() + len(sizes) * alpha)
+        return out
+
+    def problems(model, rng):
+        return _cooccurrence_problems(
+            model, lambda k, **p: TwoSidedClustering(k, k, **p),
+            (CoOccurrence([[3, 0, 1], [0, 2, 1], [1, 0, 2]]), 2),
+            (CoOccurrence([[5, 0, 1, 0], [0, 0, 0, 0], [1, 3, 0, 0]]), 3,
+             "an empty row, an unobserved column"),
+        )  # fmt: skip
 
     def synthetic(settings):
         # PyMC's discrete steps mix slowly: keep the problem tiny and the posterior wide enough
@@ -163,7 +275,10 @@ def two_sided() -> ValidationRecipe:
         ValidationRecipe(
             small=lambda m, k: TwoSidedClustering(k, k, alpha=m.alpha, eta=m.eta),
             sizes={"exact": 2, "reference": 2, "reference_full": 2, "real": 2, "sbc": 2},
-            exact_data=CoOccurrence([[3, 0, 1], [0, 2, 1], [1, 0, 2]]),
+            exact_problems=problems,
+            exact_state=lambda sampler, state: np.concatenate([state.I, state.J]),
+            exact_params=lambda setup, state, rng: setup.draw(state, rng),
+            exact_moments=moments,
             synthetic=synthetic,
             sbc_data={"n_rows": 4, "n_cols": 5, "n_tokens": 20},
             sampler="gibbs",
@@ -193,23 +308,93 @@ def _enumerated_log_probs(partitions: np.ndarray, log_probs: np.ndarray, n: int)
     return full
 
 
-def _mixture_exact(entry, recipe, model, data, settings, rng, progressbar=False) -> Comparison:
-    """Exact level: Gibbs partition frequencies (with and without split-merge moves) against the
-    posterior over all set partitions of a few simulated items (Lemma 3.1, eq. (3.8))."""
-    from latentzoo.inference.mixture import MixtureGibbs
+def _mixture_problems(recipe):
+    """The exact level's problems of a mixture family: partitions of a few simulated items.
 
-    sizes = recipe.problems["exact"]
-    tiny = recipe.small(model, "exact")
-    items, _ = tiny.simulate(rng, **sizes)
-    partitions, log_probs = tiny.partition_posterior(items)
-    full = _enumerated_log_probs(partitions, log_probs, items.n_items)
-    checks = []
-    for name, options in (("Gibbs", {}), ("Gibbs with split-merge", {"split_merge": True})):
-        sampler = MixtureGibbs(tiny, items, **options)
-        draws = sampler.exact_draws(settings.exact_chains, settings.exact_sweeps, rng)
-        title = f"{name}: partition frequencies = enumerated posterior ({items.n_items} items)"
-        checks.append(exact_test(full, draws, n_labels=items.n_items, name=title))
-    return Comparison(checks=checks)
+    The user's model with both move sets (single-site sweeps, and with split-merge moves); the
+    concentration at the two informative values 0.3 and 3; then each conjugate component at its
+    default hyperparameters (Beta-Bernoulli with per-feature ``a, b``, which takes the kernel's path
+    without lookup tables, Dirichlet-multinomial, Normal-Gamma, Normal-Inverse-Wishart) and, for the
+    finite mixture, K = 3.
+    """
+    from latentzoo.models.conjugate import (
+        BetaBernoulli,
+        DirichletMultinomial,
+        NormalGamma,
+        NormalInverseWishart,
+    )
+
+    def problems(model, rng):
+        sizes = recipe.problems["exact"]
+        tiny = recipe.small(model, "exact")
+
+        def problem(label, local, **options):
+            items, _ = local.simulate(rng, **sizes)
+            moves = "split-merge" if options.get("split_merge") else "single-site"
+            title = f"{items.n_items} items, {label}, {moves} Gibbs"
+            return ExactProblem(title, local, items, options)
+
+        def described(local):
+            k = f"K={local.n_components}, " if recipe.problems["truncated"] is False else ""
+            return f"{k}alpha={local.alpha:g}, {type(local.component).__name__}"
+
+        out = [
+            problem(described(tiny), tiny),
+            problem(described(tiny), tiny, split_merge=True),
+        ]
+        for alpha in (0.3, 3.0):
+            local = dataclasses.replace(tiny, alpha=alpha)
+            out.append(problem(described(local), local, split_merge=True))
+        n_features = sizes["n_features"]
+        components = [
+            BetaBernoulli(a=tuple(np.linspace(0.5, 2.0, n_features)), b=1.5),
+            DirichletMultinomial(),
+            NormalGamma(),
+            NormalInverseWishart(),
+        ]
+        for component in components:
+            local = dataclasses.replace(tiny, component=component)
+            label = described(local) + (
+                " (per-feature a)" if isinstance(component, BetaBernoulli) else ""
+            )
+            out.append(problem(label, local, split_merge=True))
+        if recipe.problems["truncated"] is False:
+            local = dataclasses.replace(tiny, n_components=3)
+            out.append(problem(described(local), local, split_merge=True))
+        return out
+
+    return problems
+
+
+def _mixture_enumerate(model, items, sampler):
+    """The partition posterior (Lemma 3.1, eq. (3.8)) laid out over all label vectors."""
+    partitions, log_probs = model.partition_posterior(items)
+    return _enumerated_log_probs(partitions, log_probs, items.n_items), items.n_items
+
+
+def _mixture_exact_params(setup, state, rng):
+    """Each item's cluster weight and component parameters in the production draw."""
+    params = setup.sampler.draw_params(state, rng)
+    z = params["z"]
+    return {f"{name}[z]": np.asarray(value)[z] for name, value in params.items() if name != "z"}
+
+
+def _mixture_exact_moments(sampler, state):
+    """Exact moments given the partition: ``w`` is ``Dirichlet(n_1, .., n_K, alpha)`` (DPM) or
+    ``Dirichlet(n_k + alpha / K)`` (finite), each cluster's parameters its conjugate posterior
+    (``component.posterior_moments``); a covariance's sampling variance can be infinite, so only
+    means and second moments of finite variance are tested."""
+    labels, slots = sampler.clusters(state)
+    sizes = state.sizes[slots].astype(float)
+    n = float(sizes.sum())
+    prior = state.alpha / sampler.n_labels if sampler.finite else 0.0
+    mean, second = beta_moments(sizes + prior, n + state.alpha)
+    out = {"w[z]": (mean[labels], second[labels])}
+    for name, (mean, second) in sampler.component.posterior_moments(state.stats[slots]).items():
+        if name == "cov":
+            continue
+        out[f"{name}[z]"] = (mean[labels], None if second is None else second[labels])
+    return out
 
 
 def _has_initvals(component) -> bool:
@@ -373,36 +558,33 @@ def _mixture_mode_matched(entry, recipe, model, data, settings, rng, progressbar
     return compare(local, items, fast, reference, level="mode-matched", names=("gibbs", "pymc"))
 
 
-def _hard_statistics(model, data, idata):
-    """Replace the posterior's co-assignments and cluster counts by their values at the draws'
-    partitions ``z`` (the statistics the simulator's truth gives, exact under the CRP)."""
+def _hard_statistics(model, data, draws):
+    """Replace the draws' co-assignments and cluster counts by their values at the draws'
+    partitions ``z`` (the statistics the simulator's truth gives, exact under the CRP).
+
+    ``draws`` is a dict of arrays ``(chains, draws, ...)`` (the production sampler's draws)."""
     from latentzoo.models.mixture import default_pairs
 
-    z = idata.posterior["z"].to_numpy()
+    z = np.asarray(draws["z"])
     pairs = default_pairs(data)  # the pairs the sampler's invariants used
     coassign = (z[..., pairs[:, 0]] == z[..., pairs[:, 1]]).astype(float)
     n_occupied = (z.max(axis=-1) + 1).astype(float)
-    posterior = idata.posterior
-    idata.posterior = posterior.assign(
-        coassign=(posterior["coassign"].dims, coassign),
-        n_occupied=(posterior["n_occupied"].dims, n_occupied),
-    )
-    return idata
+    return {**draws, "coassign": coassign, "n_occupied": n_occupied}
 
 
 def _mixture_calibration(entry, recipe, model, data, settings, rng, progressbar=False):
     """Calibrated level: SBC of Gibbs with split-merge moves on items drawn from the prior, on the
-    statistics of the partition (co-assignments of all pairs, number of clusters)."""
+    statistics of the partition (co-assignments of all pairs, number of clusters).
+
+    The production sampler (``init``/``step``/``draw`` through the shared chain runner) without
+    ``InferenceData``; the result states the test's power to detect a 0.25- and a 0.5-sd bias."""
+    from latentzoo.inference.calibration import production_sampler
+
     small = recipe.small(model, "sbc")
-    gibbs = entry.methods["gibbs"]
-
-    def sampler(items, generator, n_draws):
-        idata = gibbs(
-            small, items, chains=1, draws=n_draws, tune=50, thin=5, random_state=generator,
-            progressbar=False, split_merge=True,
-        )  # fmt: skip
-        return _hard_statistics(small, items, idata)
-
+    sampler = production_sampler(
+        entry.methods["gibbs"], small, tune=50, thin=5, transform=_hard_statistics,
+        split_merge=True,
+    )  # fmt: skip
     return sbc(
         small, sampler, settings.sbc_sims, random_state=rng, progressbar=progressbar,
         statistics=("coassign", "n_occupied"), **recipe.problems["sbc"],
@@ -412,10 +594,10 @@ def _mixture_calibration(entry, recipe, model, data, settings, rng, progressbar=
 def _mixture_recipe(small, truncated: bool) -> ValidationRecipe:
     # NUTS crosses slowly between numbers of occupied clusters (truncated DPM: ESS of n_occupied
     # 80-400 per 4 x 1000 draws, R-hat up to 1.04 over five seeds; finite: R-hat up to 1.011).
-    return ValidationRecipe(
+    recipe = ValidationRecipe(
         pymc_draws_factor=4 if truncated else 2,
         checks={
-            "exact": _mixture_exact,
+            "exact": exact_level,
             "reference": _mixture_reference,
             "mode-matched": _mixture_mode_matched,
             "calibrated": _mixture_calibration,
@@ -431,7 +613,13 @@ def _mixture_recipe(small, truncated: bool) -> ValidationRecipe:
             "sbc": {"n_items": 8, "n_features": 4},
             "truncated": truncated,
         },
+        sampler="gibbs",
+        enumerate=_mixture_enumerate,
+        exact_state=lambda sampler, state: sampler.clusters(state)[0],
+        exact_params=_mixture_exact_params,
+        exact_moments=_mixture_exact_moments,
     )
+    return dataclasses.replace(recipe, exact_problems=_mixture_problems(recipe))
 
 
 def dpm() -> ValidationRecipe:

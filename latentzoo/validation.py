@@ -40,12 +40,14 @@ from latentzoo.inference.compare import (
     SBCResult,
     compare,
     exact_test,
+    moment_test,
     point_in_posterior,
     sbc,
 )
 
 __all__ = [
     "FULL",
+    "ExactProblem",
     "LEVEL_NAMES",
     "QUICK",
     "Settings",
@@ -62,7 +64,9 @@ LEVEL_NAMES = LEVELS
 class Settings:
     """Sizes of each level's problem; ``QUICK`` for tests, ``FULL`` for reports."""
 
-    exact_chains: int = 20_000
+    # Independent chains per exact problem: 10,000 detect a 0.05 change of one state's
+    # probability; the report sizes use twice as many.
+    exact_chains: int = 10_000
     exact_sweeps: int = 30
     # R-hat <= 1.01 is demanded of every invariant: with 4 x 300 draws the estimator's own noise
     # (max over ~80 quantities) crossed 1.01 for about one seed in three; 4 x 1000 keeps it near 1.005.
@@ -72,18 +76,20 @@ class Settings:
     gibbs_thin: int = 4
     real_subset: tuple = (20, 30)  # first rows, most frequent columns
     real_draws: int = 200
-    sbc_sims: int = 100
+    # 1000 simulations detect a 0.25-sd bias in one statistic (100 did 2% of the time).
+    sbc_sims: int = 1000
     full: bool = False
 
 
 QUICK = Settings()
 FULL = Settings(
+    exact_chains=20_000,
     pymc_draws=1000,
     pymc_tune=500,
     gibbs_draws=2000,
     real_subset=(60, 150),
     real_draws=300,
-    sbc_sims=200,
+    sbc_sims=1000,
     full=True,
 )
 
@@ -121,7 +127,22 @@ class ValidationRecipe:
     sampler_class : callable or None
         ``sampler_class(model, data)``: an object with ``exact_draws``.
     enumerate : callable or None
-        ``enumerate(model, data, sampler) -> (states, log_probs)``.
+        ``enumerate(model, data, sampler) -> (log_probs, n_labels)``: the unnormalised log
+        posterior of every label vector in the order of
+        :func:`~latentzoo.inference.compare.enumerate_assignments` with ``n_labels`` labels.
+    exact_problems : callable or None
+        ``exact_problems(model, rng) -> list[ExactProblem]``: the enumerable problems of the exact
+        level (None: no exact level).
+    exact_state : callable
+        ``exact_state(sampler, state) -> labels``: a chain state as the label vector that
+        ``enumerate`` scores.
+    exact_params : callable
+        ``exact_params(setup, state, rng) -> dict``: the parameters drawn by the production draw
+        (``setup`` is the family's :class:`~latentzoo.inference.mcmc.GibbsSetup`).
+    exact_moments : callable
+        ``exact_moments(sampler, state) -> {name: (mean, second)}``: exact conditional first and
+        second moments (``second`` may be None) of the parameters of ``exact_params`` given the
+        state.
     em : str
         Registry method name of the EM used for the mode-matched starts.
     initvals : callable
@@ -150,6 +171,10 @@ class ValidationRecipe:
     sampler: str | None = None
     sampler_class: Callable | None = None
     enumerate: Callable | None = None
+    exact_problems: Callable | None = None
+    exact_state: Callable | None = None
+    exact_params: Callable | None = None
+    exact_moments: Callable | None = None
     em: str | None = None
     initvals: Callable | None = None
     gibbs_start: Callable | None = None
@@ -164,18 +189,75 @@ def _log(progressbar, message):
         print(message, flush=True)
 
 
+@dataclass(frozen=True)
+class ExactProblem:
+    """One enumerable problem of the exact level: a model, a tiny data set and sampler options.
+
+    ``label`` names it in the report (data, priors and K); ``options`` go to the family's
+    ``gibbs`` (e.g. ``split_merge``).
+    """
+
+    label: str
+    model: object
+    data: object
+    options: dict = field(default_factory=dict)
+
+
 def exact_level(
     entry, recipe: ValidationRecipe, model, data, settings: Settings, rng, progressbar=False
 ) -> Comparison:
-    """Level 1: enumerate every assignment of a tiny data set."""
-    tiny = recipe.small(model, recipe.sizes["exact"])
-    data = recipe.exact_data  # the enumerable problem, not the user's data
-    sampler = recipe.sampler_class(tiny, data)
-    states, log_probs = recipe.enumerate(tiny, data, sampler)
-    draws = sampler.exact_draws(settings.exact_chains, settings.exact_sweeps, rng)
-    name = "Gibbs state frequencies = enumerated posterior"
-    check = exact_test(log_probs, draws, n_labels=int(states.max()) + 1, name=name)
-    return Comparison(checks=[check])
+    """Level 1: the production sampler against the enumerated posterior of tiny data sets.
+
+    For every problem of ``recipe.exact_problems(model, rng)`` (several data sets that reach every
+    branch of the kernels, at the user's, the default and informative priors), ``exact_chains``
+    independent chains run through the family's own ``gibbs`` setup (``init``/``step``/``draw``
+    through :func:`~latentzoo.inference.mcmc.run_chains`), each for ``exact_sweeps`` transitions,
+    and keep one draw. Two checks per problem:
+
+    - the frequencies of the final states against the enumerated posterior (chi-square,
+      :func:`~latentzoo.inference.compare.exact_test`);
+    - the parameters drawn by ``draw`` against their exact conditional moments given the drawn
+      state (:func:`~latentzoo.inference.compare.moment_test`): a sweep and a draw that are each
+      right give states and parameters from the joint posterior, and both are tested.
+    """
+    from latentzoo.inference.mcmc import run_chains
+
+    gibbs = entry.methods[recipe.sampler]
+    checks = []
+    for problem in recipe.exact_problems(model, rng):
+        setup = gibbs.prepare(
+            problem.model, problem.data, chains=settings.exact_chains, draws=1, **problem.options
+        )
+        sampler = setup.sampler
+        log_probs, n_labels = recipe.enumerate(problem.model, sampler.data, sampler)
+
+        def record(state, generator, setup=setup, sampler=sampler):
+            out = {"state": recipe.exact_state(sampler, state)}
+            drawn = recipe.exact_params(setup, state, generator)
+            for name, (mean, second) in recipe.exact_moments(sampler, state).items():
+                out[f"{name}|mean"] = drawn[name] - mean
+                if second is not None:
+                    out[f"{name}|second"] = drawn[name] ** 2 - second
+            return out
+
+        _log(progressbar, f"exact level: {problem.label}")
+        posterior, _, _ = run_chains(
+            sampler.init, sampler.step, record, chains=settings.exact_chains, draws=1,
+            tune=settings.exact_sweeps, random_state=rng, progressbar=progressbar,
+            desc=f"exact: {problem.label}",
+        )  # fmt: skip
+        states = posterior.pop("state")[:, 0]
+        checks.append(
+            exact_test(
+                log_probs, states, n_labels=n_labels,
+                name=f"{problem.label}: state frequencies = enumerated posterior",
+            )
+        )  # fmt: skip
+        residuals = {name: values[:, 0] for name, values in posterior.items()}
+        checks.append(
+            moment_test(residuals, name=f"{problem.label}: draws = exact conditional moments")
+        )
+    return Comparison(checks=checks)
 
 
 def reference_level(entry, recipe, model, data, settings, rng, progressbar=False) -> Comparison:
@@ -234,20 +316,108 @@ def mode_matched_level(entry, recipe, model, data, settings, rng, progressbar=Fa
 
 
 def calibration_level(entry, recipe, model, data, settings, rng, progressbar=False):
-    """Level 4: SBC of the Gibbs sampler on small data sets drawn from the prior."""
+    """Level 4: SBC of the Gibbs sampler on small data sets drawn from the prior.
+
+    The production sampler (``init``/``step``/``draw`` through the shared chain runner) without
+    ``InferenceData``, whose construction cost more than the sampling: 1000 simulations take
+    seconds. The result states the test's power to detect a 0.25- and a 0.5-sd bias.
+    """
+    from latentzoo.inference.calibration import production_sampler
+
     small = recipe.small(model, recipe.sizes["sbc"])
-    gibbs = entry.methods[recipe.sampler]
-
-    def sampler(data, generator, n_draws):
-        return gibbs(
-            small, data, chains=1, draws=n_draws, tune=50, thin=5, random_state=generator,
-            progressbar=False,
-        )  # fmt: skip
-
+    sampler = production_sampler(entry.methods[recipe.sampler], small, tune=50, thin=5)
     return sbc(
         small, sampler, settings.sbc_sims, random_state=rng, progressbar=progressbar,
         **recipe.sbc_data,
     )  # fmt: skip
+
+
+OPTIMALITY_EM_TOL = 1e-10
+"""Relative free-energy tolerance of the EM run whose estimate the optimality level checks."""
+
+OPTIMALITY_EM_MAX_ITER = 50_000
+"""Iteration budget of that run (the product-space EM needed up to about 3,000 on its problems)."""
+
+
+def optimality_level(entry, recipe, model, data, settings, rng, progressbar=False) -> Comparison:
+    """Optimality: the EM estimate at ``beta = 1`` is the MAP of the PyMC posterior.
+
+    On data drawn from the prior at the reference level's sizes (not separated; the user's data
+    are not used), the family's EM runs at ``betas=[1.0]`` to a relative free-energy change of
+    :data:`OPTIMALITY_EM_TOL`; then the gradient of PyMC's log density vanishes there
+    (:func:`~latentzoo.inference.optimality.kkt_check`) and ``pymc.find_MAP`` started there finds
+    no better point (:func:`~latentzoo.inference.optimality.find_map_check`). Both read only the
+    PyMC declaration, so a wrong M-step fails them whatever the EM code does. Reported skipped
+    for a family without EM, for priors below 1 (EM refuses them: no interior MAP) and where the
+    EM is no MAP of the declaration (discrete free variables: the two-sided mean field).
+
+    Examples
+    --------
+    >>> from latentzoo.models import AspectModel
+    >>> c = validate(AspectModel(2), levels=["optimality"])  # doctest: +SKIP
+    >>> c.levels_reached  # doctest: +SKIP
+    ['optimality']
+    """
+    from latentzoo.inference.optimality import OPTIMALITY, find_map_check, kkt_check
+
+    def skipped(reason):
+        return Comparison(
+            skipped=[Check(OPTIMALITY, OPTIMALITY, True, f"not applicable: {reason}")]
+        )
+
+    if recipe.em is None or "reference" not in recipe.sizes:
+        return skipped("no EM (point estimator) in this family's recipe")
+    small = recipe.small(model, recipe.sizes["reference"])
+    priors = {name: getattr(small, name) for name in ("alpha", "eta") if hasattr(small, name)}
+    if any(value < 1 for value in priors.values()):
+        shown = ", ".join(f"{name}={value:g}" for name, value in priors.items())
+        return skipped(f"EM computes a MAP only for priors >= 1 ({shown})")
+    simulated, _ = small.simulate(rng, **recipe.synthetic(settings))
+    _log(progressbar, f"optimality level: {recipe.em} at beta = 1 on {simulated}")
+    estimate = entry.methods[recipe.em](
+        small, simulated, betas=[1.0], tol=OPTIMALITY_EM_TOL, max_iter=OPTIMALITY_EM_MAX_ITER,
+        random_state=rng,
+    )  # fmt: skip
+    result = kkt_check(small, simulated, estimate.params, name=recipe.em, random_state=rng)
+    if result.skipped:  # not a point of the declaration's posterior: find_MAP does not apply
+        return result
+    result.extend(find_map_check(small, simulated, estimate.params, name=recipe.em))
+    if not getattr(estimate, "converged", True):
+        for check in result.checks:
+            check.detail += f" ({recipe.em} stopped at max_iter={OPTIMALITY_EM_MAX_ITER})"
+    return result
+
+
+def density_level(entry, recipe, model, data, settings, rng, progressbar=False) -> Comparison:
+    """Spot check: PyMC's log density = the model's log-likelihood + log prior at random points.
+
+    On data drawn from the prior at the reference level's sizes and model (co-occurrence families:
+    ``recipe.sizes["reference"]`` and ``recipe.synthetic``; mixtures: ``recipe.small(model,
+    "reference")`` and ``recipe.problems["reference"]``), at parameter draws from the prior
+    (:func:`~latentzoo.inference.optimality.density_check`): a PyMC declaration with a wrong
+    prior or likelihood fails it. Level ``"reference"``.
+
+    Examples
+    --------
+    >>> from latentzoo.zoo import ZOO
+    >>> from latentzoo.models import OneSidedClustering
+    >>> rng = np.random.default_rng(0)
+    >>> entry = ZOO["one_sided"]
+    >>> c = density_level(entry, entry.recipe(), OneSidedClustering(2), None, QUICK, rng)
+    >>> c.passed
+    True
+    """
+    from latentzoo.inference.optimality import density_check
+
+    if "reference" in recipe.sizes:
+        small = recipe.small(model, recipe.sizes["reference"])
+        keywords = recipe.synthetic(settings)
+    else:
+        small = recipe.small(model, "reference")
+        keywords = recipe.problems["reference"]
+    simulated, _ = small.simulate(rng, **keywords)
+    _log(progressbar, f"density spot check: PyMC declaration on {simulated}")
+    return density_check(small, simulated, rng)
 
 
 def cooccurrence_checks(recipe: ValidationRecipe) -> ValidationRecipe:
@@ -259,7 +429,7 @@ def cooccurrence_checks(recipe: ValidationRecipe) -> ValidationRecipe:
     """
     checks = {"reference": reference_level}
     reasons = {}
-    if recipe.exact_data is not None and recipe.sampler is not None:
+    if recipe.exact_problems is not None and recipe.sampler is not None:
         checks = {"exact": exact_level, **checks}
     else:
         reasons["exact"] = "no collapsed sampler whose posterior can be enumerated"

@@ -300,7 +300,17 @@ class AspectModel:
         }
 
     def log_prior(self, params) -> float:
-        """Log density of the Dirichlet priors (with normalising constants)."""
+        """Log density of the Dirichlet priors (with normalising constants).
+
+        ``sum_i log Dir(theta[i] | alpha) + sum_k log Dir(phi[k] | eta)``: the prior of the PyMC
+        declaration (:meth:`pymc_model`), written with ``gammaln`` independently of it.
+
+        Examples
+        --------
+        >>> params = {"theta": np.full((3, 2), 0.5), "phi": np.full((2, 4), 0.25)}
+        >>> round(AspectModel(2, alpha=1.0, eta=1.0).log_prior(params), 6)  # 2 log 3!
+        3.583519
+        """
         theta = np.asarray(params["theta"], dtype=float)
         phi = np.asarray(params["phi"], dtype=float)
         return dirichlet_logpdf(theta, self.alpha) + dirichlet_logpdf(phi, self.eta)

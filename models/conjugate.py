@@ -918,6 +918,21 @@ class BetaBernoulli(_Component):
         a_n, b_n = self._posterior(stats, D)
         return {"theta": rng.beta(a_n, b_n)}
 
+    def posterior_moments(self, stats) -> dict:
+        """Exact ``{"theta": (E theta, E theta^2)}`` of each cluster's ``Beta(a + m, b + n - m)``
+        (what :meth:`sample_posterior` draws), each ``(K, D)``.
+
+        Examples
+        --------
+        >>> mean, second = BetaBernoulli(1.0, 1.0).posterior_moments(np.array([[2.0, 1.0]]))["theta"]
+        >>> mean.tolist(), second.tolist()
+        ([[0.5]], [[0.3]])
+        """
+        stats, D = self._stats_dim(stats)
+        a_n, b_n = self._posterior(stats, D)
+        total = a_n + b_n
+        return {"theta": (a_n / total, a_n * (a_n + 1.0) / (total * (total + 1.0)))}
+
     def log_likelihood(self, params, X) -> np.ndarray:
         """``(N, K)`` Bernoulli log-likelihoods ``log f(x_i | theta_k)``."""
         X = _as_matrix(X)
@@ -1047,6 +1062,22 @@ class DirichletMultinomial(_Component):
         rng = _rng(rng)
         stats, D = self._stats_dim(stats)
         return {"theta": _log_dirichlet_rows(rng, self.hyper(D) + stats[..., 1:])}
+
+    def posterior_moments(self, stats) -> dict:
+        """Exact ``{"theta": (E theta, E theta^2)}`` of each cluster's ``Dirichlet(eta + m)``,
+        each ``(K, D)``.
+
+        Examples
+        --------
+        >>> comp = DirichletMultinomial(1.0)
+        >>> mean, second = comp.posterior_moments(np.array([[1.0, 2.0, 0.0]]))["theta"]
+        >>> mean.tolist(), second.tolist()
+        ([[0.75, 0.25]], [[0.6, 0.1]])
+        """
+        stats, D = self._stats_dim(stats)
+        a = self.hyper(D) + stats[..., 1:]
+        total = a.sum(axis=-1, keepdims=True)
+        return {"theta": (a / total, a * (a + 1.0) / (total * (total + 1.0)))}
 
     def log_likelihood(self, params, X) -> np.ndarray:
         """``(N, K)`` sequence-form log-likelihoods ``sum_d x_id log theta_kd``."""
@@ -1215,6 +1246,23 @@ class NormalGamma(_Component):
         stats, D = self._stats_dim(stats)
         kappa_n, mu_n, a_n, b_n = self._posterior(stats, D)
         return self._draw(rng, mu_n, kappa_n, a_n, b_n)
+
+    def posterior_moments(self, stats) -> dict:
+        """Exact posterior moments of each cluster's ``(mu, tau)``, each ``(K, D)``.
+
+        ``tau ~ Gamma(a_n, rate b_n)``: ``E tau = a_n / b_n``, ``E tau^2 = a_n (a_n + 1) / b_n^2``;
+        ``E mu = mu_n`` (the second moment of ``mu`` is left out (None): its sampling variance is
+        infinite unless ``a_n > 2``).
+
+        Examples
+        --------
+        >>> moments = NormalGamma(0.0, 1.0, 2.0, 2.0).posterior_moments(np.array([[1.0, 2.0, 0.0]]))
+        >>> moments["mu"][0].tolist(), moments["tau"][0].round(4).tolist()
+        ([[1.0]], [[0.8333]])
+        """
+        stats, D = self._stats_dim(stats)
+        _, mu_n, a_n, b_n = self._posterior(stats, D)
+        return {"mu": (mu_n, None), "tau": (a_n / b_n, a_n * (a_n + 1.0) / b_n**2)}
 
     def log_likelihood(self, params, X) -> np.ndarray:
         """``(N, K)`` ``sum_d log N(x_id | mu_kd, 1 / tau_kd)``."""
@@ -1488,6 +1536,28 @@ class NormalInverseWishart(_Component):
         h = self.hyperparameters(D)
         n, mu_n, chol = self._unpack(stats, D)
         return self._draw(rng, chol, h["nu0"] + n, h["kappa0"] + n, mu_n)
+
+    def posterior_moments(self, stats) -> dict:
+        """Exact posterior means of each cluster's ``mu`` ``(K, D)`` and ``cov`` ``(K, D, D)``.
+
+        ``E mu = mu_n`` and ``E cov = Psi_n / (nu_n - D - 1)`` (finite for ``nu_n > D + 1``, else
+        infinite); second moments are left out (None).
+
+        Examples
+        --------
+        >>> comp = NormalInverseWishart(nu0=4.0)
+        >>> stats = comp.stats(np.array([[0.0, 1.0]]), np.array([0]), 1)
+        >>> moments = comp.posterior_moments(stats)
+        >>> moments["mu"][0].shape, moments["cov"][0].shape
+        ((1, 2), (1, 2, 2))
+        """
+        stats, D = self._stats_dim(stats)
+        h = self.hyperparameters(D)
+        n, mu_n, chol = self._unpack(stats, D)
+        excess = (h["nu0"] + n - D - 1.0)[..., None, None]
+        with np.errstate(divide="ignore"):
+            cov = np.where(excess > 0, chol @ np.swapaxes(chol, -1, -2) / excess, np.inf)
+        return {"mu": (mu_n, None), "cov": (cov, None)}
 
     def _draw(self, rng, chol_psi, nu, kappa, mean):
         factor = _bartlett_factor(rng, chol_psi, nu)

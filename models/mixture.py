@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 import numba as nb
 import numpy as np
-from scipy.special import gammaln, logsumexp
+from scipy.special import betaln, gammaln, logsumexp, xlogy
 
 from latentzoo.data import Features
 from latentzoo.models._checks import check_integer, check_positive
@@ -670,6 +670,129 @@ class _MixtureMethods:
             loglik = pm.math.logsumexp(per_cluster, axis=1).sum()
             pm.Potential("marginal_loglik", loglik / temperature)
         return model
+
+    def pymc_values(self, params) -> dict[str, np.ndarray]:
+        """``params`` with the free variables of :meth:`pymc_model` that are not parameters added.
+
+        The DPM's stick fractions ``v`` (``n_components - 1``) from the ``n_components`` weights
+        ``w``, ``v_k = w_k / (1 - sum_{j<k} w_j)``; a Normal-inverse-Wishart component's Bartlett
+        variables from ``(mu, cov)``: ``B_k = chol(cov_k^{-1})`` (lower, positive diagonal),
+        ``A_k = chol(Psi0^{-1})^{-1} B_k``, ``bartlett_c = diag(A_k)^2``, ``bartlett_z`` its
+        entries below the diagonal (``numpy.tril_indices`` order) and ``mu_std = sqrt(kappa0)
+        B_k^T (mu_k - mu0)``. Values already in ``params`` are kept. The inverse of the maps in
+        :meth:`pymc_model`.
+
+        Examples
+        --------
+        >>> model = DirichletProcessMixture(n_components=3)
+        >>> values = model.pymc_values({"w": [0.5, 0.25, 0.25], "theta": np.full((3, 2), 0.5)})
+        >>> values["v"].tolist()
+        [0.5, 0.5]
+        """
+        out = {name: np.asarray(value) for name, value in params.items()}
+        if self._is_dp and "v" not in out and self.n_components > 1:
+            w = np.asarray(params["w"], dtype=float)
+            if w.shape != (self.n_components,) or abs(float(w.sum()) - 1.0) > 1e-6:
+                raise ValueError(
+                    f"the stick fractions v need all n_components={self.n_components} weights w "
+                    f"summing to one, got shape {w.shape} and sum {float(w.sum())!r}"
+                )
+            remaining = 1.0 - np.concatenate([[0.0], np.cumsum(w)[:-2]])
+            out["v"] = w[:-1] / remaining
+        comp = self.component
+        if isinstance(comp, NormalInverseWishart) and "bartlett_c" not in out:
+            mu = np.asarray(params["mu"], dtype=float)
+            cov = np.asarray(params["cov"], dtype=float)
+            d = mu.shape[-1]
+            mu0, kappa0, _, psi0 = _niw_hyper(comp, d)
+            chol_prec = np.linalg.cholesky(np.linalg.inv(psi0))
+            b = np.linalg.cholesky(np.linalg.inv(cov))  # (K, D, D): precision = b b^T
+            a = np.linalg.solve(chol_prec[None], b)
+            rows, cols = np.tril_indices(d, k=-1)
+            out["bartlett_c"] = np.diagonal(a, axis1=1, axis2=2) ** 2
+            if rows.size:
+                out["bartlett_z"] = a[:, rows, cols]
+            out["mu_std"] = np.sqrt(kappa0) * np.einsum("kde,kd->ke", b, mu - mu0[None])
+        return out
+
+    def log_prior(self, params) -> float:
+        """Log density of the prior at ``params``, in the free variables of :meth:`pymc_model`.
+
+        Weights: finite mixture ``log Dir(w | alpha/K)`` (no term for ``K = 1``); DPM
+        ``sum_k log Beta(v_k | 1, alpha)`` over the stick fractions of the truncation (from ``w``
+        by :meth:`pymc_values` unless ``v`` is given). Components: Beta-Bernoulli
+        ``log Beta(theta | a, b)``; Dirichlet-multinomial ``log Dir(theta[k] | eta)``;
+        Normal-Gamma ``log Gamma(tau | a0, rate b0) + log N(mu | mu0, 1/(kappa0 tau))``;
+        Normal-inverse-Wishart the density of its Bartlett variables (``chi2(nu0 - j)`` for
+        ``bartlett_c[:, j]``, standard normal ``bartlett_z`` and ``mu_std``), which is the density
+        of ``(mu, cov)`` times the Jacobian of the map. The stick and Bartlett densities are
+        densities of PyMC's variables, not of ``w`` or ``(mu, cov)``. Normalising constants are
+        included; written with ``gammaln`` independently of the PyMC declaration.
+
+        Parameters
+        ----------
+        params : dict with ``w`` (or ``v``) and the component's parameters (leading axis K)
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> model = BayesianMixture(2, alpha=2.0)  # Dir(1, 1) weights, Beta(1, 1) components
+        >>> model.log_prior({"w": [0.3, 0.7], "theta": [[0.2, 0.9], [0.5, 0.5]]})
+        0.0
+        """
+        values = self.pymc_values(params)
+        total = 0.0
+        k = self.n_components
+        if self._is_dp:
+            if k > 1:
+                v = np.asarray(values["v"], dtype=float)
+                total += float(np.sum(np.log(self.alpha) + xlogy(self.alpha - 1.0, 1.0 - v)))
+        elif k > 1:
+            w = np.asarray(values["w"], dtype=float)
+            c = self.alpha / k
+            total += float(gammaln(self.alpha) - k * gammaln(c) + np.sum(xlogy(c - 1.0, w)))
+        return total + self._component_log_prior(values)
+
+    def _component_log_prior(self, values) -> float:
+        """The component's prior density summed over clusters and features (see log_prior)."""
+        comp = self.component
+        if isinstance(comp, BetaBernoulli | DirichletMultinomial | NormalGamma):
+            d = np.shape(values[comp.param_names[0]])[1]
+            h = comp.hyperparameters(d)
+        if isinstance(comp, BetaBernoulli):
+            theta = np.asarray(values["theta"], dtype=float)
+            a, b = h["a"][None], h["b"][None]
+            body = xlogy(a - 1.0, theta) + xlogy(b - 1.0, 1.0 - theta) - betaln(a, b)
+            return float(np.sum(body))
+        if isinstance(comp, DirichletMultinomial):
+            theta = np.asarray(values["theta"], dtype=float)
+            eta = h["eta"]
+            norm = gammaln(eta.sum()) - np.sum(gammaln(eta))
+            return float(theta.shape[0] * norm + np.sum(xlogy(eta[None] - 1.0, theta)))
+        if isinstance(comp, NormalGamma):
+            mu = np.asarray(values["mu"], dtype=float)
+            tau = np.asarray(values["tau"], dtype=float)
+            mu0, kappa0, a0, b0 = (h[name][None] for name in ("mu0", "kappa0", "a0", "b0"))
+            gamma = a0 * np.log(b0) - gammaln(a0) + xlogy(a0 - 1.0, tau) - b0 * tau
+            precision = kappa0 * tau
+            normal = 0.5 * np.log(precision / (2.0 * np.pi)) - 0.5 * precision * (mu - mu0) ** 2
+            return float(np.sum(gamma + normal))
+        if isinstance(comp, NormalInverseWishart):
+            c = np.asarray(values["bartlett_c"], dtype=float)
+            d = c.shape[1]
+            _, _, nu0, _ = _niw_hyper(comp, d)
+            half = 0.5 * (nu0 - np.arange(d, dtype=float))[None]  # chi2(nu0 - j): Gamma(k/2, 1/2)
+            chi2 = xlogy(half - 1.0, c) - 0.5 * c - half * np.log(2.0) - gammaln(half)
+            normals = [np.asarray(values["mu_std"], dtype=float)]
+            if "bartlett_z" in values:
+                normals.append(np.asarray(values["bartlett_z"], dtype=float))
+            squares = sum(float(np.sum(z**2)) for z in normals)
+            count = sum(z.size for z in normals)
+            return float(np.sum(chi2)) - 0.5 * squares - 0.5 * count * np.log(2.0 * np.pi)
+        raise NotImplementedError(f"no prior density for the component {type(comp).__name__}")
 
     # ------------------------------------------------------------------ likelihoods
     def _joint(self, params, data):

@@ -444,7 +444,19 @@ class ProductSpaceMixture:
         }
 
     def log_prior(self, params) -> float:
-        """Log density of the Dirichlet priors (with normalising constants)."""
+        """Log density of the Dirichlet priors (with normalising constants).
+
+        ``log Dir(pi | alpha)`` over the ``Kx*Ky`` pairs (``pi_flat`` of :meth:`pymc_model`) plus
+        ``log Dir(eta)`` of every row of ``p_row`` and ``q_col``, written with ``gammaln``
+        independently of the PyMC declaration.
+
+        Examples
+        --------
+        >>> params = {"pi": np.full((2, 2), 0.25), "p_row": np.full((2, 3), 1 / 3),
+        ...           "q_col": np.full((2, 3), 1 / 3)}
+        >>> round(ProductSpaceMixture(2, 2, alpha=1.0, eta=1.0).log_prior(params), 6)  # log 3! 2!^4
+        4.564348
+        """
         pi, p_row, q_col = self._unpack(params)
         return (
             dirichlet_logpdf(pi.reshape(1, -1), self.alpha)

@@ -861,6 +861,45 @@ class TwoSidedClustering:
             sizes_x, sizes_y, mass_x, mass_y, block, n_i, m_j, self.alpha, self.eta
         )
 
+    def log_prior(self, params) -> float:
+        """Log prior mass of the partitions ``I`` and ``J``, the cluster weights integrated out.
+
+        ``I_i ~ Cat(rho^x)`` with ``rho^x ~ Dir(alpha)`` collapsed: the symmetric
+        Dirichlet-multinomial probability of the labelled assignment,
+        ``Gamma(Kx alpha) / Gamma(N + Kx alpha) prod_nu Gamma(s_nu + alpha) / Gamma(alpha)`` with
+        ``s_nu`` the cluster sizes, and likewise for ``J``. These are the only free variables of
+        :meth:`pymc_model` (its ``Categorical`` declarations plus the ``assignment_prior``
+        potential); ``pi`` and ``psi`` are integrated out of the likelihood there, so other keys of
+        ``params`` are ignored. Written with ``gammaln`` independently of the PyMC declaration.
+
+        Parameters
+        ----------
+        params : dict with ``I`` (N,) and ``J`` (M,) integer labels
+
+        Returns
+        -------
+        float
+
+        Examples
+        --------
+        >>> model = TwoSidedClustering(2, 2, alpha=1.0)
+        >>> bool(np.isclose(model.log_prior({"I": [0, 0, 1], "J": [0, 1]}), np.log(1 / 72)))
+        True
+        """
+        kx, ky = self.shape
+        alpha = float(self.alpha)
+        total = 0.0
+        for name, k in (("I", kx), ("J", ky)):
+            labels = np.asarray(params[name])
+            labels = _labels(labels, labels.shape[0] if labels.ndim else -1, k, name)
+            sizes = np.bincount(labels, minlength=k)
+            total += float(
+                gammaln(k * alpha)
+                - gammaln(labels.shape[0] + k * alpha)
+                + np.sum(gammaln(sizes + alpha) - gammaln(alpha))
+            )
+        return total
+
     # --------------------------------------------------------------- reference
     def pymc_model(self, data, temperature: float = 1.0):
         """The PyMC reference: ``I`` and ``J`` as ``pm.Categorical``, everything else collapsed.

@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 import latentzoo
@@ -48,18 +49,24 @@ def test_quick_validation_passes_every_applicable_level(model, reached, skipped)
         assert f"| {level} | - | skipped | not applicable" in text
 
 
+def _wrong_model_gibbs(gibbs, wrong):
+    """``gibbs`` run on ``wrong(model)`` instead of the model (its ``prepare`` too)."""
+
+    def mutated(model, data, **options):
+        return gibbs(wrong(model), data, **options)
+
+    mutated.prepare = lambda model, data, **options: gibbs.prepare(wrong(model), data, **options)
+    return mutated
+
+
 def _wrong_prior_family(family):
     """The aspect family with a sampler whose prior differs from the reference's (eta x 5)."""
-    from latentzoo.inference.aspect import AspectGibbs, gibbs
 
     def wrong(model):
         return dataclasses.replace(model, eta=model.eta * 5)
 
-    recipe = dataclasses.replace(
-        family.recipe(), sampler_class=lambda model, data: AspectGibbs(wrong(model), data)
-    )
-    methods = {**family.methods, "gibbs": lambda model, data, **o: gibbs(wrong(model), data, **o)}
-    return dataclasses.replace(family, methods=methods, recipe=lambda: recipe)
+    methods = {**family.methods, "gibbs": _wrong_model_gibbs(family.methods["gibbs"], wrong)}
+    return dataclasses.replace(family, methods=methods)
 
 
 def test_validation_fails_for_a_sampler_with_the_wrong_prior(monkeypatch):
@@ -92,31 +99,54 @@ def test_a_family_extends_its_checks(monkeypatch):
 
 
 def test_dpm_validation_fails_for_a_sampler_with_the_wrong_concentration(monkeypatch):
-    """A DPM Gibbs sampler targeting alpha x 4 fails the exact level (both move sets)."""
-    from latentzoo.inference.mixture import MixtureGibbs
-
+    """A DPM Gibbs sampler targeting alpha x 4 fails the exact level on the user's problem (both
+    move sets) and at the informative priors."""
     family = ZOO["dpm"]
-    recipe = family.recipe()
 
-    def exact(entry, recipe, model, data, settings, rng, progressbar):
-        wrong = dataclasses.replace(model, alpha=model.alpha * 4)
-        real = validation_module_mixture_gibbs.MixtureGibbs
-        monkeypatch.setattr(
-            validation_module_mixture_gibbs,
-            "MixtureGibbs",
-            lambda model, items, **options: real(wrong, items, **options),
-        )
-        return recipe_exact(entry, recipe, model, data, settings, rng, progressbar)
+    def wrong(model):
+        return dataclasses.replace(model, alpha=model.alpha * 4)
 
-    import latentzoo.inference.mixture as validation_module_mixture_gibbs
-    from latentzoo.recipes import _mixture_exact as recipe_exact
-
-    assert validation_module_mixture_gibbs.MixtureGibbs is MixtureGibbs
-    mutated = dataclasses.replace(recipe, checks={**recipe.checks, "exact": exact})
-    monkeypatch.setitem(ZOO, "dpm", dataclasses.replace(family, recipe=lambda: mutated))
-    comparison = latentzoo.validate(DirichletProcessMixture(alpha=0.5), levels=["exact"])
+    methods = {**family.methods, "gibbs": _wrong_model_gibbs(family.methods["gibbs"], wrong)}
+    monkeypatch.setitem(ZOO, "dpm", dataclasses.replace(family, methods=methods))
+    settings = dataclasses.replace(validation.QUICK, exact_chains=2000)
+    comparison = latentzoo.validate(
+        DirichletProcessMixture(alpha=0.5), levels=["exact"], settings=settings
+    )
     assert not comparison.passed
-    assert [check.passed for check in comparison.checks] == [False, False]
+    frequencies = [c for c in comparison.checks if "state frequencies" in c.name]
+    assert not any(c.passed for c in frequencies[:4]), comparison.verdict()
+
+
+def test_exact_level_catches_a_step_that_does_nothing(monkeypatch):
+    """The exact level drives the production init/step/draw: a sweep that never moves fails."""
+    from latentzoo.inference.one_sided import OneSidedGibbs
+
+    monkeypatch.setattr(OneSidedGibbs, "step", lambda self, state: state)
+    settings = dataclasses.replace(validation.QUICK, exact_chains=2000)
+    comparison = latentzoo.validate(OneSidedClustering(2), levels=["exact"], settings=settings)
+    frequencies = [c for c in comparison.checks if "state frequencies" in c.name]
+    assert frequencies and not any(c.passed for c in frequencies), comparison.verdict()
+
+
+def test_exact_level_catches_a_wrong_dirichlet_draw(monkeypatch):
+    """``theta ~ Dir(n + alpha - 1)`` in ``draw`` leaves the states right and the moments wrong."""
+    from latentzoo.inference import aspect
+    from latentzoo.inference.mcmc import dirichlet_rows
+
+    def draw(self, state, rng):
+        alpha = self.model.alpha - 1.0
+        theta = dirichlet_rows(rng, np.maximum(state.n_doc_topic + alpha, 1e-3))
+        phi = dirichlet_rows(rng, state.n_word_topic.T + self.model.eta)
+        return {"theta": theta, "phi": phi}
+
+    monkeypatch.setattr(aspect.AspectGibbs, "draw", draw)
+    from latentzoo.models import AspectModel
+
+    settings = dataclasses.replace(validation.QUICK, exact_chains=2000)
+    comparison = latentzoo.validate(AspectModel(2), levels=["exact"], settings=settings)
+    moments = [c for c in comparison.checks if "moments" in c.name]
+    # At the user's (here the default) priors the shift is 1 / (n + alpha): many sds at 2000 chains.
+    assert moments and not moments[0].passed, comparison.verdict()
 
 
 def test_mode_matched_level_of_a_niw_mixture_is_reported_not_applicable():

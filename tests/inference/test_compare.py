@@ -18,7 +18,6 @@ from latentzoo.inference.compare import (
     compare,
     enumerate_assignments,
     exact_test,
-    sbc,
     summarize,
 )
 from latentzoo.models import AspectModel
@@ -224,50 +223,6 @@ def test_exact_test_rejects_at_its_nominal_rate():
         for _ in range(200)
     )
     assert abs(rejections - 20) < 5 * math.sqrt(200 * 0.1 * 0.9), rejections
-
-
-# ----------------------------------------------------------------------------- SBC
-class NormalMean:
-    """Conjugate toy model: mu ~ N(0, 1), y_1..y_n | mu ~ N(mu, 1); the invariant is mu itself."""
-
-    invariant_names = ("mu",)
-
-    def simulate(self, rng, n=5):
-        mu = rng.normal()
-        return rng.normal(mu, 1.0, size=n), {"mu": mu}
-
-    def invariants(self, params, data):
-        return {"mu": np.asarray(params["mu"])}
-
-
-def posterior_sampler(sd_factor=1.0):
-    def sampler(y, rng, n_draws):
-        var = 1.0 / (1.0 + len(y))
-        mean = var * y.sum()
-        draws = rng.normal(mean, sd_factor * math.sqrt(var), size=(1, n_draws))
-        return az.from_dict(posterior={"mu": draws})
-
-    return sampler
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_sbc_passes_for_the_exact_posterior(seed):
-    result = sbc(NormalMean(), posterior_sampler(), 300, random_state=seed, n=5, alpha=1e-5)
-    assert result.check.passed, result.check.detail
-    assert list(result.ranks.columns) == ["mu"] and len(result.ranks) == 300
-    assert result.ranks["mu"].between(0, 99).all()
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-def test_sbc_fails_for_an_overconfident_posterior(seed):
-    # Half the posterior sd: ranks pile up at both ends (measured min p ~ 1e-30 at 300 sims).
-    result = sbc(NormalMean(), posterior_sampler(0.5), 300, random_state=seed, n=5, alpha=1e-5)
-    assert not result.check.passed, result.check.detail
-
-
-def test_sbc_rejects_bins_that_do_not_divide_the_ranks():
-    with pytest.raises(ValueError, match="multiple of bins"):
-        sbc(NormalMean(), posterior_sampler(), 10, n_draws=100)
 
 
 # ----------------------------------------------------------------------------- label switching

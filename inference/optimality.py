@@ -1,0 +1,542 @@
+"""Point estimators checked by optimality, and the PyMC declaration checked against the model.
+
+Three checks, each independent of the code it checks:
+
+* :func:`density_check` (level ``"reference"``): at random points of the prior, the log density of
+  the PyMC declaration (without the Jacobians of its transforms) equals the model's
+  ``log_likelihood`` plus :meth:`log_prior`, each written with numpy/scipy independently of
+  PyMC. The prior terms must agree exactly; the likelihood terms up to a constant common to all
+  points (a multinomial coefficient that one side leaves out). A wrong prior in the declaration
+  (theta's Dirichlet using ``eta``) or a wrong likelihood fails it.
+* :func:`kkt_check` (level ``"optimality"``): at the estimate of an EM run at ``beta = 1`` (a MAP
+  estimate), the gradient of PyMC's log density with respect to its unconstrained value variables
+  vanishes. PyMC's simplex transform is a diffeomorphism onto the interior of the simplex, so this
+  is the stationarity (KKT) condition of the MAP under the simplex constraints; the gradient comes
+  from PyTensor's automatic differentiation of the declaration, not from the EM code, so an M-step
+  with ``alpha`` in place of ``alpha - 1`` fails it. Where a prior concentration is ``<= 1`` and
+  the MAP may sit on the boundary, the sign condition of the KKT conditions is checked as well.
+* :func:`find_map_check` (level ``"optimality"``): ``pymc.find_MAP`` started at the estimate does
+  not improve the log posterior by more than :data:`MAP_GAIN_TOL` nats, and the invariants at its
+  optimum equal the estimate's.
+
+**Units of the KKT residual.** In PyMC's simplex coordinates ``u`` the partial derivative of the
+log density is a difference of two *count residuals* ``x_k (G_k - lambda)`` (``G`` the gradient
+in the natural coordinates, ``lambda = sum_k x_k G_k`` the Lagrange multiplier): expected counts
+plus pseudo-counts minus the fitted share of their total. A pseudo-count that is off by ``delta``
+shows as residuals of order ``delta`` (``|K x_k - 1|`` for ``delta = 1``), whatever the data size.
+EM stopped at a relative free-energy change of ``1e-10`` leaves residuals of ``1e-5`` to ``1e-3``
+counts on the validation problems (it converges linearly, so the remaining residual is about the
+square root of the last change times the curvature); :data:`KKT_TOL` = 0.05 counts lies a factor
+of 50 or more above that and 20 below a pseudo-count error of one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import warnings
+
+import numpy as np
+
+from latentzoo.inference.compare import Check, Comparison
+
+__all__ = [
+    "DENSITY_RTOL",
+    "INVARIANT_ATOL",
+    "KKT_TOL",
+    "MAP_GAIN_TOL",
+    "density_check",
+    "find_map_check",
+    "kkt_check",
+    "prior_draw",
+    "pymc_free_values",
+]
+
+DENSITY_RTOL = 1e-6
+"""Relative tolerance of :func:`density_check` (of the largest absolute log density compared)."""
+
+KKT_TOL = 0.05
+"""Largest KKT residual (counts; see the module docstring) that passes :func:`kkt_check`."""
+
+MAP_GAIN_TOL = 1e-3
+"""Largest gain of the log posterior (nats) that ``find_MAP`` may find from a MAP estimate."""
+
+INVARIANT_ATOL = 1e-3
+"""Largest difference of an invariant between EM and ``find_MAP``, relative to ``max(1, |value|)``."""
+
+OPTIMALITY = "optimality"
+"""The level name of the optimality checks."""
+
+
+# ----------------------------------------------------------------------------- PyMC points
+@contextlib.contextmanager
+def _compiling():
+    """Compile PyTensor functions with few graph rewrites and PyMC's warnings silenced.
+
+    Each function here is evaluated a handful of times (``find_MAP``: a few hundred), so compiling
+    dominates: ``FAST_COMPILE`` measured 1.5 s against 3-5 s per log density and gradient pair.
+    """
+    import pytensor
+
+    with warnings.catch_warnings(), pytensor.config.change_flags(mode="FAST_COMPILE"):
+        warnings.simplefilter("ignore")
+        yield
+
+
+def pymc_free_values(model, params, pm_model) -> dict[str, np.ndarray]:
+    """The natural (constrained) values of the free variables of ``pm_model`` at ``params``.
+
+    A free variable named like a parameter takes its value; ``<name>_flat`` the flattened
+    ``params[name]`` (the product-space mixture's ``pi_flat``); a model with a ``pymc_values``
+    method (the mixtures: stick fractions, Bartlett variables) supplies the others.
+
+    Parameters
+    ----------
+    model : a registered model
+    params : dict of parameter arrays, named as in ``model.param_names``
+    pm_model : pymc.Model
+        ``model.pymc_model(data)``.
+
+    Returns
+    -------
+    dict mapping each free variable's name to a numpy array of its dtype
+
+    Examples
+    --------
+    >>> from latentzoo.models import ProductSpaceMixture
+    >>> model = ProductSpaceMixture(2, 2)
+    >>> data, truth = model.simulate(0, n_docs=4, n_words=5, n_tokens=30)
+    >>> sorted(pymc_free_values(model, truth, model.pymc_model(data)))
+    ['p_row', 'pi_flat', 'q_col']
+    """
+    source = model.pymc_values(params) if hasattr(model, "pymc_values") else dict(params)
+    out = {}
+    for rv in pm_model.free_RVs:
+        name = rv.name
+        if name in source:
+            value = source[name]
+        elif name.endswith("_flat") and name[: -len("_flat")] in source:
+            value = np.ravel(source[name[: -len("_flat")]])
+        else:
+            raise ValueError(f"params give no value for the PyMC variable {name!r}")
+        out[name] = np.asarray(value, dtype=rv.dtype).reshape(tuple(rv.shape.eval()))
+    return out
+
+
+def _value_point(pm_model, natural) -> dict[str, np.ndarray]:
+    """The point of PyMC's value variables (transformed space) at the natural values."""
+    from pymc.initial_point import make_initial_point_fn
+
+    point = make_initial_point_fn(
+        model=pm_model, overrides=natural, jitter_rvs=set(), return_transformed=True
+    )(0)
+    return {name: np.asarray(value) for name, value in point.items()}
+
+
+def _is_discrete(rv) -> bool:
+    return rv.dtype.startswith("int") or rv.dtype.startswith("uint") or rv.dtype == "bool"
+
+
+def _prior_and_likelihood_terms(pm_model):
+    """``(prior, likelihood)`` terms of the declaration: free variables and potentials named
+    ``*prior*`` against observed variables and the other potentials."""
+    prior = [*pm_model.free_RVs, *(p for p in pm_model.potentials if "prior" in p.name)]
+    likelihood = [
+        *pm_model.observed_RVs,
+        *(p for p in pm_model.potentials if "prior" not in p.name),
+    ]
+    return prior, likelihood
+
+
+def _model_log_likelihood(model, params, data, pm_model) -> float:
+    """The model's own log-likelihood of ``data`` at ``params`` (summed), as the declaration has it.
+
+    When every free variable of the declaration is discrete (the two-sided model, whose
+    continuous parameters are integrated out), the likelihood of the declaration is the collapsed
+    one: ``collapsed_log_joint`` minus :meth:`log_prior`. A model with a
+    ``joint_log_likelihood`` (the product-space mixture, whose ``log_likelihood`` is the
+    conditional ``P(y | x)`` while its declaration and EM are the joint model) is scored by it.
+    """
+    if all(_is_discrete(rv) for rv in pm_model.free_RVs):
+        labels = [params[name] for name in model.param_names]
+        joint = float(np.asarray(model.collapsed_log_joint(*labels, data)).ravel()[0])
+        return joint - float(model.log_prior(params))
+    score = getattr(model, "joint_log_likelihood", model.log_likelihood)
+    return float(np.sum(score(params, data)))
+
+
+def prior_draw(model, data, rng) -> dict[str, np.ndarray]:
+    """Parameters drawn from the prior of ``model`` at the sizes of ``data``.
+
+    The truth of ``model.simulate`` at the data's sizes (its data are discarded); for the
+    Dirichlet process mixture, whose PyMC declaration is truncated, the ``n_components - 1`` stick
+    fractions ``v ~ Beta(1, alpha)``, the weights they give and ``n_components`` component draws.
+
+    Examples
+    --------
+    >>> from latentzoo.models import OneSidedClustering
+    >>> from latentzoo.data import load
+    >>> draw = prior_draw(OneSidedClustering(2), load("toy"), np.random.default_rng(0))
+    >>> draw["rho"].shape, draw["q"].shape
+    ((2,), (2, 8))
+    """
+    from latentzoo.models import DirichletProcessMixture
+
+    rng = np.random.default_rng(rng)
+    if isinstance(model, DirichletProcessMixture):
+        k = model.n_components
+        v = rng.beta(1.0, model.alpha, size=k - 1)
+        rest = np.concatenate([[1.0], np.cumprod(1.0 - v)])
+        w = rest * np.concatenate([v, [1.0]])
+        params = model.component.sample_prior(rng, k, data.n_features)
+        return {"w": w, "v": v, **{name: np.asarray(x) for name, x in params.items()}}
+    keywords = inspect.signature(model.simulate).parameters
+    if "n_docs" in keywords:
+        sizes = {"n_docs": data.n_rows, "n_words": data.n_cols}
+    elif "n_rows" in keywords:
+        sizes = {"n_rows": data.n_rows, "n_cols": data.n_cols}
+    elif "n_items" in keywords:
+        sizes = {"n_items": data.n_items, "n_features": data.n_features}
+    else:
+        raise ValueError(f"cannot draw parameters of {type(model).__name__} at the data's sizes")
+    _, truth = model.simulate(rng, **sizes)
+    return truth
+
+
+# ----------------------------------------------------------------------------- density
+def density_check(model, data, rng, n_points: int = 5, rtol: float = DENSITY_RTOL) -> Comparison:
+    """The PyMC declaration's log density equals the model's log-likelihood plus log prior.
+
+    At ``n_points`` parameter draws from the prior (:func:`prior_draw`; a draw where either side
+    is not finite is replaced, up to ten times per point) the declaration's log density without
+    Jacobians is split into its prior terms (free variables and potentials named ``*prior*``) and
+    its likelihood terms (observed variables and the other potentials). The prior terms must equal
+    ``model.log_prior(params)``; the likelihood terms must equal the model's log-likelihood up to a
+    constant common to all points (the mean difference is removed); so must the totals. Tolerance:
+    ``rtol`` times the largest absolute log density compared (at least 1).
+
+    Parameters
+    ----------
+    model : a registered model
+    data : the model's data container
+    rng : int or numpy.random.Generator
+    n_points : int
+        At least 2 (the likelihood is compared up to a constant).
+    rtol : float
+
+    Returns
+    -------
+    Comparison
+        One check, level ``"reference"``, named ``"pymc log density = log-likelihood + log
+        prior"``, with the largest deviations in ``numbers``.
+
+    Examples
+    --------
+    >>> from latentzoo.models import AspectModel
+    >>> model = AspectModel(2)
+    >>> data, _ = model.simulate(0, n_docs=4, n_words=6, doc_length=10)
+    >>> density_check(model, data, 0, n_points=3).passed
+    True
+    """
+    if int(n_points) != n_points or n_points < 2:
+        raise ValueError(f"n_points must be an integer >= 2, got {n_points!r}")
+    if not rtol > 0:
+        raise ValueError(f"rtol must be positive, got {rtol!r}")
+    rng = np.random.default_rng(rng)
+    data = model.check_data(data)
+    pm_model = model.pymc_model(data)
+    prior_terms, likelihood_terms = _prior_and_likelihood_terms(pm_model)
+    with _compiling():
+        prior_fn = pm_model.compile_logp(vars=prior_terms, jacobian=False)
+        likelihood_fn = pm_model.compile_logp(vars=likelihood_terms, jacobian=False)
+    rows = []
+    for _ in range(int(n_points)):
+        for _attempt in range(10):
+            params = prior_draw(model, data, rng)
+            point = _value_point(pm_model, pymc_free_values(model, params, pm_model))
+            with np.errstate(all="ignore"):
+                row = (
+                    float(prior_fn(point)),
+                    float(likelihood_fn(point)),
+                    float(model.log_prior(params)),
+                    _model_log_likelihood(model, params, data, pm_model),
+                )
+            if np.all(np.isfinite(row)):
+                break
+        else:
+            raise RuntimeError("ten prior draws in a row gave a non-finite log density")
+        rows.append(row)
+    pymc_prior, pymc_lik, own_prior, own_lik = np.array(rows).T
+    scale = max(1.0, float(np.max(np.abs(rows))))
+    tolerance = rtol * scale
+    lik_gap = pymc_lik - own_lik
+    total_gap = (pymc_prior + pymc_lik) - (own_prior + own_lik)
+    numbers = {
+        "prior_max_abs_diff": float(np.max(np.abs(pymc_prior - own_prior))),
+        "likelihood_max_abs_diff": float(np.max(np.abs(lik_gap - lik_gap.mean()))),
+        "total_max_abs_diff": float(np.max(np.abs(total_gap - total_gap.mean()))),
+        "likelihood_offset": float(lik_gap.mean()),
+        "tolerance": tolerance,
+        "n_points": int(n_points),
+    }
+    parts = ("prior", "likelihood", "total")
+    bad = [part for part in parts if numbers[f"{part}_max_abs_diff"] > tolerance]
+    detail = (
+        f"{int(n_points)} prior draws: max |difference| prior {numbers['prior_max_abs_diff']:.2g}, "
+        f"likelihood {numbers['likelihood_max_abs_diff']:.2g} (after a common offset "
+        f"{numbers['likelihood_offset']:.4g}), total {numbers['total_max_abs_diff']:.2g} "
+        f"(tolerance {tolerance:.2g})"
+    )
+    if bad:
+        detail += f"; the {' and '.join(bad)} terms disagree"
+    check = Check(
+        "reference", "pymc log density = log-likelihood + log prior", not bad, detail, numbers
+    )
+    return Comparison(checks=[check])
+
+
+# ----------------------------------------------------------------------------- optimality
+def _not_a_posterior_point(pm_model, name, check_name) -> Comparison | None:
+    """A skipped check when the declaration has discrete free variables (no gradient, and a
+    point estimate of the continuous parameters is not a point of its posterior)."""
+    discrete = [rv.name for rv in pm_model.free_RVs if _is_discrete(rv)]
+    if not discrete:
+        return None
+    reason = (
+        f"not applicable: the PyMC declaration's free variables {', '.join(discrete)} are "
+        "discrete (the continuous parameters are integrated out), so the "
+        f"{name} estimate of the continuous parameters (e.g. a variational mean-field fixed "
+        "point) is no point of its posterior and there is no gradient to vanish"
+    )
+    return Comparison(skipped=[Check(OPTIMALITY, check_name, True, reason)])
+
+
+def _concentrations(rv) -> np.ndarray | None:
+    """The Dirichlet concentration of a simplex-valued free variable (None for others)."""
+    node = rv.owner
+    try:
+        params = node.op.dist_params(node)
+    except (AttributeError, TypeError):
+        return None
+    if not params:
+        return None
+    return np.asarray(params[-1].eval(), dtype=float)
+
+
+def _simplex_rvs(pm_model):
+    from pymc.logprob.transforms import SimplexTransform
+
+    return [
+        rv
+        for rv in pm_model.free_RVs
+        if isinstance(pm_model.rvs_to_transforms.get(rv), SimplexTransform)
+    ]
+
+
+def _dual_violation(pm_model, natural, tol) -> tuple[float, int]:
+    """Largest sign violation of the KKT conditions at coordinates on the simplex boundary.
+
+    In natural coordinates, with ``G`` the gradient of the log density and ``lambda = sum_k x_k
+    G_k`` per simplex row: a coordinate whose expected count ``x_k lambda`` is below ``tol``
+    (numerically on the boundary, where the residual in ``u`` vanishes whatever the gradient)
+    must have ``(G_k - lambda) / lambda <= 0``, the gain in nats of moving one count's share of
+    mass onto it. Returns the largest such gain (``-inf`` without boundary coordinates) and the
+    number of boundary coordinates.
+    """
+    from pymc.model.transform.conditioning import remove_value_transforms
+
+    plain = remove_value_transforms(pm_model)
+    simplex = [rv.name for rv in _simplex_rvs(pm_model)]
+    rvs = [plain[name] for name in simplex]
+    with _compiling():
+        dlogp = plain.compile_dlogp(vars=rvs, jacobian=False)
+    point = {rv.name: natural[rv.name] for rv in plain.free_RVs}
+    gradient = np.asarray(dlogp(point), dtype=float)
+    worst, n_boundary, start = -np.inf, 0, 0
+    for name in simplex:
+        x = np.asarray(natural[name], dtype=float)
+        g = gradient[start : start + x.size].reshape(x.shape)
+        start += x.size
+        lam = np.sum(x * g, axis=-1, keepdims=True)
+        on_boundary = (x * lam < tol) & (lam > 1e-12)
+        n_boundary += int(on_boundary.sum())
+        if on_boundary.any():
+            gain = (g - lam) / np.where(lam > 0, lam, 1.0)
+            worst = max(worst, float(np.max(np.where(on_boundary, gain, -np.inf))))
+    return worst, n_boundary
+
+
+def kkt_check(
+    model, data, params, name: str = "annealed EM", tol: float = KKT_TOL, random_state=0
+) -> Comparison:
+    """The MAP estimate ``params`` is a stationary point of the PyMC posterior (KKT conditions).
+
+    The gradient of ``pm_model.logp(jacobian=False)`` with respect to the value variables
+    (PyMC's unconstrained coordinates) at ``params``: its largest absolute entry, in counts (see
+    the module docstring), must not exceed ``tol``. It is reported with the same statistic at a
+    draw from the prior (the scale of a gradient away from the optimum). When some simplex
+    variable has a Dirichlet concentration ``<= 1`` (its MAP may lie on the boundary), the sign
+    condition at the boundary coordinates is checked too (:func:`_dual_violation`, same ``tol``).
+    Not applicable when the declaration's free variables are discrete (the two-sided model).
+
+    Parameters
+    ----------
+    model : a registered model
+    data : the data the estimate was fitted to
+    params : dict
+        The estimate (an EM run with ``betas=[1.0]``), named as in ``model.param_names``.
+    name : str
+        The estimator's name, for the report.
+    tol : float
+        Largest residual that passes, in counts.
+    random_state : int or Generator
+        For the prior draw that sets the reported scale.
+
+    Returns
+    -------
+    Comparison
+        One check, level ``"optimality"``, or a skipped one.
+
+    Examples
+    --------
+    >>> from latentzoo.inference.aspect import annealed_em
+    >>> from latentzoo.models import AspectModel
+    >>> model = AspectModel(2)
+    >>> data, _ = model.simulate(0, n_docs=5, n_words=6, doc_length=20)
+    >>> fit = annealed_em(model, data, betas=[1.0], tol=1e-10, max_iter=5000, random_state=0)
+    >>> kkt_check(model, data, fit.params).passed
+    True
+    """
+    if not tol > 0:
+        raise ValueError(f"tol must be positive, got {tol!r}")
+    check_name = f"{name} satisfies the MAP's KKT conditions"
+    data = model.check_data(data)
+    pm_model = model.pymc_model(data)
+    skipped = _not_a_posterior_point(pm_model, name, check_name)
+    if skipped is not None:
+        return skipped
+    rvs = list(pm_model.free_RVs)
+    with _compiling():
+        dlogp = pm_model.compile_dlogp(vars=rvs, jacobian=False)
+    natural = pymc_free_values(model, params, pm_model)
+    gradient = np.asarray(dlogp(_value_point(pm_model, natural)), dtype=float)
+    residual = float(np.max(np.abs(gradient)))
+    draw = prior_draw(model, data, np.random.default_rng(random_state))
+    with np.errstate(all="ignore"):
+        away = np.asarray(
+            dlogp(_value_point(pm_model, pymc_free_values(model, draw, pm_model))), dtype=float
+        )
+    scale = float(np.max(np.abs(away[np.isfinite(away)]))) if np.isfinite(away).any() else np.nan
+    numbers = {
+        "max_abs_gradient": residual,
+        "gradient_at_prior_draw": scale,
+        "relative": residual / scale if scale > 0 else np.nan,
+        "tolerance": float(tol),
+        "n_coordinates": int(gradient.size),
+    }
+    passed = bool(residual <= tol)
+    detail = (
+        f"max |d log p / d u| = {residual:.3g} counts over {gradient.size} unconstrained "
+        f"coordinates (tolerance {tol:g}; {scale:.3g} at a prior draw)"
+    )
+    boundary = [
+        rv.name
+        for rv in _simplex_rvs(pm_model)
+        if (c := _concentrations(rv)) is not None and np.any(c <= 1.0)
+    ]
+    if boundary:
+        violation, n_boundary = _dual_violation(pm_model, natural, tol)
+        numbers.update({"boundary_gain": violation, "n_boundary": n_boundary})
+        passed = passed and violation <= tol
+        detail += f"; prior concentration <= 1 on {', '.join(boundary)}: {n_boundary} coordinates"
+        detail += " on the boundary"
+        if n_boundary:
+            detail += f", largest gain of moving mass onto one {violation:.3g} (tolerance {tol:g})"
+
+    return Comparison(checks=[Check(OPTIMALITY, check_name, passed, detail, numbers)])
+
+
+def find_map_check(
+    model,
+    data,
+    params,
+    name: str = "annealed EM",
+    gain_tol: float = MAP_GAIN_TOL,
+    invariant_atol: float = INVARIANT_ATOL,
+    maxeval: int = 20_000,
+) -> Comparison:
+    """``pymc.find_MAP`` started at the estimate finds no better posterior point.
+
+    L-BFGS on PyMC's log density without Jacobians (the MAP objective in the natural
+    parametrisation) from ``params``: the log posterior may rise by at most ``gain_tol`` nats, and
+    every invariant at ``find_MAP``'s optimum must equal the estimate's within ``invariant_atol``
+    times ``max(1, |value|)``. Not applicable when the declaration's free variables are discrete.
+
+    Parameters
+    ----------
+    model : a registered model
+    data : the data the estimate was fitted to
+    params : dict
+        The estimate (an EM run with ``betas=[1.0]``).
+    name : str
+    gain_tol, invariant_atol : float
+    maxeval : int
+        Largest number of log-density evaluations of ``find_MAP``.
+
+    Returns
+    -------
+    Comparison
+        One check, level ``"optimality"``, or a skipped one.
+
+    Examples
+    --------
+    >>> from latentzoo.inference.aspect import annealed_em
+    >>> from latentzoo.models import AspectModel
+    >>> model = AspectModel(2)
+    >>> data, _ = model.simulate(0, n_docs=5, n_words=6, doc_length=20)
+    >>> fit = annealed_em(model, data, betas=[1.0], tol=1e-10, max_iter=5000, random_state=0)
+    >>> find_map_check(model, data, fit.params).passed
+    True
+    """
+    import pymc as pm
+
+    for option, value in (("gain_tol", gain_tol), ("invariant_atol", invariant_atol)):
+        if not value > 0:
+            raise ValueError(f"{option} must be positive, got {value!r}")
+    if int(maxeval) != maxeval or maxeval < 1:
+        raise ValueError(f"maxeval must be a positive integer, got {maxeval!r}")
+    check_name = f"pymc find_MAP cannot improve {name}"
+    data = model.check_data(data)
+    pm_model = model.pymc_model(data)
+    skipped = _not_a_posterior_point(pm_model, name, check_name)
+    if skipped is not None:
+        return skipped
+    natural = pymc_free_values(model, params, pm_model)
+    start = _value_point(pm_model, natural)
+    with _compiling():
+        logp = pm_model.compile_logp(jacobian=False)
+        found = pm.find_MAP(start=natural, model=pm_model, progressbar=False, maxeval=int(maxeval))
+    gain = float(logp({k: found[k] for k in start})) - float(logp(start))
+    estimate = model.invariants(params, data)
+    optimum = model.invariants(
+        {n: np.asarray(found[n]) for n in model.param_names if n in found}, data
+    )
+    worst_name, worst = "", 0.0
+    for key, value in estimate.items():
+        value = np.atleast_1d(np.asarray(value, dtype=float))
+        other = np.atleast_1d(np.asarray(optimum[key], dtype=float))
+        gap = float(np.max(np.abs(other - value) / np.maximum(1.0, np.abs(value))))
+        if gap >= worst:
+            worst_name, worst = key, gap
+    passed = bool(gain <= gain_tol and worst <= invariant_atol)
+    numbers = {
+        "log_posterior_gain": gain,
+        "gain_tolerance": float(gain_tol),
+        "max_invariant_difference": worst,
+        "invariant_tolerance": float(invariant_atol),
+    }
+    detail = (
+        f"find_MAP from the estimate gains {gain:.3g} nats (tolerance {gain_tol:g}); largest "
+        f"invariant difference {worst:.3g} ({worst_name}; tolerance {invariant_atol:g})"
+    )
+    return Comparison(checks=[Check(OPTIMALITY, check_name, passed, detail, numbers)])

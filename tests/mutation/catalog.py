@@ -1,0 +1,522 @@
+"""The catalog of realistic bugs that :func:`latentzoo.validate` must catch.
+
+Each :class:`Mutation` replaces one snippet ``old`` (which must occur exactly once in ``path``,
+relative to the repository root) by ``new``. The bugs are the kinds a programmer writes while
+implementing a collapsed Gibbs sampler, an EM M-step, a PyMC reference or a simulator: a dropped
+prior term, an off-by-one in one branch of a kernel, a count not removed before the conditional, a
+stale cache, a wrong Dirichlet draw, a transition that does nothing, a missing term of a
+Metropolis-Hastings ratio, a wrong prior in the reference. Every one changes behaviour at the
+model the family is validated with (``FAMILIES``, or the mutation's own ``model``): a bug that is
+invisible there (e.g. ``Beta(1, alpha)`` against ``Beta(alpha, 1)`` at ``alpha = 1``) is run at a
+model where it is not.
+
+``kind`` is one of ``KINDS``: ``"gibbs"`` (a sampler's kernel, ``step`` or ``draw``), ``"em"``
+(an EM M-step), ``"pymc"`` (the PyMC reference declaration), ``"model"`` (the model's own exact
+quantities or simulator, which the levels use as their truth).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["FAMILIES", "KINDS", "MUTATIONS", "Mutation", "by_id", "model_for"]
+
+FAMILIES = {
+    "aspect": "AspectModel(2)",
+    "one_sided": "OneSidedClustering(2)",
+    "two_sided": "TwoSidedClustering(2, 2)",
+    "product_space": "ProductSpaceMixture(2, 2)",
+    "dpm": "DirichletProcessMixture()",
+    "finite_mixture": "BayesianMixture(2)",
+}
+"""Family -> the model ``validate`` is run with (evaluated with ``latentzoo.models``' names)."""
+
+KINDS = ("gibbs", "em", "pymc", "model")
+
+
+@dataclass(frozen=True)
+class Mutation:
+    """One bug: replace ``old`` (exactly once in ``path``) by ``new``.
+
+    Attributes
+    ----------
+    id : str
+        Unique, ``<family>-<what>``.
+    family : str
+        A key of :data:`FAMILIES`.
+    path : str
+        File relative to the repository root, e.g. ``"inference/one_sided.py"``.
+    old, new : str
+        The snippet and its replacement.
+    description : str
+        One line: the bug as a programmer would have written it.
+    kind : str
+        One of :data:`KINDS`.
+    model : str
+        Constructor expression overriding the family's (empty: the family's), for bugs that are
+        invisible at the family's default priors.
+
+    Examples
+    --------
+    >>> m = by_id("aspect-step-noop")
+    >>> m.family, m.kind, model_for(m)
+    ('aspect', 'gibbs', 'AspectModel(2)')
+    """
+
+    id: str
+    family: str
+    path: str
+    old: str
+    new: str
+    description: str
+    kind: str
+    model: str = ""
+
+
+def model_for(mutation: Mutation) -> str:
+    """The constructor expression ``validate`` is run with for ``mutation``.
+
+    Examples
+    --------
+    >>> model_for(by_id("dpm-rest-measure-beta-swapped"))
+    'DirichletProcessMixture(alpha=2.0)'
+    """
+    return mutation.model or FAMILIES[mutation.family]
+
+
+def by_id(mutation_id: str) -> Mutation:
+    """The catalog entry with this id (``KeyError`` naming the known ids otherwise).
+
+    Examples
+    --------
+    >>> by_id("one-sided-log-rising-lgamma-off-by-one").path
+    'inference/one_sided.py'
+    """
+    for mutation in MUTATIONS:
+        if mutation.id == mutation_id:
+            return mutation
+    known = ", ".join(m.id for m in MUTATIONS)
+    raise KeyError(f"unknown mutation {mutation_id!r}; known: {known}")
+
+
+_ASPECT = "inference/aspect.py"
+_ONE = "inference/one_sided.py"
+_TWO = "inference/two_sided.py"
+_PMM = "inference/product_space.py"
+_MIX = "inference/mixture.py"
+_DPM_ALPHA2 = "DirichletProcessMixture(alpha=2.0)"
+
+MUTATIONS: tuple[Mutation, ...] = (
+    # ------------------------------------------------------------------ aspect model (LDA)
+    Mutation(
+        "aspect-gibbs-drop-alpha",
+        "aspect",
+        _ASPECT,
+        "total += (n_doc_topic[d, k] + alpha) * (n_word_topic[w, k] + eta) * inv_total[k]",
+        "total += n_doc_topic[d, k] * (n_word_topic[w, k] + eta) * inv_total[k]",
+        "Gibbs conditional uses n_dk instead of n_dk + alpha",
+        "gibbs",
+    ),
+    Mutation(
+        "aspect-gibbs-eta-normaliser",
+        "aspect",
+        _ASPECT,
+        "m_eta = eta * n_word_topic.shape[0]",
+        "m_eta = eta",
+        "topic normaliser n_k + eta instead of n_k + M eta",
+        "gibbs",
+    ),
+    Mutation(
+        "aspect-gibbs-stale-normaliser",
+        "aspect",
+        _ASPECT,
+        "            n_topic[old] -= 1.0\n"
+        "            inv_total[old] = 1.0 / (n_topic[old] + m_eta)\n",
+        "            n_topic[old] -= 1.0\n",
+        "cached 1 / (n_k + M eta) not refreshed after the token is removed",
+        "gibbs",
+    ),
+    Mutation(
+        "aspect-gibbs-doc-count-not-removed",
+        "aspect",
+        _ASPECT,
+        "            n_doc_topic[d, old] -= 1.0\n"
+        "            n_word_topic[w, old] -= 1.0\n"
+        "            n_topic[old] -= 1.0\n"
+        "            inv_total[old] = 1.0 / (n_topic[old] + m_eta)\n"
+        "            total = 0.0\n"
+        "            for k in range(n_topics):\n"
+        "                total += (n_doc_topic[d, k] + alpha) * (n_word_topic[w, k] + eta) * inv_total[k]\n"
+        "                cumulative[k] = total\n",
+        "            n_word_topic[w, old] -= 1.0\n"
+        "            n_topic[old] -= 1.0\n"
+        "            inv_total[old] = 1.0 / (n_topic[old] + m_eta)\n"
+        "            total = 0.0\n"
+        "            for k in range(n_topics):\n"
+        "                total += (n_doc_topic[d, k] + alpha) * (n_word_topic[w, k] + eta) * inv_total[k]\n"
+        "                cumulative[k] = total\n"
+        "            n_doc_topic[d, old] -= 1.0\n",
+        "token's own doc-topic count removed after the conditional instead of before",
+        "gibbs",
+    ),
+    Mutation(
+        "aspect-draw-theta-minus-one",
+        "aspect",
+        _ASPECT,
+        "theta = dirichlet_rows(rng, state.n_doc_topic + self.model.alpha)",
+        "theta = dirichlet_rows(rng, state.n_doc_topic + self.model.alpha - 1.0)",
+        "draw(): theta ~ Dir(n_d + alpha - 1) (the MAP pseudo-count) instead of Dir(n_d + alpha)",
+        "gibbs",
+    ),
+    Mutation(
+        "aspect-step-noop",
+        "aspect",
+        _ASPECT,
+        "    def step(self, state: GibbsState) -> GibbsState:\n        gibbs_sweep(",
+        "    def step(self, state: GibbsState) -> GibbsState:\n"
+        "        return state  # sweep disabled while debugging\n"
+        "        gibbs_sweep(",
+        "step() returns the state without sweeping (the kernel itself is intact)",
+        "gibbs",
+    ),
+    Mutation(
+        "aspect-em-theta-alpha",
+        "aspect",
+        _ASPECT,
+        "new_theta = normalise_rows(n_theta, self.model.alpha - 1.0, theta.shape[1])",
+        "new_theta = normalise_rows(n_theta, self.model.alpha, theta.shape[1])",
+        "MAP M-step of theta with pseudo-count alpha instead of alpha - 1",
+        "em",
+    ),
+    Mutation(
+        "aspect-pymc-theta-eta",
+        "aspect",
+        "models/aspect.py",
+        'theta = pm.Dirichlet("theta", a=np.full((n, k), self.alpha)',
+        'theta = pm.Dirichlet("theta", a=np.full((n, k), self.eta)',
+        "PyMC reference: theta's Dirichlet prior uses eta instead of alpha",
+        "pymc",
+    ),
+    Mutation(
+        "aspect-model-enumeration-vocabulary",
+        "aspect",
+        "models/aspect.py",
+        "n_words = int(words.max()) + 1 if n_words is None else int(n_words)",
+        "n_words = int(words.max()) + 1",
+        "enumerated collapsed joint ignores n_words: M eta normaliser wrong when columns are unobserved",
+        "model",
+    ),
+    # ---------------------------------------------------- one-sided clustering (DM mixture)
+    Mutation(
+        "one-sided-gibbs-drop-alpha",
+        "one_sided",
+        _ONE,
+        "logp[k] = math.log(sizes[k] + alpha)",
+        "logp[k] = math.log(sizes[k])",
+        "cluster-size weight m_k instead of m_k + alpha",
+        "gibbs",
+    ),
+    Mutation(
+        "one-sided-log-rising-lgamma-off-by-one",
+        "one_sided",
+        _ONE,
+        "return math.lgamma(x + n) - math.lgamma(x)",
+        "return math.lgamma(x + n + 1.0) - math.lgamma(x + 1.0)",
+        "_log_rising's lgamma branch (counts above 8) computes rising(x + 1, n)",
+        "gibbs",
+    ),
+    Mutation(
+        "one-sided-log-rising-loop-off-by-one",
+        "one_sided",
+        _ONE,
+        "for t in range(int(n)):",
+        "for t in range(1, int(n)):",
+        "_log_rising's loop branch (counts 2..8) skips the first factor x",
+        "gibbs",
+    ),
+    Mutation(
+        "one-sided-gibbs-eta-normaliser",
+        "one_sided",
+        _ONE,
+        "m_eta = eta * c_t.shape[0]",
+        "m_eta = eta",
+        "cluster normaliser rising(c_k + eta, n_i) instead of rising(c_k + M eta, n_i)",
+        "gibbs",
+    ),
+    Mutation(
+        "one-sided-gibbs-words-not-removed",
+        "one_sided",
+        _ONE,
+        "        for p in range(indptr[i], indptr[i + 1]):\n"
+        "            c_t[indices[p], old] -= counts[p]\n"
+        "        for k in range(n_clusters):\n",
+        "        for k in range(n_clusters):\n",
+        "row's word counts never removed from its cluster (c_t drifts; c_tot and sizes are removed)",
+        "gibbs",
+    ),
+    Mutation(
+        "one-sided-draw-rho-minus-one",
+        "one_sided",
+        _ONE,
+        "rho = dirichlet_rows(rng, (state.sizes + self.model.alpha)[None, :])[0]",
+        "rho = dirichlet_rows(rng, (state.sizes + self.model.alpha - 1.0)[None, :])[0]",
+        "draw(): rho ~ Dir(m + alpha - 1) instead of Dir(m + alpha)",
+        "gibbs",
+    ),
+    Mutation(
+        "one-sided-step-noop",
+        "one_sided",
+        _ONE,
+        "    def step(self, state: OneSidedGibbsState) -> OneSidedGibbsState:\n        gibbs_sweep(",
+        "    def step(self, state: OneSidedGibbsState) -> OneSidedGibbsState:\n"
+        "        return state  # sweep disabled while debugging\n"
+        "        gibbs_sweep(",
+        "step() returns the state without sweeping",
+        "gibbs",
+    ),
+    Mutation(
+        "one-sided-em-rho-alpha",
+        "one_sided",
+        _ONE,
+        "new_rho = normalise_rows(resp.sum(axis=0)[None, :], self.model.alpha - 1.0, len(rho))[0]",
+        "new_rho = normalise_rows(resp.sum(axis=0)[None, :], self.model.alpha, len(rho))[0]",
+        "MAP M-step of rho with pseudo-count alpha instead of alpha - 1",
+        "em",
+    ),
+    Mutation(
+        "one-sided-pymc-rho-eta",
+        "one_sided",
+        "models/one_sided.py",
+        'rho = pm.Dirichlet("rho", a=np.full(k, self.alpha)',
+        'rho = pm.Dirichlet("rho", a=np.full(k, self.eta)',
+        "PyMC reference: rho's Dirichlet prior uses eta instead of alpha",
+        "pymc",
+    ),
+    Mutation(
+        "one-sided-simulate-ignores-rho",
+        "one_sided",
+        "models/one_sided.py",
+        "z = rng.choice(k, size=n_docs, p=rho).astype(np.int64)",
+        "z = rng.choice(k, size=n_docs).astype(np.int64)",
+        "simulator draws memberships uniformly instead of from rho (prior draws not from the prior)",
+        "model",
+    ),
+    # -------------------------------------------------------- two-sided clustering (SCM)
+    Mutation(
+        "two-sided-gibbs-drop-alpha",
+        "two_sided",
+        _TWO,
+        "lw = math.log(s + alpha)",
+        "lw = math.log(s)",
+        "cluster-size weight s_nu instead of s_nu + alpha",
+        "gibbs",
+    ),
+    Mutation(
+        "two-sided-block-term-power",
+        "two_sided",
+        _TWO,
+        "lw += math.lgamma(w + r[b] + eta) - math.lgamma(w + eta)",
+        "lw += r[b] * math.log(w + eta)",
+        "block term (W + eta)^r instead of the rising factorial Gamma(W + r + eta) / Gamma(W + eta)",
+        "gibbs",
+    ),
+    Mutation(
+        "two-sided-member-term-sign",
+        "two_sided",
+        _TWO,
+        "lw -= math.lgamma(s * eta) - math.lgamma(mass[a] + s * eta)",
+        "lw += math.lgamma(s * eta) - math.lgamma(mass[a] + s * eta)",
+        "sign of the removed members' Dirichlet-multinomial term flipped",
+        "gibbs",
+    ),
+    Mutation(
+        "two-sided-new-cluster-blocks",
+        "two_sided",
+        _TWO,
+        "n_blocks = (occupied + 1) * occupied_other",
+        "n_blocks = occupied * occupied_other",
+        "joining an empty cluster does not add its blocks to the occupied-block count",
+        "gibbs",
+    ),
+    Mutation(
+        "two-sided-occupied-not-decremented",
+        "two_sided",
+        _TWO,
+        "        if sizes[old] == 0:\n            occupied -= 1\n",
+        "",
+        "occupied-cluster count not decremented when a label leaves a cluster empty",
+        "gibbs",
+    ),
+    Mutation(
+        "two-sided-column-sweep-missing",
+        "two_sided",
+        _TWO,
+        "    _half_sweep(col_ptr, col_idx, col_val, m_j, labels_j, labels_i, block, True, sizes_y, mass_y,\n"
+        "                sizes_x, alpha, eta, grand, state)  # fmt: skip\n",
+        "    pass  # column half-sweep: TODO\n",
+        "the column labels J are never resampled (only the row half-sweep runs)",
+        "gibbs",
+    ),
+    Mutation(
+        "two-sided-draw-pi-minus-one",
+        "two_sided",
+        _TWO,
+        "pi[occupied] = dirichlet_rows(rng, state.block[occupied] + model.eta)",
+        "pi[occupied] = dirichlet_rows(rng, state.block[occupied] + model.eta - 1.0)",
+        "draw(): pi ~ Dir(W + eta - 1) instead of Dir(W + eta)",
+        "gibbs",
+    ),
+    Mutation(
+        "two-sided-step-noop",
+        "two_sided",
+        _TWO,
+        "    def step(self, state: TwoSidedState) -> TwoSidedState:\n        _sweep(",
+        "    def step(self, state: TwoSidedState) -> TwoSidedState:\n"
+        "        return state  # sweep disabled while debugging\n"
+        "        _sweep(",
+        "step() returns the state without sweeping",
+        "gibbs",
+    ),
+    # ------------------------------------------------------------ product-space mixture
+    Mutation(
+        "product-space-em-pi-alpha",
+        "product_space",
+        _PMM,
+        '"pi": normalise_rows(n_pi.reshape(1, -1), self.model.alpha - 1.0, kx * ky)[0]',
+        '"pi": normalise_rows(n_pi.reshape(1, -1), self.model.alpha, kx * ky)[0]',
+        "MAP M-step of pi with pseudo-count alpha instead of alpha - 1",
+        "em",
+    ),
+    Mutation(
+        "product-space-pymc-pi-eta",
+        "product_space",
+        "models/product_space.py",
+        'pi_flat = pm.Dirichlet("pi_flat", a=np.full(kx * ky, self.alpha)',
+        'pi_flat = pm.Dirichlet("pi_flat", a=np.full(kx * ky, self.eta)',
+        "PyMC reference: pi's Dirichlet prior uses eta instead of alpha",
+        "pymc",
+    ),
+    # ------------------------------------------------------- Dirichlet process mixture
+    Mutation(
+        "dpm-occupied-weight-plus-alpha",
+        "dpm",
+        _MIX,
+        "logw[a] = math.log(sizes[k]) + _log_pred(",
+        "logw[a] = math.log(sizes[k] + alpha) + _log_pred(",
+        "CRP weight of an occupied cluster n_k + alpha (the finite mixture's form) instead of n_k",
+        "gibbs",
+    ),
+    Mutation(
+        "dpm-split-missing-proposal",
+        "dpm",
+        _MIX,
+        "            - log_marginal_one(kind, hyper, stats[ci])\n            - log_q\n",
+        "            - log_marginal_one(kind, hyper, stats[ci])\n",
+        "split-merge: the split's acceptance ratio misses the proposal term -log q",
+        "gibbs",
+    ),
+    Mutation(
+        "dpm-prior-predictive-denominator",
+        "dpm",
+        "models/conjugate.py",
+        "out -= math.log(a + b + n)",
+        "out -= math.log(a + b + n + 1.0)",
+        "Beta-Bernoulli numba predictive divides by a + b + n + 1 (the new-cluster weight p(x))",
+        "gibbs",
+    ),
+    Mutation(
+        "dpm-rest-measure-beta-swapped",
+        "dpm",
+        _MIX,
+        "piece = left * rng.beta(1.0, alpha)",
+        "piece = left * rng.beta(alpha, 1.0)",
+        "draw(): unoccupied rest of the measure broken with Beta(alpha, 1) sticks",
+        "gibbs",
+        _DPM_ALPHA2,
+    ),
+    Mutation(
+        "dpm-escobar-west-rate",
+        "dpm",
+        _MIX,
+        "odds = (a + n_clusters - 1.0) / (n_items * rate)",
+        "odds = (a + n_clusters - 1.0) / (n_items * b)",
+        "Escobar-West mixture odds use the prior rate b instead of b - log eta (sample_alpha only)",
+        "gibbs",
+    ),
+    Mutation(
+        "dpm-step-noop",
+        "dpm",
+        _MIX,
+        "        a0, b0 = self.alpha_prior\n        sizes, stats, alpha = _run(",
+        "        a0, b0 = self.alpha_prior\n"
+        "        return state  # transition disabled while debugging\n"
+        "        sizes, stats, alpha = _run(",
+        "MixtureGibbs.step() returns the state without a transition",
+        "gibbs",
+    ),
+    Mutation(
+        "dpm-pymc-stick-log-v",
+        "dpm",
+        "models/mixture.py",
+        "pt.cumsum(pt.log1p(-v))",
+        "pt.cumsum(pt.log(v))",
+        "PyMC reference: stick-breaking rest prod (1 - v_j) computed as prod v_j",
+        "pymc",
+    ),
+    Mutation(
+        "dpm-pymc-stick-beta-swapped",
+        "dpm",
+        "models/mixture.py",
+        'pm.Beta("v", alpha=1.0, beta=self.alpha, dims="stick")',
+        'pm.Beta("v", alpha=self.alpha, beta=1.0, dims="stick")',
+        "PyMC reference: sticks v ~ Beta(alpha, 1) instead of Beta(1, alpha)",
+        "pymc",
+        _DPM_ALPHA2,
+    ),
+    # ------------------------------------------------------------- finite mixture
+    Mutation(
+        "finite-new-cluster-alpha",
+        "finite_mixture",
+        _MIX,
+        "offset = alpha / n_labels",
+        "offset = alpha",
+        "Gibbs sweep: cluster weight n_k + alpha instead of n_k + alpha/K",
+        "gibbs",
+    ),
+    Mutation(
+        "finite-bernoulli-table-index",
+        "finite_mixture",
+        _MIX,
+        "log_zero = tables[1, n_int - m]",
+        "log_zero = tables[1, m]",
+        "cached Beta-Bernoulli predictive reads log(b + m) instead of log(b + n - m)",
+        "gibbs",
+    ),
+    Mutation(
+        "finite-draw-weights-alpha",
+        "finite_mixture",
+        _MIX,
+        "+ state.alpha / self.n_labels)",
+        "+ state.alpha)",
+        "draw(): w ~ Dir(n_k + alpha) instead of Dir(n_k + alpha/K)",
+        "gibbs",
+    ),
+    Mutation(
+        "finite-split-size-prior-term",
+        "finite_mixture",
+        _MIX,
+        "            - math.lgamma(n_a + n_b + offset)\n            - math.lgamma(offset)\n",
+        "            - math.lgamma(n_a + n_b + offset)\n",
+        "split-merge: the finite prior ratio misses -log Gamma(alpha/K)",
+        "gibbs",
+    ),
+    Mutation(
+        "finite-pymc-weights-alpha",
+        "finite_mixture",
+        "models/mixture.py",
+        'pm.Dirichlet("w", a=np.full(k, self.alpha / k)',
+        'pm.Dirichlet("w", a=np.full(k, self.alpha)',
+        "PyMC reference: w ~ Dir(alpha) instead of Dir(alpha/K)",
+        "pymc",
+    ),
+)

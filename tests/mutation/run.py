@@ -1,0 +1,657 @@
+"""Run the mutation suite: each bug of the catalog applied alone to a copy of the package, then
+``latentzoo.validate`` on it in a subprocess; a table of which levels caught which bug.
+
+Usage (from the repository root)::
+
+    python -m tests.mutation.run [--only ID ...] [--family F ...] [--levels L ...] [--jobs 1]
+                                 [--seed 0] [--out tests/mutation/RESULTS.md] [--control]
+
+For every case the package directories are copied into a fresh temporary directory laid out as
+the installed package (``tmp/latentzoo/`` = ``latentzoo/*.py``, ``tmp/latentzoo/models`` =
+``models/``, ``tmp/latentzoo/inference`` = ``inference/``, ``tmp/latentzoo/data`` = ``data/`` with
+its ``.npz`` files), the mutation is applied there, and ``python -P -c ...`` runs with
+``PYTHONPATH=tmp``, ``NUMBA_CACHE_DIR=tmp/numba_cache`` and the temporary directory as working
+directory. The subprocess first asserts that ``latentzoo`` and its three subpackages were imported
+from the copy (the repository is also installed in editable mode; the copy must win), then runs
+``latentzoo.validate(model, quick=True, random_state=seed, levels=...)`` and prints one JSON line
+with every check and every skipped level.
+
+The numba cache is fresh per case on purpose: numba's on-disk cache does not track calls across
+files, so a kernel cached with an unmutated callee (say ``_dpm_sweep`` calling
+``log_predictive_one``) would hide a mutation of that callee.
+
+Verdicts: ``caught`` (validate returned a failed comparison), ``crashed`` (validate raised; the
+exception and the level it was raised in are recorded; counts as caught), ``MISSED`` (validate
+passed), ``timeout`` (not counted as caught). Exit status 1 when a control fails or a mutation is
+missed or timed out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from tests.mutation.catalog import FAMILIES, MUTATIONS, Mutation, model_for
+
+__all__ = [
+    "Outcome",
+    "apply_mutation",
+    "build_copy",
+    "main",
+    "render_report",
+    "run_case",
+    "run_control",
+    "run_mutation",
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository root (``tests/mutation/run.py`` lies two levels below it)."""
+
+STANDARD_LEVELS = ("exact", "reference", "mode-matched", "calibrated")
+MARKER = "MUTATION-RESULT "
+# Where each repository directory goes inside the copy (``latentzoo/`` takes only its *.py files).
+LAYOUT = {
+    "latentzoo": "latentzoo",
+    "models": "latentzoo/models",
+    "inference": "latentzoo/inference",
+    "data": "latentzoo/data",
+}
+# Keep each subprocess on one thread: the machine's cores are shared and --jobs sets parallelism.
+SINGLE_THREAD = {
+    "NUMBA_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "LATENTZOO_THREADS": "1",
+}
+
+# The subprocess: argv[1] is a JSON dict {tmp, model, seed, levels, each_level}.
+DRIVER = r"""
+import json, os, sys, time, traceback
+args = json.loads(sys.argv[1])
+tmp = os.path.realpath(args["tmp"])
+record = {"checks": [], "skipped": [], "error": None, "error_level": None, "timings": {}}
+import latentzoo, latentzoo.data, latentzoo.inference, latentzoo.models
+where = {m.__name__: os.path.realpath(m.__file__)
+         for m in (latentzoo, latentzoo.data, latentzoo.inference, latentzoo.models)}
+outside = {name: path for name, path in where.items() if not path.startswith(tmp + os.sep)}
+if outside:
+    print("MUTATION-RESULT " + json.dumps({"harness_error": f"imported outside the copy {tmp}: {outside}"}))
+    sys.exit(3)
+record["imported_from"] = where
+import latentzoo.models as models
+model = eval(args["model"], {name: getattr(models, name) for name in models.__all__})
+
+def crash_level(error):
+    # The level validate was running: the local ``level`` of its frame in latentzoo/validation.py.
+    level = None
+    tb = error.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code.co_name == "validate" and frame.f_code.co_filename.endswith("validation.py"):
+            level = frame.f_locals.get("level", level)
+        tb = tb.tb_next
+    return level
+
+def run(levels):
+    options = {} if levels is None else {"levels": levels}
+    try:
+        result = latentzoo.validate(model, quick=True, random_state=args["seed"], **options)
+    except Exception as error:
+        lines = traceback.format_exception(error)
+        return {"error": f"{type(error).__name__}: {error}", "error_level": crash_level(error),
+                "traceback": "".join(lines[-12:])}
+    return {
+        "checks": [{"level": c.level, "name": c.name, "passed": bool(c.passed), "detail": str(c.detail)}
+                   for c in result.checks],
+        "skipped": [{"level": c.level, "name": c.name, "detail": str(c.detail)} for c in result.skipped],
+        "timings": {k: float(v) for k, v in (getattr(result, "timings", None) or {}).items()},
+    }
+
+start = time.perf_counter()
+if args["each_level"]:
+    errors = []
+    for level in args["levels"]:
+        part = run([level])
+        if "error" in part:
+            errors.append(part)
+            continue
+        record["checks"] += part["checks"]
+        record["skipped"] += part["skipped"]
+        record["timings"].update(part["timings"])
+    if errors:
+        record["error"] = "; ".join(f"[{e['error_level']}] {e['error']}" for e in errors)
+        record["error_level"] = ", ".join(str(e["error_level"]) for e in errors)
+        record["traceback"] = errors[0]["traceback"]
+else:
+    record.update(run(args["levels"]))
+record["seconds_validate"] = time.perf_counter() - start
+print("MUTATION-RESULT " + json.dumps(record))
+"""
+
+
+@dataclass
+class Outcome:
+    """What one case (a mutation, or a family's unmutated control) did under ``validate``.
+
+    ``checks`` and ``skipped`` are dicts with ``level``, ``name``, ``detail`` (and ``passed``).
+    ``error`` holds the exception validate raised (``error_level``: the level it was running);
+    ``timed_out`` a run stopped after ``timeout`` seconds.
+    """
+
+    id: str
+    family: str
+    kind: str
+    description: str
+    model: str
+    seed: int
+    levels: list | None
+    checks: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+    error: str | None = None
+    error_level: str | None = None
+    traceback: str | None = None
+    timed_out: bool = False
+    seconds: float = 0.0
+    returncode: int | None = None
+    stderr_tail: str = ""
+    imported_from: dict = field(default_factory=dict)
+
+    @property
+    def failed_levels(self) -> list[str]:
+        """Levels with at least one failed check, standard levels first."""
+        failed = {c["level"] for c in self.checks if not c["passed"]}
+        own = [
+            x for x in dict.fromkeys(c["level"] for c in self.checks) if x not in STANDARD_LEVELS
+        ]
+        order = [*STANDARD_LEVELS, *own]
+        return [level for level in order if level in failed]
+
+    @property
+    def passed(self) -> bool:
+        """validate ran to the end and every check passed."""
+        return not self.timed_out and self.error is None and all(c["passed"] for c in self.checks)
+
+    @property
+    def caught(self) -> bool:
+        """validate failed: a failed check, or an exception whose message is recorded."""
+        if self.timed_out:
+            return False
+        return bool(self.failed_levels) or bool(self.error)
+
+    @property
+    def verdict(self) -> str:
+        """``caught``, ``crashed``, ``MISSED``, ``timeout`` (mutations) or ``pass``/``FAIL``."""
+        if self.timed_out:
+            return "timeout"
+        if self.kind == "control":
+            return "pass" if self.passed else ("crashed" if self.error else "FAIL")
+        if self.failed_levels:
+            return "caught"
+        return "crashed" if self.error else "MISSED"
+
+
+def apply_mutation(text: str, mutation: Mutation) -> str:
+    """``text`` with ``mutation.old`` replaced by ``mutation.new``; ``old`` must occur exactly once.
+
+    Examples
+    --------
+    >>> m = Mutation("x", "aspect", "f.py", "a + 1", "a - 1", "sign", "gibbs")
+    >>> apply_mutation("y = a + 1\\n", m)
+    'y = a - 1\\n'
+    >>> apply_mutation("a + 1; a + 1", m)
+    Traceback (most recent call last):
+    ...
+    ValueError: mutation x: the snippet occurs 2 times in f.py, expected exactly once
+    """
+    count = text.count(mutation.old)
+    if count != 1:
+        raise ValueError(
+            f"mutation {mutation.id}: the snippet occurs {count} times in {mutation.path}, "
+            "expected exactly once"
+        )
+    return text.replace(mutation.old, mutation.new)
+
+
+def _copy_tree(source: Path, target: Path, top_level_only: bool = False) -> None:
+    if top_level_only:
+        target.mkdir(parents=True, exist_ok=True)
+        for file in sorted(source.glob("*.py")):
+            shutil.copy2(file, target / file.name)
+        return
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+
+def _export_ref(ref: str, staging: Path) -> Path:
+    """The package directories of git commit ``ref`` extracted into ``staging`` (read-only git)."""
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", "--format=tar", ref, *LAYOUT],
+        check=True,
+        capture_output=True,
+    ).stdout
+    staging.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["tar", "-x", "-C", str(staging)], input=archive, check=True)
+    return staging
+
+
+def build_copy(tmp: Path, mutation: Mutation | None = None, ref: str | None = None) -> Path:
+    """Lay the package out under ``tmp`` as ``tmp/latentzoo/...`` and apply ``mutation``.
+
+    ``ref`` copies a git commit (e.g. ``"HEAD"``) instead of the working tree. Returns ``tmp``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     root = build_copy(Path(tmp))
+    ...     sorted(p.name for p in (root / "latentzoo").iterdir() if p.is_dir())
+    ['data', 'inference', 'models']
+    """
+    tmp = Path(tmp)
+    source = ROOT if ref is None else _export_ref(ref, tmp / "_source")
+    for directory, target in LAYOUT.items():
+        _copy_tree(source / directory, tmp / target, top_level_only=directory == "latentzoo")
+    if ref is not None:
+        shutil.rmtree(tmp / "_source")
+    if mutation is not None:
+        relative = Path(mutation.path)
+        target = tmp / LAYOUT[relative.parts[0]] / Path(*relative.parts[1:])
+        target.write_text(apply_mutation(target.read_text(), mutation))
+    return tmp
+
+
+def _parse(stdout: str) -> dict | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(MARKER):
+            return json.loads(line[len(MARKER) :])
+    return None
+
+
+def run_case(
+    case_id: str,
+    family: str,
+    model: str,
+    mutation: Mutation | None = None,
+    *,
+    seed: int = 0,
+    levels=None,
+    each_level: bool = False,
+    timeout: float | None = None,
+    ref: str | None = None,
+    keep: bool = False,
+) -> Outcome:
+    """Copy the package, apply ``mutation`` (None: the control), run ``validate`` in a subprocess.
+
+    Parameters
+    ----------
+    case_id, family, model : str
+        Names for the report, and the constructor expression ``validate`` is run with.
+    mutation : Mutation or None
+    seed : int
+        ``random_state`` of ``validate``.
+    levels : list of str, optional
+        Passed to ``validate`` (default: its own default, every level).
+    each_level : bool
+        One ``validate`` call per level (in the same subprocess), so that an exception in one level
+        does not hide the verdicts of the others.
+    timeout : float, optional
+        Seconds before the subprocess is stopped (verdict ``timeout``).
+    ref : str, optional
+        Copy this git commit instead of the working tree.
+    keep : bool
+        Leave the temporary directory in place (its path is printed).
+
+    Returns
+    -------
+    Outcome
+
+    Raises
+    ------
+    RuntimeError
+        The subprocess imported latentzoo from outside the copy, or printed no result.
+
+    Examples
+    --------
+    >>> outcome = run_control("aspect", levels=["exact"])  # doctest: +SKIP
+    >>> outcome.verdict  # doctest: +SKIP
+    'pass'
+    """
+    if each_level and not levels:
+        levels = list(STANDARD_LEVELS)
+    tmp = Path(tempfile.mkdtemp(prefix=f"mutation-{case_id}-"))
+    try:
+        build_copy(tmp, mutation, ref)
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        env.update(SINGLE_THREAD)
+        env["PYTHONPATH"] = str(tmp)
+        env["NUMBA_CACHE_DIR"] = str(tmp / "numba_cache")
+        env["MPLBACKEND"] = "Agg"
+        arguments = {
+            "tmp": str(tmp),
+            "model": model,
+            "seed": int(seed),
+            "levels": list(levels) if levels else None,
+            "each_level": bool(each_level),
+        }
+        outcome = Outcome(
+            id=case_id,
+            family=family,
+            kind=mutation.kind if mutation is not None else "control",
+            description=mutation.description if mutation is not None else "unmutated copy",
+            model=model,
+            seed=int(seed),
+            levels=arguments["levels"],
+        )
+        start = time.perf_counter()
+        command = [sys.executable, "-P", "-c", DRIVER, json.dumps(arguments)]
+        try:
+            done = subprocess.run(
+                command, cwd=tmp, env=env, capture_output=True, text=True, timeout=timeout
+            )
+        except subprocess.TimeoutExpired:
+            outcome.timed_out = True
+            outcome.seconds = time.perf_counter() - start
+            return outcome
+        outcome.seconds = time.perf_counter() - start
+        outcome.returncode = done.returncode
+        outcome.stderr_tail = done.stderr[-3000:]
+        record = _parse(done.stdout)
+        if record is None:
+            raise RuntimeError(
+                f"{case_id}: the subprocess printed no result (exit {done.returncode}); "
+                f"stderr:\n{done.stderr[-3000:]}"
+            )
+        if "harness_error" in record:
+            raise RuntimeError(f"{case_id}: {record['harness_error']}")
+        for name in ("checks", "skipped", "timings", "error", "error_level", "traceback"):
+            if record.get(name) is not None:
+                setattr(outcome, name, record[name])
+        outcome.imported_from = record.get("imported_from", {})
+        return outcome
+    finally:
+        if keep:
+            print(f"kept {tmp}", file=sys.stderr)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def run_mutation(mutation: Mutation, **options) -> Outcome:
+    """:func:`run_case` for one catalog entry, at its family's model (or its own).
+
+    Examples
+    --------
+    >>> from tests.mutation.catalog import by_id
+    >>> outcome = run_mutation(by_id("aspect-step-noop"), levels=["exact"])  # doctest: +SKIP
+    >>> outcome.caught  # doctest: +SKIP
+    True
+    """
+    return run_case(mutation.id, mutation.family, model_for(mutation), mutation, **options)
+
+
+def run_control(family: str, model: str | None = None, **options) -> Outcome:
+    """:func:`run_case` on the unmutated copy, at the family's model (or ``model``).
+
+    Examples
+    --------
+    >>> run_control("dpm", levels=["exact"]).passed  # doctest: +SKIP
+    True
+    """
+    model = model or FAMILIES[family]
+    suffix = "" if model == FAMILIES[family] else f" [{model}]"
+    return run_case(f"control {family}{suffix}", family, model, None, **options)
+
+
+# ----------------------------------------------------------------------------------- report
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _caught_by(outcome: Outcome) -> str:
+    parts = list(outcome.failed_levels)
+    if outcome.error:
+        parts.append(f"crashed in {outcome.error_level or '?'}: {outcome.error[:160]}")
+    if outcome.timed_out:
+        parts.append("timed out")
+    return ", ".join(parts) or "-"
+
+
+def _levels_of(outcomes) -> list[str]:
+    seen = []
+    for outcome in outcomes:
+        seen += [c["level"] for c in outcome.checks]
+        if outcome.error_level:
+            seen += [level.strip() for level in str(outcome.error_level).split(",")]
+    own = [x for x in dict.fromkeys(seen) if x not in STANDARD_LEVELS and x != "None"]
+    return [*STANDARD_LEVELS, *own]
+
+
+def _catching_levels(outcome: Outcome) -> set[str]:
+    levels = set(outcome.failed_levels)
+    if outcome.error and outcome.error_level:
+        levels |= {level.strip() for level in str(outcome.error_level).split(",")}
+    return levels
+
+
+def render_report(outcomes: list[Outcome], controls: list[Outcome], settings: dict) -> str:
+    """The markdown report: controls, the mutation table, a per-level summary and the details.
+
+    Examples
+    --------
+    >>> o = Outcome("m", "aspect", "gibbs", "bug", "AspectModel(2)", 0, ["exact"],
+    ...             checks=[{"level": "exact", "name": "chi2", "passed": False, "detail": "p=0"}])
+    >>> "| m | aspect | gibbs | bug | exact | caught |" in render_report([o], [], {"seed": 0})
+    True
+    """
+    lines = ["# Mutation suite results", ""]
+    lines += [f"- {key}: {value}" for key, value in settings.items()]
+    if controls:
+        lines += ["", "## Controls (unmutated copies; must pass)", ""]
+        lines += [
+            "| control | model | verdict | failed checks | seconds |",
+            "|---|---|---|---|---|",
+        ]
+        for c in controls:
+            failed = "; ".join(f"{x['level']}: {x['name']}" for x in c.checks if not x["passed"])
+            if c.error:
+                failed = f"crashed in {c.error_level}: {c.error[:160]}"
+            lines.append(
+                f"| {_cell(c.id)} | `{c.model}` | {c.verdict} | {_cell(failed or '-')} | "
+                f"{c.seconds:.0f} |"
+            )
+    if outcomes:
+        lines += ["", "## Mutations", ""]
+        lines += [
+            "| mutation | family | kind | description | caught by levels | verdict |",
+            "|---|---|---|---|---|---|",
+        ]
+        for o in outcomes:
+            lines.append(
+                f"| {o.id} | {o.family} | {o.kind} | {_cell(o.description)} | "
+                f"{_cell(_caught_by(o))} | {o.verdict} |"
+            )
+        caught = sum(o.caught for o in outcomes)
+        lines += [
+            "",
+            f"Caught {caught} of {len(outcomes)} (crashes with a recorded message count).",
+        ]
+        missed = [o.id for o in outcomes if not o.caught]
+        if missed:
+            lines.append(f"Not caught: {', '.join(missed)}.")
+        lines += ["", "## Per level", ""]
+        lines += [
+            "| level | ran in | caught | caught alone | of which crashed |",
+            "|---|---|---|---|---|",
+        ]
+        for level in _levels_of(outcomes):
+            ran = sum(
+                any(c["level"] == level for c in o.checks)
+                or level in _catching_levels(o)
+                or any(s["level"] == level for s in o.skipped)
+                for o in outcomes
+            )
+            by_level = [o for o in outcomes if level in _catching_levels(o)]
+            alone = [o for o in by_level if _catching_levels(o) == {level}]
+            crashed = [o for o in by_level if o.error and level in str(o.error_level)]
+            lines.append(f"| {level} | {ran} | {len(by_level)} | {len(alone)} | {len(crashed)} |")
+        lines += [
+            "",
+            "'ran in': mutations whose run reached the level (or skipped it as not applicable); "
+            "'caught alone': no other level caught that mutation.",
+        ]
+        lines += ["", "## Details", ""]
+        lines += ["| mutation | model | seconds | failed checks |", "|---|---|---|---|"]
+        for o in outcomes:
+            failed = "; ".join(
+                f"{c['level']}: {c['name']} ({c['detail']})" for c in o.checks if not c["passed"]
+            )
+            if o.error:
+                failed = (failed + "; " if failed else "") + f"exception: {o.error}"
+            lines.append(f"| {o.id} | `{o.model}` | {o.seconds:.0f} | {_cell(failed or '-')} |")
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------- command line
+def _select(only, families) -> list[Mutation]:
+    known = {m.id for m in MUTATIONS}
+    unknown = sorted(set(only or ()) - known)
+    if unknown:
+        raise SystemExit(f"unknown mutation ids: {', '.join(unknown)}")
+    bad = sorted(set(families or ()) - set(FAMILIES))
+    if bad:
+        raise SystemExit(f"unknown families: {', '.join(bad)}; known: {', '.join(FAMILIES)}")
+    chosen = [m for m in MUTATIONS if (not only or m.id in only)]
+    return [m for m in chosen if (not families or m.family in families)]
+
+
+def _git_description() -> str:
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(ROOT), "status", "--porcelain", "--", *LAYOUT],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return f"{head}{' + uncommitted changes' if dirty else ''}"
+
+
+def main(argv=None) -> int:
+    """Command line of the mutation suite (see the module docstring); returns the exit status.
+
+    Examples
+    --------
+    >>> main(["--only", "aspect-step-noop", "--list"])
+    aspect-step-noop  aspect  gibbs  AspectModel(2)
+    0
+    """
+    parser = argparse.ArgumentParser(prog="python -m tests.mutation.run", description=__doc__)
+    parser.add_argument("--only", nargs="+", metavar="ID", help="mutation ids to run")
+    parser.add_argument("--family", nargs="+", metavar="F", help=f"families: {', '.join(FAMILIES)}")
+    parser.add_argument("--levels", nargs="+", metavar="L", help="levels passed to validate")
+    parser.add_argument("--jobs", type=int, default=1, help="subprocesses at a time (default 1)")
+    parser.add_argument("--seed", type=int, default=0, help="random_state of validate")
+    parser.add_argument("--out", default=str(Path(__file__).with_name("RESULTS.md")))
+    parser.add_argument("--control", action="store_true", help="also run the unmutated copies")
+    parser.add_argument(
+        "--no-mutations", action="store_true", help="run only the controls (with --control)"
+    )
+    parser.add_argument("--each-level", action="store_true", help="one validate call per level")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds per case")
+    parser.add_argument("--ref", default=None, help="copy this git commit, not the working tree")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary copies")
+    parser.add_argument("--list", action="store_true", help="list the selected mutations and exit")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    if args.timeout is not None and args.timeout <= 0:
+        parser.error(f"--timeout must be positive, got {args.timeout}")
+    if args.no_mutations and not args.control:
+        parser.error("--no-mutations needs --control")
+    mutations = _select(args.only, args.family)
+    if args.list:
+        for m in mutations:
+            print(f"{m.id}  {m.family}  {m.kind}  {model_for(m)}")
+        return 0
+    if args.no_mutations:
+        control_keys = [(f, FAMILIES[f]) for f in (args.family or FAMILIES)]
+        mutations = []
+    else:
+        control_keys = list(dict.fromkeys((m.family, model_for(m)) for m in mutations))
+    options = dict(
+        seed=args.seed, levels=args.levels, each_level=args.each_level, timeout=args.timeout,
+        ref=args.ref, keep=args.keep,
+    )  # fmt: skip
+    jobs = []
+    if args.control:
+        jobs += [("control", (family, model)) for family, model in control_keys]
+    jobs += [("mutation", m) for m in mutations]
+
+    def work(job):
+        what, item = job
+        if what == "control":
+            outcome = run_control(item[0], item[1], **options)
+        else:
+            outcome = run_mutation(item, **options)
+        failed = ", ".join(outcome.failed_levels) or "-"
+        error = f" error in {outcome.error_level}: {outcome.error[:120]}" if outcome.error else ""
+        print(
+            f"[{outcome.verdict:>7}] {outcome.id} ({outcome.seconds:.0f} s) failed levels: "
+            f"{failed}{error}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return what, outcome
+
+    started = time.strftime("%Y-%m-%d %H:%M")
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(work, jobs))
+    controls = [o for what, o in results if what == "control"]
+    outcomes = [o for what, o in results if what == "mutation"]
+    settings = {
+        "started": started,
+        "source": args.ref or f"working tree ({_git_description()})",
+        "seed": args.seed,
+        "levels": ", ".join(args.levels) if args.levels else "validate's default (all)",
+        "validate calls": "one per level" if args.each_level else "one per case",
+        "quick": True,
+    }
+    report = render_report(outcomes, controls, settings)
+    out = Path(args.out)
+    out.write_text(report)
+    out.with_suffix(".json").write_text(
+        json.dumps(
+            {
+                "settings": settings,
+                "controls": [asdict(o) | {"verdict": o.verdict} for o in controls],
+                "mutations": [
+                    asdict(o) | {"verdict": o.verdict, "failed_levels": o.failed_levels}
+                    for o in outcomes
+                ],
+            },
+            indent=1,
+        )
+    )
+    print(report)
+    bad = [c for c in controls if not c.passed] + [o for o in outcomes if not o.caught]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""The mutation suite as tests.
+
+Default run (fast): every catalog entry applies cleanly to the current code (its snippet occurs
+exactly once, the replacement differs and the mutated file still compiles), so the catalog cannot
+silently rot while the code changes.
+
+``-m slow``: each mutation applied alone to a copy of the package must make ``latentzoo.validate``
+fail (a failed check, or an exception whose message is recorded), and each family's unmutated
+copy must pass. Each case is a subprocess that compiles the numba kernels afresh and runs every
+quick level, i.e. minutes per case; run them one at a time, or choose with ``-k``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.mutation.catalog import FAMILIES, KINDS, MUTATIONS, model_for
+from tests.mutation.run import ROOT, apply_mutation, run_control, run_mutation
+
+SEED = 0
+IDS = [m.id for m in MUTATIONS]
+
+
+def test_catalog_entries_are_well_formed():
+    assert len(set(IDS)) == len(IDS), "duplicate mutation ids"
+    for m in MUTATIONS:
+        assert m.family in FAMILIES, m.id
+        assert m.kind in KINDS, m.id
+        assert m.new != m.old, m.id
+        assert m.path.split("/")[0] in ("latentzoo", "models", "inference", "data"), m.id
+
+
+def test_catalog_covers_what_the_issue_asks():
+    def count(kind, families):
+        return sum(m.kind == kind and m.family in families for m in MUTATIONS)
+
+    for family in ("aspect", "one_sided", "two_sided"):
+        assert count("gibbs", {family}) >= 5, family
+    assert count("gibbs", {"dpm", "finite_mixture"}) >= 5
+    for family in ("aspect", "one_sided", "product_space"):
+        assert count("em", {family}) >= 1, family
+    assert count("pymc", set(FAMILIES)) >= 2
+
+
+@pytest.mark.parametrize("mutation", MUTATIONS, ids=IDS)
+def test_mutation_applies_to_current_code(mutation):
+    path = ROOT / mutation.path
+    text = path.read_text()
+    occurrences = text.count(mutation.old)
+    assert occurrences == 1, f"{mutation.id}: snippet occurs {occurrences} times in {mutation.path}"
+    mutated = apply_mutation(text, mutation)
+    assert mutated != text
+    compile(mutated, str(path), "exec")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_unmutated_copy_passes(family):
+    outcome = run_control(family, seed=SEED)
+    assert outcome.imported_from, "the subprocess did not report where latentzoo came from"
+    failed = [c for c in outcome.checks if not c["passed"]]
+    assert outcome.passed, f"control {family}: error {outcome.error!r}, failed checks {failed}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutation", MUTATIONS, ids=IDS)
+def test_validate_fails_on_mutation(mutation):
+    outcome = run_mutation(mutation, seed=SEED)
+    assert outcome.caught, (
+        f"{mutation.id} ({mutation.description}) at {model_for(mutation)} passed validate: "
+        f"{[(c['level'], c['name'], c['detail']) for c in outcome.checks]}"
+    )
+    if outcome.error:
+        # A crash counts only with its message recorded.
+        assert outcome.error.strip()
