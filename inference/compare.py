@@ -37,25 +37,36 @@ __all__ = [
     "heldout_lppd",
     "align_labels",
     "point_in_posterior",
+    "mode_matched_checks",
+    "select_chains",
     "beta_moments",
     "moment_test",
 ]
 
 LEVELS = ("exact", "reference", "mode-matched", "calibrated")
-MODE_EFFECT_MAX = 0.25
-"""Mode-matched level: largest difference of local posterior means, in local posterior sds, that
-still counts as agreement when the MCSE-scaled test rejects (chains drifting near their mode)."""
 
 
 @dataclass
 class Check:
-    """One verdict: its level, whether it passed, a one-line reason and the numbers behind it."""
+    """One verdict: its level, whether it passed, a one-line reason and the numbers behind it.
+
+    An ``inconclusive`` check (``passed`` False) could not decide, e.g. chains that did not stay
+    in the mode they were started in: it is no evidence of a bug, but its level is not reached.
+    """
 
     level: str
     name: str
     passed: bool
     detail: str
     numbers: dict = field(default_factory=dict)
+    inconclusive: bool = False
+
+    @property
+    def outcome(self) -> str:
+        """``"pass"``, ``"FAIL"`` or ``"inconclusive"``."""
+        if self.inconclusive:
+            return "inconclusive"
+        return "pass" if self.passed else "FAIL"
 
 
 @dataclass
@@ -73,6 +84,10 @@ class Comparison:
         Minimum bulk ESS over the invariants divided by sampling seconds, per method.
     mode_spread : pandas.DataFrame or None
         Per-chain means of the invariants (real data: chains sit in different modes).
+    problem : str
+        What this comparison ran on (data, sizes, K), for the report.
+    problems : dict
+        Level -> its ``problem``, gathered by :meth:`extend`.
     """
 
     checks: list = field(default_factory=list)
@@ -83,11 +98,18 @@ class Comparison:
     heldout: dict = field(default_factory=dict)
     draws: dict = field(default_factory=dict, repr=False)
     skipped: list = field(default_factory=list)
+    problem: str = ""
+    problems: dict = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
-        """All checks passed."""
-        return all(check.passed for check in self.checks)
+        """No check failed (inconclusive checks do not fail, but reach no level)."""
+        return all(check.passed or check.inconclusive for check in self.checks)
+
+    @property
+    def inconclusive(self) -> list[Check]:
+        """The checks that could not decide."""
+        return [check for check in self.checks if check.inconclusive]
 
     @property
     def levels_reached(self) -> list[str]:
@@ -111,6 +133,9 @@ class Comparison:
         """
         self.checks.extend(other.checks)
         self.skipped.extend(other.skipped)
+        self.problems.update(other.problems)
+        if other.problem:
+            self.problems[label or other.problem] = other.problem
         for name in ("summary", "agreement", "mode_spread"):
             mine, theirs = getattr(self, name), getattr(other, name)
             if theirs is not None:
@@ -128,18 +153,22 @@ class Comparison:
         """One line: passed or failed, and the levels reached."""
         word = "PASSED" if self.passed else "FAILED"
         reached = ", ".join(self.levels_reached) or "none"
-        failed = [c.name for c in self.checks if not c.passed]
+        failed = [c.name for c in self.checks if not c.passed and not c.inconclusive]
         tail = f"; failed: {', '.join(failed)}" if failed else ""
+        if self.inconclusive:
+            tail += f"; inconclusive: {', '.join(c.name for c in self.inconclusive)}"
         return f"{word}: levels reached: {reached}{tail}"
 
     def to_markdown(self) -> str:
         """A report section: verdicts with numbers, agreement and summary tables."""
-        lines = ["## Verdict", "", self.verdict(), "", "| level | check | result | detail |"]
-        lines.append("|---|---|---|---|")
+        lines = ["## Verdict", "", self.verdict(), ""]
+        if self.problems:
+            lines += ["| level | validated on |", "|---|---|"]
+            lines += [f"| {level} | {problem} |" for level, problem in self.problems.items()]
+            lines.append("")
+        lines += ["| level | check | result | detail |", "|---|---|---|---|"]
         for c in self.checks:
-            lines.append(
-                f"| {c.level} | {c.name} | {'pass' if c.passed else 'FAIL'} | {c.detail} |"
-            )
+            lines.append(f"| {c.level} | {c.name} | {c.outcome} | {c.detail} |")
         for c in self.skipped:
             lines.append(f"| {c.level} | - | skipped | {c.detail} |")
         if self.ess_per_second:
@@ -351,6 +380,8 @@ def compare(
     alpha: float = 0.001,
     rhat_max: float = 1.01,
     names=("fast", "reference"),
+    modes=None,
+    null=None,
 ) -> Comparison:
     """Compare a fast sampler with its reference through the model's invariants.
 
@@ -362,8 +393,14 @@ def compare(
         Posteriors holding the model's parameters (invariants are added if missing).
     level : "reference" or "mode-matched"
         ``"reference"`` requires the reference to have converged (R-hat <= ``rhat_max`` on every
-        invariant, over at least 4 chains) before agreement counts; ``"mode-matched"`` compares chain
-        by chain (chain ``c`` of both started at the same fast solution) and reports the spread.
+        invariant, over at least 4 chains) before agreement counts; ``"mode-matched"`` compares
+        mode by mode (see :func:`mode_matched_checks`) and reports the spread.
+    modes : array of int, optional
+        Mode-matched level: the mode (start) of each chain, the same for ``fast``, ``reference``
+        and ``null`` (default: one mode per chain).
+    null : arviz.InferenceData, optional
+        Mode-matched level: a second reference run from the same starts, which calibrates the
+        test (reference against reference).
     test : held-out data, optional
         Adds the held-out log predictive density of both sides and its difference.
     alpha : float
@@ -393,7 +430,9 @@ def compare(
     if level == "reference":
         _reference_checks(result, fast, reference, var_names, alpha, rhat_max, names)
     else:
-        _mode_matched_checks(result, fast, reference, var_names, alpha, names)
+        if null is not None:
+            add_invariants(null, model, data)
+        mode_matched_checks(result, fast, reference, var_names, alpha, names, modes, null)
     if test is not None:
         a = heldout_lppd(model, fast, test, data)
         b = heldout_lppd(model, reference, test, data)
@@ -450,55 +489,125 @@ def _reference_checks(result, fast, reference, var_names, alpha, rhat_max, names
     )
 
 
-def _mode_matched_checks(result, fast, reference, var_names, alpha, names) -> None:
-    """Mode-matched level: chain ``c`` of both sides started at the same solution; compared chain
-    by chain, with the spread of the modes reported rather than averaged away."""
+MODE_RHAT_MAX = 1.05
+"""Mode-matched level: largest R-hat between the chains of one side started at one mode; above it
+the chains did not share a local posterior and the comparison is inconclusive."""
+MODE_ESS_MIN = 50.0
+"""Mode-matched level: smallest bulk ESS per side and mode for a conclusive comparison."""
+MODE_NULL_INFLATION_MAX = 2.0
+"""Mode-matched level: largest calibration factor (reference against itself, see
+:func:`mode_matched_checks`) for a conclusive comparison."""
+
+
+def select_chains(idata, chains):
+    """The given chains of ``idata`` (every group with a chain dimension), renumbered from 0.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> idata = az.from_dict(posterior={"x": np.arange(12.0).reshape(4, 3)})
+    >>> select_chains(idata, [1, 3]).posterior["x"].values.tolist()
+    [[3.0, 4.0, 5.0], [9.0, 10.0, 11.0]]
+    """
+    out = idata.isel(chain=list(chains))
+    return out.assign_coords(chain=np.arange(len(chains)), groups="posterior")
+
+
+def mode_matched_checks(result, fast, reference, var_names, alpha, names, modes=None, null=None):
+    """Mode-matched level: both samplers started at the same modes, compared mode by mode.
+
+    On real data no sampler crosses between modes, so a global posterior cannot be compared; each
+    side's chains started at one mode sample its local posterior instead. Per mode:
+
+    - **diagnostics**: R-hat between the chains of each side started there (at most
+      :data:`MODE_RHAT_MAX`) and the smallest bulk ESS per side (at least :data:`MODE_ESS_MIN`);
+    - **agreement**: ``z = |mean_fast - mean_ref| / combined MCSE`` per invariant, Bonferroni over
+      all invariants and modes at family-wise ``alpha``;
+    - **calibration** (when ``null`` is given: a second reference run from the same starts): the
+      same ``z`` between the two reference runs measures how far MCSEs understate the real
+      disagreement of chains near a mode; the fast side's ``z`` are divided by
+      ``sqrt(mean z_null^2)`` (at least 1) before the threshold applies.
+
+    The verdict is "pass" when every mode agrees, "FAIL" when one does not while its diagnostics
+    are good, and "inconclusive" when the diagnostics or the calibration (factor above
+    :data:`MODE_NULL_INFLATION_MAX`) show that the chains did not sample one local posterior.
+    """
     fast_name, ref_name = names
-    tables, spread = [], []
     n_chains = min(fast.posterior.sizes["chain"], reference.posterior.sizes["chain"])
-    for chain in range(n_chains):
-        f = fast.isel(chain=[chain])
-        r = reference.isel(chain=[chain])
-        table = agreement(f, r, var_names, alpha / n_chains)
-        table.insert(0, "mode", chain)
-        # A local posterior is only defined while a chain stays near its mode, and on real data
-        # chains drift between neighbouring modes, so MCSE units alone are too strict here:
-        # the means must also agree to a fraction of the local posterior width.
-        sds = {
-            q: np.sqrt(0.5 * (a.var(ddof=1) + b.var(ddof=1)))
-            for (q, a), b in zip(
-                _components(f, var_names).items(),
-                _components(r, var_names).values(),
-                strict=True,
-            )
-        }
-        width = table["quantity"].map(sds).to_numpy()
-        gap = np.abs(table["mean_fast"] - table["mean_reference"]).to_numpy()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            table["effect"] = np.where(width > 0, gap / width, np.where(gap > 0, np.inf, 0.0))
-        table["agree"] = table["agree"] | (table["effect"] <= MODE_EFFECT_MAX)
-        tables.append(table)
-        for side, obj in ((fast_name, f), (ref_name, r)):
-            row = {"mode": chain, "method": side}
+    modes = np.arange(n_chains) if modes is None else np.asarray(modes)[:n_chains]
+    tables, spread, diagnostics, null_z = [], [], [], []
+    labels = np.unique(modes)
+    for mode in labels:
+        chains = np.flatnonzero(modes == mode)
+        sides = {fast_name: select_chains(fast, chains), ref_name: select_chains(reference, chains)}
+        if null is not None:
+            sides["null"] = select_chains(null, chains)
+        for side, obj in sides.items():
+            components = _components(obj, var_names)
+            rhat = max((_rhat(v) for v in components.values()), default=np.nan)
+            ess = min(float(az.ess(v, method="bulk")) for v in components.values())
+            row = {"mode": int(mode), "method": side, "chains": len(chains), "max_rhat": rhat,
+                   "min_ess_bulk": ess}  # fmt: skip
             for quantity, values in _components(obj, ["loglik"]).items():
                 row[f"{quantity} mean"] = float(values.mean())
                 row[f"{quantity} sd"] = float(values.std(ddof=1))
             spread.append(row)
+            diagnostics.append(row)
+        table = agreement(sides[fast_name], sides[ref_name], var_names, alpha / len(labels))
+        table.insert(0, "mode", int(mode))
+        if null is not None:
+            null_table = agreement(sides["null"], sides[ref_name], var_names, alpha)
+            null_z.extend(null_table["z"].to_numpy())
+            table["z_null"] = null_table["z"].to_numpy()
+        tables.append(table)
     table = pd.concat(tables, ignore_index=True)
+    inflation = 1.0
+    if null_z:
+        finite = np.asarray(null_z)[np.isfinite(null_z)]
+        inflation = max(1.0, float(np.sqrt(np.mean(finite**2)))) if len(finite) else np.inf
+    table["z_calibrated"] = table["z"] / inflation
+    table["agree"] = table["z_calibrated"] <= table["threshold"]
     result.agreement = table
     result.mode_spread = pd.DataFrame(spread)
+    diag = pd.DataFrame(diagnostics)
+    is_fast = diag["method"] == fast_name
+    ref_rhat = float(diag.loc[~is_fast, "max_rhat"].max())
+    fast_rhat = float(diag.loc[is_fast, "max_rhat"].max())
+    worst_ess = float(diag["min_ess_bulk"].min())
     means = result.mode_spread[result.mode_spread["method"] == ref_name]["loglik mean"]
-    worst_z = float(table["z"].max())
+    span = float(means.max() - means.min())
+    worst_z = float(table["z_calibrated"].max())
+    # Only the reference side decides whether a local posterior exists; a fast sampler whose
+    # chains from one start disagree while the reference's agree is wrong, not inconclusive.
+    problems = []
+    if not ref_rhat <= MODE_RHAT_MAX:
+        problems.append(f"{ref_name} within-mode R-hat {ref_rhat:.3f} > {MODE_RHAT_MAX}")
+    if not worst_ess >= MODE_ESS_MIN:
+        problems.append(f"bulk ESS {worst_ess:.0f} < {MODE_ESS_MIN:.0f}")
+    if not inflation <= MODE_NULL_INFLATION_MAX:
+        problems.append(
+            f"{ref_name} disagrees with itself (calibration factor {inflation:.2f} > "
+            f"{MODE_NULL_INFLATION_MAX})"
+        )
+    agree = bool(table["agree"].all()) and fast_rhat <= MODE_RHAT_MAX
+    detail = (
+        f"{len(labels)} modes x {len(chains)} chains per side; max |z| {worst_z:.2f} after "
+        f"calibration by {ref_name} against itself (factor {inflation:.2f}; threshold "
+        f"{float(table['threshold'].iloc[0]):.2f}); within-mode max R-hat {fast_name} "
+        f"{fast_rhat:.3f}, {ref_name} {ref_rhat:.3f} (need <= {MODE_RHAT_MAX}); min bulk ESS "
+        f"{worst_ess:.0f}; {ref_name} per-mode mean log-likelihoods span {span:.1f} nats"
+    )
+    if problems:
+        detail = "inconclusive: " + "; ".join(problems) + ". " + detail
     result.checks.append(
         Check(
             "mode-matched",
             f"{fast_name} agrees with {ref_name} mode by mode",
-            bool(table["agree"].all()),
-            f"{n_chains} modes, max |z| {worst_z:.2f}, max |difference| / posterior sd "
-            f"{float(table['effect'].max()):.2f} (pass: z within threshold or difference "
-            f"<= {MODE_EFFECT_MAX} sd); reference per-mode mean log-likelihood spans "
-            f"{float(means.max() - means.min()):.1f} nats",
-            {"max_z": worst_z, "mode_span": float(means.max() - means.min())},
+            agree and not problems,
+            detail,
+            {"max_z": worst_z, "inflation": inflation, "max_rhat": max(fast_rhat, ref_rhat),
+             "min_ess": worst_ess, "mode_span": span, "n_modes": len(labels)},  # fmt: skip
+            inconclusive=bool(problems),
         )
     )
 
