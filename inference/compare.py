@@ -39,6 +39,7 @@ __all__ = [
     "point_in_posterior",
     "mode_matched_checks",
     "select_chains",
+    "uncertainty_check",
     "beta_moments",
     "moment_test",
 ]
@@ -605,10 +606,49 @@ def mode_matched_checks(result, fast, reference, var_names, alpha, names, modes=
             f"{fast_name} agrees with {ref_name} mode by mode",
             agree and not problems,
             detail,
-            {"max_z": worst_z, "inflation": inflation, "max_rhat": max(fast_rhat, ref_rhat),
-             "min_ess": worst_ess, "mode_span": span, "n_modes": len(labels)},  # fmt: skip
+            {
+                "max_z": worst_z,
+                "inflation": inflation,
+                "max_rhat": max(fast_rhat, ref_rhat),
+                "min_ess": worst_ess,
+                "mode_span": span,
+                "n_modes": len(labels),
+            },  # fmt: skip
             inconclusive=bool(problems),
         )
+    )
+
+
+def uncertainty_check(summary, method: str, floor: float = 0.02, fraction: float = 0.1) -> Check:
+    """The reference level's data leave the posterior genuinely uncertain.
+
+    On data so well separated that every co-assignment is 0 or 1, a sampler that ignores part of
+    the prior gives bit-identical output: agreement there proves little. At least ``fraction`` of
+    the probability-valued invariants (``p_dyad``, ``coassign*``) of ``method`` must have a
+    posterior mean strictly inside ``(floor, 1 - floor)`` and a posterior sd above ``floor``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({"method": ["pymc"] * 2, "quantity": ["coassign[0]", "coassign[1]"],
+    ...                      "mean": [0.5, 1.0], "sd": [0.3, 0.0]}).set_index(["method", "quantity"])
+    >>> uncertainty_check(rows, "pymc").passed
+    True
+    """
+    rows = summary.loc[method]
+    names = pd.Series(rows.index, index=rows.index)
+    probability = names.str.startswith("p_dyad") | names.str.startswith("coassign")
+    rows = rows[probability.to_numpy()]
+    uncertain = (rows["mean"] > floor) & (rows["mean"] < 1 - floor) & (rows["sd"] > floor)
+    needed = max(1, int(np.ceil(fraction * len(rows))))
+    count = int(uncertain.sum())
+    return Check(
+        "reference",
+        "the reference posterior is uncertain",
+        count >= needed,
+        f"{count} of {len(rows)} probability invariants have mean in ({floor}, {1 - floor}) and "
+        f"sd > {floor} (need >= {needed})",
+        {"uncertain": count, "of": len(rows)},
     )
 
 

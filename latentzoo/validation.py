@@ -44,6 +44,7 @@ from latentzoo.inference.compare import (
     point_in_posterior,
     sbc,
     select_chains,
+    uncertainty_check,
 )
 
 __all__ = [
@@ -225,7 +226,7 @@ def exact_level(
     from latentzoo.inference.mcmc import run_chains
 
     gibbs = entry.methods[recipe.sampler]
-    checks = []
+    checks, labels = [], []
     for problem in recipe.exact_problems(model, rng):
         setup = gibbs.prepare(
             problem.model, problem.data, chains=settings.exact_chains, draws=1, **problem.options
@@ -255,11 +256,16 @@ def exact_level(
                 name=f"{problem.label}: state frequencies = enumerated posterior",
             )
         )  # fmt: skip
+        labels.append(problem.label)
         residuals = {name: values[:, 0] for name, values in posterior.items()}
         checks.append(
             moment_test(residuals, name=f"{problem.label}: draws = exact conditional moments")
         )
-    return Comparison(checks=checks)
+    problem = (
+        f"{len(labels)} enumerable problems ({'; '.join(labels)}); "
+        f"{settings.exact_chains} independent chains of {settings.exact_sweeps + 1} sweeps each"
+    )
+    return Comparison(checks=checks, problem=problem)
 
 
 def reference_level(entry, recipe, model, data, settings, rng, progressbar=False) -> Comparison:
@@ -279,17 +285,35 @@ def reference_level(entry, recipe, model, data, settings, rng, progressbar=False
         small, data, chains=4, draws=settings.pymc_draws * recipe.pymc_draws_factor,
         tune=settings.pymc_tune, random_state=rng, progressbar=progressbar, initvals=initvals,
     )  # fmt: skip
+    problem = (
+        f"{full} simulated ({_synthetic_label(recipe.synthetic(settings))}), "
+        f"K={_sizes_label(small)}; PyMC 4 x {settings.pymc_draws * recipe.pymc_draws_factor} "
+        f"draws after {settings.pymc_tune} tuning"
+    )
+    if recipe.sampler is not None:
+        problem += f", Gibbs 4 x {settings.gibbs_draws} (thin {settings.gibbs_thin}) after 200"
     if recipe.sampler is not None:
         fast = entry.methods[recipe.sampler](
             small, data, chains=4, draws=settings.gibbs_draws, tune=200,
             thin=settings.gibbs_thin, random_state=rng, progressbar=progressbar,
         )  # fmt: skip
-        return compare(small, data, fast, reference, names=("gibbs", "pymc"), test=test)
+        result = compare(small, data, fast, reference, names=("gibbs", "pymc"), test=test)
+        result.checks.append(uncertainty_check(result.summary, "pymc"))
+        result.problem = problem
+        return result
     # A tight tolerance: mixture likelihoods have plateaus where a loose relative tolerance stops.
     estimate = entry.methods[recipe.em](
         small, data, betas=[1.0], tol=1e-9, max_iter=3000, random_state=rng
     )
-    return point_in_posterior(small, data, estimate.params, reference, name=recipe.em)
+    result = point_in_posterior(small, data, estimate.params, reference, name=recipe.em)
+    result.checks.append(uncertainty_check(result.summary, "pymc"))
+    result.problem = problem
+    return result
+
+
+def _synthetic_label(options: dict) -> str:
+    """Simulator keywords as ``name=value`` pairs for the report."""
+    return ", ".join(f"{name}={value}" for name, value in options.items())
 
 
 def distinct_modes(candidates, scores, separation: float = 0.5, limit: int = 2) -> list:
@@ -347,7 +371,11 @@ def compare_at_modes(entry, local, subset, pymc_starts, gibbs_starts, settings, 
         local, subset, fast, reference, level="mode-matched", names=("gibbs", "pymc"),
         modes=modes, null=null,
     )  # fmt: skip
-    result.problem = f"{subset}, K={_sizes_label(local)}, {n_modes} distinct modes"
+    result.problem = (
+        f"{subset}, K={_sizes_label(local)}, {n_modes} distinct modes; per mode {per} Gibbs "
+        f"chains x {settings.real_draws * 2} (thin {settings.gibbs_thin}) and 2 x {per} PyMC "
+        f"chains x {settings.real_draws}, after {settings.real_draws} burn-in / tuning"
+    )
     return result
 
 

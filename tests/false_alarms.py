@@ -1,0 +1,72 @@
+"""False alarms of the exact and calibrated levels on correct code: pass counts over many seeds.
+
+Each registered family with a sampler runs ``latentzoo.validate(..., quick=True,
+levels=["exact", "calibrated"])`` at seeds ``0..n-1``; a correct sampler must pass at least 95 of
+100 seeds (each level holds its family-wise false-alarm rate near 1e-3 per check). The slow test
+``tests/test_false_alarms.py`` asserts it; run the study and print the table with::
+
+    python -m tests.false_alarms --seeds 100 [--family one_sided ...] [--level exact ...]
+
+It is long (minutes per seed for the mixtures); ``--seeds`` trades time for resolution.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import warnings
+
+FAMILIES = {
+    "aspect": "AspectModel(2)",
+    "one_sided": "OneSidedClustering(2)",
+    "two_sided": "TwoSidedClustering(2, 2)",
+    "dpm": "DirichletProcessMixture()",
+    "finite_mixture": "BayesianMixture(2)",
+}
+"""The families with a sampler (the product-space mixture has none), as their validation model."""
+
+
+def pass_counts(family: str, seeds, levels=("exact", "calibrated")) -> dict:
+    """``{level: passes}`` and ``failures`` (seed, check) over ``seeds`` for one family."""
+    import latentzoo
+    import latentzoo.models as models
+
+    model = eval(FAMILIES[family], vars(models))
+    counts = {level: 0 for level in levels}
+    failures = []
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for seed in seeds:
+            for level in levels:
+                comparison = latentzoo.validate(model, quick=True, levels=[level], random_state=seed)
+                if comparison.passed:
+                    counts[level] += 1
+                else:
+                    failures += [(seed, c.name) for c in comparison.checks if not c.passed]
+    counts["failures"] = failures
+    counts["seconds"] = time.perf_counter() - start
+    return counts
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=100)
+    parser.add_argument("--first", type=int, default=0, help="first seed")
+    parser.add_argument("--family", action="append", choices=sorted(FAMILIES))
+    parser.add_argument("--level", action="append", choices=["exact", "calibrated"])
+    args = parser.parse_args(argv)
+    levels = tuple(args.level or ("exact", "calibrated"))
+    seeds = range(args.first, args.first + args.seeds)
+    print("| family | seeds | " + " | ".join(f"{lv} passed" for lv in levels) + " | seconds |")
+    print("|---|---|" + "---|" * len(levels) + "---|")
+    for family in args.family or FAMILIES:
+        counts = pass_counts(family, seeds, levels)
+        cells = " | ".join(str(counts[level]) for level in levels)
+        print(f"| {family} | {len(seeds)} | {cells} | {counts['seconds']:.0f} |", flush=True)
+        for seed, name in counts["failures"]:
+            print(f"  failed at seed {seed}: {name}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
