@@ -476,16 +476,33 @@ def _reference_checks(result, fast, reference, var_names, alpha, rhat_max, names
         )
     )
     table = agreement(fast, reference, var_names, alpha)
+    # MCSEs understate the disagreement of two runs of one sampler a little (mean z^2 about 1.2
+    # was measured between runs targeting one posterior), which would raise the false-alarm rate
+    # several-fold at the Bonferroni threshold: the reference's two halves calibrate z.
+    inflation = 1.0
+    if n_chains >= 4:
+        half = n_chains // 2
+        null = agreement(
+            select_chains(reference, range(half)), select_chains(reference, range(half, n_chains)),
+            var_names, alpha,
+        )  # fmt: skip
+        finite = null["z"].to_numpy()[np.isfinite(null["z"].to_numpy())]
+        if len(finite):
+            inflation = max(1.0, float(np.sqrt(np.mean(finite**2))))
+        table["z_null"] = null["z"].to_numpy()
+    table["z_calibrated"] = table["z"] / inflation
+    table["agree"] = table["z_calibrated"] <= table["threshold"]
     result.agreement = table
-    worst_z = float(table["z"].max())
+    worst_z = float(table["z_calibrated"].max())
     result.checks.append(
         Check(
             "reference",
             f"{fast_name} agrees with {ref_name}",
             bool(table["agree"].all()),
-            f"max |z| {worst_z:.2f} over {len(table)} quantities "
-            f"(threshold {table['threshold'].iloc[0]:.2f}, family-wise alpha {alpha})",
-            {"max_z": worst_z},
+            f"max |z| {worst_z:.2f} over {len(table)} quantities after calibration by "
+            f"{ref_name}'s two halves (factor {inflation:.2f}; threshold "
+            f"{table['threshold'].iloc[0]:.2f}, family-wise alpha {alpha})",
+            {"max_z": worst_z, "inflation": inflation},
         )
     )
 
@@ -574,7 +591,9 @@ def mode_matched_checks(result, fast, reference, var_names, alpha, names, modes=
     is_fast = diag["method"] == fast_name
     ref_rhat = float(diag.loc[~is_fast, "max_rhat"].max())
     fast_rhat = float(diag.loc[is_fast, "max_rhat"].max())
-    worst_ess = float(diag["min_ess_bulk"].min())
+    ref_ess = float(diag.loc[~is_fast, "min_ess_bulk"].min())
+    fast_ess = float(diag.loc[is_fast, "min_ess_bulk"].min())
+    worst_ess = min(ref_ess, fast_ess)
     means = result.mode_spread[result.mode_spread["method"] == ref_name]["loglik mean"]
     span = float(means.max() - means.min())
     worst_z = float(table["z_calibrated"].max())
@@ -583,14 +602,17 @@ def mode_matched_checks(result, fast, reference, var_names, alpha, names, modes=
     problems = []
     if not ref_rhat <= MODE_RHAT_MAX:
         problems.append(f"{ref_name} within-mode R-hat {ref_rhat:.3f} > {MODE_RHAT_MAX}")
-    if not worst_ess >= MODE_ESS_MIN:
-        problems.append(f"bulk ESS {worst_ess:.0f} < {MODE_ESS_MIN:.0f}")
+    if not ref_ess >= MODE_ESS_MIN:
+        problems.append(f"{ref_name} bulk ESS {ref_ess:.0f} < {MODE_ESS_MIN:.0f}")
+    fast_split = not fast_rhat <= MODE_RHAT_MAX
+    if not fast_split and not fast_ess >= MODE_ESS_MIN:
+        problems.append(f"{fast_name} bulk ESS {fast_ess:.0f} < {MODE_ESS_MIN:.0f}")
     if not inflation <= MODE_NULL_INFLATION_MAX:
         problems.append(
             f"{ref_name} disagrees with itself (calibration factor {inflation:.2f} > "
             f"{MODE_NULL_INFLATION_MAX})"
         )
-    agree = bool(table["agree"].all()) and fast_rhat <= MODE_RHAT_MAX
+    agree = bool(table["agree"].all()) and not fast_split
     detail = (
         f"{len(labels)} modes x {len(chains)} chains per side; max |z| {worst_z:.2f} after "
         f"calibration by {ref_name} against itself (factor {inflation:.2f}; threshold "
@@ -605,7 +627,7 @@ def mode_matched_checks(result, fast, reference, var_names, alpha, names, modes=
             "mode-matched",
             f"{fast_name} agrees with {ref_name} mode by mode",
             agree and not problems,
-            detail,
+            detail if not fast_split else f"{fast_name} chains split within a mode. {detail}",
             {
                 "max_z": worst_z,
                 "inflation": inflation,
@@ -614,7 +636,8 @@ def mode_matched_checks(result, fast, reference, var_names, alpha, names, modes=
                 "mode_span": span,
                 "n_modes": len(labels),
             },  # fmt: skip
-            inconclusive=bool(problems),
+            # Chains of the fast sampler that split from one start fail it whatever the rest.
+            inconclusive=bool(problems) and not fast_split,
         )
     )
 

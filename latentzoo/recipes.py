@@ -8,6 +8,7 @@ built when a validation starts, so importing the zoo stays cheap.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -102,8 +103,8 @@ def aspect() -> ValidationRecipe:
     def problems(model, rng):
         return _cooccurrence_problems(
             model, lambda k, **p: AspectModel(k, **p), (CoOccurrence([[2, 1, 0], [0, 1, 2]]), 2),
-            (CoOccurrence([[2, 0, 1, 0], [0, 0, 0, 0], [0, 0, 1, 2]]), 3,
-             "an empty row, an unobserved column"),
+            (CoOccurrence([[2, 0, 1, 0, 0], [0, 0, 0, 0, 0], [0, 0, 1, 2, 0]]), 3,
+             "an empty row, unobserved inner and last columns"),
         )  # fmt: skip
 
     def gibbs_start(params, sampler, rng):
@@ -364,14 +365,47 @@ def _mixture_problems(recipe):
         if recipe.problems["truncated"] is False:
             local = dataclasses.replace(tiny, n_components=3)
             out.append(problem(described(local), local, split_merge=True))
+        else:
+            # Escobar-West updates: alpha ~ Gamma(2, 1) integrated out of the enumeration.
+            options = {"split_merge": True, "sample_alpha": True, "alpha_prior": (2.0, 1.0)}
+            label = f"alpha ~ Gamma(2, 1), {type(tiny.component).__name__}"
+            out.append(problem(label, tiny, **options))
         return out
 
     return problems
 
 
+@functools.lru_cache(maxsize=32)
+def _concentration_integrals(n_items: int, alpha_prior, powers=(0,)) -> np.ndarray:
+    """``log int alpha^(K + p) Gamma(alpha) / Gamma(alpha + N) Gamma(alpha | a, b) d alpha`` for
+    ``K = 1..N`` (rows) and each power ``p`` (columns): the DPM's partition prior with its
+    concentration integrated out (Escobar & West 1995), and the moments of ``alpha`` given ``K``.
+    One-dimensional quadrature on a log grid (the integrands are smooth and unimodal in
+    ``log alpha``)."""
+    from scipy.special import gammaln, logsumexp
+
+    a, b = alpha_prior
+    log_alpha = np.linspace(-25.0, 8.0, 40_001)
+    alpha = np.exp(log_alpha)
+    # Gamma(a, rate b) density times the Jacobian d alpha = alpha d log alpha.
+    base = a * np.log(b) - gammaln(a) + a * log_alpha - b * alpha
+    base = base + gammaln(alpha) - gammaln(alpha + n_items)
+    step = log_alpha[1] - log_alpha[0]
+    k = np.arange(1, n_items + 1)[:, None, None]
+    p = np.asarray(powers)[None, :, None]
+    return logsumexp((k + p) * log_alpha + base, axis=-1) + np.log(step)
+
+
 def _mixture_enumerate(model, items, sampler):
-    """The partition posterior (Lemma 3.1, eq. (3.8)) laid out over all label vectors."""
-    partitions, log_probs = model.partition_posterior(items)
+    """The partition posterior (Lemma 3.1, eq. (3.8)) laid out over all label vectors; with a
+    sampled concentration, ``alpha`` integrated out under its Gamma prior."""
+    if not sampler.sample_alpha:
+        partitions, log_probs = model.partition_posterior(items)
+    else:
+        # At alpha = 1 the partition prior is prod Gamma(n_k) / N!: add the integral over alpha.
+        partitions, log_probs = dataclasses.replace(model, alpha=1.0).partition_posterior(items)
+        integrals = _concentration_integrals(items.n_items, tuple(sampler.alpha_prior))[:, 0]
+        log_probs = log_probs + integrals[partitions.max(axis=1)]
     return _enumerated_log_probs(partitions, log_probs, items.n_items), items.n_items
 
 
@@ -379,7 +413,10 @@ def _mixture_exact_params(setup, state, rng):
     """Each item's cluster weight and component parameters in the production draw."""
     params = setup.sampler.draw_params(state, rng)
     z = params["z"]
-    return {f"{name}[z]": np.asarray(value)[z] for name, value in params.items() if name != "z"}
+    out = {f"{name}[z]": np.asarray(value)[z] for name, value in params.items() if name != "z"}
+    if setup.sampler.sample_alpha:
+        out["alpha"] = np.array([state.alpha])
+    return out
 
 
 def _mixture_exact_moments(sampler, state):
@@ -397,6 +434,11 @@ def _mixture_exact_moments(sampler, state):
         if name == "cov":
             continue
         out[f"{name}[z]"] = (mean[labels], None if second is None else second[labels])
+    if sampler.sample_alpha:
+        logs = _concentration_integrals(len(labels), tuple(sampler.alpha_prior), (0, 1, 2))
+        k = len(slots) - 1
+        moments = np.exp(logs[k, 1:] - logs[k, 0])
+        out["alpha"] = (moments[:1], moments[1:])
     return out
 
 

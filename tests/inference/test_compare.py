@@ -127,22 +127,59 @@ def test_compare_reference_level_fails_on_disagreement_and_too_few_chains(toy):
     assert "FAILED" in result.verdict() and "fast agrees with reference" in result.verdict()
 
 
+def _shifted(idata, chains, amount):
+    """``idata`` with ``amount`` added to every invariant of the given chains."""
+    posterior = {name: idata.posterior[name].values.copy() for name in ("loglik", "p_dyad")}
+    for values in posterior.values():
+        values[list(chains)] += amount
+    return az.from_dict(posterior=posterior, dims={"p_dyad": ["dyad"]})
+
+
 def test_compare_mode_matched_level(toy):
     model, data = toy
     rng = np.random.default_rng(2)
-    fast, reference = iid_posterior(rng, chains=2), iid_posterior(rng, chains=2)
-    result = compare(model, data, fast, reference, level="mode-matched", alpha=1e-4)
-    assert result.levels_reached == ["mode-matched"]
+    modes = [0, 0, 1, 1]
+    fast, reference, null = (iid_posterior(rng, chains=4) for _ in range(3))
+    options = dict(level="mode-matched", alpha=1e-4, modes=modes, null=null)
+    result = compare(model, data, fast, reference, **options)
+    assert result.levels_reached == ["mode-matched"], result.verdict()
     assert sorted(result.agreement["mode"].unique()) == [0, 1]
-    assert len(result.mode_spread) == 4
-    # one chain of the fast method in another mode is caught
-    values = fast.posterior["loglik"].values.copy()
-    values[1] += 10 * combined_se(1, 1000)
-    moved = az.from_dict(posterior={"loglik": values, "p_dyad": fast.posterior["p_dyad"].values})
-    result = compare(model, data, moved, reference, level="mode-matched", alpha=1e-4)
-    assert not result.passed
+    assert len(result.mode_spread) == 6  # 2 modes x (fast, reference, null)
+    # the fast method's chains of one mode elsewhere: a failure, not an inconclusive verdict
+    moved = _shifted(fast, [2, 3], 10 * combined_se(2, 1000))
+    result = compare(model, data, moved, reference, **options)
+    assert not result.passed and not result.inconclusive
+    # one fast chain away from its sibling: its within-mode R-hat fails it
+    split = _shifted(fast, [1], 1.0)
+    assert not compare(model, data, split, reference, **options).passed
     with pytest.raises(ValueError, match="level"):
         compare(model, data, fast, reference, level="exact")
+
+
+def test_mode_matched_level_is_inconclusive_when_the_reference_disagrees_with_itself(toy):
+    """A reference whose chains from one start disagree defines no local posterior: whatever the
+    fast side does, the verdict is inconclusive (not a pass, and no level reached)."""
+    model, data = toy
+    rng = np.random.default_rng(5)
+    modes = [0, 0, 1, 1]
+    fast, reference, null = (iid_posterior(rng, chains=4) for _ in range(3))
+    drifting = _shifted(reference, [1], 1.0)
+    result = compare(
+        model, data, fast, drifting, level="mode-matched", alpha=1e-4, modes=modes, null=null
+    )
+    assert result.passed and result.levels_reached == []
+    assert [c.outcome for c in result.checks] == ["inconclusive"]
+    assert "inconclusive" in result.verdict() and "| inconclusive |" in result.to_markdown()
+
+
+def test_reference_level_is_calibrated_by_the_reference_halves(toy):
+    """The agreement z are divided by the disagreement of the reference's two halves (at least 1)."""
+    model, data = toy
+    rng = np.random.default_rng(6)
+    fast, reference = iid_posterior(rng), iid_posterior(rng)
+    table = compare(model, data, fast, reference, alpha=1e-4).agreement
+    assert {"z_null", "z_calibrated"} <= set(table)
+    assert (table["z_calibrated"] <= table["z"] + 1e-12).all()
 
 
 def test_comparison_report_and_plot(toy):

@@ -328,7 +328,8 @@ def run_case(
     """
     if each_level and not levels:
         levels = list(STANDARD_LEVELS)
-    tmp = Path(tempfile.mkdtemp(prefix=f"mutation-{case_id}-"))
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in case_id)
+    tmp = Path(tempfile.mkdtemp(prefix=f"mutation-{safe}-"))
     try:
         build_copy(tmp, mutation, ref)
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -589,11 +590,11 @@ def main(argv=None) -> int:
         for m in mutations:
             print(f"{m.id}  {m.family}  {m.kind}  {model_for(m)}")
         return 0
+    control_keys = list(dict.fromkeys((m.family, model_for(m)) for m in mutations))
     if args.no_mutations:
-        control_keys = [(f, FAMILIES[f]) for f in (args.family or FAMILIES)]
+        defaults = [(f, FAMILIES[f]) for f in (args.family or FAMILIES) if not args.only]
+        control_keys = list(dict.fromkeys([*defaults, *control_keys]))
         mutations = []
-    else:
-        control_keys = list(dict.fromkeys((m.family, model_for(m)) for m in mutations))
     options = dict(
         seed=args.seed, levels=args.levels, each_level=args.each_level, timeout=args.timeout,
         ref=args.ref, keep=args.keep,

@@ -53,10 +53,14 @@ def test_mutation_applies_to_current_code(mutation):
     compile(mutated, str(path), "exec")
 
 
+# Every model the suite validates: each family's, and the mutations' own.
+CONTROLS = list(dict.fromkeys([*FAMILIES.items(), *((m.family, model_for(m)) for m in MUTATIONS)]))
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("family", list(FAMILIES))
-def test_unmutated_copy_passes(family):
-    outcome = run_control(family, seed=SEED)
+@pytest.mark.parametrize(("family", "model"), CONTROLS, ids=[f"{f}:{m}" for f, m in CONTROLS])
+def test_unmutated_copy_passes(family, model):
+    outcome = run_control(family, model, seed=SEED)
     assert outcome.imported_from, "the subprocess did not report where latentzoo came from"
     failed = [c for c in outcome.checks if not c["passed"]]
     assert outcome.passed, f"control {family}: error {outcome.error!r}, failed checks {failed}"
