@@ -39,7 +39,9 @@ def pass_counts(family: str, seeds, levels=("exact", "calibrated")) -> dict:
         warnings.simplefilter("ignore")
         for seed in seeds:
             for level in levels:
-                comparison = latentzoo.validate(model, quick=True, levels=[level], random_state=seed)
+                comparison = latentzoo.validate(
+                    model, quick=True, levels=[level], random_state=seed
+                )
                 if comparison.passed:
                     counts[level] += 1
                 else:
