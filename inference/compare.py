@@ -44,7 +44,8 @@ __all__ = [
     "moment_test",
 ]
 
-LEVELS = ("exact", "reference", "mode-matched", "calibrated")
+LEVELS = ("exact", "density", "reference", "optimality", "mode-matched", "calibrated")
+"""The standard validation levels, in the order they are run and reported."""
 
 
 @dataclass

@@ -26,7 +26,9 @@ from latentzoo.validation import (
     ExactProblem,
     ValidationRecipe,
     _log,
+    calibration_problem,
     cooccurrence_checks,
+    density_level,
     exact_level,
 )
 
@@ -78,7 +80,7 @@ def _labelled_enumeration(n_items, n_labels, log_joint):
 
 
 def aspect() -> ValidationRecipe:
-    """The aspect model: all four levels (token assignments enumerated at the exact level)."""
+    """The aspect model: every level (token assignments enumerated at the exact level)."""
     from latentzoo.inference.aspect import AspectGibbs
     from latentzoo.models import AspectModel
 
@@ -140,7 +142,7 @@ def aspect() -> ValidationRecipe:
 
 
 def one_sided() -> ValidationRecipe:
-    """One-sided clustering (ACM): all four levels (row memberships enumerated)."""
+    """One-sided clustering (ACM): every level (row memberships enumerated)."""
     from latentzoo.inference.one_sided import OneSidedGibbs
     from latentzoo.models import OneSidedClustering
 
@@ -200,7 +202,7 @@ def one_sided() -> ValidationRecipe:
 
 
 def product_space() -> ValidationRecipe:
-    """The product-space mixture: EM inside the PyMC posterior (no sampler, one level)."""
+    """The product-space mixture: density, EM inside the PyMC posterior, optimality (no sampler)."""
     from latentzoo.models import ProductSpaceMixture
 
     def synthetic(settings):
@@ -231,7 +233,7 @@ def product_space() -> ValidationRecipe:
 
 
 def two_sided() -> ValidationRecipe:
-    """Two-sided clustering (SCM): all four levels, PyMC with discrete steps as the reference."""
+    """Two-sided clustering (SCM): every level, PyMC with discrete steps as the reference."""
     from latentzoo.inference.two_sided import TwoSidedGibbs
     from latentzoo.models import TwoSidedClustering
 
@@ -634,10 +636,14 @@ def _mixture_calibration(entry, recipe, model, data, settings, rng, progressbar=
         entry.methods["gibbs"], small, tune=50, thin=5, transform=_hard_statistics,
         split_merge=True,
     )  # fmt: skip
-    return sbc(
+    result = sbc(
         small, sampler, settings.sbc_sims, random_state=rng, progressbar=progressbar,
         statistics=("coassign", "n_occupied"), **recipe.problems["sbc"],
     )  # fmt: skip
+    result.problem = calibration_problem(
+        small, settings, recipe.problems["sbc"], "split-merge Gibbs"
+    )
+    return result
 
 
 def _mixture_recipe(small, truncated: bool) -> ValidationRecipe:
@@ -647,10 +653,12 @@ def _mixture_recipe(small, truncated: bool) -> ValidationRecipe:
         pymc_draws_factor=4 if truncated else 2,
         checks={
             "exact": exact_level,
+            "density": density_level,
             "reference": _mixture_reference,
             "mode-matched": _mixture_mode_matched,
             "calibrated": _mixture_calibration,
         },
+        not_applicable={"optimality": "no EM (point estimator): the mixtures are sampled only"},
         small=small,
         problems={
             "exact": {"n_items": 6, "n_features": 3},
@@ -672,7 +680,7 @@ def _mixture_recipe(small, truncated: bool) -> ValidationRecipe:
 
 
 def dpm() -> ValidationRecipe:
-    """The Dirichlet process mixture: all four levels.
+    """The Dirichlet process mixture: every level but optimality (no EM).
 
     Exact: partitions of 6 items enumerated (Lemma 3.1); reference: PyMC's truncated stick-breaking
     DPM (8 sticks) against Gibbs on separated synthetic data; mode-matched: real items (digits by
@@ -688,7 +696,8 @@ def dpm() -> ValidationRecipe:
 
 
 def finite_mixture() -> ValidationRecipe:
-    """The finite Bayesian mixture: all four levels, at 2 (exact, SBC) or 3 components."""
+    """The finite Bayesian mixture: every level but optimality (no EM), at 2 (exact, SBC) or 3
+    components."""
     components = {"exact": 2, "reference": 3, "real": 3, "sbc": 2}
 
     def small(model, level):

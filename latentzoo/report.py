@@ -71,12 +71,11 @@ def write_validation_report(comparison: Comparison, out, title="Validation") -> 
         body += "\n![forest plot of invariants](forest.png)\n"
     sbc_result = getattr(comparison, "sbc", None)
     if sbc_result is not None:
-        axes = sbc_result.plot()
-        axes[0].figure.suptitle("SBC rank histograms (grey: 99% band of uniform)")
-        axes[0].figure.tight_layout()
-        axes[0].figure.savefig(out / "sbc.png", dpi=110)
+        axes = np.ravel(sbc_result.plot())
+        axes[0].figure.savefig(out / "sbc.png", dpi=110, bbox_inches="tight")
         plt.close(axes[0].figure)
-        body += "\n![SBC rank histograms](sbc.png)\n"
+        body += "\n" + sbc_result.to_markdown()
+        body += "\n![SBC rank-ECDF differences with simultaneous 99% bands](sbc.png)\n"
     path = out / "summary.md"
     path.write_text("\n".join(lines) + body)
     return path

@@ -1,21 +1,31 @@
-"""``latentzoo.validate``: the four-level comparison of fast inference with the PyMC reference.
+"""``latentzoo.validate``: the levels that compare fast inference with the PyMC reference.
 
-The levels (the "Adding a family" and validation sections of the README), each run on data of the
-right kind:
+The levels (the "Adding a family" and validation sections of the README), each run on a problem
+of the right kind and naming it in its result (``Comparison.problems``):
 
-1. **exact** — a data set of a few items whose posterior over all latent assignments is enumerated;
-   the collapsed Gibbs sampler's state frequencies (independent chains) are tested by chi-square;
-2. **reference** — synthetic data with well-separated structure, where PyMC's own chains agree
-   (R-hat <= 1.01 over 4 chains); the Gibbs sampler must agree with PyMC within combined MCSE, and a
-   point estimator (EM) must lie inside the reference posterior;
-3. **mode-matched** — real data, where no sampler mixes between modes: PyMC and Gibbs chains are
-   started at the same annealed-EM solutions and compared chain by chain; the spread of modes is
-   reported rather than averaged away;
-4. **calibrated** — simulation-based calibration of the Gibbs sampler on data drawn from the prior.
+1. **exact** — several tiny data sets whose posterior over all latent assignments is enumerated
+   (at the user's, the default and two informative priors; reaching every branch of the
+   kernels); the family's own ``gibbs`` setup runs thousands of independent chains through
+   ``init``/``step``/``draw``; their final states must match the enumerated posterior
+   (chi-square) and the parameters drawn by ``draw`` their exact conditional moments;
+2. **density** — at random points of the prior, PyMC's log density equals the model's
+   log-likelihood plus its log prior (a wrong prior in the declaration fails here);
+3. **reference** — synthetic data where PyMC's own chains agree (R-hat <= 1.01 over 4 chains)
+   and the posterior is genuinely uncertain; the Gibbs sampler must agree with PyMC within
+   combined MCSE (calibrated by the disagreement of PyMC's two halves), a point estimator must
+   lie inside the reference posterior;
+4. **optimality** — the EM estimate at ``beta = 1`` is a stationary point of PyMC's log posterior
+   (its gradient vanishes) that ``pymc.find_MAP`` cannot improve;
+5. **mode-matched** — real data, where no sampler mixes between modes: PyMC and Gibbs chains are
+   started at the same distinct modes, compared mode by mode after burn-in, with within-mode R-hat
+   and ESS, the test calibrated by a second PyMC run; "inconclusive" when PyMC itself does not
+   hold one local posterior;
+6. **calibrated** — simulation-based calibration of the Gibbs sampler on data drawn from the
+   prior (1000 simulations, the power to detect a 0.25-sd bias stated).
 
 Each model family describes how it is validated in a :class:`ValidationRecipe` (registered with the
 family in :mod:`latentzoo.zoo`, written in :mod:`latentzoo.recipes`): a list of checks, each a
-function. The four standard checks of the co-occurrence families are written once, here, and
+function. The standard checks of the co-occurrence families are written once, here, and
 parametrised by the recipe (sizes, simulator keywords, how to start PyMC and Gibbs at an EM
 solution); a family with other data brings its own checks built from the same parts
 (:func:`~latentzoo.inference.compare.exact_test`, :func:`~latentzoo.inference.compare.compare`,
@@ -59,7 +69,7 @@ __all__ = [
 ]
 
 LEVEL_NAMES = LEVELS
-"""The four standard levels (defined once, in :mod:`latentzoo.inference.compare`)."""
+"""The standard levels (defined once, in :mod:`latentzoo.inference.compare`)."""
 
 
 @dataclass(frozen=True)
@@ -105,7 +115,7 @@ class ValidationRecipe:
     ``check(family, recipe, model, data, settings, rng, progressbar) -> Comparison | SBCResult``;
     a family extends the list with checks of its own (any name) and leaves out the levels it
     cannot reach, giving the reason in ``not_applicable``. :func:`cooccurrence_checks` builds the
-    four standard checks from the remaining fields, which describe the problems of the
+    standard checks from the remaining fields, which describe the problems of the
     co-occurrence families; other families use ``problems`` for their own checks' settings.
 
     Attributes
@@ -381,6 +391,8 @@ def compare_at_modes(entry, local, subset, pymc_starts, gibbs_starts, settings, 
 
 def _sizes_label(model) -> str:
     """The cluster numbers of a model, e.g. ``3`` or ``2x2``."""
+    if type(model).__name__ == "DirichletProcessMixture":
+        return "unbounded (DPM)"
     shape = getattr(model, "shape", None)
     if shape is not None:
         return "x".join(str(k) for k in shape)
@@ -416,18 +428,29 @@ def mode_matched_level(entry, recipe, model, data, settings, rng, progressbar=Fa
 def calibration_level(entry, recipe, model, data, settings, rng, progressbar=False):
     """Level 4: SBC of the Gibbs sampler on small data sets drawn from the prior.
 
-    The production sampler (``init``/``step``/``draw`` through the shared chain runner) without
-    ``InferenceData``, whose construction cost more than the sampling: 1000 simulations take
-    seconds. The result states the test's power to detect a 0.25- and a 0.5-sd bias.
+    The production sampler (``init``/``step``/``draw`` through the shared chain runner), without
+    building ``InferenceData`` per simulation: 1000 simulations of the tiny problems take 10-30 s.
+    The result states the test's power to detect a 0.25- and a 0.5-sd bias.
     """
     from latentzoo.inference.calibration import production_sampler
 
     small = recipe.small(model, recipe.sizes["sbc"])
     sampler = production_sampler(entry.methods[recipe.sampler], small, tune=50, thin=5)
-    return sbc(
+    result = sbc(
         small, sampler, settings.sbc_sims, random_state=rng, progressbar=progressbar,
         **recipe.sbc_data,
     )  # fmt: skip
+    result.problem = calibration_problem(small, settings, recipe.sbc_data, "Gibbs")
+    return result
+
+
+def calibration_problem(model, settings, sizes: dict, sampler: str) -> str:
+    """What the calibrated level ran: simulations, their sizes, K and the chains."""
+    return (
+        f"{settings.sbc_sims} data sets drawn from the prior ({_synthetic_label(sizes)}), "
+        f"K={_sizes_label(model)}; per data set one {sampler} chain, 50 tuning sweeps, 99 draws "
+        "thinned by 5"
+    )
 
 
 OPTIMALITY_EM_TOL = 1e-10
@@ -445,9 +468,11 @@ def optimality_level(entry, recipe, model, data, settings, rng, progressbar=Fals
     :data:`OPTIMALITY_EM_TOL`; then the gradient of PyMC's log density vanishes there
     (:func:`~latentzoo.inference.optimality.kkt_check`) and ``pymc.find_MAP`` started there finds
     no better point (:func:`~latentzoo.inference.optimality.find_map_check`). Both read only the
-    PyMC declaration, so a wrong M-step fails them whatever the EM code does. Reported skipped
-    for a family without EM, for priors below 1 (EM refuses them: no interior MAP) and where the
-    EM is no MAP of the declaration (discrete free variables: the two-sided mean field).
+    PyMC declaration, so a wrong M-step fails them whatever the EM code does. The two-sided model's
+    EM is a mean-field fixed point, not a point of its PyMC posterior (``I``, ``J`` are discrete
+    there): its free energy, written independently of the EM code, must be stationary instead
+    (:func:`~latentzoo.inference.optimality.mean_field_check`). Reported skipped for a family
+    without EM and for priors below 1 (EM refuses them: no interior MAP).
 
     Examples
     --------
@@ -456,33 +481,51 @@ def optimality_level(entry, recipe, model, data, settings, rng, progressbar=Fals
     >>> c.levels_reached  # doctest: +SKIP
     ['optimality']
     """
-    from latentzoo.inference.optimality import OPTIMALITY, find_map_check, kkt_check
+    from latentzoo.inference.optimality import (
+        OPTIMALITY,
+        find_map_check,
+        kkt_check,
+        mean_field_check,
+    )
+    from latentzoo.models import TwoSidedClustering
 
-    def skipped(reason):
-        return Comparison(
-            skipped=[Check(OPTIMALITY, OPTIMALITY, True, f"not applicable: {reason}")]
-        )
+    def skipped(name, reason):
+        return Check(OPTIMALITY, name, True, f"not applicable: {reason}")
 
     if recipe.em is None or "reference" not in recipe.sizes:
-        return skipped("no EM (point estimator) in this family's recipe")
+        reason = "no EM (point estimator) in this family's recipe"
+        return Comparison(skipped=[skipped(OPTIMALITY, reason)])
     small = recipe.small(model, recipe.sizes["reference"])
-    priors = {name: getattr(small, name) for name in ("alpha", "eta") if hasattr(small, name)}
+    mean_field = isinstance(small, TwoSidedClustering)  # its EM needs alpha >= 1 only
+    names = ("alpha",) if mean_field else ("alpha", "eta")
+    priors = {name: getattr(small, name) for name in names if hasattr(small, name)}
     if any(value < 1 for value in priors.values()):
         shown = ", ".join(f"{name}={value:g}" for name, value in priors.items())
-        return skipped(f"EM computes a MAP only for priors >= 1 ({shown})")
+        reason = f"EM computes a MAP only for priors >= 1 ({shown})"
+        return Comparison(skipped=[skipped(OPTIMALITY, reason)])
     simulated, _ = small.simulate(rng, **recipe.synthetic(settings))
+    problem = (
+        f"{simulated} drawn from the prior, K={_sizes_label(small)}; {recipe.em} at beta = 1 to "
+        f"a relative change of {OPTIMALITY_EM_TOL:g}"
+    )
     _log(progressbar, f"optimality level: {recipe.em} at beta = 1 on {simulated}")
     estimate = entry.methods[recipe.em](
         small, simulated, betas=[1.0], tol=OPTIMALITY_EM_TOL, max_iter=OPTIMALITY_EM_MAX_ITER,
         random_state=rng,
     )  # fmt: skip
-    result = kkt_check(small, simulated, estimate.params, name=recipe.em, random_state=rng)
-    if result.skipped:  # not a point of the declaration's posterior: find_MAP does not apply
-        return result
-    result.extend(find_map_check(small, simulated, estimate.params, name=recipe.em))
+    if mean_field:
+        result = mean_field_check(small, simulated, estimate.params, name=recipe.em)
+        reason = "the mean field is no point of the PyMC posterior, whose I and J are discrete"
+        result.skipped.append(skipped(f"pymc find_MAP cannot improve {recipe.em}", reason))
+    else:
+        result = kkt_check(small, simulated, estimate.params, name=recipe.em, random_state=rng)
+        if result.skipped:  # not a point of the declaration's posterior: find_MAP does not apply
+            return result
+        result.extend(find_map_check(small, simulated, estimate.params, name=recipe.em))
     if not getattr(estimate, "converged", True):
         for check in result.checks:
             check.detail += f" ({recipe.em} stopped at max_iter={OPTIMALITY_EM_MAX_ITER})"
+    result.problem = problem
     return result
 
 
@@ -493,7 +536,7 @@ def density_level(entry, recipe, model, data, settings, rng, progressbar=False) 
     ``recipe.sizes["reference"]`` and ``recipe.synthetic``; mixtures: ``recipe.small(model,
     "reference")`` and ``recipe.problems["reference"]``), at parameter draws from the prior
     (:func:`~latentzoo.inference.optimality.density_check`): a PyMC declaration with a wrong
-    prior or likelihood fails it. Level ``"reference"``.
+    prior or likelihood fails it. Level ``"density"``.
 
     Examples
     --------
@@ -515,7 +558,9 @@ def density_level(entry, recipe, model, data, settings, rng, progressbar=False) 
         keywords = recipe.problems["reference"]
     simulated, _ = small.simulate(rng, **keywords)
     _log(progressbar, f"density spot check: PyMC declaration on {simulated}")
-    return density_check(small, simulated, rng)
+    result = density_check(small, simulated, rng)
+    result.problem = f"{simulated} drawn from the prior, K={_sizes_label(small)}"
+    return result
 
 
 def cooccurrence_checks(recipe: ValidationRecipe) -> ValidationRecipe:
@@ -525,12 +570,16 @@ def cooccurrence_checks(recipe: ValidationRecipe) -> ValidationRecipe:
     tiny data set); a family without one is checked at the reference level only, and the other
     levels are recorded as not applicable.
     """
-    checks = {"reference": reference_level}
+    checks = {"density": density_level, "reference": reference_level}
     reasons = {}
     if recipe.exact_problems is not None and recipe.sampler is not None:
         checks = {"exact": exact_level, **checks}
     else:
         reasons["exact"] = "no collapsed sampler whose posterior can be enumerated"
+    if recipe.em is not None:
+        checks["optimality"] = optimality_level
+    else:
+        reasons["optimality"] = "no EM (point estimator)"
     if recipe.sampler is not None:
         checks.update({"mode-matched": mode_matched_level, "calibrated": calibration_level})
     else:
@@ -610,6 +659,8 @@ def validate(
             if isinstance(outcome, SBCResult):
                 result.checks.append(outcome.check)
                 result.sbc = outcome
+                if getattr(outcome, "problem", ""):
+                    result.problems[level] = outcome.problem
             else:
                 result.extend(outcome, level)
             result.timings[level] = time.perf_counter() - start

@@ -16,7 +16,8 @@ from latentzoo.models import (
 )
 from latentzoo.zoo import ZOO
 
-ALL_LEVELS = ["exact", "reference", "mode-matched", "calibrated"]
+ALL_LEVELS = ["exact", "density", "reference", "optimality", "mode-matched", "calibrated"]
+SAMPLED = ["exact", "density", "reference", "mode-matched", "calibrated"]
 
 
 def test_every_registered_family_has_a_recipe_covering_the_four_levels():
@@ -31,13 +32,18 @@ def test_every_registered_family_has_a_recipe_covering_the_four_levels():
     ("model", "reached", "skipped"),
     [
         (OneSidedClustering(2), ALL_LEVELS, []),
-        (TwoSidedClustering(2, 2), ALL_LEVELS, []),
-        (ProductSpaceMixture(2, 2), ["reference"], ["exact", "mode-matched", "calibrated"]),
-        (DirichletProcessMixture(), ALL_LEVELS, []),
-        (BayesianMixture(2), ALL_LEVELS, []),
+        (TwoSidedClustering(2, 2), ALL_LEVELS, ["optimality"]),
+        (
+            ProductSpaceMixture(2, 2),
+            ["density", "reference", "optimality"],
+            ["exact", "mode-matched", "calibrated"],
+        ),
+        (DirichletProcessMixture(), SAMPLED, ["optimality"]),
+        (BayesianMixture(2), SAMPLED, ["optimality"]),
     ],
     ids=["one_sided", "two_sided", "product_space", "dpm", "finite_mixture"],
 )
+@pytest.mark.slow
 def test_quick_validation_passes_every_applicable_level(model, reached, skipped):
     comparison = latentzoo.validate(model, quick=True, random_state=1)
     assert comparison.passed, comparison.verdict()
@@ -47,6 +53,40 @@ def test_quick_validation_passes_every_applicable_level(model, reached, skipped)
     assert "Verdict" in text
     for level in skipped:
         assert f"| {level} | - | skipped | not applicable" in text
+
+
+SMALL = dataclasses.replace(validation.QUICK, exact_chains=2000, sbc_sims=200)
+"""The default run's small version of the cheap levels (the full QUICK run is marked slow)."""
+
+
+@pytest.mark.parametrize(
+    ("model", "reached"),
+    [
+        (OneSidedClustering(2), ["exact", "density", "optimality", "calibrated"]),
+        (TwoSidedClustering(2, 2), ["exact", "density", "optimality", "calibrated"]),
+        (ProductSpaceMixture(2, 2), ["density", "optimality"]),
+        (DirichletProcessMixture(), ["exact", "density", "calibrated"]),
+        (BayesianMixture(2), ["exact", "density", "calibrated"]),
+    ],
+    ids=["one_sided", "two_sided", "product_space", "dpm", "finite_mixture"],
+)
+def test_small_validation_of_the_cheap_levels_passes(model, reached):
+    levels = ["exact", "density", "optimality", "calibrated"]
+    comparison = latentzoo.validate(model, levels=levels, settings=SMALL, random_state=2)
+    assert comparison.passed, comparison.verdict()
+    assert comparison.levels_reached == reached
+    assert set(comparison.problems) == set(reached)
+
+
+def test_reference_and_mode_matched_levels_pass_for_one_family():
+    """The PyMC levels at quick size for one family (all families: the slow test above)."""
+    comparison = latentzoo.validate(
+        OneSidedClustering(2), quick=True, levels=["reference", "mode-matched"], random_state=3
+    )
+    assert comparison.passed, comparison.verdict()
+    assert comparison.levels_reached == ["reference", "mode-matched"]
+    text = comparison.to_markdown()
+    assert "| reference | CoOccurrence(12 x 12" in text and "distinct modes" in text
 
 
 def _wrong_model_gibbs(gibbs, wrong):

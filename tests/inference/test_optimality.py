@@ -18,6 +18,7 @@ from latentzoo.inference.optimality import (
     density_check,
     find_map_check,
     kkt_check,
+    mean_field_check,
     prior_draw,
 )
 from latentzoo.models import (
@@ -156,7 +157,7 @@ def test_density_spot_check_passes_for_every_registered_family(name):
     model = family.model(**{size: 2 for size in family.sizes})
     result = density_level(family, family.recipe(), model, None, QUICK, np.random.default_rng(3))
     assert result.passed, result.checks[0].detail
-    assert result.checks[0].level == "reference"
+    assert result.checks[0].level == "density"
 
 
 @pytest.mark.parametrize(
@@ -223,25 +224,45 @@ def _em(name, model, data, seed):
     )
 
 
-@pytest.mark.parametrize("name", sorted(EM_FAMILIES))
-def test_kkt_and_find_map_pass_at_em_and_fail_for_an_extra_pseudo_count(name):
-    """EM with alpha + 1 and eta + 1 is the fixed point of an M-step that adds alpha and eta
-    instead of alpha - 1 and eta - 1: both checks must reject it under the true priors."""
+def _right_and_wrong(name):
+    """EM at the model's priors, and EM at alpha + 1, eta + 1: the fixed point of an M-step that
+    adds alpha and eta instead of alpha - 1 and eta - 1 (the issue's mutation)."""
     model, sizes = EM_FAMILIES[name]
     data, _ = model.simulate(8, **sizes)
-    right = _em(name, model, data, 9)
     shifted = dataclasses.replace(model, alpha=model.alpha + 1, eta=model.eta + 1)
-    wrong = _em(name, shifted, data, 9)
+    return model, data, _em(name, model, data, 9), _em(name, shifted, data, 9)
+
+
+@pytest.mark.parametrize("name", sorted(EM_FAMILIES))
+def test_kkt_passes_at_em_and_fails_for_an_extra_pseudo_count(name):
+    model, data, right, wrong = _right_and_wrong(name)
     good = kkt_check(model, data, right.params).checks[0]
     bad = kkt_check(model, data, wrong.params).checks[0]
     assert good.passed and good.level == "optimality", good.detail
     assert not bad.passed, bad.detail
     # a pseudo-count error of one shows as residuals of order one count
     assert bad.numbers["max_abs_gradient"] > 10 * KKT_TOL
-    good_map = find_map_check(model, data, right.params).checks[0]
-    bad_map = find_map_check(model, data, wrong.params).checks[0]
-    assert good_map.passed, good_map.detail
-    assert not bad_map.passed and bad_map.numbers["log_posterior_gain"] > 0.1, bad_map.detail
+
+
+def _find_map_separates(name):
+    model, data, right, wrong = _right_and_wrong(name)
+    good = find_map_check(model, data, right.params).checks[0]
+    # 300 evaluations already gain nats from the wrong estimate (L-BFGS needs ~900 to converge)
+    bad = find_map_check(model, data, wrong.params, maxeval=300).checks[0]
+    assert good.passed and good.level == "optimality", good.detail
+    assert not bad.passed and bad.numbers["log_posterior_gain"] > 0.1, bad.detail
+
+
+def test_find_map_cannot_improve_em_but_improves_the_wrong_m_step():
+    """The product-space mixture, whose old "EM inside the posterior" check preferred the wrong
+    M-step."""
+    _find_map_separates("product_space")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["aspect", "one_sided"])
+def test_find_map_separates_right_and_wrong_em_of_the_other_families(name):
+    _find_map_separates(name)
 
 
 def test_kkt_checks_the_sign_condition_on_the_boundary():
@@ -259,7 +280,7 @@ def test_kkt_checks_the_sign_condition_on_the_boundary():
     assert not bad.passed and bad.numbers["boundary_gain"] > KKT_TOL, bad.detail
 
 
-def test_optimality_level_runs_em_and_skips_the_two_sided_mean_field():
+def test_optimality_level_runs_em_or_the_mean_field_check():
     family = ZOO["one_sided"]
     result = optimality_level(
         family, family.recipe(), OneSidedClustering(2), None, QUICK, np.random.default_rng(10)
@@ -269,11 +290,38 @@ def test_optimality_level_runs_em_and_skips_the_two_sided_mean_field():
     result = optimality_level(
         family, family.recipe(), TwoSidedClustering(2, 2), None, QUICK, np.random.default_rng(10)
     )
-    assert not result.checks and "discrete" in result.skipped[0].detail
+    assert result.passed and len(result.checks) == 1, result.verdict()
+    assert "mean-field free energy" in result.checks[0].name
+    assert "discrete" in result.skipped[0].detail
     result = optimality_level(
         ZOO["aspect"], ZOO["aspect"].recipe(), AspectModel(2, alpha=0.5), None, QUICK, 0
     )
     assert not result.checks and "priors >= 1" in result.skipped[0].detail
+
+
+def test_mean_field_check_passes_at_the_fixed_point_and_fails_for_an_extra_pseudo_count():
+    """Unbalanced clusters (4 + 2 rows, 3 + 2 columns): with balanced ones the MAP weights are
+    uniform whatever the pseudo-count, and the mutation changes nothing."""
+    counts = np.array(
+        [
+            [5, 4, 6, 0, 1],
+            [4, 6, 5, 1, 0],
+            [6, 5, 4, 0, 0],
+            [5, 5, 5, 0, 1],
+            [0, 1, 0, 7, 6],
+            [1, 0, 0, 6, 7],
+        ]
+    )
+    data = CoOccurrence(counts)
+    model = TwoSidedClustering(2, 2)
+    mean_field = ZOO["two_sided"].methods["mean_field"]
+    options = {"betas": [1.0], "tol": 1e-10, "max_iter": 50_000, "random_state": 0}
+    right = mean_field(model, data, **options)
+    wrong = mean_field(dataclasses.replace(model, alpha=model.alpha + 1), data, **options)
+    good = mean_field_check(model, data, right.params).checks[0]
+    bad = mean_field_check(model, data, wrong.params).checks[0]
+    assert good.passed and good.level == "optimality", good.detail
+    assert not bad.passed and bad.numbers["max_abs_gradient"] > 2 * KKT_TOL, bad.detail
 
 
 def test_prior_draw_gives_the_truncated_sticks_of_the_dpm():
