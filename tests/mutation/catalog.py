@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FAMILIES", "KINDS", "MUTATIONS", "Mutation", "by_id", "model_for"]
+__all__ = ["FAMILIES", "KINDS", "MUTATIONS", "RELEVANT_LEVELS", "Mutation", "by_id", "model_for"]
 
 FAMILIES = {
     "aspect": "AspectModel(2)",
@@ -32,6 +32,16 @@ FAMILIES = {
 """Family -> the model ``validate`` is run with (evaluated with ``latentzoo.models``' names)."""
 
 KINDS = ("gibbs", "em", "pymc", "model")
+
+RELEVANT_LEVELS = {
+    "gibbs": ("exact", "reference", "mode-matched", "calibrated"),
+    "em": ("reference", "optimality", "mode-matched"),
+    "pymc": ("density", "reference", "optimality", "mode-matched"),
+    "model": None,
+}
+"""Kind -> the levels that execute the mutated code (None: every level), for ``--relevant``: a
+sampler bug cannot change the density or optimality levels, which never run the sampler, nor a
+PyMC bug the exact or calibrated levels, which never run PyMC."""
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tests.mutation.catalog import FAMILIES, MUTATIONS, Mutation, model_for
+from tests.mutation.catalog import FAMILIES, MUTATIONS, RELEVANT_LEVELS, Mutation, model_for
 
 __all__ = [
     "Outcome",
@@ -566,6 +566,10 @@ def main(argv=None) -> int:
     parser.add_argument("--only", nargs="+", metavar="ID", help="mutation ids to run")
     parser.add_argument("--family", nargs="+", metavar="F", help=f"families: {', '.join(FAMILIES)}")
     parser.add_argument("--levels", nargs="+", metavar="L", help="levels passed to validate")
+    parser.add_argument(
+        "--relevant", action="store_true",
+        help="run each mutation only at the levels that execute its code (catalog.RELEVANT_LEVELS)",
+    )  # fmt: skip
     parser.add_argument("--jobs", type=int, default=1, help="subprocesses at a time (default 1)")
     parser.add_argument("--seed", type=int, default=0, help="random_state of validate")
     parser.add_argument("--out", default=str(Path(__file__).with_name("RESULTS.md")))
@@ -608,6 +612,8 @@ def main(argv=None) -> int:
         what, item = job
         if what == "control":
             outcome = run_control(item[0], item[1], **options)
+        elif args.relevant and not args.levels:
+            outcome = run_mutation(item, **{**options, "levels": RELEVANT_LEVELS[item.kind]})
         else:
             outcome = run_mutation(item, **options)
         failed = ", ".join(outcome.failed_levels) or "-"
@@ -629,7 +635,11 @@ def main(argv=None) -> int:
         "started": started,
         "source": args.ref or f"working tree ({_git_description()})",
         "seed": args.seed,
-        "levels": ", ".join(args.levels) if args.levels else "validate's default (all)",
+        "levels": ", ".join(args.levels)
+        if args.levels
+        else "those that run the mutated code (see catalog.RELEVANT_LEVELS)"
+        if args.relevant
+        else "validate's default (all)",
         "validate calls": "one per level" if args.each_level else "one per case",
         "quick": True,
     }
