@@ -150,7 +150,8 @@ def run_demo(out="report", quick=False, progressbar=True, n_components=20, rando
         f"| plain EM (beta = 1, to convergence) | {em_plain.perplexity(test):.1f} | "
         f"{em_plain.seconds:.2f} | - | converged: {em_plain.converged} |",
         f"| collapsed Gibbs ({chains} x {draws}) | {_gibbs_perplexity(idata, test):.1f} | "
-        f"{gibbs_seconds:.2f} | {gibbs_ess / gibbs_seconds:.3g} | posterior predictive |",
+        f"{gibbs_seconds:.2f} | {gibbs_ess / gibbs_seconds:.3g} | posterior predictive; "
+        f"log-likelihood R-hat {gibbs_rhat:.2f}, bulk ESS {gibbs_ess:.0f} |",
         "",
         "![annealing trace and perplexity vs beta](annealing_trace.png)",
         "",

@@ -655,7 +655,13 @@ def validate(
                 result.skipped.append(Check(level, level, True, f"not applicable: {reason}"))
                 continue
             start = time.perf_counter()
-            outcome = check(entry, recipe, model, data, settings, rng, progressbar)
+            try:
+                outcome = check(entry, recipe, model, data, settings, rng, progressbar)
+            except Exception as error:  # noqa: BLE001 - a level that cannot run is a failed level
+                # A sampler that crashes on a validation problem (e.g. a negative Dirichlet
+                # concentration) is a finding, reported with the other verdicts.
+                detail = f"the level raised {type(error).__name__}: {error}"
+                outcome = Comparison(checks=[Check(level, f"{level} level ran", False, detail)])
             if isinstance(outcome, SBCResult):
                 result.checks.append(outcome.check)
                 result.sbc = outcome
