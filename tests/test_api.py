@@ -122,7 +122,7 @@ def test_gibbs_netcdf_round_trip(tmp_path):
 # ----------------------------------------------------------------------------- validate
 @pytest.fixture(scope="module")
 def quick_validation():
-    # The one PyMC run of the default suite: all four levels on the QUICK sizes (~30 s).
+    # The one PyMC run of the default suite: every level on the QUICK sizes (about 2 minutes).
     return latentzoo.validate(AspectModel(2), quick=True)
 
 
@@ -140,6 +140,9 @@ def test_validate_report(quick_validation):
     assert "Verdict" in text and "PASSED" in text
     for level in LEVELS:
         assert level in text
+    # Each level names the problem it validated (data, K, chains).
+    assert set(quick_validation.problems) == set(LEVELS)
+    assert "| reference | CoOccurrence(10 x 12" in text and "distinct modes" in text
 
 
 def test_validate_rejects_unknown_levels():

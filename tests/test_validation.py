@@ -78,17 +78,6 @@ def test_small_validation_of_the_cheap_levels_passes(model, reached):
     assert set(comparison.problems) == set(reached)
 
 
-def test_reference_and_mode_matched_levels_pass_for_one_family():
-    """The PyMC levels at quick size for one family (all families: the slow test above)."""
-    comparison = latentzoo.validate(
-        OneSidedClustering(2), quick=True, levels=["reference", "mode-matched"], random_state=3
-    )
-    assert comparison.passed, comparison.verdict()
-    assert comparison.levels_reached == ["reference", "mode-matched"]
-    text = comparison.to_markdown()
-    assert "| reference | CoOccurrence(12 x 12" in text and "distinct modes" in text
-
-
 def _wrong_model_gibbs(gibbs, wrong):
     """``gibbs`` run on ``wrong(model)`` instead of the model (its ``prepare`` too)."""
 
