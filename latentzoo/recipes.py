@@ -56,7 +56,7 @@ def _cooccurrence_problems(model, make, small, branches):
 
     ``small = (data, k)`` is enumerated at the user's priors, the class defaults and the two
     :data:`INFORMATIVE_PRIORS`; ``branches = (data, k, why)`` (empty rows, unobserved columns,
-    counts above the kernels' small-count paths, K = 3) at the default priors.
+    counts above the kernels' small-count paths, K = 3) at the defaults and the informative ones.
     """
     data, k = small
     shape = f"{data.n_rows} x {data.n_cols} counts, K={k}"
@@ -67,10 +67,12 @@ def _cooccurrence_problems(model, make, small, branches):
         if _priors(candidate) not in seen:
             seen.add(_priors(candidate))
             problems.append(ExactProblem(f"{shape}, {_priors(candidate)}", candidate, data))
+    # The branch problem at the default and the informative priors: a strong eta magnifies what
+    # the unobserved columns contribute to the normalisers (M eta).
     data, k, why = branches
-    default = make(k)
-    label = f"{data.n_rows} x {data.n_cols} counts ({why}), K={k}, {_priors(default)}"
-    problems.append(ExactProblem(label, default, data))
+    for candidate in [make(k)] + [make(k, **priors) for priors in INFORMATIVE_PRIORS]:
+        label = f"{data.n_rows} x {data.n_cols} counts ({why}), K={k}, {_priors(candidate)}"
+        problems.append(ExactProblem(label, candidate, data))
     return problems
 
 
