@@ -599,19 +599,34 @@ def validate(
     progressbar: bool = False,
     settings: Settings | None = None,
 ):
-    """Validate the fast inference of ``model`` against its PyMC reference on four levels.
+    """Validate the fast inference of ``model`` against its PyMC reference, level by level.
+
+    The levels are those of the module docstring (exact, density, reference, optimality,
+    mode-matched, calibrated); each names the problem it ran on in ``comparison.problems``. A
+    check that cannot decide (mode-matched chains that hold no local posterior) is reported
+    inconclusive: it does not fail the validation, but its level is not reached. A level that
+    raises is reported as a failed check with the exception.
 
     Parameters
     ----------
     model : a registered model (e.g. ``AspectModel``, ``OneSidedClustering``)
-        Its priors are used at every level; the problem sizes come from ``settings``.
-    data : CoOccurrence or dataset name, optional
+        Its priors are used at every level (the exact level adds the defaults and two
+        informative priors); the problem sizes come from ``settings``.
+    data : Dataset or dataset name, optional
         Real data for the mode-matched level (default: the registry's dataset).
     quick : bool
-        Small problems (well under a minute per family); otherwise the report sizes.
+        Small problems (two to eight minutes per family, every level); otherwise the report
+        sizes.
     levels : iterable of str
         Which levels to run. A level that does not apply to the family (e.g. SBC of a model that
         only has a point estimator) is recorded as a skipped check, not silently dropped.
+    random_state : int or Generator
+        Seeds every level: the same seed gives the same verdicts.
+    progressbar : bool
+        Progress bars and one line per level.
+    settings : Settings, optional
+        Problem sizes (overrides ``quick``): :data:`QUICK`, :data:`FULL` or a
+        ``dataclasses.replace`` of either.
 
     Returns
     -------
@@ -623,9 +638,9 @@ def validate(
     --------
     >>> import latentzoo
     >>> from latentzoo.models import AspectModel
-    >>> c = latentzoo.validate(AspectModel(2), levels=["exact"])
+    >>> c = latentzoo.validate(AspectModel(2), levels=["exact", "density"], quick=True)
     >>> c.levels_reached
-    ['exact']
+    ['exact', 'density']
     """
     from latentzoo.zoo import entry_for
 
