@@ -26,8 +26,9 @@ FAMILIES = {
 """The families with a sampler (the product-space mixture has none), as their validation model."""
 
 
-def pass_counts(family: str, seeds, levels=("exact", "calibrated")) -> dict:
-    """``{level: passes}`` and ``failures`` (seed, check) over ``seeds`` for one family."""
+def pass_counts(family: str, seeds, levels=("exact", "calibrated"), progress: bool = False) -> dict:
+    """``{level: passes}`` and ``failures`` (seed, check) over ``seeds`` for one family; with
+    ``progress`` one line per seed and level as it finishes."""
     import latentzoo
     import latentzoo.models as models
 
@@ -46,6 +47,8 @@ def pass_counts(family: str, seeds, levels=("exact", "calibrated")) -> dict:
                     counts[level] += 1
                 else:
                     failures += [(seed, c.name) for c in comparison.checks if not c.passed]
+                if progress:
+                    print(f"  {family} seed {seed} {level}: {comparison.verdict()}", flush=True)
     counts["failures"] = failures
     counts["seconds"] = time.perf_counter() - start
     return counts
@@ -63,7 +66,7 @@ def main(argv=None) -> None:
     print("| family | seeds | " + " | ".join(f"{lv} passed" for lv in levels) + " | seconds |")
     print("|---|---|" + "---|" * len(levels) + "---|")
     for family in args.family or FAMILIES:
-        counts = pass_counts(family, seeds, levels)
+        counts = pass_counts(family, seeds, levels, progress=True)
         cells = " | ".join(str(counts[level]) for level in levels)
         print(f"| {family} | {len(seeds)} | {cells} | {counts['seconds']:.0f} |", flush=True)
         for seed, name in counts["failures"]:
