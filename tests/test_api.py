@@ -9,7 +9,7 @@ from latentzoo.data import CoOccurrence, load
 from latentzoo.inference import EMResult
 from latentzoo.models import AspectModel
 
-LEVELS = ["exact", "reference", "mode-matched", "calibrated"]
+LEVELS = ["exact", "density", "reference", "optimality", "mode-matched", "calibrated"]
 
 
 # ----------------------------------------------------------------------------- fit
