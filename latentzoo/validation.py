@@ -138,7 +138,8 @@ class ValidationRecipe:
     sampler : str or None
         Registry method name of the collapsed Gibbs sampler.
     sampler_class : callable or None
-        ``sampler_class(model, data)``: an object with ``exact_draws``.
+        ``sampler_class(model, data)``: the family's sampler, whose tables ``gibbs_start``
+        reads (the mode-matched level's Gibbs starts).
     enumerate : callable or None
         ``enumerate(model, data, sampler) -> (log_probs, n_labels)``: the unnormalised log
         posterior of every label vector in the order of
