@@ -187,3 +187,30 @@ def test_mode_matched_level_of_a_niw_mixture_is_reported_not_applicable():
     assert comparison.passed and comparison.levels_reached == []
     assert [check.level for check in comparison.skipped] == ["mode-matched"]
     assert "Bartlett" in comparison.skipped[0].detail
+
+
+def test_concentration_integrals_match_adaptive_quadrature():
+    """The DPM exact level integrates alpha out on a log grid: compare with scipy's quad."""
+    from scipy import integrate
+    from scipy.special import gammaln
+
+    from latentzoo.recipes import _concentration_integrals
+
+    n, (a, b) = 6, (2.0, 1.0)
+    grid = _concentration_integrals(n, (a, b), (0, 1, 2))
+    for k in (1, 3, 6):
+        for power in (0, 1, 2):
+
+            def integrand(alpha, k=k, power=power):
+                log = (k + power) * np.log(alpha) + gammaln(alpha) - gammaln(alpha + n)
+                return np.exp(
+                    log + a * np.log(b) - gammaln(a) + (a - 1) * np.log(alpha) - b * alpha
+                )
+
+            value, _ = integrate.quad(integrand, 0, np.inf, limit=200)
+            assert np.isclose(grid[k - 1, power], np.log(value), rtol=0, atol=1e-6), (k, power)
+
+
+def test_distinct_modes_keeps_solutions_apart_by_half_a_nat():
+    kept = validation.distinct_modes(list("abcde"), [-3.0, -3.2, -3.9, -10.0, -3.8], limit=3)
+    assert kept == ["a", "e", "d"]  # best first; c is within half a nat of e
