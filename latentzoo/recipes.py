@@ -16,7 +16,7 @@ from latentzoo.data import CoOccurrence
 from latentzoo.inference.compare import (
     Check,
     Comparison,
-    beta_moments,
+    beta_marginal,
     compare,
     enumerate_assignments,
     sbc,
@@ -100,8 +100,8 @@ def aspect() -> ValidationRecipe:
         ndk, nwk = state.n_doc_topic, state.n_word_topic.T
         k, m = ndk.shape[1], nwk.shape[1]
         return {
-            "theta": beta_moments(ndk + alpha, ndk.sum(1, keepdims=True) + k * alpha),
-            "phi": beta_moments(nwk + eta, nwk.sum(1, keepdims=True) + m * eta),
+            "theta": beta_marginal(ndk + alpha, ndk.sum(1, keepdims=True) + k * alpha),
+            "phi": beta_marginal(nwk + eta, nwk.sum(1, keepdims=True) + m * eta),
         }
 
     def problems(model, rng):
@@ -159,8 +159,8 @@ def one_sided() -> ValidationRecipe:
         counts = state.c_t.T
         k, m = counts.shape
         return {
-            "rho": beta_moments(state.sizes + alpha, state.sizes.sum() + k * alpha),
-            "q": beta_moments(counts + eta, counts.sum(1, keepdims=True) + m * eta),
+            "rho": beta_marginal(state.sizes + alpha, state.sizes.sum() + k * alpha),
+            "q": beta_marginal(counts + eta, counts.sum(1, keepdims=True) + m * eta),
         }
 
     def problems(model, rng):
@@ -253,14 +253,14 @@ def two_sided() -> ValidationRecipe:
         alpha, eta = sampler.model.alpha, sampler.model.eta
         occupied = np.outer(state.sizes_x > 0, state.sizes_y > 0)
         block = np.where(occupied, state.block + eta, 0.0)
-        out = {"pi": beta_moments(block, block.sum())}
+        out = {"pi": beta_marginal(block, block.sum())}
         for name, totals, labels in (
             ("psi_x", sampler.n_i, state.I), ("psi_y", sampler.m_j, state.J),
         ):  # fmt: skip
             within = np.bincount(labels, weights=totals + eta)[labels]
-            out[name] = beta_moments(totals + eta, within)
+            out[name] = beta_marginal(totals + eta, within)
         for name, sizes in (("rho_x", state.sizes_x), ("rho_y", state.sizes_y)):
-            out[name] = beta_moments(sizes + alpha, sizes.sum() + len(sizes) * alpha)
+            out[name] = beta_marginal(sizes + alpha, sizes.sum() + len(sizes) * alpha)
         return out
 
     def problems(model, rng):
@@ -424,16 +424,17 @@ def _mixture_exact_params(setup, state, rng):
 
 
 def _mixture_exact_moments(sampler, state):
-    """Exact moments given the partition: ``w`` is ``Dirichlet(n_1, .., n_K, alpha)`` (DPM) or
-    ``Dirichlet(n_k + alpha / K)`` (finite), each cluster's parameters its conjugate posterior
-    (``component.posterior_moments``); a covariance's sampling variance can be infinite, so only
-    means and second moments of finite variance are tested."""
+    """Exact laws given the partition: ``w`` is ``Dirichlet(n_1, .., n_K, alpha)`` (DPM) or
+    ``Dirichlet(n_k + alpha / K)`` (finite), tested through its Beta marginals; each cluster's
+    parameters through the moments of their conjugate posterior (``component.posterior_moments``;
+    a covariance's sampling variance can be infinite, so only means and second moments of finite
+    variance are tested)."""
     labels, slots = sampler.clusters(state)
     sizes = state.sizes[slots].astype(float)
     n = float(sizes.sum())
     prior = state.alpha / sampler.n_labels if sampler.finite else 0.0
-    mean, second = beta_moments(sizes + prior, n + state.alpha)
-    out = {"w[z]": (mean[labels], second[labels])}
+    law = beta_marginal(sizes + prior, n + state.alpha)
+    out = {"w[z]": beta_marginal(law.a[labels], law.total[labels])}
     for name, (mean, second) in sampler.component.posterior_moments(state.stats[slots]).items():
         if name == "cov":
             continue

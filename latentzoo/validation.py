@@ -45,12 +45,14 @@ import numpy as np
 from latentzoo.data import load
 from latentzoo.inference.compare import (
     LEVELS,
+    BetaMarginal,
     Check,
     Comparison,
     SBCResult,
     compare,
     exact_test,
     moment_test,
+    pit_residuals,
     point_in_posterior,
     sbc,
     select_chains,
@@ -154,9 +156,10 @@ class ValidationRecipe:
         ``exact_params(setup, state, rng) -> dict``: the parameters drawn by the production draw
         (``setup`` is the family's :class:`~latentzoo.inference.mcmc.GibbsSetup`).
     exact_moments : callable
-        ``exact_moments(sampler, state) -> {name: (mean, second)}``: exact conditional first and
-        second moments (``second`` may be None) of the parameters of ``exact_params`` given the
-        state.
+        ``exact_moments(sampler, state) -> {name: law}``: the exact conditional law of each
+        parameter of ``exact_params`` given the state: a
+        :class:`~latentzoo.inference.compare.BetaMarginal`, or ``(mean, second)`` moments
+        (``second`` may be None).
     em : str
         Registry method name of the EM used for the mode-matched starts.
     initvals : callable
@@ -230,9 +233,11 @@ def exact_level(
 
     - the frequencies of the final states against the enumerated posterior (chi-square,
       :func:`~latentzoo.inference.compare.exact_test`);
-    - the parameters drawn by ``draw`` against their exact conditional moments given the drawn
-      state (:func:`~latentzoo.inference.compare.moment_test`): a sweep and a draw that are each
-      right give states and parameters from the joint posterior, and both are tested.
+    - the parameters drawn by ``draw`` against their exact conditional law given the drawn state
+      (:func:`~latentzoo.inference.compare.moment_test`): Beta (Dirichlet-coordinate) laws through
+      the probability integral transform, whose values must have the moments of a uniform, other
+      laws through their first two moments. A sweep and a draw that are each right give states and
+      parameters from the joint posterior, and both are tested.
     """
     from latentzoo.inference.mcmc import run_chains
 
@@ -248,7 +253,12 @@ def exact_level(
         def record(state, generator, setup=setup, sampler=sampler):
             out = {"state": recipe.exact_state(sampler, state)}
             drawn = recipe.exact_params(setup, state, generator)
-            for name, (mean, second) in recipe.exact_moments(sampler, state).items():
+            for name, law in recipe.exact_moments(sampler, state).items():
+                if isinstance(law, BetaMarginal):
+                    # F(draw) is uniform under a right draw: test its first two moments.
+                    out[f"{name}|F"], out[f"{name}|F^2"] = pit_residuals(drawn[name], law)
+                    continue
+                mean, second = law
                 out[f"{name}|mean"] = drawn[name] - mean
                 if second is not None:
                     out[f"{name}|second"] = drawn[name] ** 2 - second
