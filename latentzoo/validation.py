@@ -265,11 +265,17 @@ def exact_level(
             return out
 
         _log(progressbar, f"exact level: {problem.label}")
-        posterior, _, _ = run_chains(
-            sampler.init, sampler.step, record, chains=settings.exact_chains, draws=1,
-            tune=settings.exact_sweeps, random_state=rng, progressbar=progressbar,
-            desc=f"exact: {problem.label}",
-        )  # fmt: skip
+        labels.append(problem.label)
+        try:
+            posterior, _, _ = run_chains(
+                sampler.init, sampler.step, record, chains=settings.exact_chains, draws=1,
+                tune=settings.exact_sweeps, random_state=rng, progressbar=progressbar,
+                desc=f"exact: {problem.label}",
+            )  # fmt: skip
+        except Exception as error:  # noqa: BLE001 - a sampler that crashes here is wrong here
+            detail = f"the sampler raised {type(error).__name__}: {error}"
+            checks.append(Check("exact", f"{problem.label}: the sampler runs", False, detail))
+            continue
         states = posterior.pop("state")[:, 0]
         checks.append(
             exact_test(
@@ -277,7 +283,6 @@ def exact_level(
                 name=f"{problem.label}: state frequencies = enumerated posterior",
             )
         )  # fmt: skip
-        labels.append(problem.label)
         residuals = {name: values[:, 0] for name, values in posterior.items()}
         checks.append(
             moment_test(residuals, name=f"{problem.label}: draws = exact conditional moments")
