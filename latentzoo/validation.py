@@ -223,7 +223,7 @@ class ExactProblem:
 def exact_level(
     entry, recipe: ValidationRecipe, model, data, settings: Settings, rng, progressbar=False
 ) -> Comparison:
-    """Level 1: the production sampler against the enumerated posterior of tiny data sets.
+    """Exact level: the production sampler against the enumerated posterior of tiny data sets.
 
     For every problem of ``recipe.exact_problems(model, rng)`` (several data sets that reach every
     branch of the kernels, at the user's, the default and informative priors), ``exact_chains``
@@ -295,7 +295,7 @@ def exact_level(
 
 
 def reference_level(entry, recipe, model, data, settings, rng, progressbar=False) -> Comparison:
-    """Level 2: separated synthetic data; 4 PyMC chains against Gibbs (or EM inside PyMC)."""
+    """Reference level: synthetic data; 4 PyMC chains against Gibbs (or EM inside PyMC)."""
     from latentzoo.api import fit_pymc
 
     k = recipe.sizes["reference_full" if settings.full else "reference"]
@@ -416,7 +416,7 @@ def _sizes_label(model) -> str:
 
 
 def mode_matched_level(entry, recipe, model, data, settings, rng, progressbar=False):
-    """Level 3: real data; PyMC and Gibbs chains started at the same annealed-EM solutions.
+    """Mode-matched level: real data; PyMC and Gibbs chains started at the same EM solutions.
 
     ``mode_starts`` EM runs from random starts; those whose final log-likelihoods differ by more
     than half a nat are distinct modes (at most two are used, and how many were found is
@@ -442,7 +442,7 @@ def mode_matched_level(entry, recipe, model, data, settings, rng, progressbar=Fa
 
 
 def calibration_level(entry, recipe, model, data, settings, rng, progressbar=False):
-    """Level 4: SBC of the Gibbs sampler on small data sets drawn from the prior.
+    """Calibrated level: SBC of the Gibbs sampler on small data sets drawn from the prior.
 
     The production sampler (``init``/``step``/``draw`` through the shared chain runner), without
     building ``InferenceData`` per simulation: 1000 simulations of the tiny problems take 10-30 s.
