@@ -796,27 +796,36 @@ def report_header(title: str, argv, machine_rows, busy_note: str = "") -> list[s
     return header
 
 
-def main(argv=None) -> int:
-    args, argv, results = parse_run_arguments(
-        argv, __doc__.splitlines()[0], "report/benchmarks.md", RESULTS,
-        "about one minute, smaller problems",
-    )  # fmt: skip
-    cfg = Config.quick() if args.quick else Config()
+def run_suite(argv, *, description, out, results, quick_help, title, benches, config,
+              machine_rows, busy_note="") -> int:  # fmt: skip
+    """The one driver of every benchmark script: parse the command line, run ``benches`` (each
+    ``bench(cfg) -> (lines, ratios)``) on ``config()`` or ``config.quick()``, print each section as
+    it is produced, then the summary, and write the report (``title`` gets the run kind)."""
+    args, argv, results = parse_run_arguments(argv, description, out, results, quick_help)
+    cfg = config.quick() if args.quick else config()
     start = time.perf_counter()
-
-    title = f"# latentzoo aspect-model benchmarks ({'quick' if args.quick else 'full'} run)"
     header = report_header(
-        title, argv, machine_info(), ", the 2-thread ones most (they need both cores)"
+        f"{title} ({'quick' if args.quick else 'full'} run)", argv, machine_rows, busy_note
     )
     emit(header)
     sections, ratios = [], []
-    for bench in (bench_em, bench_gibbs, bench_ess):
+    for bench in benches:
         lines, more = bench(cfg)
         emit(lines)
         sections.append(lines)
         ratios += more
     finish_report(header, sections, ratios, start, (args.out, results))
     return 0
+
+
+def main(argv=None) -> int:
+    return run_suite(
+        argv, description=__doc__.splitlines()[0], out="report/benchmarks.md", results=RESULTS,
+        quick_help="about one minute, smaller problems",
+        title="# latentzoo aspect-model benchmarks", benches=(bench_em, bench_gibbs, bench_ess),
+        config=Config, machine_rows=machine_info(),
+        busy_note=", the 2-thread ones most (they need both cores)",
+    )  # fmt: skip
 
 
 if __name__ == "__main__":

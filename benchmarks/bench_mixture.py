@@ -51,13 +51,10 @@ from bench_aspect import (  # noqa: E402
     Stopwatch,
     Timed,
     cpu_model,
-    emit,
-    finish_report,
     interleaved_best,
     load_average,
     markdown_table,
-    parse_run_arguments,
-    report_header,
+    run_suite,
 )
 
 from latentzoo.inference.mixture import MixtureGibbs, gibbs  # noqa: E402
@@ -708,30 +705,11 @@ def bench_ess(cfg: Config):
 
 # ------------------------------------------------------------------------------------- driver
 def main(argv=None) -> int:
-    args, argv, results = parse_run_arguments(
-        argv,
-        __doc__.splitlines()[0],
-        "report/benchmarks_mixture.md",
-        RESULTS,
-        "well under a minute",
-    )
-    cfg = Config.quick() if args.quick else Config()
-    start = time.perf_counter()
-
-    title = (
-        "# latentzoo mixture benchmarks: DPM collapsed Gibbs "
-        f"({'quick' if args.quick else 'full'} run)"
-    )
-    header = report_header(title, argv, machine_info())
-    emit(header)
-    sections, ratios = [], []
-    for bench in (bench_sweeps, bench_ess):
-        lines, more = bench(cfg)
-        emit(lines)
-        sections.append(lines)
-        ratios += more
-    finish_report(header, sections, ratios, start, (args.out, results))
-    return 0
+    return run_suite(
+        argv, description=__doc__.splitlines()[0], out="report/benchmarks_mixture.md", results=RESULTS,
+        quick_help="well under a minute", title="# latentzoo mixture benchmarks: DPM collapsed Gibbs",
+        benches=(bench_sweeps, bench_ess), config=Config, machine_rows=machine_info(),
+    )  # fmt: skip
 
 
 if __name__ == "__main__":
