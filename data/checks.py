@@ -20,6 +20,7 @@ ValueError: X[1, 0] is nan
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 import pandas as pd
@@ -28,17 +29,21 @@ import scipy.sparse as sp
 __all__ = [
     "as_matrix",
     "as_rng",
+    "check_random_state",
     "check_entries",
     "check_fraction",
+    "check_memory",
     "check_square",
     "check_symmetric",
     "check_vector",
     "check_zero_diagonal",
     "first_offender",
+    "format_bytes",
     "format_value",
     "frame_to_array",
     "normalise_index",
     "normalise_names",
+    "physical_memory",
 ]
 
 
@@ -412,12 +417,144 @@ def check_fraction(value, name: str = "test_fraction") -> float:
     return float(value)
 
 
+def physical_memory() -> int | None:
+    """Total physical memory of this machine in bytes, or ``None`` where the system does not say.
+
+    Read from ``os.sysconf`` (page size times number of physical pages); ``psutil`` is used when
+    ``sysconf`` lacks the names (e.g. on Windows) and it is installed.
+
+    Examples
+    --------
+    >>> memory = physical_memory()
+    >>> memory is None or memory > 0
+    True
+    """
+    try:
+        pages, page_size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+        if pages > 0 and page_size > 0:
+            return int(pages) * int(page_size)
+    except (AttributeError, ValueError, OSError):
+        pass
+    try:
+        import psutil
+    except ImportError:
+        return None
+    return int(psutil.virtual_memory().total)
+
+
+def format_bytes(n_bytes) -> str:
+    """A byte count for messages: GiB with one decimal from 1 GiB on, MiB below.
+
+    Examples
+    --------
+    >>> format_bytes(160e9), format_bytes(3 * 2**20)
+    ('149.0 GiB', '3.0 MiB')
+    """
+    n_bytes = float(n_bytes)
+    if n_bytes >= 2**30:
+        return f"{n_bytes / 2**30:.1f} GiB"
+    return f"{n_bytes / 2**20:.1f} MiB"
+
+
+def check_memory(n_bytes, what: str, fraction: float = 0.5, *, detail: str = "", hint: str = ""):
+    """Refuse (``ValueError``) a computation that would allocate more than ``fraction`` of RAM.
+
+    Large allocations are refused up front, with the estimate in the message, instead of failing
+    halfway with numpy's ``MemoryError`` or, worse, being granted by an overcommitting kernel and
+    then killed by the out-of-memory killer. The estimate is the caller's: it should count every
+    array the computation holds at its peak. Nothing is refused when the machine's memory is
+    unknown (:func:`physical_memory` is ``None``).
+
+    Parameters
+    ----------
+    n_bytes : int or float
+        Estimated peak allocation in bytes (compute it with Python integers or floats: a numpy
+        integer product can overflow for the very inputs this guards against).
+    what : str
+        The computation, as the subject of the message (``"collapsed Gibbs for the aspect
+        model"``).
+    fraction : float, default 0.5
+        Largest share of the machine's physical memory allowed, in ``(0, 1]``.
+    detail : str, optional
+        What the estimate is for (``"for 20,000,000,000 tokens"``), placed after the estimate.
+    hint : str, optional
+        What to do instead, appended to the message.
+
+    Raises
+    ------
+    ValueError
+        ``"{what} would allocate 149.0 GiB {detail} (limit 11.7 GiB, half of this machine's
+        memory); {hint}"``.
+
+    Examples
+    --------
+    >>> check_memory(1024, "a small table")
+    >>> check_memory(2**80, "a huge table", detail="for 2**77 cells")
+    Traceback (most recent call last):
+    ...
+    ValueError: a huge table would allocate ... GiB for 2**77 cells (limit ... GiB, half of this machine's memory)
+    """
+    if (
+        isinstance(fraction, bool)
+        or not isinstance(fraction, numbers.Real)
+        or not 0 < fraction <= 1
+    ):
+        raise ValueError(f"fraction must be a number in (0, 1], got {fraction!r}")
+    total = physical_memory()
+    if total is None:
+        return
+    limit = fraction * total
+    if float(n_bytes) <= limit:
+        return
+    share = "half" if fraction == 0.5 else f"{fraction:.0%}"
+    message = (
+        f"{what} would allocate {format_bytes(n_bytes)}{' ' + detail if detail else ''} "
+        f"(limit {format_bytes(limit)}, {share} of this machine's memory)"
+    )
+    raise ValueError(f"{message}; {hint}" if hint else message)
+
+
+def check_random_state(random_state):
+    """Validate a ``random_state`` option; return it in a form :func:`numpy.random.default_rng`
+    and :class:`numpy.random.SeedSequence` take.
+
+    Accepted: ``None`` (fresh entropy), a non-negative integer, a :class:`numpy.random.Generator`,
+    a :class:`numpy.random.SeedSequence`, or a legacy :class:`numpy.random.RandomState`, which
+    seeds a new Generator from its stream (so it advances, as scikit-learn users expect).
+
+    Examples
+    --------
+    >>> check_random_state(3)
+    3
+    >>> type(check_random_state(np.random.RandomState(0))).__name__
+    'Generator'
+    >>> check_random_state("abc")
+    Traceback (most recent call last):
+    ...
+    ValueError: random_state must be None, a non-negative integer, a numpy Generator, SeedSequence or RandomState, got 'abc'
+    """
+    if random_state is None or isinstance(
+        random_state, np.random.Generator | np.random.SeedSequence
+    ):
+        return random_state
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        if random_state >= 0:
+            return int(random_state)
+    elif isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1, size=4))
+    raise ValueError(
+        "random_state must be None, a non-negative integer, a numpy Generator, SeedSequence or "
+        f"RandomState, got {random_state!r}"
+    )
+
+
 def as_rng(random_state) -> np.random.Generator:
-    """Normalise ``None``/int/Generator into a :class:`numpy.random.Generator`.
+    """Normalise a ``random_state`` (see :func:`check_random_state`) into a
+    :class:`numpy.random.Generator`.
 
     Examples
     --------
     >>> int(as_rng(0).integers(10)) == int(as_rng(0).integers(10))
     True
     """
-    return np.random.default_rng(random_state)
+    return np.random.default_rng(check_random_state(random_state))

@@ -21,6 +21,7 @@ from .checks import (
     as_rng,
     check_entries,
     check_fraction,
+    check_memory,
     normalise_index,
     normalise_names,
 )
@@ -47,6 +48,59 @@ def _check_values(values, rows, cols, shape, name):
     )
 
 
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+def _exact_sum(values: np.ndarray) -> int:
+    """Exact sum of non-negative int64 ``values`` as a Python int, whatever its size.
+
+    Each value is split into its high and low 32 bits, whose sums fit int64 and uint64 for up to
+    2**31 values; longer arrays are summed in chunks of that length.
+    """
+    total = 0
+    step = 2**31
+    for start in range(0, values.size, step):
+        chunk = values[start : start + step]
+        high = int((chunk >> 32).sum(dtype=np.int64))
+        low = int((chunk & 0xFFFFFFFF).sum(dtype=np.uint64))
+        total += high * 2**32 + low
+    return total
+
+
+def _check_sums(values, rows, cols, shape) -> None:
+    """Raise ``ValueError`` if a row, column or the total of the counts exceeds the int64 range.
+
+    The totals, splits and likelihoods all sum counts in int64, where an overflow wraps around
+    silently (``total == 0`` for four cells of ``2**62``). Checked on the validated entries
+    before any int64 sum is taken: ``max * size`` bounds every sum, so typical data pays for one
+    ``max``; only when the bound fails are the sums computed exactly.
+    """
+    if values.dtype.kind == "b" or values.size == 0:
+        return
+    if int(values.max()) * values.size <= _INT64_MAX:
+        return
+    ints = values.astype(np.int64)
+    if rows is None:
+        rows, cols = np.divmod(np.arange(values.size, dtype=np.int64), shape[1])
+    for axis, index, size in (("row", rows, shape[0]), ("column", cols, shape[1])):
+        # Float sums locate the candidates; the exact sum decides, so rounding near 2**63
+        # cannot give a false alarm.
+        approx = np.bincount(index, weights=ints.astype(np.float64), minlength=size)
+        for position in np.flatnonzero(approx >= 2.0**63 * (1 - 1e-9)):
+            exact = _exact_sum(ints[index == position])
+            if exact > _INT64_MAX:
+                raise ValueError(
+                    f"counts {axis} {position} sums to {exact} observations, which exceeds the "
+                    f"int64 range (at most {_INT64_MAX})"
+                )
+    total = _exact_sum(ints)
+    if total > _INT64_MAX:
+        raise ValueError(
+            f"counts sum to {total} observations in total, which exceeds the int64 range "
+            f"(at most {_INT64_MAX})"
+        )
+
+
 def _to_csr(counts) -> sp.csr_matrix:
     """Validate ``counts`` and return it as a canonical int64 CSR matrix."""
     counts = as_matrix(counts, "counts")
@@ -59,6 +113,7 @@ def _to_csr(counts) -> sp.csr_matrix:
         rows = cols = None
     flat = values if rows is not None else values.ravel()
     _check_values(flat, rows, cols, shape, "counts")
+    _check_sums(flat, rows, cols, shape)
     if rows is None:
         csr = sp.csr_matrix(values.astype(np.int64, copy=False))
     else:
@@ -132,6 +187,89 @@ def _lookup(values: np.ndarray, universe: np.ndarray):
     return order[pos].astype(np.int64), found
 
 
+def _read_npz(name: str) -> dict[str, np.ndarray]:
+    """The arrays of a :meth:`CoOccurrence.to_npz` file, read without unpickling.
+
+    Anything numpy or zipfile cannot read becomes a ``ValueError`` naming the file; their own
+    messages are dropped because numpy's suggests loading the file with pickles, which a data file
+    of this package never needs (and which could run code from an untrusted file).
+    """
+    try:
+        loaded = np.load(name, allow_pickle=False)
+    except (FileNotFoundError, IsADirectoryError, PermissionError):
+        raise
+    except Exception:  # noqa: BLE001 - a damaged file fails in numpy, zipfile or zlib alike
+        raise ValueError(
+            f"{name} is not a readable .npz archive (damaged, truncated or of another format)"
+        ) from None
+    if not hasattr(loaded, "files"):
+        raise ValueError(f"{name} holds a single array (.npy), not a CoOccurrence .npz archive")
+    with loaded as archive:
+        missing = [key for key in _NPZ_KEYS if key not in archive.files]
+        if missing:
+            raise ValueError(f"{name} is not a CoOccurrence file; missing {missing}")
+        arrays = {}
+        for key in _NPZ_KEYS:
+            try:
+                arrays[key] = archive[key]
+            except Exception:  # noqa: BLE001 - as above: damaged member, or Python objects
+                raise ValueError(
+                    f"{name}: the array {key!r} cannot be read (the file is damaged, or the array "
+                    "holds Python objects, which are never loaded)"
+                ) from None
+    return arrays
+
+
+def _npz_matrix(arrays: dict[str, np.ndarray], name: str) -> sp.csr_matrix:
+    """The CSR matrix stored in ``arrays``, after checking its structure in plain words.
+
+    scipy's own checks would otherwise surface as raw messages ("column index exceeds matrix
+    dimensions"), without the file's name.
+    """
+    fmt = arrays["format"]
+    if fmt.shape != () or fmt.dtype.kind != "U" or str(fmt) != _NPZ_FORMAT:
+        raise ValueError(f"{name}: unsupported CoOccurrence file format {fmt.tolist()!r}")
+    shape, data = arrays["shape"], arrays["data"]
+    indices, indptr = arrays["indices"], arrays["indptr"]
+    if shape.shape != (2,) or shape.dtype.kind not in "iu" or np.any(shape < 0):
+        raise ValueError(f"{name}: shape must hold two non-negative integers, got {shape.tolist()}")
+    n_rows, n_cols = (int(s) for s in shape)
+    for key, array in (("data", data), ("indices", indices), ("indptr", indptr)):
+        if array.ndim != 1:
+            raise ValueError(f"{name}: {key} must be 1-D, got shape {array.shape}")
+    if data.dtype.kind not in "biuf":
+        raise ValueError(f"{name}: data must hold numbers, got dtype {data.dtype}")
+    for key, array in (("indices", indices), ("indptr", indptr)):
+        if array.dtype.kind not in "iu":
+            raise ValueError(f"{name}: {key} must hold integers, got dtype {array.dtype}")
+    if indices.shape[0] != data.shape[0]:
+        raise ValueError(
+            f"{name}: indices has {indices.shape[0]} entries but data has {data.shape[0]}"
+        )
+    if indptr.shape[0] != n_rows + 1:
+        raise ValueError(
+            f"{name}: indptr has {indptr.shape[0]} entries, expected {n_rows + 1} "
+            f"(rows + 1 for shape {(n_rows, n_cols)})"
+        )
+    if np.any(np.diff(indptr) < 0):
+        k = int(np.argmax(np.diff(indptr) < 0))
+        raise ValueError(f"{name}: indptr decreases at row {k} ({indptr[k]} -> {indptr[k + 1]})")
+    if indptr[0] != 0 or indptr[-1] != data.shape[0]:
+        raise ValueError(
+            f"{name}: indptr must run from 0 to the {data.shape[0]} stored entries, got "
+            f"{indptr[0]} to {indptr[-1]}"
+        )
+    bad = (indices < 0) | (indices >= n_cols)
+    if bad.any():
+        k = int(np.argmax(bad))
+        row = int(np.searchsorted(indptr, k, side="right")) - 1
+        raise ValueError(
+            f"{name}: stored entry {k} (row {row}) has column index {indices[k]}, outside the "
+            f"{n_cols} columns of shape {(n_rows, n_cols)}"
+        )
+    return sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_cols))
+
+
 class CoOccurrence:
     """Co-occurrence counts of ``N`` row objects with ``M`` column objects.
 
@@ -154,8 +292,10 @@ class CoOccurrence:
     ------
     ValueError
         If ``counts`` is not 2-D, is empty, holds no observations, is non-numeric or holds
-        an entry that is NaN, infinite, negative or non-integral, or if a label array has
-        the wrong length. The message names the offending entry.
+        an entry that is NaN, infinite, negative or non-integral, if a row, a column or the
+        whole matrix sums to more observations than int64 holds (``2**63 - 1``; every total is
+        kept in int64), or if a label array has the wrong length. The message names the
+        offending entry, row or column.
 
     Attributes
     ----------
@@ -410,6 +550,12 @@ class CoOccurrence:
         numpy.ndarray
             Array of shape ``(N, M)``.
 
+        Raises
+        ------
+        ValueError
+            If the dense array would take more than half of this machine's memory
+            (:func:`~latentzoo.data.checks.check_memory`).
+
         Examples
         --------
         >>> from latentzoo.data import CoOccurrence
@@ -417,6 +563,13 @@ class CoOccurrence:
         array([[1, 0],
                [0, 2]])
         """
+        n_rows, n_cols = self.shape
+        check_memory(
+            8 * n_rows * n_cols,
+            "CoOccurrence.toarray",
+            detail=f"for a dense {n_rows} x {n_cols} matrix",
+            hint="work with the sparse .counts instead",
+        )
         return self.counts.toarray().astype(np.int64, copy=False)
 
     def to_tokens(self) -> tuple[np.ndarray, np.ndarray]:
@@ -426,6 +579,12 @@ class CoOccurrence:
         -------
         rows, cols : numpy.ndarray
             int64 arrays of length :attr:`total`; ``rows`` is sorted ascending.
+
+        Raises
+        ------
+        ValueError
+            If the two arrays would take more than half of this machine's memory
+            (:func:`~latentzoo.data.checks.check_memory`).
 
         Examples
         --------
@@ -437,6 +596,12 @@ class CoOccurrence:
         array([0, 0, 2, 1])
         """
         csr = self.counts
+        # Two int64 arrays of one entry per observation, plus the rows of the non-zeros.
+        check_memory(
+            16 * self.total + 8 * csr.nnz,
+            "CoOccurrence.to_tokens",
+            detail=f"for {self.total:,} tokens",
+        )
         reps = csr.data.astype(np.int64, copy=False)
         nz_rows = np.repeat(np.arange(csr.shape[0], dtype=np.int64), np.diff(csr.indptr))
         rows = np.repeat(nz_rows, reps)
@@ -800,7 +965,12 @@ class CoOccurrence:
         Raises
         ------
         ValueError
-            If the file lacks the expected arrays or holds invalid counts.
+            If the file is not a readable ``.npz`` archive (damaged, truncated, of another format,
+            or holding Python objects, which are never unpickled), lacks the expected arrays,
+            has an inconsistent sparse structure (e.g. a column index outside the stored shape)
+            or holds invalid counts. The message names the file.
+        FileNotFoundError
+            If there is no such file.
 
         Examples
         --------
@@ -811,15 +981,10 @@ class CoOccurrence:
         >>> CoOccurrence.from_npz(path)
         CoOccurrence(1 x 2, 5 observations, 2 non-zeros)
         """
-        with np.load(os.fspath(path), allow_pickle=False) as archive:
-            missing = [key for key in _NPZ_KEYS if key not in archive.files]
-            if missing:
-                raise ValueError(f"{os.fspath(path)} is not a CoOccurrence file; missing {missing}")
-            fmt = str(archive["format"])
-            if fmt != _NPZ_FORMAT:
-                raise ValueError(f"unsupported CoOccurrence file format {fmt!r}")
-            shape = tuple(int(s) for s in archive["shape"])
-            matrix = sp.csr_matrix(
-                (archive["data"], archive["indices"], archive["indptr"]), shape=shape
-            )
-            return cls(matrix, row_labels=archive["row_labels"], col_labels=archive["col_labels"])
+        name = os.fspath(path)
+        arrays = _read_npz(name)
+        matrix = _npz_matrix(arrays, name)
+        try:
+            return cls(matrix, row_labels=arrays["row_labels"], col_labels=arrays["col_labels"])
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None

@@ -21,8 +21,10 @@ EM schedule (``betas="auto"``): early stopping at ``beta = 1`` on a validation s
 
 from __future__ import annotations
 
+import dataclasses
+import numbers
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, runtime_checkable
@@ -32,7 +34,8 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from latentzoo.models._checks import check_integer
+from latentzoo.data.checks import as_rng, check_fraction
+from latentzoo.models._checks import check_integer, check_interval
 
 __all__ = [
     "EMProblem",
@@ -215,6 +218,10 @@ def _overrelaxed(old: dict, new: dict, omega: float, project=None) -> dict:
     }
 
 
+def _all_finite(params: dict) -> bool:
+    return all(np.isfinite(np.asarray(value)).all() for value in params.values())
+
+
 def check_map_priors(model, method: str = "annealed EM", hint: bool = True) -> None:
     """Refuse Dirichlet priors that a MAP M-step cannot use (``alpha < 1`` or ``eta < 1``).
 
@@ -245,15 +252,22 @@ def check_schedule(betas) -> list[float]:
     >>> check_schedule([0.5, 0.8, 1.0])
     [0.5, 0.8, 1.0]
     """
-    if isinstance(betas, int | float):
+    if isinstance(betas, numbers.Real) and not isinstance(betas, bool):
         betas = [betas]
-    betas = [float(b) for b in betas]
+    if isinstance(betas, str | bytes) or not isinstance(betas, Iterable):
+        raise ValueError(
+            "betas must be 'auto', 'early_stopping', a GeometricCooling or a non-empty list of "
+            f"inverse temperatures, got {betas!r}"
+        )
+    betas = list(betas)
     if not betas:
         raise ValueError("betas must be 'auto' or a non-empty list of inverse temperatures")
     for position, beta in enumerate(betas):
-        if not np.isfinite(beta) or beta <= 0:
-            raise ValueError(f"betas[{position}] = {beta} must be a positive finite number")
-    return betas
+        if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not beta > 0:
+            raise ValueError(f"betas[{position}] = {beta!r} must be a positive finite number")
+        if not np.isfinite(beta):
+            raise ValueError(f"betas[{position}] = {beta!r} must be a positive finite number")
+    return [float(b) for b in betas]
 
 
 def run_schedule(
@@ -298,8 +312,7 @@ def run_schedule(
     budgets = list(max_iter) if np.ndim(max_iter) else [int(max_iter)] * len(betas)
     if len(budgets) != len(betas):
         raise ValueError("max_iter as a list needs one entry per beta")
-    if overrelax <= 0 or overrelax >= 2:
-        raise ValueError(f"overrelax must lie in (0, 2), got {overrelax}")
+    overrelax = check_interval("overrelax", overrelax, 0, 2)
     rows = []
     start = time.perf_counter()
     converged_all = True
@@ -313,8 +326,10 @@ def run_schedule(
         while iteration < budget:
             new_params, stats = problem.step(params, beta)
             free = stats.free_energy
-            if problem.monotone and omega != 1.0 and not free <= previous_free:
-                # The over-relaxed step overshot: go back to the plain M-step, which EM guarantees.
+            overshot = not np.isfinite(free) or (problem.monotone and not free <= previous_free)
+            if omega != 1.0 and overshot:
+                # The over-relaxed step overshot (or left the domain, e.g. a zero probability on
+                # an observed cell): go back to the plain M-step, which EM guarantees.
                 params, omega = plain, 1.0
                 continue
             plain = new_params
@@ -337,7 +352,7 @@ def run_schedule(
             previous_free = free
             params = following
             if monitor is not None and patience is not None:
-                if row["score"] < best_score:
+                if row["score"] < best_score and _all_finite(following):
                     best_score, best_params, since_best = row["score"], following, 0
                 else:
                     since_best += 1
@@ -349,6 +364,10 @@ def run_schedule(
                 break
         if monitor is not None and patience is not None and np.isfinite(best_score):
             params = best_params
+        elif omega != 1.0 and iteration > 0:
+            # The last over-relaxed extrapolation was never scored: end the stage on the plain
+            # M-step it started from, which EM guarantees (an unchecked step can leave NaN).
+            params = plain
         converged_all &= converged
     trace = pd.DataFrame(
         rows, columns=None if rows else ["beta", "iteration", "log_likelihood", "free_energy"]
@@ -600,6 +619,8 @@ class EMResult:
     selection_trace: pd.DataFrame | None = None
     stages: pd.DataFrame | None = None
     transitions: list | None = None
+    coords: dict | None = None
+    settings: dict = field(default_factory=dict)
 
     def log_likelihood(self, data) -> np.ndarray:
         """Per-row log-likelihood of ``data`` under the estimate (the model's exact function)."""
@@ -613,27 +634,109 @@ class EMResult:
         return self.model.invariants(self.params, data)
 
     def to_inference_data(self, data=None):
-        """The estimate as a one-draw ``InferenceData`` (posterior: chain=1, draw=1).
+        """The estimate as a one-draw ``InferenceData`` (posterior: chain=1, draw=1) that a reader
+        of the saved file can identify.
 
-        The trace goes to ``sample_stats`` indexed by ``draw``-free dims; ``to_netcdf`` works.
+        The parameters carry the data's labels as coordinates (documents, words, clusters; from
+        the fitted data, or from ``data`` when given); the attributes of every group record the
+        model and its hyperparameters, the method, the schedule settings, the inverse
+        temperatures visited and convergence; the annealing trace is the ``em_trace`` group and,
+        with a :class:`GeometricCooling` schedule, the per-temperature table ``em_stages``.
+        ``to_netcdf`` works.
+
+        Examples
+        --------
+        >>> import latentzoo
+        >>> from latentzoo.data import load
+        >>> from latentzoo.models import AspectModel
+        >>> result = latentzoo.fit(AspectModel(2), load("toy"), betas=[1.0], random_state=0)
+        >>> idata = result.to_inference_data()
+        >>> idata.posterior["theta"].dims, idata.posterior.attrs["model"]
+        (('chain', 'draw', 'doc', 'topic'), 'AspectModel')
         """
         import arviz as az
 
-        posterior = {name: value[None, None] for name, value in self.params.items()}
+        coords = self.coords
+        if data is not None and hasattr(self.model, "coords"):
+            coords = self.model.coords(self.model.check_data(data))
+        dims = self._param_dims(coords or {})
+        used = {dim for names in dims.values() for dim in names}
+        posterior = {name: np.asarray(value)[None, None] for name, value in self.params.items()}
+        attrs = self._attrs()
+        idata = az.from_dict(
+            posterior=posterior,
+            coords={dim: values for dim, values in (coords or {}).items() if dim in used},
+            dims=dims,
+            attrs=attrs,
+        )
+        idata.posterior.attrs.update(attrs)
+        trace = self.trace.drop(columns=[c for c in ("score",) if c in self.trace])
+        groups = {"em_trace": trace.rename_axis("step").to_xarray()}
+        if self.stages is not None:
+            groups["em_stages"] = self.stages.rename_axis("stage").to_xarray()
+        for group in groups.values():
+            group.attrs.update(attrs)
+        idata.add_groups(groups, warn_on_custom_groups=False)
+        return idata
+
+    def _param_dims(self, coords: dict) -> dict:
+        """Named dims of each parameter whose shape matches the model's declared dims."""
+        declared = {**getattr(self.model, "dims", {}), **getattr(self.model, "estimate_dims", {})}
+        dims = {}
+        for name, value in self.params.items():
+            names = declared.get(name)
+            shape = np.shape(value)
+            if names is None or len(names) != len(shape):
+                continue
+            if all(
+                dim in coords and len(coords[dim]) == n for dim, n in zip(names, shape, strict=True)
+            ):
+                dims[name] = list(names)
+        return dims
+
+    def _attrs(self) -> dict:
+        """netCDF-safe attributes: the model, its hyperparameters, the method and its settings."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            library_version = version("latentzoo")
+        except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+            library_version = "unknown"
         attrs = {
             "inference_library": "latentzoo",
+            "inference_library_version": library_version,
             "method": self.method,
             "model": type(self.model).__name__,
             "converged": int(self.converged),
             "sampling_time": float(self.seconds),
+            "betas": np.asarray(self.betas, dtype=float),
         }
-        idata = az.from_dict(posterior=posterior, attrs=attrs)
-        idata.posterior.attrs.update(attrs)
-        trace = self.trace.drop(columns=[c for c in ("score",) if c in self.trace])
-        idata.add_groups(
-            {"em_trace": trace.rename_axis("step").to_xarray()}, warn_on_custom_groups=False
-        )
-        return idata
+        if dataclasses.is_dataclass(self.model):
+            for item in dataclasses.fields(self.model):
+                attrs[f"model_{item.name}"] = _netcdf_attr(getattr(self.model, item.name))
+        for name, value in self.settings.items():
+            attrs[name] = _netcdf_attr(value)
+        if self.transitions is not None:
+            attrs["transitions"] = np.asarray(self.transitions, dtype=float)
+        return {name: value for name, value in attrs.items() if value is not None}
+
+
+def _netcdf_attr(value):
+    """``value`` as a netCDF attribute: numbers and strings as they are, the rest as text."""
+    if value is None:
+        return None
+    if isinstance(value, bool | np.bool_):
+        return int(value)
+    if isinstance(value, numbers.Number | str):
+        return value
+    if isinstance(value, type):
+        return value.__name__
+    if isinstance(value, np.dtype):
+        return value.name
+    array = np.asarray(value) if isinstance(value, list | tuple | np.ndarray) else None
+    if array is not None and array.dtype.kind in "iuf" and array.ndim == 1:
+        return array
+    return str(value)
 
 
 def perplexity(model, params, test) -> float:
@@ -740,15 +843,23 @@ def annealed_fit(
     ([0.8, 1.0], 'annealed_em')
     """
     data = model.check_data(data)
-    if isinstance(betas, str) and betas not in ("auto", "early_stopping"):
-        raise ValueError(
-            f"betas must be 'auto', 'early_stopping' or a list (or a GeometricCooling), "
-            f"got {betas!r}"
-        )
+    if isinstance(betas, str):
+        if betas not in ("auto", "early_stopping"):
+            raise ValueError(
+                f"betas must be 'auto', 'early_stopping' or a list (or a GeometricCooling), "
+                f"got {betas!r}"
+            )
+    elif not isinstance(betas, GeometricCooling):
+        betas = check_schedule(betas)
     check_integer("max_iter", max_iter)
-    if not np.isfinite(tol) or tol < 0:
-        raise ValueError(f"tol must be >= 0, got {tol!r}")
-    rng = np.random.default_rng(random_state)
+    tol = check_interval("tol", tol, 0, np.inf, closed="left")
+    overrelax = check_interval("overrelax", overrelax, 0, 2)
+    check_fraction(validation_fraction, "validation_fraction")
+    check_interval("beta_decay", beta_decay, 0, 1)
+    check_interval("min_beta", min_beta, 0, 1, closed="right")
+    check_integer("patience", patience)
+    check_integer("beta_patience", beta_patience)
+    rng = as_rng(random_state)
     start = time.perf_counter()
     problem = problem_on(data)
     selection = stages = transitions = None
@@ -789,7 +900,30 @@ def annealed_fit(
         else:
             params = problem.init(rng)
             run = run_schedule(problem, params, betas, max_iter, tol, overrelax, progress=bar)
+    final_free = run.trace["free_energy"].iloc[-1] if len(run.trace) else 0.0
+    if not _all_finite(run.params) or not np.isfinite(final_free):
+        # Every step is guarded, so these are settings the kernels cannot represent: refusing
+        # them is better than returning NaN parameters that look like a fit.
+        cause = "a zero probability on an observed cell"
+        if max(run.betas) > 1:
+            cause += f" (the inverse temperature {max(run.betas):g} underflows the tempered tables)"
+        raise ValueError(
+            f"{method} of {type(model).__name__} did not stay finite: {cause}; use inverse "
+            "temperatures (betas) of at most about 1, priors above 1 (alpha, eta) or float64"
+        )
+    settings = {
+        "schedule": betas if isinstance(betas, str) else repr(betas),
+        "max_iter": max_iter,
+        "tol": tol,
+        "overrelax": overrelax,
+        "random_state": random_state if isinstance(random_state, int) else None,
+    }
+    if isinstance(betas, str):
+        settings.update(validation_fraction=validation_fraction, beta_decay=beta_decay,
+                        min_beta=min_beta, patience=patience, beta_patience=beta_patience)  # fmt: skip
     return EMResult(
+        coords=model.coords(data) if hasattr(model, "coords") else None,
+        settings=settings,
         model=model,
         params=run.params,
         trace=run.trace,
@@ -801,6 +935,29 @@ def annealed_fit(
         stages=stages,
         transitions=transitions,
     )
+
+
+def _keyword_names(problem_on: Callable) -> set[str] | None:
+    """The keyword options ``problem_on(model, data, **options)`` takes (None: any)."""
+    import inspect
+
+    parameters = list(inspect.signature(problem_on).parameters.values())[2:]
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return {p.name for p in parameters}
+
+
+def _check_problem_options(options: dict) -> None:
+    """The kernel options several families share: ``n_threads`` and ``dtype``."""
+    if "n_threads" in options:
+        check_integer("n_threads", options["n_threads"])
+    if "dtype" in options:
+        try:
+            dtype = np.dtype(options["dtype"])
+        except TypeError:
+            dtype = None
+        if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise ValueError(f"dtype must be float32 or float64, got {options['dtype']!r}")
 
 
 SCHEDULE_DEFAULTS = {
@@ -854,12 +1011,22 @@ def em_entry(
     }
     problem_defaults = {k: v for k, v in family.items() if k not in SCHEDULE_DEFAULTS}
 
+    accepted = _keyword_names(problem_on)
+
     def annealed_em(model, data, **options):
         schedule, problem_options = dict(schedule_defaults), dict(problem_defaults)
         for name, value in options.items():
             (schedule if name in schedule else problem_options)[name] = value
         if check is not None:
             check(model, data, schedule, problem_options)
+        unknown = sorted(set(problem_options) - accepted) if accepted is not None else []
+        if unknown:
+            known = ", ".join(sorted({*schedule, *accepted}))
+            raise TypeError(
+                f"{method}() got an unexpected keyword argument {unknown[0]!r}; "
+                f"its options are {known}"
+            )
+        _check_problem_options(problem_options)
         result = annealed_fit(
             model, data, lambda part: problem_on(model, part, **problem_options), method=method,
             desc=desc, **schedule,

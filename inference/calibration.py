@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_integer
 
 if TYPE_CHECKING:
@@ -470,7 +471,7 @@ def sbc(model, sampler, n_sims: int = 1000, *, random_state=None, n_draws: int =
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
     if statistics is not None:
         statistics = tuple(statistics)
-    rng = np.random.default_rng(random_state)
+    rng = as_rng(random_state)
     collected: dict[str, list[np.ndarray]] = {}
     for _ in tqdm(range(n_sims), desc="SBC", disable=not progressbar, leave=False):
         data, truth = model.simulate(rng, **sizes)

@@ -30,6 +30,7 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
+from latentzoo.data.checks import check_random_state
 from latentzoo.models._checks import check_integer
 
 __all__ = [
@@ -63,6 +64,7 @@ def chain_seeds(random_state, chains: int) -> list[np.random.Generator]:
     >>> float(a[1].random()) == float(b[1].random())
     True
     """
+    random_state = check_random_state(random_state)
     if isinstance(random_state, np.random.Generator):
         sequence = random_state.bit_generator.seed_seq.spawn(1)[0]
     else:
@@ -534,6 +536,9 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
         initial_assignments=None,
         **options,
     ):
+        # Refused before the sampler is built: a bad option must not wait for a costly setup.
+        _check_counts(chains, draws, tune, thin)
+        check_random_state(random_state)
         setup = prepare(model, data, chains=chains, draws=draws, **options)
         return sample_to_inference_data(
             setup.sampler, setup.draw, chains=chains, draws=draws, tune=tune, thin=thin,

@@ -63,6 +63,7 @@ import numpy as np
 from scipy.special import gammaln, logsumexp
 
 from latentzoo.data import Features
+from latentzoo.data.checks import as_rng
 from latentzoo.inference.mcmc import (
     GibbsSetup,
     dirichlet_rows,
@@ -964,11 +965,12 @@ class MixtureGibbs:
         # where 0/1 indicators would give a zero Monte Carlo error on one side only. Their
         # posterior means are the same; the partition's own statistics come from z.
         measure = {name: value for name, value in params.items() if name != "z"}
-        out.update(self.model.invariants(measure, self.data, pairs=self.pairs))
+        per_item, invariants = self.model.checked_summaries(measure, self.data, self.pairs)
+        out.update(invariants)
         if self.sample_alpha:
             out["alpha"] = float(state.alpha)
         if self.test is None:
-            out["x"] = self.model.log_likelihood(params, self.data)
+            out["x"] = per_item
         else:
             out["x"] = self.heldout_log_density(state)
         return out
@@ -1017,7 +1019,7 @@ class MixtureGibbs:
         """
         check_integer("n_chains", n_chains)
         check_integer("sweeps", sweeps, low=0)
-        rng = np.random.default_rng(random_state)
+        rng = as_rng(random_state)
         seeds = splitmix_seeds(rng, n_chains)
         a0, b0 = self.alpha_prior
         labels, alphas = _many_chains(

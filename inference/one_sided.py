@@ -53,6 +53,7 @@ import scipy.sparse as sp
 from tqdm.auto import tqdm
 
 from latentzoo.data import CoOccurrence
+from latentzoo.data.checks import as_rng
 from latentzoo.inference.annealing import (
     EMResult,
     EMStats,
@@ -471,7 +472,12 @@ def hard_acm(
     check_integer("n_init", n_init)
     if init is not None and n_init != 1:
         raise ValueError("init gives a single start: use n_init=1")
-    rng = np.random.default_rng(random_state)
+    if init is not None:
+        if not isinstance(init, dict) or "q" not in init:
+            raise ValueError(f"init must be a dict with the centroids 'q', got {init!r}")
+        model.check_params({"rho": np.full(model.n_clusters, 1.0 / model.n_clusters),
+                            "q": init["q"]}, data)  # fmt: skip
+    rng = as_rng(random_state)
     start = time.perf_counter()
     best = None
     for _ in tqdm(range(n_init), desc="hard ACM starts", disable=not progressbar, leave=False):
@@ -728,7 +734,7 @@ class OneSidedGibbs:
         >>> OneSidedGibbs(OneSidedClustering(2), load("toy")).exact_draws(4, 10, 0).shape
         (4, 6)
         """
-        rng = np.random.default_rng(random_state)
+        rng = as_rng(random_state)
         seeds = splitmix_seeds(rng, n_chains)
         return _many_chains_last_state(
             self.indptr, self.indices, self.counts, self.row_totals, self.data.n_cols,

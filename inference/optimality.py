@@ -46,6 +46,7 @@ import warnings
 
 import numpy as np
 
+from latentzoo.data.checks import as_rng
 from latentzoo.inference.compare import Check, Comparison
 
 __all__ = [
@@ -432,7 +433,7 @@ def kkt_check(
     natural = pymc_free_values(model, params, pm_model)
     gradient = np.asarray(dlogp(_value_point(pm_model, natural)), dtype=float)
     residual = float(np.max(np.abs(gradient)))
-    draw = prior_draw(model, data, np.random.default_rng(random_state))
+    draw = prior_draw(model, data, as_rng(random_state))
     with np.errstate(all="ignore"):
         away = np.asarray(
             dlogp(_value_point(pm_model, pymc_free_values(model, draw, pm_model))), dtype=float

@@ -39,7 +39,7 @@ __all__ = ["ProductSpaceEM", "product_space_em", "product_space_pass"]
 #     N_pi[nu, mu]   = P[nu, mu] sum_i A[i, nu] acc_i[mu]
 #
 # Cost per pass: 3 Ky multiply-adds per non-zero plus 3 Kx Ky per row, i.e. O(nnz Ky + N Kx Ky).
-@nb.njit(cache=True, fastmath=True)
+@nb.njit(cache=True, fastmath=True, error_model="numpy")
 def _pmm_rows(
     first, last, indptr, indices, counts, t_pi, t_a, t_b, pi, a, b, n_a, acc_b, acc_pi, floor
 ):  # fmt: skip
@@ -165,11 +165,24 @@ def product_space_pass(
     csr = data.counts
     if counts is None:
         counts = csr.data.astype(dtype)
+    log_scale = 0.0
     if beta == 1.0:
         tables = [np.ascontiguousarray(x, dtype=dtype) for x in (pi, a, b)]
         track_loglik = False
     else:
-        tables = [np.ascontiguousarray(x, dtype=dtype) ** dtype(beta) for x in (pi, a, b)]
+        # Each table is divided by its largest entry (per row of a and b) before the power: far
+        # from beta = 1 the raw powers underflow (0.1**1000), the scaled ones keep their best
+        # entry at 1. The posteriors do not change; the energy gets the scales back below.
+        tables, scales = [], []
+        for table, per_row in ((pi, False), (a, True), (b, True)):
+            table = np.asarray(table, dtype=np.float64)
+            top = table.max(axis=1, keepdims=True) if per_row else np.array([[table.max()]])
+            top = np.where(top > 0, top, 1.0)
+            tables.append(np.ascontiguousarray((table / top) ** beta, dtype=dtype))
+            scales.append(beta * np.log(top[:, 0]))
+        log_scale = (
+            scales[0][0] * data.total + data.row_totals @ scales[1] + data.col_totals @ scales[2]
+        )
     t_pi, t_a, t_b = tables
     floor = _kernel_floor(dtype)
     if track_loglik:
@@ -196,6 +209,7 @@ def product_space_pass(
         acc_b, acc_pi = buffers_b.sum(axis=0), buffers_pi.sum(axis=0)
     n_b = t_b * acc_b
     n_pi = t_pi * acc_pi
+    energy = energy + log_scale
     if not track_loglik:
         loglik = energy if beta == 1.0 else np.nan
     return (
@@ -302,7 +316,9 @@ class ProductSpaceEM(EMProblem):
             "p_row": normalise_rows(n_a.T, self.model.eta - 1.0, self.data.n_rows),
             "q_col": normalise_rows(n_b.T, self.model.eta - 1.0, self.data.n_cols),
         }
-        return new, EMStats(float(free), float(joint - marginal))
+        with np.errstate(invalid="ignore"):  # -inf - -inf on an overshooting step the driver drops
+            conditional = float(joint - marginal)
+        return new, EMStats(float(free), conditional)
 
 
 def _reshape_pi(model, data, result):

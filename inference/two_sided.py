@@ -64,6 +64,7 @@ import scipy.sparse as sp
 from scipy.special import xlogy
 
 from latentzoo.data import CoOccurrence
+from latentzoo.data.checks import as_rng
 from latentzoo.inference.annealing import EMStats, annealed_fit, em_entry
 from latentzoo.inference.mcmc import (
     GibbsSetup,
@@ -773,7 +774,7 @@ class TwoSidedGibbs:
         Independent draws for the chi-square test against the enumerated posterior
         (:func:`~latentzoo.inference.compare.exact_test`); each chain starts from uniform labels.
         """
-        rng = np.random.default_rng(random_state)
+        rng = as_rng(random_state)
         seeds = splitmix_seeds(rng, n_chains)
         kx, ky = self.model.shape
         return _many_chains_last_state(

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import numpy as np
-
+from latentzoo.data.checks import as_rng, check_random_state
+from latentzoo.models._checks import check_integer, check_interval, check_positive
 from latentzoo.zoo import entry_for
 
 __all__ = ["fit", "fit_pymc"]
@@ -49,9 +49,10 @@ def fit(model, data, method: str = "annealed_em", **options):
 
 
 def _int_seed(random_state) -> int | None:
-    if random_state is None or isinstance(random_state, int | np.integer):
-        return None if random_state is None else int(random_state)
-    return int(np.random.default_rng(random_state).integers(2**31 - 1))
+    random_state = check_random_state(random_state)
+    if random_state is None or isinstance(random_state, int):
+        return random_state
+    return int(as_rng(random_state).integers(2**31 - 1))
 
 
 def fit_pymc(
@@ -85,6 +86,23 @@ def fit_pymc(
 
     from latentzoo.inference.mcmc import add_invariants
 
+    # Checked here, before PyMC compiles anything: its own errors come late and name nothing.
+    check_integer("chains", chains)
+    check_integer("draws", draws)
+    check_integer("tune", tune, low=0)
+    check_interval("target_accept", target_accept, 0, 1)
+    check_positive("temperature", temperature)
+    if cores is not None:
+        check_integer("cores", cores)
+    seed = _int_seed(random_state)
+    if initvals is not None:
+        if isinstance(initvals, dict):
+            initvals = [initvals] * chains
+        if len(initvals) != chains:
+            raise ValueError(
+                f"initvals must hold one dict per chain ({chains}), got {len(initvals)}"
+            )
+
     logging.getLogger("pymc").setLevel(logging.ERROR if not progressbar else logging.WARNING)
     with model.pymc_model(data, temperature=temperature) as declared:
         # target_accept tunes NUTS; a model with only discrete variables has no NUTS step.
@@ -95,7 +113,7 @@ def fit_pymc(
             tune=tune,
             chains=chains,
             cores=cores if cores is not None else min(chains, 2),
-            random_seed=_int_seed(random_state),
+            random_seed=seed,
             progressbar=progressbar,
             initvals=initvals,
             compute_convergence_checks=False,

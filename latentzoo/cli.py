@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -117,10 +118,10 @@ def _call(entry, method, model, data, options):
     try:
         return latentzoo.fit(model, data, method=method, **options)
     except TypeError as error:
-        text = str(error)
-        if "unexpected keyword argument" not in text:
+        match = re.search(r"unexpected keyword argument '(\w+)'", str(error))
+        if match is None:
             raise
-        name = text.rsplit("'", 2)[-2]
+        name = match.group(1)
         raise UserError(f"{entry.name} {method} does not take --{name.replace('_', '-')}") from None
 
 
@@ -167,8 +168,7 @@ def _cmd_fit(args):
     result = _call(entry, method, model, data, options)
     idata = result.to_inference_data() if hasattr(result, "to_inference_data") else result
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    idata.to_netcdf(str(out))
+    write_atomically(out, lambda path: idata.to_netcdf(str(path)))
     if not args.quiet:
         print(f"fitted {model} with {method} on {data}; saved to {out}")
         if hasattr(result, "trace"):
@@ -263,6 +263,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def write_atomically(out: Path, write) -> None:
+    """``write(path)`` into a temporary file next to ``out``, then rename it to ``out``.
+
+    An interrupted or failed write leaves ``out`` as it was (absent or the previous result) rather
+    than a truncated netCDF that opens as an empty object.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp()) / "result.txt"
+    >>> write_atomically(out, lambda path: path.write_text("done"))
+    >>> out.read_text(), sorted(p.name for p in out.parent.iterdir())
+    ('done', ['result.txt'])
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.with_name(f".{out.name}.partial")
+    try:
+        write(partial)
+        os.replace(partial, out)
+    finally:
+        if partial.exists():
+            partial.unlink()
+
+
 def main(argv=None) -> int:
     """Entry point of the ``latentzoo`` console script."""
     args = build_parser().parse_args(argv)
@@ -272,10 +296,15 @@ def main(argv=None) -> int:
     commands = {"list": _cmd_list, "fit": _cmd_fit, "validate": _cmd_validate, "demo": _cmd_demo}
     try:
         return commands[args.command](args)
-    except (UserError, ValueError, OSError) as error:
+    except (UserError, ValueError, TypeError, OSError, FloatingPointError) as error:
+        # TypeError: an option the method does not take; FloatingPointError: a fit that could
+        # not stay finite. Both are the user's settings, not a crash.
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
         print(f"latentzoo: error: {message}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("latentzoo: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from latentzoo.data import load
+from latentzoo.data.checks import as_rng
 from latentzoo.inference.compare import (
     LEVELS,
     BetaMarginal,
@@ -679,7 +680,7 @@ def validate(
     if unknown:
         raise ValueError(f"unknown validation levels: {sorted(unknown)}; known: {sorted(known)}")
     settings = settings or (QUICK if quick else FULL)
-    rng = np.random.default_rng(random_state)
+    rng = as_rng(random_state)
     if data is None:
         data = entry.dataset
     if isinstance(data, str):

@@ -18,7 +18,7 @@ Adding a family (the checklist, also in the README):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -62,6 +62,9 @@ class Family:
     description : str
     reference : str
         The reference method (always "pymc").
+    skipped_checks : dict[str, str]
+        Common checks of :mod:`latentzoo.testing` that do not apply to the family: check name
+        (``"<method>:<check>"`` for one method only) -> the reason, reported when it is skipped.
     """
 
     name: str
@@ -74,6 +77,7 @@ class Family:
     notebook: str
     description: str
     reference: str = "pymc"
+    skipped_checks: dict[str, str] = field(default_factory=dict)
 
 
 ZOO: dict[str, Family] = {}
@@ -166,6 +170,10 @@ register(
         dataset="digits",
         notebook="notebooks/mixtures.ipynb",
         description="Dirichlet process mixture of conjugate components (Heller 2007, ch. 2)",
+        skipped_checks={
+            "data:k_too_large": "n_components only truncates the PyMC reference's stick-breaking;"
+            " the collapsed DP sampler is unbounded, so no size can exceed the data",
+        },
     )
 )
 register(
@@ -179,6 +187,10 @@ register(
         dataset="digits",
         notebook="notebooks/mixtures.ipynb",
         description="finite Bayesian mixture of conjugate components (Heller 2007, ch. 2)",
+        skipped_checks={
+            "data:k_too_large": "a finite Bayesian mixture may have more components than items:"
+            " the empty components are part of the model (their weights follow the Dirichlet)",
+        },
     )
 )
 

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 
 from latentzoo.data import CoOccurrence
+from latentzoo.data.checks import as_rng, check_memory
 from latentzoo.models._checks import check_fits_data, check_integer, check_positive
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
@@ -32,7 +34,68 @@ from latentzoo.models.conjugate import (
 )
 from latentzoo.models.invariants import default_dyads
 
-__all__ = ["AspectModel", "default_dyads"]
+__all__ = ["AspectModel", "default_dyads", "row_log_likelihoods"]
+
+_NO_NORM = np.empty(0)
+
+
+@nb.njit(cache=True)
+def row_log_likelihoods(indptr, indices, counts, left, right, row_norm):
+    """``sum_j n_ij log(sum_k left[i, k] right[j, k] / row_norm[i])`` per row, over CSR non-zeros.
+
+    The fused kernel behind :meth:`AspectModel.log_likelihood` (``left = theta``,
+    ``right = phi.T``) and the product-space likelihoods: one pass over the non-zeros, each
+    probability summed over ``k = 0..K-1`` in order and its ``n_ij log`` added to its row in CSR
+    order, so no ``nnz x K`` array is formed. An empty ``row_norm`` divides by nothing; otherwise
+    a row with ``row_norm[i] <= 0`` (or NaN) gives probability 0. A count whose probability is 0
+    contributes ``-inf``, NaN parameters give NaN, and rows without non-zeros give 0. Indices are
+    not bounds-checked: the callers check the shapes.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> csr = sp.csr_matrix(np.array([[2, 0], [0, 1]]))
+    >>> left, right = np.array([[1.0, 0.0], [0.5, 0.5]]), np.array([[0.25, 0.5], [0.75, 0.5]])
+    >>> out = row_log_likelihoods(csr.indptr, csr.indices, csr.data, left, right, np.empty(0))
+    >>> bool(np.allclose(out, [2 * np.log(0.25), np.log(0.625)]))
+    True
+    """
+    n_rows = indptr.shape[0] - 1
+    width = left.shape[1]
+    divide = row_norm.shape[0] > 0
+    out = np.zeros(n_rows)
+    for i in range(n_rows):
+        total = 0.0
+        for p in range(indptr[i], indptr[i + 1]):
+            j = indices[p]
+            s = 0.0
+            for k in range(width):
+                s += left[i, k] * right[j, k]
+            if divide:
+                s = s / row_norm[i] if row_norm[i] > 0 else 0.0
+            total += counts[p] * np.log(s)
+        out[i] = total
+    return out
+
+
+def _check_table(name: str, table, shape) -> np.ndarray:
+    """``table`` as a C-contiguous float64 array of ``shape`` (ValueError naming it otherwise).
+
+    The fused kernels index without bounds checks, so shapes are checked before they run.
+
+    Examples
+    --------
+    >>> _check_table("theta", [[0.5, 0.5]], (1, 2)).flags.c_contiguous
+    True
+    >>> _check_table("theta", [[0.5, 0.5]], (2, 2))
+    Traceback (most recent call last):
+    ...
+    ValueError: theta has shape (1, 2), expected (2, 2)
+    """
+    array = np.ascontiguousarray(table, dtype=np.float64)
+    if array.shape != tuple(shape):
+        raise ValueError(f"{name} has shape {array.shape}, expected {tuple(shape)}")
+    return array
 
 
 @dataclass(frozen=True)
@@ -165,6 +228,13 @@ class AspectModel:
         data = self.check_data(data)
         check_positive("temperature", temperature)
         n, m, k = data.n_rows, data.n_cols, self.n_components
+        check_memory(
+            4 * 8 * n * m,
+            "the PyMC reference declaration of the aspect model",
+            detail=f"at least, for dense {n} x {m} arrays (counts, theta @ phi, its log and "
+            "gradient)",
+            hint="PyMC references are for small data; use annealed_em or gibbs on large data",
+        )
         counts = data.toarray()
         with pm.Model(coords=self.coords(data)) as model:
             theta = pm.Dirichlet("theta", a=np.full((n, k), self.alpha), dims=("doc", "topic"))
@@ -207,7 +277,7 @@ class AspectModel:
         >>> data.total
         40
         """
-        rng = np.random.default_rng(random_state)
+        rng = as_rng(random_state)
         k = self.n_components
         if n_words < k:
             raise ValueError(f"n_words={n_words} must be at least n_components={k}")
@@ -231,7 +301,11 @@ class AspectModel:
         """Exact log-likelihood per row: ``sum_j n_ij log P(y_j | x_i)`` (seed eq. (2), (11)).
 
         The multinomial coefficient is left out (it does not depend on the parameters), so
-        ``exp(-sum(ll) / data.total)`` is the perplexity. Rows without observations contribute 0.
+        ``exp(-sum(ll) / data.total)`` is the perplexity. Rows without observations contribute 0;
+        an observed cell whose probability ``P(y_j | x_i)`` is 0 makes its row ``-inf``, and NaN
+        parameters give NaN. Computed by :func:`row_log_likelihoods` in one pass over the
+        non-zeros, with no ``nnz x K`` array (``theta`` and ``phi`` may have any number ``K`` of
+        aspects, not only ``n_components``).
 
         Parameters
         ----------
@@ -242,19 +316,25 @@ class AspectModel:
         -------
         numpy.ndarray of shape (N,)
 
+        Raises
+        ------
+        ValueError
+            If ``theta`` is not ``N x K`` or ``phi`` not ``K x M`` for the shape of ``data``.
+
         Examples
         --------
         >>> data, truth = AspectModel(2).simulate(0, n_docs=3, n_words=5, doc_length=8)
         >>> AspectModel(2).log_likelihood(truth, data).shape
         (3,)
         """
-        theta = np.asarray(params["theta"], dtype=float)
-        phi = np.asarray(params["phi"], dtype=float)
-        rows, cols, counts = data.cells()
-        p = np.einsum("nk,kn->n", theta[rows], phi[:, cols])
-        with np.errstate(divide="ignore"):
-            terms = counts * np.log(p)
-        return np.bincount(rows, weights=terms, minlength=data.n_rows)
+        theta = np.asarray(params["theta"], dtype=np.float64)
+        width = theta.shape[1] if theta.ndim == 2 else self.n_components
+        theta = _check_table("theta", theta, (data.n_rows, width))
+        phi = _check_table("phi", params["phi"], (width, data.n_cols))
+        csr = data.counts
+        return row_log_likelihoods(
+            csr.indptr, csr.indices, csr.data, theta, np.ascontiguousarray(phi.T), _NO_NORM
+        )
 
     def heldout_log_likelihood(self, params, test) -> np.ndarray:
         """The held-out score of tempered schedules: :meth:`log_likelihood` of the test counts.

@@ -52,7 +52,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import gammaln
 
-from latentzoo.data.checks import check_entries
+from latentzoo.data.checks import as_rng, check_entries
 from latentzoo.models._checks import check_integer, check_positive
 
 __all__ = [
@@ -685,7 +685,7 @@ def _blocks(n_items, per_item):
 
 
 def _rng(random_state):
-    return np.random.default_rng(random_state)
+    return as_rng(random_state)
 
 
 def _param(params, name, ndim):

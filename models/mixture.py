@@ -47,6 +47,7 @@ import numpy as np
 from scipy.special import betaln, gammaln, logsumexp, xlogy
 
 from latentzoo.data import Features
+from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_integer, check_positive
 from latentzoo.models.conjugate import (
     BetaBernoulli,
@@ -906,6 +907,25 @@ class _MixtureMethods:
             raise ValueError(f"pairs must have shape (n_pairs, 2), got {pairs.shape}")
         if pairs.size and (pairs.min() < 0 or pairs.max() >= n):
             raise ValueError(f"pairs must index items 0..{n - 1}")
+        return self.checked_summaries(params, data, pairs)[1]
+
+    def checked_summaries(self, params, data: Features, pairs: np.ndarray):
+        """``(log_likelihood per item, invariants)`` from one evaluation of the joint, for callers
+        whose ``data`` (a checked :class:`Features`) and ``pairs`` are already validated: the
+        collapsed sampler's draw, which would otherwise check the data twice per kept draw.
+
+        The same numbers as :meth:`log_likelihood` and :meth:`invariants`.
+
+        Examples
+        --------
+        >>> model = BayesianMixture(2)
+        >>> params = {"w": [0.5, 0.5], "theta": [[0.9], [0.1]]}
+        >>> data = model.check_data([[1], [1], [0]])
+        >>> per_item, inv = model.checked_summaries(params, data, default_pairs(data))
+        >>> bool(np.allclose(per_item, model.log_likelihood(params, data)))
+        True
+        """
+        n = data.n_items
         joint, rest = self._joint(params, data)
         if rest is not None:
             joint = np.concatenate([joint, rest[:, None]], axis=1)
@@ -915,7 +935,7 @@ class _MixtureMethods:
             z = _as_label_matrix(params["z"], n, "z")[0]
             out["coassign"] = (z[pairs[:, 0]] == z[pairs[:, 1]]).astype(float)
             out["n_occupied"] = np.asarray(float(np.unique(z).size))
-            return out
+            return norm, out
         resp = np.exp(joint - norm[:, None])
         k = joint.shape[1] - (rest is not None)
         out["coassign"] = np.einsum("pk,pk->p", resp[pairs[:, 0], :k], resp[pairs[:, 1], :k])
@@ -925,7 +945,7 @@ class _MixtureMethods:
         if rest is not None:
             occupied += float(resp[:, k].sum())
         out["n_occupied"] = np.asarray(occupied)
-        return out
+        return norm, out
 
     # ------------------------------------------------------------------ collapsed
     def _blocks_log_marginal(self, z: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -1092,7 +1112,7 @@ class _MixtureMethods:
         """
         check_integer("n_items", n_items)
         check_integer("n_features", n_features)
-        rng = np.random.default_rng(random_state)
+        rng = as_rng(random_state)
         comp = self.component
         if separated:
             k = self._default_separated_clusters() if n_clusters is None else n_clusters

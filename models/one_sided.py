@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from latentzoo.data import CoOccurrence
+from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_fits_data, check_integer, check_positive
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
@@ -181,6 +182,10 @@ class OneSidedClustering:
     }
     """Dimensions of the variables, shared by the PyMC declaration and the fast samplers."""
 
+    estimate_dims = {"resp": ["doc", "cluster"]}
+    """Dimensions of the point estimates' parameters that are not in ``dims`` (the EM's
+    responsibilities), used when an :class:`~latentzoo.inference.EMResult` is saved."""
+
     def coords(self, data) -> dict:
         """ArviZ/PyMC coordinates: documents, words, clusters, the compared dyads and row pairs.
 
@@ -273,7 +278,7 @@ class OneSidedClustering:
         >>> data.total, truth["z"].shape
         (40, (4,))
         """
-        rng = np.random.default_rng(random_state)
+        rng = as_rng(random_state)
         k = self.n_clusters
         if n_docs < 1 or n_words < 1 or doc_length < 0:
             raise ValueError(

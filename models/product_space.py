@@ -12,8 +12,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from latentzoo.data import CoOccurrence
+from latentzoo.data.checks import as_rng, check_memory
 from latentzoo.models._checks import check_fits_data, check_integer, check_positive
-from latentzoo.models.aspect import AspectModel
+from latentzoo.models.aspect import _NO_NORM, AspectModel, _check_table, row_log_likelihoods
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
 )
@@ -96,6 +97,31 @@ class ProductSpaceMixture:
         check_integer("n_col_clusters", self.n_col_clusters)
         check_positive("alpha", self.alpha)
         check_positive("eta", self.eta)
+
+    dims = {
+        "pi": ["row_cluster", "col_cluster"],
+        "p_row": ["row_cluster", "row"],
+        "q_col": ["col_cluster", "col"],
+        "p_dyad": ["dyad"],
+    }
+    """Dimensions of the parameters (``pi`` as the ``Kx x Ky`` matrix) and invariants."""
+
+    def coords(self, data) -> dict:
+        """ArviZ coordinates: rows, columns, both cluster sets and the compared dyads.
+
+        Examples
+        --------
+        >>> from latentzoo.data import load
+        >>> sorted(ProductSpaceMixture(2, 3).coords(load("toy")))
+        ['col', 'col_cluster', 'dyad', 'row', 'row_cluster']
+        """
+        return {
+            "row": list(data.row_labels),
+            "col": list(data.col_labels),
+            "row_cluster": np.arange(self.n_row_clusters),
+            "col_cluster": np.arange(self.n_col_clusters),
+            "dyad": np.arange(len(default_dyads(data))),
+        }
 
     @property
     def n_classes(self) -> int:
@@ -208,6 +234,13 @@ class ProductSpaceMixture:
         data = self.check_data(data)
         check_positive("temperature", temperature)
         n, m = data.n_rows, data.n_cols
+        check_memory(
+            5 * 8 * n * m,
+            "the PyMC reference declaration of the product-space mixture",
+            detail=f"at least, for dense {n} x {m} arrays (counts, joint and conditional "
+            "probabilities, their log and gradient)",
+            hint="PyMC references are for small data; use annealed_em on large data",
+        )
         kx, ky = self.n_row_clusters, self.n_col_clusters
         coords = {
             "doc": list(data.row_labels),
@@ -288,7 +321,7 @@ class ProductSpaceMixture:
         >>> data.total
         40
         """
-        rng = np.random.default_rng(random_state)
+        rng = as_rng(random_state)
         kx, ky = self.n_row_clusters, self.n_col_clusters
         if n_docs < kx:
             raise ValueError(f"n_docs={n_docs} must be at least n_row_clusters={kx}")
@@ -313,14 +346,26 @@ class ProductSpaceMixture:
         return CoOccurrence(counts), {"pi": pi, "p_row": p_row, "q_col": q_col}
 
     # ---------------------------------------------------------- likelihoods
-    def _cell_probabilities(self, params, data):
-        """``(rows, counts, p_ij, p_i)`` on the non-zero cells of ``data``."""
+    def _row_log_likelihoods(self, params, data, conditional: bool) -> np.ndarray:
+        """Per-row ``sum_j n_ij log p_ij`` (joint) or ``log(p_ij / p_i)`` (conditional), fused.
+
+        ``p_ij = sum_mu w[i, mu] q_col[mu, j]`` with ``w = p_row.T @ pi`` (``N x Ky``), summed by
+        :func:`~latentzoo.models.aspect.row_log_likelihoods` on the non-zeros only: no
+        ``nnz x Ky`` array is formed.
+        """
         pi, p_row, q_col = self._unpack(params)
-        weights = p_row.T @ pi  # (N, Ky): sum_nu p_{i|nu} pi[nu, mu]
-        p_i = weights @ q_col.sum(axis=1)
-        rows, cols, counts = data.cells()
-        joint = np.einsum("nk,kn->n", weights[rows], q_col[:, cols])
-        return rows, counts, joint, p_i
+        if pi.ndim != 2:
+            expected = (self.n_row_clusters, self.n_col_clusters)
+            raise ValueError(f"pi has shape {pi.shape}, expected {expected}")
+        kx, ky = pi.shape
+        p_row = _check_table("p_row", p_row, (kx, data.n_rows))
+        q_col = _check_table("q_col", q_col, (ky, data.n_cols))
+        weights = np.ascontiguousarray(p_row.T @ pi)  # (N, Ky): sum_nu p_{i|nu} pi[nu, mu]
+        p_i = weights @ q_col.sum(axis=1) if conditional else _NO_NORM
+        csr = data.counts
+        return row_log_likelihoods(
+            csr.indptr, csr.indices, csr.data, weights, np.ascontiguousarray(q_col.T), p_i
+        )
 
     def log_likelihood(self, params, data) -> np.ndarray:
         """Conditional log-likelihood per row, ``sum_j n_ij log P(y_j | x_i)``, eq. (16).
@@ -328,7 +373,8 @@ class ProductSpaceMixture:
         ``P(y_j | x_i) = p_ij / p_i``: the probability of the column given the row, as for
         :meth:`AspectModel.log_likelihood` (whose perplexities it is comparable with; the
         multinomial coefficient is left out). Rows without observations contribute 0; an observed
-        row with ``p_i = 0`` gets ``-inf``.
+        row with ``p_i = 0``, or an observed cell with ``p_ij = 0``, gets ``-inf``; NaN parameters
+        give NaN. Computed in one pass over the non-zeros, with no ``nnz x Ky`` array.
 
         Parameters
         ----------
@@ -339,6 +385,11 @@ class ProductSpaceMixture:
         -------
         numpy.ndarray of shape (N,)
 
+        Raises
+        ------
+        ValueError
+            If the shapes of the parameters do not fit each other or ``data``.
+
         Examples
         --------
         >>> data, truth = ProductSpaceMixture(2).simulate(0, n_docs=3, n_words=5, n_tokens=20)
@@ -346,17 +397,13 @@ class ProductSpaceMixture:
         >>> ll.shape, bool(np.all(ll <= 0))
         ((3,), True)
         """
-        rows, counts, joint, p_i = self._cell_probabilities(params, data)
-        denominator = p_i[rows]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            conditional = np.where(denominator > 0, joint / denominator, 0.0)
-            terms = counts * np.log(conditional)
-        return np.bincount(rows, weights=terms, minlength=data.n_rows)
+        return self._row_log_likelihoods(params, data, conditional=True)
 
     def joint_log_likelihood(self, params, data) -> np.ndarray:
         """Joint log-likelihood per row, ``sum_j n_ij log p_ij`` (eq. (2) with (16)).
 
-        The objective of EM; equal to :meth:`log_likelihood` plus ``n_i log p_i``.
+        The objective of EM; equal to :meth:`log_likelihood` plus ``n_i log p_i``. An observed
+        cell with ``p_ij = 0`` makes its row ``-inf``; no ``nnz x Ky`` array is formed.
 
         Examples
         --------
@@ -367,10 +414,7 @@ class ProductSpaceMixture:
         >>> bool(np.allclose(gap, data.row_totals * np.log(p_i)))
         True
         """
-        rows, counts, joint, _ = self._cell_probabilities(params, data)
-        with np.errstate(divide="ignore"):
-            terms = counts * np.log(joint)
-        return np.bincount(rows, weights=terms, minlength=data.n_rows)
+        return self._row_log_likelihoods(params, data, conditional=False)
 
     def heldout_log_likelihood(self, params, test) -> np.ndarray:
         """The held-out score of tempered schedules: :meth:`log_likelihood` of the test counts.
@@ -415,8 +459,29 @@ class ProductSpaceMixture:
             return np.where(p_i > 0, joint / p_i, 0.0)
 
     def conditional(self, params) -> np.ndarray:
-        """The dense ``N x M`` matrix ``P(y_j | x_i)`` (small data only)."""
+        """The dense ``N x M`` matrix ``P(y_j | x_i)`` (small data only).
+
+        Raises
+        ------
+        ValueError
+            If its three dense ``N x M`` float64 arrays would take more than half of this
+            machine's memory.
+
+        Examples
+        --------
+        >>> params = {"pi": np.full((1, 2), 0.5), "p_row": np.full((1, 2), 0.5),
+        ...           "q_col": np.array([[1.0, 0.0], [0.0, 1.0]])}
+        >>> ProductSpaceMixture(1, 2).conditional(params).tolist()
+        [[0.5, 0.5], [0.5, 0.5]]
+        """
         pi, p_row, q_col = self._unpack(params)
+        n, m = p_row.shape[1], q_col.shape[1]
+        check_memory(
+            3 * 8 * n * m,
+            "ProductSpaceMixture.conditional",
+            detail=f"for dense {n} x {m} arrays",
+            hint="score the observed cells with log_likelihood or the dyads with predictive",
+        )
         joint = p_row.T @ pi @ q_col
         totals = joint.sum(axis=1, keepdims=True)
         with np.errstate(invalid="ignore", divide="ignore"):

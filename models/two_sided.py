@@ -97,6 +97,7 @@ import numpy as np
 from scipy.special import digamma, gammaln, xlogy
 
 from latentzoo.data import CoOccurrence
+from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_fits_data, check_integer, check_positive
 from latentzoo.models.invariants import coassignment_pairs as default_pairs
 from latentzoo.models.invariants import default_dyads
@@ -280,6 +281,16 @@ class TwoSidedClustering:
         "counts": ["row"],
     }
     """Dimensions of the variables, shared by the PyMC declaration and the fast samplers."""
+
+    estimate_dims = {
+        "I": ["row", "row_cluster"],
+        "J": ["col", "col_cluster"],
+        "c": ["row_cluster", "col_cluster"],
+        "p": ["row"],
+        "q": ["col"],
+    }
+    """Dimensions of the point estimates' parameters where they differ from ``dims`` (soft
+    assignments instead of labels), used when an :class:`~latentzoo.inference.EMResult` is saved."""
 
     def coords(self, data) -> dict:
         """ArviZ/PyMC coordinates: rows, columns, both cluster sets, the compared dyads and pairs.
@@ -754,7 +765,7 @@ class TwoSidedClustering:
         >>> data.total, truth["I"].shape, truth["pi"].shape
         (40, (4,), (2, 2))
         """
-        rng = np.random.default_rng(random_state)
+        rng = as_rng(random_state)
         kx, ky = self.shape
         check_integer("n_rows", n_rows)
         check_integer("n_cols", n_cols)

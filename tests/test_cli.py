@@ -65,6 +65,27 @@ def test_bad_counts_file_is_a_one_line_error(capsys, tmp_path, rows, message):
         (["fit", "aspect", "--data", "toy", "--k-cols", "2"], "takes one size"),
         (["fit", "aspect", "--data", "toy", "--param", "gamma=2"], "--param takes NAME=VALUE"),
         (["fit", "aspect", "--data", "toy", "--k", "2", "--param", "alpha=-1"], "alpha"),
+        (["fit", "aspect", "--data", "toy", "--k", "2", "--overrelax", "nan"], "overrelax must"),
+        (["fit", "aspect", "--data", "toy", "--k", "2", "--seed", "-1"], "random_state must"),
+        (
+            ["fit", "one_sided", "--data", "toy", "--k", "2", "--option", "init=bogus"],
+            "init must be a dict with the centroids",
+        ),
+        (
+            [
+                "fit",
+                "one_sided",
+                "--data",
+                "toy",
+                "--k",
+                "2",
+                "--method",
+                "annealed_em",
+                "--option",
+                "init=bogus",
+            ],
+            "one_sided annealed_em does not take --init",
+        ),
     ],
 )
 def test_bad_arguments_are_one_line_errors(capsys, tmp_path, argv, message):
@@ -148,3 +169,36 @@ def test_bad_features_file_for_dpm_is_a_one_line_error(capsys, tmp_path, rows, m
     assert code == 2
     assert err.startswith("latentzoo: error:")
     assert err.count("\n") == 1 and message in err
+
+
+def test_ctrl_c_is_one_line_and_leaves_no_partial_result(capsys, tmp_path, monkeypatch):
+    # Before: a KeyboardInterrupt traceback, and a truncated netCDF that opened as an empty object.
+    out = tmp_path / "fit.nc"
+
+    def interrupted_write(self, path, *args, **kwargs):
+        with open(path, "wb") as handle:
+            handle.write(b"\x89HDF\r\n")  # the first bytes of a netCDF-4 file, then Ctrl-C
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(az.InferenceData, "to_netcdf", interrupted_write)
+    code, _, err = _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2", "--out", str(out),
+                        "--quiet")  # fmt: skip
+    assert code == 130
+    assert err == "latentzoo: interrupted\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_write_keeps_the_previous_result(capsys, tmp_path, monkeypatch):
+    out = tmp_path / "fit.nc"
+    assert _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2", "--out", str(out))[0] == 0
+    before = out.read_bytes()
+
+    def failing_write(self, path, *args, **kwargs):
+        open(path, "wb").close()
+        raise OSError("disk full")
+
+    monkeypatch.setattr(az.InferenceData, "to_netcdf", failing_write)
+    code, _, err = _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2", "--out", str(out),
+                        "--quiet")  # fmt: skip
+    assert code == 2 and err == "latentzoo: error: disk full\n"
+    assert out.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["fit.nc"]

@@ -1,5 +1,7 @@
 """Tests for latentzoo.data.cooccurrence."""
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -402,6 +404,130 @@ def test_from_npz_rejects_foreign_file(tmp_path):
     np.savez(path, a=np.arange(3))
     with pytest.raises(ValueError, match=r"is not a CoOccurrence file"):
         CoOccurrence.from_npz(path)
+
+
+def _stored_arrays(tmp_path):
+    CoOccurrence([[1, 2, 0], [0, 3, 4]]).to_npz(tmp_path / "good.npz")
+    with np.load(tmp_path / "good.npz", allow_pickle=False) as archive:
+        return dict(archive)
+
+
+def _load_error(path):
+    with pytest.raises(ValueError) as info:
+        CoOccurrence.from_npz(path)
+    message = str(info.value)
+    assert str(path) in message
+    assert "pickle" not in message.replace(str(path), "").lower()
+    return message
+
+
+@pytest.mark.parametrize("damage", ["text", "empty", "truncated", "zeroed"])
+def test_from_npz_names_a_damaged_file_without_suggesting_pickles(tmp_path, damage):
+    _stored_arrays(tmp_path)
+    good = (tmp_path / "good.npz").read_bytes()
+    content = {
+        "text": b"counts,1,2\n",
+        "empty": b"",
+        "truncated": good[: len(good) // 2],
+        "zeroed": good[:60] + bytes(200) + good[260:],
+    }[damage]
+    path = tmp_path / "damaged.npz"
+    path.write_bytes(content)
+    message = _load_error(path)
+    assert "damaged" in message
+
+
+def test_from_npz_names_a_single_array_file(tmp_path):
+    path = tmp_path / "array.npz"
+    with open(path, "wb") as handle:
+        np.save(handle, np.arange(3))
+    assert "single array (.npy)" in _load_error(path)
+
+
+def test_from_npz_never_unpickles_an_object_array(tmp_path):
+    arrays = _stored_arrays(tmp_path)
+    arrays["row_labels"] = np.array([{"a": 1}, None], dtype=object)
+    np.savez(tmp_path / "objects.npz", allow_pickle=True, **arrays)
+    message = _load_error(tmp_path / "objects.npz")
+    assert "'row_labels' cannot be read" in message and "Python objects" in message
+
+
+@pytest.mark.parametrize(
+    "key, value, words",
+    [
+        (
+            "indices",
+            [0, 7, 1, 2],
+            "stored entry 1 (row 0) has column index 7, outside the 3 columns",
+        ),
+        ("indices", [0, -1, 1, 2], "column index -1, outside the 3 columns"),
+        ("indices", [0, 1, 1], "indices has 3 entries but data has 4"),
+        ("indices", [0.0, 1.0, 1.0, 2.0], "indices must hold integers"),
+        ("indptr", [0, 2], "indptr has 2 entries, expected 3"),
+        ("indptr", [0, 3, 2], "indptr decreases at row 1 (3 -> 2)"),
+        ("indptr", [0, 2, 3], "indptr must run from 0 to the 4 stored entries, got 0 to 3"),
+        ("shape", [2, -3], "shape must hold two non-negative integers, got [2, -3]"),
+        ("shape", [2], "shape must hold two non-negative integers"),
+        ("data", ["a", "b", "c", "d"], "data must hold numbers"),
+        ("data", [1, -2, 3, 4], "counts[0, 1] = -2 is negative"),
+        ("data", [[1, 2, 3, 4]], "data must be 1-D"),
+        ("row_labels", ["a"], "row_labels has 1 entries but counts has 2 rows"),
+        ("format", "latentzoo.Other/9", "unsupported CoOccurrence file format"),
+    ],
+)
+def test_from_npz_explains_an_inconsistent_file_in_plain_words(tmp_path, key, value, words):
+    arrays = _stored_arrays(tmp_path)
+    arrays[key] = np.array(value)
+    np.savez(tmp_path / "bad.npz", **arrays)
+    assert words in _load_error(tmp_path / "bad.npz")
+
+
+def test_from_npz_keeps_file_not_found(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        CoOccurrence.from_npz(tmp_path / "missing.npz")
+
+
+# ---------------------------------------------------------------- int64 range of the totals
+BIG = 2**62
+INT64_MAX = 2**63 - 1
+
+
+@pytest.mark.parametrize(
+    "counts, message",
+    [
+        (np.full((2, 2), BIG), f"counts row 0 sums to {2**63} observations, which exceeds the "),
+        ([[BIG, 0], [BIG, 1]], f"counts column 0 sums to {2**63} observations"),
+        (np.full((2, 2), float(BIG)), f"counts row 0 sums to {2**63} observations"),
+        (
+            [[BIG + 2**61, 0], [0, BIG + 2**61]],
+            f"counts sum to {2**64 - 2**62} observations in total, which exceeds the int64 range",
+        ),
+        (np.full((3, 1), 2**62 - 1, dtype=np.uint64), "counts column 0 sums to"),
+    ],
+)
+def test_totals_beyond_int64_are_refused_at_construction(counts, message):
+    with pytest.raises(ValueError, match=re.escape(message)) as info:
+        CoOccurrence(counts)
+    assert str(info.value).endswith(f"exceeds the int64 range (at most {INT64_MAX})")
+
+
+def test_duplicates_summing_beyond_int64_are_refused():
+    pairs = sp.coo_matrix(
+        (np.array([BIG, BIG]), (np.array([0, 0]), np.array([1, 1]))), shape=(1, 2)
+    )
+    with pytest.raises(ValueError, match="counts row 0 sums to 9223372036854775808"):
+        CoOccurrence(pairs)
+    with pytest.raises(ValueError, match="counts row 0 sums to 9223372036854775808"):
+        CoOccurrence.from_pairs([0, 0], [1, 1], counts=[BIG, BIG])
+
+
+def test_totals_up_to_int64_max_are_kept_exactly():
+    X = CoOccurrence([[BIG, BIG - 1], [0, 0]])
+    assert X.total == INT64_MAX
+    assert X.row_totals.tolist() == [INT64_MAX, 0]
+    assert X.col_totals.tolist() == [BIG, BIG - 1]
+    single = CoOccurrence(sp.csr_matrix(np.array([[INT64_MAX]], dtype=np.int64)))
+    assert single.total == INT64_MAX
 
 
 # ---------------------------------------------------------------- properties

@@ -112,6 +112,192 @@ def test_em_pass_energy_with_tiny_cell_probabilities():
     assert energy == pytest.approx(math.log(1e-190) + math.log(1e-150), rel=1e-12)
 
 
+def log_space_em(counts, theta, phi, beta):
+    """The tempered E-step sums and energy in log space: right where float tables underflow."""
+    log_joint = beta * (np.log(theta)[:, :, None] + np.log(phi)[None, :, :])  # (N, K, M)
+    log_s = logsumexp(log_joint, axis=1)
+    weighted = counts[:, None, :] * np.exp(log_joint - log_s[:, None, :])
+    energy = float((counts * np.where(counts > 0, log_s, 0.0)).sum())
+    return weighted.sum(axis=2), weighted.sum(axis=0).T, energy
+
+
+def test_energy_of_many_unit_counts_above_one_does_not_overflow():
+    # At beta < 1, s = sum_k (theta phi)**beta exceeds 1; the batched product of unit counts
+    # used to overflow to inf after a few hundred of them.
+    rng = np.random.default_rng(0)
+    n_cols, k = 1000, 64
+    counts = np.ones((1, n_cols), dtype=np.int64)
+    theta, phi = rng.dirichlet(np.ones(k), 1), rng.dirichlet(np.ones(n_cols), k)
+    want = log_space_em(counts, theta, phi, 0.1)[2]
+    assert want > 700  # the product of the s values is far beyond float64's range
+    for dtype in (np.float64, np.float32):
+        got = em_pass(CoOccurrence(counts), theta, np.ascontiguousarray(phi.T), 0.1, dtype=dtype)
+        assert got[2] == pytest.approx(want, rel=1e-12)
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.3, 5.0, 50.0])
+def test_float32_em_pass_keeps_float64_accuracy(beta):
+    """Large counts, tiny probabilities and high beta: float32 agrees with a log-space reference
+    to ~1e-7 in the expected counts and to 1e-12 in the energy."""
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        n_rows, n_cols, k = 8, 12, 1 + seed % 4
+        counts = rng.poisson(2.0, size=(n_rows, n_cols)) * rng.integers(1, 10**6, size=(n_rows, 1))
+        counts[0, 0] = 10**7
+        theta = rng.dirichlet(np.full(k, 0.3), n_rows)
+        phi = rng.dirichlet(np.full(n_cols, 0.3), k)
+        theta, phi = np.maximum(theta, 1e-200), np.maximum(phi, 1e-200)
+        want = log_space_em(counts, theta, phi, beta)
+        data = CoOccurrence(counts)
+        for n_threads in (1, 2):
+            got = em_pass(data, theta, np.ascontiguousarray(phi.T), beta, n_threads=n_threads,
+                          dtype=np.float32)  # fmt: skip
+            np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6 * counts.sum())
+            np.testing.assert_allclose(got[1], want[1], rtol=1e-6, atol=1e-6 * counts.sum())
+            assert got[2] == pytest.approx(want[2], rel=1e-12, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "dtype, beta", [(np.float32, 50.0), (np.float64, 50.0), (np.float64, 500.0)]
+)
+def test_em_pass_redoes_underflowing_cells_in_log_space(dtype, beta):
+    # Row 0's best aspect is 0 and column 0's is 1, so both terms of s are 0.0099**beta: below
+    # float32's range at beta = 50 even after the tables are scaled to a maximum of 1 per row,
+    # and 0 in float64 at beta = 500 (which divided by zero).
+    counts = np.array([[3, 0], [0, 2]])
+    theta = np.array([[0.99, 0.01], [0.5, 0.5]])
+    phi = np.array([[0.01, 0.99], [0.99, 0.01]])
+    want = log_space_em(counts, theta, phi, beta)
+    data = CoOccurrence(counts)
+    for n_threads in (1, 2):
+        got = em_pass(data, theta, np.ascontiguousarray(phi.T), beta, n_threads=n_threads,
+                      dtype=dtype)  # fmt: skip
+        # (A posterior 1e-100 below its row's best, as in cell (1, 1), is 0 in float32.)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=1e-90)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12, atol=1e-90)
+        assert got[2] == pytest.approx(want[2], rel=1e-12)
+        np.testing.assert_allclose(got[0][0], [1.5, 1.5], rtol=1e-12)
+
+
+def test_annealed_em_at_high_beta_on_real_data_agrees_across_dtypes():
+    """beta = 50 on Reuters: float64 raised ZeroDivisionError, float32 now matches it."""
+    data = load("reuters").subset(rows=np.arange(200))
+    data = data.subset(rows=np.flatnonzero(data.row_totals > 0))
+    fits = [
+        annealed_em(AspectModel(4), data, betas=[50.0], max_iter=3, random_state=0, dtype=dtype)
+        for dtype in (np.float64, np.float32)
+    ]
+    fe = [fit.trace["free_energy"].to_numpy() for fit in fits]
+    assert np.isfinite(fe[0]).all()
+    np.testing.assert_allclose(fe[1], fe[0], rtol=1e-8)
+
+
+def test_float32_free_energy_of_a_large_count_matches_float64():
+    """A count of 1e7: float32 made the free energy rise 16.97 -> 17.31 (2%)."""
+    data = CoOccurrence(np.array([[10_000_000, 1]]))
+    runs = {
+        dtype: annealed_em(
+            AspectModel(1, alpha=1, eta=1),
+            data,
+            betas=[1],
+            dtype=dtype,
+            tol=0,
+            max_iter=20,
+            random_state=0,
+        )  # fmt: skip
+        for dtype in (np.float32, np.float64)
+    }
+    fe32 = runs[np.float32].trace["free_energy"].to_numpy()
+    fe64 = runs[np.float64].trace["free_energy"].to_numpy()
+    np.testing.assert_allclose(fe32, fe64, rtol=1e-9)
+    assert np.all(np.diff(fe32) <= 1e-9 * np.abs(fe32[1:]))
+    np.testing.assert_allclose(runs[np.float32].params["phi"], runs[np.float64].params["phi"],
+                               rtol=1e-6)  # fmt: skip
+
+
+def test_float32_at_high_beta_does_not_underflow():
+    """beta = 50 on [[7, 1]]: float32 gave phi = [[1, 0]]; the answer is [[7/8, 1/8]]."""
+    data = CoOccurrence(np.array([[7, 1]]))
+    fits = [
+        annealed_em(AspectModel(1, alpha=1, eta=1), data, betas=[50], dtype=dtype, random_state=0)
+        for dtype in (np.float32, np.float64)
+    ]
+    np.testing.assert_allclose(fits[0].params["phi"], [[0.875, 0.125]], rtol=1e-6)
+    np.testing.assert_allclose(fits[0].params["phi"], fits[1].params["phi"], rtol=1e-6)
+    np.testing.assert_allclose(
+        fits[0].trace["free_energy"], fits[1].trace["free_energy"], rtol=1e-9
+    )
+
+
+# ----------------------------------------------------------------------------- memory guards
+@pytest.fixture
+def sixteen_gib(monkeypatch):
+    from latentzoo.data import checks
+
+    monkeypatch.setattr(checks, "physical_memory", lambda: 16 * 2**30)
+
+
+def test_gibbs_refuses_a_corpus_whose_tokens_do_not_fit(sixteen_gib):
+    data = CoOccurrence(np.full((4, 5), 10**9))
+    with pytest.raises(ValueError) as info:
+        gibbs(AspectModel(2), data, chains=1, draws=1, tune=0, progressbar=False)
+    message = str(info.value)
+    assert message.startswith(
+        "collapsed Gibbs for the aspect model would allocate 596.0 GiB for 20,000,000,000 tokens "
+        "(limit 8.0 GiB, half of this machine's memory)"
+    )
+    assert "annealed EM" in message
+    with pytest.raises(ValueError, match="would allocate"):
+        AspectGibbs(AspectModel(2), data)
+
+
+def test_exact_draws_are_guarded(sixteen_gib):
+    sampler = AspectGibbs(AspectModel(2), CoOccurrence(np.full((2, 2), 10**5)))
+    with pytest.raises(ValueError, match=r"for 100000 chains x 400,000 tokens"):
+        sampler.exact_draws(100_000, sweeps=1)
+
+
+def test_annealed_em_refuses_too_many_aspects_for_memory(sixteen_gib):
+    import scipy.sparse as sp
+
+    data = CoOccurrence(sp.identity(200_000, dtype=np.int64, format="csr"))
+    with pytest.raises(ValueError) as info:
+        annealed_em(AspectModel(20_000), data, betas=[1.0], max_iter=1)
+    assert str(info.value).startswith(
+        "annealed EM for the aspect model would allocate 476.8 GiB for 20000 aspects x "
+        "(200,000 rows + 200,000 columns) (limit 8.0 GiB"
+    )
+
+
+def test_memory_estimates_count_what_is_allocated():
+    import tracemalloc
+
+    from latentzoo.inference.aspect import em_bytes, gibbs_bytes
+
+    data = CoOccurrence(np.full((4, 5), 20_000))  # 400,000 tokens: the token arrays dominate
+    gibbs(AspectModel(2), data, chains=1, draws=1, tune=0, progressbar=False)
+    tracemalloc.start()
+    try:
+        gibbs(AspectModel(2), data, chains=2, draws=2, tune=1, progressbar=False, random_state=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert 0.8 * gibbs_bytes(data, 2) < peak < 1.1 * gibbs_bytes(data, 2)
+    reuters = load("reuters")
+    for n_threads, overrelax in ((1, 1.0), (2, 1.5)):
+        annealed_em(AspectModel(10), reuters, betas=[1.0], max_iter=1, n_threads=n_threads)
+        tracemalloc.start()
+        try:
+            annealed_em(AspectModel(10), reuters, betas=[0.9, 1.0], max_iter=3,
+                        n_threads=n_threads, overrelax=overrelax, random_state=0)  # fmt: skip
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert (
+            0.5 * em_bytes(reuters, 10, n_threads) < peak < 1.1 * em_bytes(reuters, 10, n_threads)
+        )
+
+
 @pytest.mark.parametrize("beta", [1.0, 0.6])
 def test_aspect_em_step_is_the_map_m_step(beta):
     data, counts, theta, phi = random_problem(3)

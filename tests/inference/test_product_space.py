@@ -286,8 +286,8 @@ def test_threads_and_float32_agree_with_the_serial_run():
         ({"betas": []}, "non-empty list"),
         ({"betas": [1.0, -0.5]}, r"betas\[1\] = -0.5 must be a positive finite number"),
         ({"max_iter": 0}, "max_iter must be an integer >= 1"),
-        ({"tol": -1.0}, "tol must be >= 0"),
-        ({"overrelax": 2.0, "betas": [1.0]}, r"overrelax must lie in \(0, 2\)"),
+        ({"tol": -1.0}, r"tol must be a number in \[0, inf\)"),
+        ({"overrelax": 2.0, "betas": [1.0]}, r"overrelax must be a number in \(0, 2\)"),
         ({"dtype": np.int32}, "dtype must be float32 or float64"),
     ],
 )

@@ -243,7 +243,7 @@ def test_initial_partitions():
         (lambda m, d: mean_field(m, d, betas="hot"), "betas must be 'auto', 'early_stopping'"),
         (lambda m, d: mean_field(m, d, betas=[1.0, -1.0]), r"betas\[1\] = -1.0 must be a positive"),
         (lambda m, d: mean_field(m, d, max_iter=0), "max_iter must be an integer >= 1"),
-        (lambda m, d: mean_field(m, d, tol=-1.0), "tol must be >= 0"),
+        (lambda m, d: mean_field(m, d, tol=-1.0), r"tol must be a number in \[0, inf\)"),
         (lambda m, d: mean_field(m, d, init="spectral"), "init must be one of"),
         (lambda m, d: mean_field(m, d, init={"J": [0] * 8}), "needs the row assignments 'I'"),
         (lambda m, d: mean_field(m, d, overrelax=1.5), "supports plain EM only"),

@@ -128,6 +128,68 @@ def test_log_likelihood_ignores_zero_probability_of_unobserved_cells():
     assert ll[0] == -np.inf and ll[1] == 0.0
 
 
+@pytest.mark.parametrize("k", [1, 2, 7, 50])
+def test_fused_log_likelihood_matches_a_dense_reference(k):
+    rng = np.random.default_rng(k)
+    n_rows, n_cols = 40, 60
+    counts = rng.poisson(0.7, size=(n_rows, n_cols)) * rng.integers(1, 1000, size=(n_rows, 1))
+    counts[5] = 0
+    params = random_params(rng, n_rows, n_cols, k)
+    p = params["theta"] @ params["phi"]
+    expected = np.where(counts > 0, counts * np.log(np.where(counts > 0, p, 1.0)), 0.0).sum(1)
+    got = AspectModel(k).log_likelihood(params, CoOccurrence(counts))
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert got[5] == 0.0
+    params["theta"][3] = np.nan
+    got = AspectModel(k).log_likelihood(params, CoOccurrence(counts))
+    assert np.isnan(got[3]) == (counts[3].sum() > 0) and np.isfinite(np.delete(got, 3)).all()
+
+
+def test_pymc_reference_refuses_dense_arrays_beyond_memory(monkeypatch):
+    import scipy.sparse as sp
+
+    from latentzoo.data import checks
+
+    monkeypatch.setattr(checks, "physical_memory", lambda: 2**30)  # limit 512 MiB
+    wide = CoOccurrence(sp.identity(5_000, dtype=np.int64, format="csr"))
+    with pytest.raises(ValueError, match=r"^the PyMC reference declaration of the aspect model "):
+        AspectModel(2).pymc_model(wide)
+
+
+def test_log_likelihood_forms_no_nnz_by_k_array():
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    n_rows, n_cols, k = 3000, 60, 40
+    data = CoOccurrence(rng.poisson(1.0, size=(n_rows, n_cols)))
+    params = random_params(rng, n_rows, n_cols, k)
+    model = AspectModel(k)
+    model.log_likelihood(params, data)  # compiled (and any cache filled) before measuring
+    tracemalloc.start()
+    try:
+        model.log_likelihood(params, data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # An nnz x K float64 array would take 8 * data.nnz * k = 30 MB; phi.T and the result ~0.05 MB.
+    assert data.nnz * k * 8 > 25e6
+    assert peak < 1e6
+
+
+@pytest.mark.parametrize(
+    "theta_shape, phi_shape, match",
+    [
+        ((3, 2), (2, 4), r"theta has shape \(3, 2\), expected \(2, 2\)"),
+        ((2, 2), (3, 4), r"phi has shape \(3, 4\), expected \(2, 4\)"),
+        ((2, 2), (2, 5), r"phi has shape \(2, 5\), expected \(2, 4\)"),
+    ],
+)
+def test_log_likelihood_rejects_parameters_of_the_wrong_shape(theta_shape, phi_shape, match):
+    params = {"theta": np.full(theta_shape, 0.5), "phi": np.full(phi_shape, 0.25)}
+    with pytest.raises(ValueError, match=match):
+        AspectModel(2).log_likelihood(params, CoOccurrence([[1, 0, 2, 0], [0, 3, 0, 1]]))
+
+
 def test_log_multinomial_coefficient_matches_scipy():
     rng = np.random.default_rng(5)
     counts = random_counts(rng, 5, 6, zero_rows=[2])

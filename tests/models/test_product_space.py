@@ -214,6 +214,77 @@ def test_likelihood_of_a_row_with_zero_probability():
     assert model.predictive(params, [[2, 0]])[0] == 0.0
 
 
+def test_an_observed_cell_with_zero_probability_gives_minus_infinity():
+    model = ProductSpaceMixture(1, 2)
+    data = CoOccurrence([[1, 2, 0], [0, 1, 4]])
+    params = {
+        "pi": np.array([[0.5, 0.5]]),
+        "p_row": np.array([[0.5, 0.5]]),
+        "q_col": np.array([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5]]),
+    }
+    for scores in (model.log_likelihood(params, data), model.joint_log_likelihood(params, data)):
+        assert np.isfinite(scores).all()
+    q_col = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])  # column 2 is observed, has p = 0
+    for scores in (
+        model.log_likelihood({**params, "q_col": q_col}, data),
+        model.joint_log_likelihood({**params, "q_col": q_col}, data),
+    ):
+        assert np.isfinite(scores[0]) and scores[1] == -np.inf
+
+
+def test_likelihoods_form_no_nnz_by_ky_array():
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    n, m, kx, ky = 3000, 60, 3, 40
+    data = CoOccurrence(rng.poisson(1.0, size=(n, m)))
+    params = random_params(rng, n, m, kx, ky)
+    model = ProductSpaceMixture(kx, ky)
+    for score in (model.log_likelihood, model.joint_log_likelihood):
+        score(params, data)  # compiled before measuring
+        tracemalloc.start()
+        try:
+            score(params, data)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        # nnz x Ky float64 would be 30 MB; the N x Ky weights are 1 MB.
+        assert data.nnz * ky * 8 > 25e6
+        assert peak < 3e6
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"p_row": np.full((2, 4), 0.25)}, r"p_row has shape \(2, 4\), expected \(2, 3\)"),
+        ({"q_col": np.full((3, 2), 0.5)}, r"q_col has shape \(3, 2\), expected \(3, 4\)"),
+        ({"pi": np.full(5, 0.2)}, r"pi has shape \(5,\), expected \(2, 3\)"),
+    ],
+)
+def test_likelihoods_reject_parameters_of_the_wrong_shape(change, match):
+    rng = np.random.default_rng(0)
+    params = {**random_params(rng, 3, 4, 2, 3), **change}
+    data = CoOccurrence([[1, 0, 2, 0], [0, 3, 0, 1], [1, 1, 1, 1]])
+    for score in (
+        ProductSpaceMixture(2, 3).log_likelihood,
+        ProductSpaceMixture(2, 3).joint_log_likelihood,
+    ):
+        with pytest.raises(ValueError, match=match):
+            score(params, data)
+
+
+def test_dense_conditional_is_guarded(monkeypatch):
+    from latentzoo.data import checks
+
+    monkeypatch.setattr(checks, "physical_memory", lambda: 2**30)
+    rng = np.random.default_rng(0)
+    params = random_params(rng, 20_000, 5_000, 2, 2)
+    with pytest.raises(
+        ValueError, match=r"ProductSpaceMixture\.conditional would allocate 2\.2 GiB "
+    ):
+        ProductSpaceMixture(2, 2).conditional(params)
+
+
 # ----------------------------------------------------------------------------- aspect identities
 @pytest.mark.parametrize("seed", SEEDS)
 def test_conditional_is_an_aspect_model_with_ky_aspects(seed):

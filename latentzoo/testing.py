@@ -1,0 +1,1585 @@
+"""The common checks every registered family keeps: ``check_model`` and ``check_method``.
+
+Like scikit-learn's ``check_estimator``: a family joins the checks just by being registered in
+:mod:`latentzoo.zoo`. :func:`model_checks` lists the named checks of a family's model, data
+container, PyMC reference and command line; :func:`method_checks` those of one fast method
+(option validation, memory guard, determinism, round trips). Each check is a callable that raises
+``AssertionError`` saying which promise broke and on what input. A family skips a check only with
+a reason recorded in the registry (:attr:`latentzoo.zoo.Family.skipped_checks`, check name ->
+reason); :func:`skip_reason` reads it.
+
+The checks run on small data drawn from the model's own simulator (:func:`small_problem`), so the
+whole set takes seconds per family. ``tests/test_common.py`` runs every check of every registered
+family and method as its own test.
+
+Examples
+--------
+>>> from latentzoo.zoo import ZOO
+>>> names = [name for name, _ in model_checks(ZOO["aspect"])]
+>>> "data:nan" in names and "pymc:density" in names
+True
+>>> "determinism" in [name for name, _ in method_checks(ZOO["aspect"], "gibbs")]
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import inspect
+import io
+import math
+import os
+import pickle
+import re
+import tempfile
+import typing
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from unittest import mock
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "BAD_OPTION_VALUES",
+    "check_method",
+    "check_model",
+    "method_checks",
+    "method_kind",
+    "method_options",
+    "model_checks",
+    "quick_options",
+    "result_arrays",
+    "run_method",
+    "skip_reason",
+    "small_model",
+    "small_problem",
+]
+
+Check = Callable[[], None]
+
+SMALL_SIZES = {
+    "n_docs": 6,
+    "n_words": 8,
+    "doc_length": 25,
+    "n_tokens": 150,
+    "n_rows": 6,
+    "n_cols": 8,
+    "n_items": 10,
+    "n_features": 4,
+}
+"""Sizes given to a model's ``simulate`` (those it takes) for the quick checks."""
+
+ROUND_TRIP_SIZES = {
+    "n_docs": 20,
+    "n_words": 15,
+    "doc_length": 100,
+    "n_tokens": 2000,
+    "n_rows": 20,
+    "n_cols": 15,
+    "n_items": 100,
+    "n_features": 8,
+}
+"""Sizes of the ``simulate`` round trip: enough observations that the log-likelihood per
+observation of a fit is within a fraction of a percent of the truth's (measured: 0.0-1.8%)."""
+
+ROUND_TRIP_RTOL = 0.05
+"""Largest relative gap between the fitted and the true log-likelihood of simulated data."""
+
+BAD_OPTION_VALUES = {
+    "random_state": ["abc", 1.5, -1],
+    "betas": [None, ["a"], [], [-1], [0], [math.nan], "bogus"],
+    "tol": ["a", -1, math.nan],
+    "max_iter": [0, -1, 1.5, "a"],
+    "overrelax": [math.nan, 0, 2, "a"],
+    "beta_decay": [math.nan, -1, 0, 1.5],
+    "min_beta": [-1, math.nan, "a"],
+    "patience": [-1, 1.5],
+    "beta_patience": [-1, 1.5],
+    "validation_fraction": [1.5, 0, -0.1, math.nan],
+    "n_threads": [0, -1, 1.5],
+    "dtype": ["bogus", np.int32],
+    "chains": [0, -1, 1.5],
+    "draws": [0, -1, 1.5],
+    "tune": [-1, 1.5],
+    "thin": [0, -1, 1.5],
+    "n_init": [0, -1, 1.5],
+    "init": ["bogus"],
+}
+"""Invalid values of the options the methods share: each must raise ``ValueError`` naming the
+option, before any work is done."""
+
+PYMC_BAD_OPTIONS = [
+    ("draws", 0),
+    ("chains", 0),
+    ("tune", -1),
+    ("target_accept", 2),
+    ("target_accept", 0),
+    ("random_state", "abc"),
+]
+"""Invalid options of ``latentzoo.fit(..., method="pymc")``: refused before PyMC samples."""
+
+EXTRA_OPTIONS = ("n_threads", "dtype", "init", "predictive")
+"""Options of an annealed EM beyond the schedule, found in the method's docstring."""
+
+SPARSE_FORMATS = ("csr", "csc", "coo", "lil", "dok", "bsr", "dia")
+
+_ESTIMATE = re.compile(r"\d[\d.,]*\s*(?:[KMGTPE]i?B|bytes)\b")
+"""A memory estimate in a message ("149 GiB", "3.2 GB", "1200000 bytes")."""
+
+_PICKLE_SOURCE = re.compile(
+    r"allow_pickle\s*=\s*True|pickle\.loads?\(|read_pickle\(|joblib\.load\(|dill\.loads?\("
+)
+
+
+# ------------------------------------------------------------------------------ registry access
+def skip_reason(entry, name: str, method: str | None = None) -> str | None:
+    """The reason recorded in the registry for skipping check ``name`` (None: run it).
+
+    A method check is looked up as ``"<method>:<name>"`` first, then as ``name`` (all methods).
+
+    Examples
+    --------
+    >>> from latentzoo.zoo import ZOO
+    >>> skip_reason(ZOO["aspect"], "determinism", "gibbs") is None
+    True
+    """
+    skipped = getattr(entry, "skipped_checks", None) or {}
+    if method is not None and f"{method}:{name}" in skipped:
+        return skipped[f"{method}:{name}"]
+    return skipped.get(name)
+
+
+def small_model(entry, k: int = 2, **hyperparameters):
+    """The family's model with every size argument (``entry.sizes``) set to ``k``.
+
+    Examples
+    --------
+    >>> from latentzoo.zoo import ZOO
+    >>> small_model(ZOO["two_sided"], 1)
+    TwoSidedClustering(n_row_clusters=1, n_col_clusters=1, alpha=1.1, eta=1.01)
+    """
+    return entry.model(**{size: k for size in entry.sizes}, **hyperparameters)
+
+
+def small_problem(entry, random_state=0, k: int = 2, sizes: dict | None = None, **simulate):
+    """``(model, data, truth)``: :func:`small_model` and data drawn from its ``simulate``.
+
+    ``sizes`` (default :data:`SMALL_SIZES`) are passed where ``simulate`` takes them, so any
+    family's simulator works; ``simulate`` adds further keywords (e.g. ``separated=True``).
+
+    Examples
+    --------
+    >>> from latentzoo.zoo import ZOO
+    >>> model, data, truth = small_problem(ZOO["aspect"])
+    >>> data.shape
+    (6, 8)
+    """
+    model = small_model(entry, k)
+    taken = inspect.signature(model.simulate).parameters
+    chosen = {name: value for name, value in (sizes or SMALL_SIZES).items() if name in taken}
+    chosen.update({name: value for name, value in simulate.items() if name in taken})
+    data, truth = model.simulate(random_state, **chosen)
+    return model, data, truth
+
+
+def method_kind(entry, method: str) -> str:
+    """``"sampler"`` (takes ``chains``), ``"em"`` (an annealing schedule) or ``"point"``.
+
+    Examples
+    --------
+    >>> from latentzoo.zoo import ZOO
+    >>> [method_kind(ZOO["one_sided"], m) for m in ("hard", "annealed_em", "gibbs")]
+    ['point', 'em', 'sampler']
+    """
+    fn = entry.methods[method]
+    parameters = inspect.signature(fn).parameters
+    if "chains" in parameters:
+        return "sampler"
+    if "betas" in parameters or (
+        any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        and "betas" in (fn.__doc__ or "")
+    ):
+        return "em"
+    return "point"
+
+
+def method_options(entry, method: str) -> set[str]:
+    """The options ``method`` takes: its signature, the shared schedule options of an annealed
+    EM (:data:`~latentzoo.inference.annealing.SCHEDULE_DEFAULTS`) and those its docstring
+    documents (``n_threads``, ``dtype``, ...).
+
+    Examples
+    --------
+    >>> from latentzoo.zoo import ZOO
+    >>> sorted({"betas", "n_threads", "dtype"} & method_options(ZOO["aspect"], "annealed_em"))
+    ['betas', 'dtype', 'n_threads']
+    >>> "chains" in method_options(ZOO["aspect"], "gibbs")
+    True
+    """
+    from latentzoo.inference.annealing import SCHEDULE_DEFAULTS
+
+    fn = entry.methods[method]
+    parameters = list(inspect.signature(fn).parameters.values())[2:]
+    names = {p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD}
+    if method_kind(entry, method) == "em":
+        names |= set(SCHEDULE_DEFAULTS)
+        doc = fn.__doc__ or ""
+        for name in EXTRA_OPTIONS:
+            if re.search(rf"^\s*{name} :|``{name}``", doc, flags=re.MULTILINE):
+                names.add(name)
+    return names
+
+
+def quick_options(entry, method: str) -> dict:
+    """Options that make ``method`` fast on small data (one short chain, one temperature).
+
+    Examples
+    --------
+    >>> from latentzoo.zoo import ZOO
+    >>> quick_options(ZOO["aspect"], "gibbs")["chains"]
+    1
+    """
+    kind = method_kind(entry, method)
+    if kind == "sampler":
+        return {"chains": 1, "draws": 3, "tune": 1, "progressbar": False, "random_state": 0}
+    if kind == "em":
+        return {"betas": [1.0], "max_iter": 20, "random_state": 0}
+    return {"random_state": 0} if "random_state" in method_options(entry, method) else {}
+
+
+def run_method(entry, method: str, model, data, **options):
+    """``latentzoo.fit(model, data, method=method)`` with :func:`quick_options` under ``options``.
+
+    Examples
+    --------
+    >>> from latentzoo.zoo import ZOO
+    >>> entry = ZOO["aspect"]
+    >>> model, data, _ = small_problem(entry)
+    >>> run_method(entry, "annealed_em", model, data).params["theta"].shape
+    (6, 2)
+    """
+    import latentzoo
+
+    return latentzoo.fit(model, data, method=method, **{**quick_options(entry, method), **options})
+
+
+def result_arrays(result) -> dict[str, np.ndarray]:
+    """Every array of a fit: ``params`` and ``trace`` of an EM result, the groups of an
+    ``InferenceData`` (but its ``observed_data``), keyed ``"group.name"``. Timings are left out.
+
+    Examples
+    --------
+    >>> from latentzoo.zoo import ZOO
+    >>> entry = ZOO["aspect"]
+    >>> model, data, _ = small_problem(entry)
+    >>> sorted(result_arrays(run_method(entry, "annealed_em", model, data)))[:2]
+    ['params.phi', 'params.theta']
+    """
+    out = {}
+    if hasattr(result, "params"):
+        for name, value in result.params.items():
+            out[f"params.{name}"] = np.asarray(value)
+        trace = getattr(result, "trace", None)
+        if trace is not None:
+            for column in trace.columns:
+                if column != "seconds":
+                    out[f"trace.{column}"] = trace[column].to_numpy()
+        return out
+    for group in result.groups():
+        if group == "observed_data":
+            continue
+        for name, variable in result[group].data_vars.items():
+            out[f"{group}.{name}"] = variable.to_numpy()
+    return out
+
+
+# ------------------------------------------------------------------------------ helpers
+def _fail(failures: list[str], promise: str) -> None:
+    if failures:
+        raise AssertionError(f"{promise}:\n  " + "\n  ".join(failures))
+
+
+def _short(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"[:300]
+
+
+def _expect_refusal(call: Callable, name: str, what: str, errors=(ValueError,)) -> str | None:
+    """None if ``call()`` raises one of ``errors`` naming ``name``; otherwise what went wrong."""
+    try:
+        call()
+    except errors as error:
+        if name not in str(error):
+            return f"{what}: {type(error).__name__} does not name {name!r}: {_short(error)}"
+        return None
+    except Exception as error:
+        return f"{what}: raised {_short(error)} instead of ValueError naming {name!r}"
+    return f"{what}: accepted (expected ValueError naming {name!r})"
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype.kind in "fc":
+        return bool(np.array_equal(a, b, equal_nan=True))
+    return bool(np.array_equal(a, b))
+
+
+def _differences(a: dict, b: dict) -> list[str]:
+    names = sorted(set(a) | set(b))
+    return [name for name in names if name not in a or name not in b or not _same(a[name], b[name])]
+
+
+def _non_finite(result) -> list[str]:
+    """Arrays of a fit holding NaN or inf (the trace's free energy must be finite; its other
+    columns only free of NaN where tracked, so they are not inspected)."""
+    bad = []
+    for name, value in result_arrays(result).items():
+        if name.startswith("trace.") and name != "trace.free_energy":
+            continue
+        if value.dtype.kind in "fc" and not np.all(np.isfinite(value)):
+            bad.append(name)
+    return bad
+
+
+def _finite_or_refused(call: Callable, what: str, model=None, data=None) -> str | None:
+    """None if ``call()`` raises ValueError or returns a fit without NaN or inf (and, for a point
+    estimate when ``model`` and ``data`` are given, a finite log-likelihood of ``data``)."""
+    try:
+        result = call()
+    except ValueError:
+        return None
+    except Exception as error:
+        return f"{what}: raised {_short(error)} (expected a finite fit or a ValueError)"
+    bad = _non_finite(result)
+    if bad:
+        return f"{what}: non-finite values in {', '.join(bad)}"
+    if model is not None and hasattr(result, "params"):
+        with np.errstate(all="ignore"):
+            loglik = np.asarray(model.log_likelihood(result.params, model.check_data(data)))
+        if not np.all(np.isfinite(loglik)):
+            return f"{what}: the fit's log-likelihood of the data is {loglik.sum()}"
+    return None
+
+
+def _dense(data) -> np.ndarray:
+    return np.asarray(data.toarray() if hasattr(data, "toarray") else data.X)
+
+
+def _sparse_variants(dense: np.ndarray):
+    for fmt in SPARSE_FORMATS:
+        for kind in ("matrix", "array"):
+            cls = getattr(sp, f"{fmt}_{kind}", None)
+            if cls is not None:
+                yield f"{fmt}_{kind}", cls(dense)
+
+
+@contextlib.contextmanager
+def _address_space_limit(headroom: int = 2 * 2**30):
+    """Cap the process's address space at its current size plus ``headroom`` (Linux).
+
+    A method without a memory guard then fails with ``MemoryError`` instead of swapping a shared
+    machine to death; the limit is restored on exit.
+    """
+    try:
+        import resource
+
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        status = Path("/proc/self/status").read_text()
+        current = int(re.search(r"VmSize:\s+(\d+) kB", status).group(1)) * 1024
+        limit = current + headroom
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+    except (ImportError, OSError, ValueError, AttributeError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def _run_cli(argv: list[str]) -> tuple[object, str]:
+    """``latentzoo.cli.main(argv)`` -> (exit code, or the exception that escaped; stderr)."""
+    from latentzoo.cli import main
+
+    err, out = io.StringIO(), io.StringIO()
+    tqdm_disable = os.environ.get("TQDM_DISABLE")
+    try:
+        with warnings.catch_warnings(), contextlib.redirect_stderr(err):
+            with contextlib.redirect_stdout(out):
+                try:
+                    code = main(argv)
+                except SystemExit as exit_:
+                    code = exit_.code
+                except BaseException as error:  # noqa: BLE001 - the check reports it
+                    code = error
+    finally:
+        if tqdm_disable is None:
+            os.environ.pop("TQDM_DISABLE", None)
+        else:
+            os.environ["TQDM_DISABLE"] = tqdm_disable
+    return code, err.getvalue()
+
+
+def _cli_error(
+    argv: list[str], what: str, out: Path | None = None, names: str | None = None
+) -> str | None:
+    """None if the CLI turns ``argv`` into exit code 2 and one line on stderr (naming ``names``,
+    e.g. the bad file), no traceback."""
+    code, stderr = _run_cli(argv)
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if isinstance(code, BaseException):
+        return f"{what}: {_short(code)} escaped main (a traceback)"
+    problems = []
+    if code != 2:
+        problems.append(f"exit code {code!r} instead of 2")
+    if len(lines) != 1:
+        problems.append(f"{len(lines)} lines on stderr instead of 1: {stderr.strip()[:300]!r}")
+    if "Traceback" in stderr:
+        problems.append("a traceback on stderr")
+    if names is not None and lines and names not in lines[0]:
+        problems.append(f"the message does not name {names}: {lines[0][:200]!r}")
+    if "pickle" in stderr.lower():
+        problems.append(f"the message mentions pickles: {stderr.strip()[:200]!r}")
+    if out is not None and out.exists():
+        problems.append(f"{out.name} was written")
+        out.unlink()
+    return f"{what}: {'; '.join(problems)}" if problems else None
+
+
+def _write_data_file(data, folder: Path) -> Path:
+    """The data as a file the CLI reads: ``.npz`` where the container saves one, else ``.csv``."""
+    if hasattr(data, "to_npz"):
+        path = folder / "data.npz"
+        data.to_npz(path)
+        return path
+    path = folder / "data.csv"
+    np.savetxt(path, _dense(data), delimiter=",")
+    return path
+
+
+def _cli_quick_flags(entry, method: str) -> list[str]:
+    kind = method_kind(entry, method)
+    if kind == "sampler":
+        return ["--chains", "1", "--draws", "2", "--tune", "1"]
+    if kind == "em":
+        return ["--betas", "1", "--max-iter", "5"]
+    return []
+
+
+def _cli_fit(entry, method: str, data_file: Path, out: Path, *flags: str) -> list[str]:
+    """``latentzoo fit`` of ``entry`` with ``method`` on small data, quickly, then ``flags``.
+
+    ``--k 2`` because the command's default (10) is more than the small data support.
+    """
+    return ["fit", entry.name, "--data", str(data_file), "--method", method, "--k", "2",
+            "--out", str(out), "--quiet", *_cli_quick_flags(entry, method), *flags]  # fmt: skip
+
+
+def _cli_control(entry, method: str, data_file: Path, out: Path) -> str | None:
+    """None if the valid command runs (exit code 0, ``out`` written), so that the bad inputs
+    fail for their own reason; removes ``out``."""
+    code, stderr = _run_cli(_cli_fit(entry, method, data_file, out))
+    written = out.exists()
+    if written:
+        out.unlink()
+    if isinstance(code, BaseException) or code != 0 or not written:
+        shown = _short(code) if isinstance(code, BaseException) else f"exit code {code!r}"
+        return f"the valid command failed ({shown}): {stderr.strip()[:200]!r}"
+    return None
+
+
+def _numeric_fields(cls) -> list[tuple[dataclasses.Field, type]]:
+    """Dataclass fields annotated as numbers (int or float, possibly optional), with the type."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for item in dataclasses.fields(cls):
+        hint = hints.get(item.name)
+        args = typing.get_args(hint) or (hint,)
+        numeric = [t for t in args if t in (int, float)]
+        if numeric:
+            out.append((item, float if float in numeric else int))
+    return out
+
+
+def _hyperparameter_failures(build: Callable, item, kind: type, name: str, skipped) -> list[str]:
+    bad = [-1, 1.5, math.nan, math.inf, "a"] if kind is int else [-1.0, math.nan, math.inf, "a"]
+    if f"hyperparameter[{name}]=0" not in skipped:
+        bad.append(0)
+    if item.default is not None:
+        bad.append(None)
+    failures = []
+    for value in bad:
+        failure = _expect_refusal(lambda value=value: build(value), item.name, f"{name}={value!r}")
+        if failure:
+            failures.append(failure)
+    return failures
+
+
+# ------------------------------------------------------------------------------ model checks
+def _check_hyperparameter(entry, item, kind):
+    base = {size: 1 for size in entry.sizes}
+
+    def check():
+        failures = _hyperparameter_failures(
+            lambda value: entry.model(**{**base, item.name: value}),
+            item,
+            kind,
+            item.name,
+            entry.skipped_checks if hasattr(entry, "skipped_checks") else {},
+        )
+        _fail(failures, f"{entry.model.__name__} must refuse a bad {item.name} naming it")
+
+    return check
+
+
+def _check_component(entry, item):
+    """A non-numeric field holding a dataclass (a mixture's component): a wrong object, and bad
+    values of the default component's own numeric hyperparameters."""
+    base = {size: 1 for size in entry.sizes}
+
+    def check():
+        failures = []
+        for value in ("abc", 1.0, None):
+            failure = _expect_refusal(
+                lambda value=value: entry.model(**{**base, item.name: value}),
+                item.name,
+                f"{item.name}={value!r}",
+            )
+            if failure:
+                failures.append(failure)
+        default = getattr(entry.model(**base), item.name)
+        for sub, kind in _numeric_fields(type(default)):
+            failures += _hyperparameter_failures(
+                lambda value, sub=sub: dataclasses.replace(default, **{sub.name: value}),
+                sub,
+                kind,
+                f"{type(default).__name__}.{sub.name}",
+                {},
+            )
+        _fail(failures, f"{entry.model.__name__} must refuse a bad {item.name} naming it")
+
+    return check
+
+
+def _base_matrix(entry) -> np.ndarray:
+    _, data, _ = small_problem(entry, k=1)
+    return _dense(data).astype(float)
+
+
+def _check_bad_entry(entry, value, words: tuple[str, ...], label: str):
+    """Entry ``[0, 1]`` of valid data set to ``value``: ValueError naming the entry (or, for a
+    container that infers the kind of its data, the kind that the model refuses)."""
+
+    def check():
+        model = small_model(entry, 1)
+        matrix = _base_matrix(entry)
+        matrix[0, 1] = value
+        failures = []
+        for form, data in (("dense", matrix), ("csr", sp.csr_matrix(matrix))):
+            try:
+                model.check_data(data)
+            except ValueError as error:
+                text = str(error)
+                if not any(word in text.lower() for word in words):
+                    failures.append(f"{form} {label}: message does not say what is wrong: {text}")
+                continue
+            except Exception as error:
+                failures.append(f"{form} {label}: raised {_short(error)} instead of ValueError")
+                continue
+            failures.append(f"{form} {label} at [0, 1] accepted")
+        _fail(failures, f"{type(model).__name__}.check_data must refuse {label} naming the entry")
+
+    return check
+
+
+def _check_empty(entry):
+    def check():
+        model = small_model(entry, 1)
+        matrix = _base_matrix(entry)
+        cases = {
+            "an empty list": [],
+            "zero rows": np.zeros((0, matrix.shape[1])),
+            "zero columns": np.zeros((matrix.shape[0], 0)),
+        }
+        failures = []
+        for label, data in cases.items():
+            failure = _expect_refusal(
+                lambda data=data: model.check_data(data), "", f"{label}", errors=(ValueError,)
+            )
+            if failure:
+                failures.append(failure)
+        # All zeros: counts hold no observation (refused), binary features are valid data.
+        try:
+            model.check_data(np.zeros_like(matrix))
+        except ValueError:
+            pass
+        except Exception as error:
+            failures.append(f"all-zero data: raised {_short(error)} instead of ValueError")
+        _fail(failures, "empty data must be refused with ValueError")
+
+    return check
+
+
+def _check_dimensionality(entry):
+    def check():
+        model = small_model(entry, 1)
+        matrix = _base_matrix(entry)
+        cases = {
+            "1-D": matrix[0],
+            "3-D": matrix[None],
+            "a scalar": 3.0,
+            "strings": np.full(matrix.shape, "a"),
+        }
+        failures = []
+        for label, data in cases.items():
+            failure = _expect_refusal(
+                lambda data=data: model.check_data(data), "", label, errors=(ValueError,)
+            )
+            if failure:
+                failures.append(failure)
+        _fail(failures, "data of the wrong dimensionality or type must be refused with ValueError")
+
+    return check
+
+
+def _check_k_too_large(entry):
+    def check():
+        _, data, _ = small_problem(entry, k=1)
+        failures = []
+        for size in entry.sizes:
+            big = entry.model(**{**{s: 1 for s in entry.sizes}, size: 10**6})
+            failure = _expect_refusal(
+                lambda big=big: big.check_data(data), size, f"{size}=10**6 on {data}"
+            )
+            if failure:
+                failures.append(failure)
+        _fail(failures, "a size larger than the data allow must be refused naming it")
+
+    return check
+
+
+def _check_overflow(entry):
+    def check():
+        model = small_model(entry, 1)
+        failures = []
+        big = np.array([[2**62, 2**62], [2**62, 1]], dtype=np.int64)
+        huge = np.full((2, 2), 1e308)
+        cases = (
+            ("int64 counts summing past 2**63", big),
+            ("the same counts as CSR", sp.csr_matrix(big)),
+            ("1e308 entries", huge),
+        )
+        for label, data in cases:
+            try:
+                checked = model.check_data(data)
+            except ValueError as error:
+                text = str(error)
+                if re.search(r"-\d{15,}", text):
+                    failures.append(f"{label}: refused with an overflowed number: {text}")
+                continue
+            except Exception as error:
+                failures.append(f"{label}: raised {_short(error)} instead of ValueError")
+                continue
+            totals = [getattr(checked, name, None) for name in ("total", "row_totals")]
+            for total in totals:
+                if total is not None and np.any(np.asarray(total) < 0):
+                    failures.append(f"{label}: accepted with negative totals {total!r}")
+                    break
+            else:
+                first = next(iter(entry.methods))
+                failure = _finite_or_refused(
+                    lambda data=checked, first=first: run_method(entry, first, model, data),
+                    f"{label}: {first}",
+                    model,
+                    checked,
+                )
+                if failure:
+                    failures.append(failure)
+        _fail(failures, "overflowing data must be refused or fitted without overflow")
+
+    return check
+
+
+def _check_sparse_containers(entry):
+    def check():
+        _, data, _ = small_problem(entry)
+        dense = _dense(data)
+        reference = entry.data(dense)
+        failures = []
+        for label, matrix in _sparse_variants(dense):
+            try:
+                converted = entry.data(matrix)
+            except Exception as error:
+                failures.append(f"{label}: raised {_short(error)}")
+                continue
+            if not converted == reference:
+                failures.append(f"{label}: the container differs from the dense one")
+            elif not _same(_dense(converted), _dense(reference)):
+                failures.append(f"{label}: the values differ from the dense ones")
+        _fail(failures, f"every scipy sparse format must give the same {entry.data.__name__}")
+
+    return check
+
+
+def _check_density(entry):
+    def check():
+        from latentzoo.inference.optimality import density_check
+
+        model, data, _ = small_problem(entry)
+        comparison = density_check(model, data, 0, n_points=3)
+        failed = [f"{c.name}: {c.detail}" for c in comparison.checks if not c.passed]
+        _fail(
+            failed,
+            f"pymc_model's log density of {type(model).__name__} must equal "
+            "log_likelihood + log_prior",
+        )
+
+    return check
+
+
+class _PyMCRan(AssertionError):
+    pass
+
+
+def _check_pymc_options(entry):
+    def check():
+        import pymc
+
+        import latentzoo
+
+        model, data, _ = small_problem(entry)
+        failures = []
+        with mock.patch.object(pymc, "sample", side_effect=_PyMCRan("pm.sample was called")):
+            cases = [*PYMC_BAD_OPTIONS, ("bogus_option", 1)]
+            for name, value in cases:
+                options = {"progressbar": False, name: value}
+                what = f'fit(method="pymc", {name}={value!r})'
+                try:
+                    latentzoo.fit(model, data, method="pymc", **options)
+                except _PyMCRan:
+                    failures.append(f"{what}: not refused before PyMC ran")
+                    continue
+                except (ValueError, TypeError) as error:
+                    if name not in str(error) or (
+                        isinstance(error, TypeError) and name != "bogus_option"
+                    ):
+                        failures.append(f"{what}: {_short(error)} does not name {name!r}")
+                    continue
+                except Exception as error:
+                    failures.append(f"{what}: raised {_short(error)}")
+                    continue
+                failures.append(f"{what}: accepted")
+        _fail(failures, "PyMC options must be refused up front, naming the option")
+
+    return check
+
+
+def _check_no_unpickling(entry):
+    def check():
+        import arviz as az
+
+        from latentzoo.data import load
+
+        failures = []
+        sources = {inspect.getsourcefile(entry.model), inspect.getsourcefile(entry.data)}
+        sources |= {inspect.getsourcefile(fn) for fn in entry.methods.values()}
+        for source in sorted(s for s in sources if s):
+            text = Path(source).read_text()
+            for match in _PICKLE_SOURCE.finditer(text):
+                line = text[: match.start()].count("\n") + 1
+                failures.append(f"{source}:{line} unpickles ({match.group(0)})")
+
+        def refuse(*args, **kwargs):
+            raise AssertionError("a file was unpickled")
+
+        model, data, _ = small_problem(entry)
+        method = next(iter(entry.methods))
+        result = run_method(entry, method, model, data)
+        idata = result.to_inference_data() if hasattr(result, "to_inference_data") else result
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "fit.nc"
+            idata.to_netcdf(str(path))
+            saved = None
+            if hasattr(data, "to_npz"):
+                saved = Path(folder) / "data.npz"
+                data.to_npz(saved)
+            with (
+                mock.patch.object(pickle, "load", refuse),
+                mock.patch.object(pickle, "loads", refuse),
+                mock.patch.object(pickle, "Unpickler", refuse),
+            ):
+                steps = [("reading the saved fit", lambda: az.from_netcdf(str(path)).load())]
+                if saved is not None:
+                    steps.append(("reading the saved data", lambda: type(data).from_npz(saved)))
+                steps.append((f"load({entry.dataset!r})", lambda: load(entry.dataset)))
+                for label, step in steps:
+                    try:
+                        step()
+                    except AssertionError as error:
+                        failures.append(f"{label}: {error}")
+                    except Exception as error:
+                        failures.append(f"{label}: raised {_short(error)}")
+        _fail(failures, "no file may be unpickled")
+
+    return check
+
+
+def _check_cli_bad_input(entry):
+    def check():
+        model, data, _ = small_problem(entry)
+        method = next(iter(entry.methods))
+        failures = []
+        with tempfile.TemporaryDirectory() as folder:
+            folder = Path(folder)
+            good = _write_data_file(data, folder)
+            out = folder / "out.nc"
+            control = _cli_control(entry, method, good, out)
+            if control:
+                failures.append(control)
+            corrupt = folder / f"corrupt{good.suffix}"
+            corrupt.write_bytes(b"PK\x03\x04 this is not an archive\x00\xff")
+            cases = [
+                ("an unknown model", [*_cli_fit(entry, method, good, out)[:1], "no_such_model",
+                                      *_cli_fit(entry, method, good, out)[2:]]),
+                ("an unknown method", [*_cli_fit(entry, method, good, out), "--method", "nope"]),
+                ("a missing file", _cli_fit(entry, method, folder / f"no{good.suffix}", out),
+                 f"no{good.suffix}"),
+                ("an unknown dataset", _cli_fit(entry, method, Path("no_such_dataset"), out)),
+                ("a corrupt file", _cli_fit(entry, method, corrupt, out), corrupt.name),
+                ("--k 0", [*_cli_fit(entry, method, good, out), "--k", "0"]),
+            ]  # fmt: skip
+            floats = [item.name for item, kind in _numeric_fields(entry.model) if kind is float]
+            for name in floats[:1]:
+                for value in ("abc", "nan", "-1"):
+                    flags = ["--param", f"{name}={value}"]
+                    cases.append((" ".join(flags), _cli_fit(entry, method, good, out, *flags)))
+            if good.suffix == ".npz":
+                with np.load(good, allow_pickle=False) as archive:
+                    arrays = {key: archive[key] for key in archive.files}
+                if "indices" in arrays:
+                    arrays["indices"] = arrays["indices"] + 10**6
+                    broken = folder / "out_of_range.npz"
+                    np.savez(broken, **arrays)
+                    cases.append(
+                        ("out-of-range indices", _cli_fit(entry, method, broken, out), broken.name)
+                    )
+            for label, argv, *names in cases:
+                failure = _cli_error(argv, label, out, *names)
+                if failure:
+                    failures.append(failure)
+        _fail(failures, "the CLI must turn bad input into one line on stderr and exit code 2")
+
+    return check
+
+
+def _check_cli_interrupt(entry):
+    def check():
+        import arviz as az
+
+        import latentzoo
+
+        model, data, _ = small_problem(entry)
+        method = next(iter(entry.methods))
+        failures = []
+
+        def interrupt(*args, **kwargs):
+            raise KeyboardInterrupt
+
+        def partial_write(self, path, *args, **kwargs):
+            Path(path).write_bytes(b"CDF\x01 partial")
+            raise KeyboardInterrupt
+
+        with tempfile.TemporaryDirectory() as folder:
+            folder = Path(folder)
+            good = _write_data_file(data, folder)
+            out = folder / "result" / "out.nc"
+            control = _cli_control(entry, method, good, out)
+            if control:
+                failures.append(control)
+            argv = _cli_fit(entry, method, good, out)
+            for label, patch in (
+                ("Ctrl-C during the fit", mock.patch.object(latentzoo, "fit", interrupt)),
+                (
+                    "Ctrl-C while writing --out",
+                    mock.patch.object(az.InferenceData, "to_netcdf", partial_write),
+                ),
+            ):
+                with patch:
+                    code, stderr = _run_cli(argv)
+                lines = [line for line in stderr.splitlines() if line.strip()]
+                if isinstance(code, BaseException):
+                    failures.append(f"{label}: {_short(code)} escaped main (a traceback)")
+                elif code in (0, None) or "Traceback" in stderr or len(lines) > 1:
+                    failures.append(f"{label}: exit code {code!r}, stderr {stderr.strip()[:200]!r}")
+                left = sorted(p.name for p in out.parent.iterdir()) if out.parent.exists() else []
+                if left:
+                    failures.append(f"{label}: left {left} behind")
+        _fail(failures, "Ctrl-C must end the CLI with one line and no partial output")
+
+    return check
+
+
+def model_checks(entry) -> list[tuple[str, Check]]:
+    """The named checks of a family's model, data container, PyMC reference and CLI.
+
+    * ``hyperparameter[<name>]``: negative, zero, NaN, inf, a string and None (for a numeric
+      field; a component field: a wrong object and bad values of its own hyperparameters) raise
+      ``ValueError`` naming the field;
+    * ``data:nan``, ``data:inf``, ``data:negative``, ``data:fractional``: a bad entry of
+      otherwise valid data is refused by ``model.check_data`` saying what is wrong;
+      ``data:empty``, ``data:dimensionality``: refused with ``ValueError``;
+      ``data:k_too_large``: a size beyond the data refused naming the size; ``data:overflow``:
+      counts whose total overflows int64 refused (or fitted without overflow);
+      ``data:sparse_formats``: every scipy sparse format gives the container of the dense data;
+    * ``pymc:density``: the PyMC log density is ``log_likelihood + log_prior``
+      (:func:`~latentzoo.inference.optimality.density_check`); ``pymc:options``: bad PyMC
+      options refused before PyMC samples;
+    * ``no_unpickling``: the family's modules never unpickle, and reading a saved fit, saved
+      data or the default dataset unpickles nothing;
+    * ``cli:bad_input``, ``cli:interrupt``: one line on stderr, exit code 2 (130 or another
+      non-zero code for Ctrl-C), no traceback, no partial ``--out`` file.
+
+    Examples
+    --------
+    >>> from latentzoo.zoo import ZOO
+    >>> [name for name, _ in model_checks(ZOO["aspect"])][:3]
+    ['hyperparameter[n_components]', 'hyperparameter[alpha]', 'hyperparameter[eta]']
+    """
+    checks = []
+    numeric = {item.name: kind for item, kind in _numeric_fields(entry.model)}
+    for item in dataclasses.fields(entry.model):
+        if item.name in numeric:
+            checks.append(
+                (
+                    f"hyperparameter[{item.name}]",
+                    _check_hyperparameter(entry, item, numeric[item.name]),
+                )
+            )
+        elif item.default_factory is not dataclasses.MISSING and dataclasses.is_dataclass(
+            item.default_factory()
+        ):
+            checks.append((f"hyperparameter[{item.name}]", _check_component(entry, item)))
+    checks += [
+        ("data:nan", _check_bad_entry(entry, math.nan, ("nan",), "NaN")),
+        ("data:inf", _check_bad_entry(entry, math.inf, ("inf",), "inf")),
+        ("data:negative", _check_bad_entry(entry, -1.0, ("[0, 1]", "kind"), "a negative entry")),
+        ("data:fractional", _check_bad_entry(entry, 0.5, ("[0, 1]", "kind"), "a fractional entry")),
+        ("data:empty", _check_empty(entry)),
+        ("data:dimensionality", _check_dimensionality(entry)),
+        ("data:k_too_large", _check_k_too_large(entry)),
+        ("data:overflow", _check_overflow(entry)),
+        ("data:sparse_formats", _check_sparse_containers(entry)),
+        ("pymc:density", _check_density(entry)),
+        ("pymc:options", _check_pymc_options(entry)),
+        ("no_unpickling", _check_no_unpickling(entry)),
+        ("cli:bad_input", _check_cli_bad_input(entry)),
+        ("cli:interrupt", _check_cli_interrupt(entry)),
+    ]
+    return checks
+
+
+# ------------------------------------------------------------------------------ method checks
+def _check_random_state(entry, method):
+    def check():
+        model, data, _ = small_problem(entry)
+        failures = []
+        for value in BAD_OPTION_VALUES["random_state"]:
+            failure = _expect_refusal(
+                lambda value=value: run_method(entry, method, model, data, random_state=value),
+                "random_state",
+                f"random_state={value!r}",
+            )
+            if failure:
+                failures.append(failure)
+        for value in (3, np.int64(3), np.random.RandomState(3), np.random.default_rng(3), None):
+            try:
+                run_method(entry, method, model, data, random_state=value)
+            except Exception as error:
+                failures.append(f"random_state={value!r}: raised {_short(error)}")
+        _fail(
+            failures,
+            f"{method} must refuse a bad random_state naming it and take an int, "
+            "a RandomState, a Generator and None",
+        )
+
+    return check
+
+
+def _check_option(entry, method, name):
+    def check():
+        model, data, _ = small_problem(entry)
+        failures = []
+        for value in BAD_OPTION_VALUES[name]:
+            failure = _expect_refusal(
+                lambda value=value: run_method(entry, method, model, data, **{name: value}),
+                name,
+                f"{name}={value!r}",
+            )
+            if failure:
+                failures.append(failure)
+        _fail(failures, f"{method} must refuse a bad {name} naming it")
+
+    return check
+
+
+def _check_unknown_option(entry, method):
+    def check():
+        model, data, _ = small_problem(entry)
+        failure = _expect_refusal(
+            lambda: run_method(entry, method, model, data, bogus_option=1),
+            "bogus_option",
+            "bogus_option=1",
+            errors=(ValueError, TypeError),
+        )
+        _fail([failure] if failure else [], f"{method} must refuse an unknown option naming it")
+
+    return check
+
+
+def _memory_failure(entry, method, model, data, label) -> str | None:
+    try:
+        model.check_data(data)
+    except ValueError:
+        return None  # not data of this family: nothing to allocate
+    try:
+        with _address_space_limit():
+            result = run_method(entry, method, model, data)
+    except MemoryError as error:
+        return f"{label}: MemoryError ({_short(error)}) instead of an up-front refusal"
+    except ValueError as error:
+        if not _ESTIMATE.search(str(error)):
+            return f"{label}: refused without a memory estimate in the message: {_short(error)}"
+        return None
+    except Exception as error:
+        return f"{label}: raised {_short(error)}"
+    bad = _non_finite(result)
+    return f"{label}: ran but gave non-finite {', '.join(bad)}" if bad else None
+
+
+def _check_memory_counts(entry, method):
+    def check():
+        model = small_model(entry, 2)
+        data = entry.data(np.full((4, 5), 10**9, dtype=np.int64))
+        failure = _memory_failure(entry, method, model, data, "4 x 5 counts of 1e9 per cell")
+        _fail(
+            [failure] if failure else [],
+            f"{method} must run in memory or refuse up front with the estimate",
+        )
+
+    return check
+
+
+def _check_memory_k(entry, method):
+    def check():
+        n = 200_000
+        if entry.data.__name__ == "CoOccurrence":
+            # 1e6 per diagonal cell: enough observations for every size (the product-space
+            # mixture needs Kx * Ky of them), so only memory can refuse the request.
+            data = entry.data(sp.identity(n, dtype=np.int64, format="csr") * 10**6)
+            k = n
+        else:
+            _, data, _ = small_problem(entry, k=1)
+            k = 10**9
+        try:
+            model = small_model(entry, k)
+        except ValueError:
+            return
+        failure = _memory_failure(entry, method, model, data, f"sizes {k} on {data}")
+        _fail(
+            [failure] if failure else [],
+            f"{method} must refuse a huge K up front with the estimate",
+        )
+
+    return check
+
+
+def _check_determinism(entry, method):
+    def check():
+        model, data, _ = small_problem(entry)
+        first = result_arrays(run_method(entry, method, model, data, random_state=0))
+        again = result_arrays(run_method(entry, method, model, data, random_state=0))
+        failures = []
+        changed = _differences(first, again)
+        if changed:
+            failures.append(f"random_state=0 twice: {', '.join(changed)} differ")
+        generator = [
+            result_arrays(
+                run_method(entry, method, model, data, random_state=np.random.default_rng(5))
+            )
+            for _ in range(2)
+        ]
+        changed = _differences(*generator)
+        if changed:
+            failures.append(f"default_rng(5) twice: {', '.join(changed)} differ")
+        others = [
+            result_arrays(run_method(entry, method, model, data, random_state=seed))
+            for seed in (1, 2, 3, 4)
+        ]
+        if all(not _differences(first, other) for other in others):
+            failures.append("random_state 0, 1, 2, 3 and 4 all give the same bits")
+        _fail(failures, f"{method}: the same seed must give the same bits, different seeds differ")
+
+    return check
+
+
+def _check_sparse_fits(entry, method):
+    def check():
+        model, data, _ = small_problem(entry)
+        dense = _dense(data)
+        reference = result_arrays(run_method(entry, method, model, dense))
+        failures = []
+        for label, matrix in _sparse_variants(dense):
+            try:
+                arrays = result_arrays(run_method(entry, method, model, matrix))
+            except Exception as error:
+                failures.append(f"{label}: raised {_short(error)}")
+                continue
+            changed = _differences(reference, arrays)
+            if changed:
+                failures.append(f"{label}: {', '.join(changed)} differ from the dense fit")
+        _fail(failures, f"{method}: every sparse format must give the dense fit bit for bit")
+
+    return check
+
+
+def _fitted_loglik(entry, method, model, data, result) -> float:
+    if hasattr(result, "params"):
+        return float(model.invariants(result.params, data)["loglik"])
+    if "loglik" not in result.posterior:
+        raise AssertionError(f"{method}: the posterior has no 'loglik' invariant to compare")
+    return float(result.posterior["loglik"].to_numpy().mean())
+
+
+def _check_round_trip(entry, method):
+    def check():
+        model, data, truth = small_problem(entry, 0, sizes=ROUND_TRIP_SIZES, separated=True)
+        truth_ll = float(model.invariants(truth, data)["loglik"])
+        # A full budget: from a random start the product-space mixture crosses a plateau that
+        # 20 iterations do not (measured: 10% below the truth after 20, 0.5% above after 200).
+        options = {"em": {"max_iter": 200}, "sampler": {"draws": 20, "tune": 20}}.get(
+            method_kind(entry, method), {}
+        )
+        result = run_method(entry, method, model, data, **options)
+        fitted = _fitted_loglik(entry, method, model, data, result)
+        gap = abs(fitted - truth_ll) / abs(truth_ll)
+        if not gap <= ROUND_TRIP_RTOL:
+            raise AssertionError(
+                f"{method} on data simulated by {model} ({data}): log-likelihood {fitted:.6g} vs "
+                f"the truth's {truth_ll:.6g}, a relative gap of {gap:.3g} > {ROUND_TRIP_RTOL}"
+            )
+
+    return check
+
+
+def _labelled_data(entry, data):
+    """``data`` with distinctive row/column (item/feature) labels, and the labels to look for."""
+    n, m = data.shape
+    rows = [f"r{i}x" for i in range(n)]
+    cols = [f"c{j}y" for j in range(m)]
+    dense = _dense(data)
+    if entry.data.__name__ == "CoOccurrence":
+        return entry.data(dense, row_labels=rows, col_labels=cols), [rows, cols]
+    return entry.data(dense, item_names=rows, feature_names=cols), [rows]
+
+
+def _check_netcdf(entry, method):
+    def check():
+        import arviz as az
+
+        model, data, _ = small_problem(entry)
+        data, wanted = _labelled_data(entry, data)
+        result = run_method(entry, method, model, data)
+        idata = result.to_inference_data() if hasattr(result, "to_inference_data") else result
+        failures = []
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / "fit.nc"
+            idata.to_netcdf(str(path))
+            back = az.from_netcdf(str(path))
+            for group in idata.groups():
+                if group not in back.groups():
+                    failures.append(f"group {group} lost")
+                    continue
+                for name, variable in idata[group].data_vars.items():
+                    if name not in back[group]:
+                        failures.append(f"{group}.{name} lost")
+                    elif not _same(variable.to_numpy(), back[group][name].to_numpy()):
+                        failures.append(f"{group}.{name} differs after reading back")
+            if hasattr(result, "params"):
+                for name, value in result.params.items():
+                    if name not in back.posterior:
+                        failures.append(f"parameter {name} not in the saved posterior")
+                    elif not _same(np.asarray(value), back.posterior[name].to_numpy()[0, 0]):
+                        failures.append(f"parameter {name} differs from the saved one")
+            posterior = back.posterior
+            generic = sorted(
+                {
+                    d
+                    for v in posterior.data_vars.values()
+                    for d in v.dims
+                    if re.search(r"_dim_\d+$", d)
+                }
+            )
+            if generic:
+                failures.append(f"unnamed dimensions {generic} in the posterior")
+            coordinates = [list(map(str, posterior[d].to_numpy())) for d in posterior.dims]
+            for labels in wanted:
+                if labels not in coordinates:
+                    failures.append(f"labels {labels[:2]}... are not a coordinate of the posterior")
+            attrs = posterior.attrs
+            text = " ".join(f"{key}={value}" for key, value in attrs.items())
+            if "method" not in attrs:
+                failures.append("no 'method' attribute")
+            if type(model).__name__ not in text:
+                failures.append(f"the model class {type(model).__name__} is not in the attributes")
+            for item in dataclasses.fields(model):
+                named = any(re.search(rf"(^|_){item.name}$", key) for key in attrs)
+                if not named and f"{item.name}=" not in text:
+                    failures.append(f"hyperparameter {item.name} is not in the attributes")
+            if method_kind(entry, method) == "em":
+                if "betas" not in attrs:
+                    failures.append("no 'betas' attribute")
+                if not any("free_energy" in back[g] for g in back.groups()):
+                    failures.append("the annealing trace (free_energy) is not saved")
+        _fail(
+            failures,
+            f"{method}: a fit saved to netCDF must read back with its arrays, labels "
+            f"and metadata ({data})",
+        )
+
+    return check
+
+
+def _check_empty_rows_cols(entry, method):
+    def check():
+        if entry.data.__name__ == "CoOccurrence":
+            matrix = np.array([[2, 0, 1, 0], [0, 0, 0, 0], [1, 0, 3, 0]])
+        else:
+            matrix = np.array([[1, 0, 1], [0, 0, 0], [1, 0, 0]], dtype=float)
+        failures = []
+        for k in (1, 2):
+            try:
+                model = small_model(entry, k)
+            except ValueError:
+                continue
+            failure = _finite_or_refused(
+                lambda model=model: run_method(entry, method, model, matrix),
+                f"sizes {k} on {matrix.tolist()}",
+                model,
+                matrix,
+            )
+            if failure:
+                failures.append(failure)
+        _fail(failures, f"{method}: empty rows and columns must be fitted (finite) or refused")
+
+    return check
+
+
+def _check_single_item(entry, method):
+    def check():
+        if entry.data.__name__ == "CoOccurrence":
+            cases = [np.array([[3, 1, 2]]), np.array([[3], [1], [2]]), np.array([[5]])]
+        else:
+            cases = [np.array([[1.0, 0.0, 1.0]]), np.array([[1.0], [0.0], [1.0]])]
+        model = small_model(entry, 1)
+        failures = []
+        for matrix in cases:
+            failure = _finite_or_refused(
+                lambda matrix=matrix: run_method(entry, method, model, matrix),
+                f"{matrix.tolist()}",
+                model,
+                matrix,
+            )
+            if failure:
+                failures.append(failure)
+        _fail(
+            failures, f"{method}: a single row, column or item must be fitted (finite) or refused"
+        )
+
+    return check
+
+
+def _check_extremes(entry, method):
+    def check():
+        model = small_model(entry, 2)
+        failures = []
+        long_row = np.array([[10**6 - 3, 1, 1, 1], [1, 2, 0, 1], [0, 1, 3, 1]])
+        cases = [("a row of 1e6 tokens", long_row, {})]
+        if method_kind(entry, method) == "em":
+            small = np.array([[5, 1, 0, 2], [0, 3, 4, 1], [2, 0, 1, 6]])
+            for betas in ([1e-3], [1e3], [1e-3, 1.0, 1e3]):
+                cases.append((f"betas={betas}", small, {"betas": betas}))
+        for label, matrix, options in cases:
+            failure = _finite_or_refused(
+                lambda matrix=matrix, options=options: run_method(
+                    entry, method, model, matrix, **options
+                ),
+                label,
+                model,
+                matrix,
+            )
+            if failure:
+                failures.append(failure)
+        _fail(failures, f"{method}: extreme counts and temperatures must stay finite or be refused")
+
+    return check
+
+
+EDGE_COUNTS = (
+    [[7, 0, 0], [0, 1, 0]],
+    [[10000], [1], [1], [1]],
+    [[1, 0, 0]],
+    [[50, 1, 1, 1]],
+    [[3, 0], [0, 0], [0, 5]],
+    [[1, 1], [1, 1]],
+)
+"""Tiny count matrices on which over-relaxed and predictive EM went wrong (issue 8: NaN
+responsibilities, a ZeroDivisionError inside numba, a log-likelihood of -inf)."""
+
+
+def _check_overrelaxation(entry, method):
+    def check():
+        predictive = [False, True] if "predictive" in method_options(entry, method) else [False]
+        flat = {n: 1.0 for n in ("alpha", "eta") if n in entry.model.__dataclass_fields__}
+        size_sets = [(1,) * len(entry.sizes), (2,) * len(entry.sizes)]
+        if len(entry.sizes) == 2:
+            size_sets += [(2, 1), (1, 2)]
+        failures = []
+        for counts in EDGE_COUNTS:
+            matrix = np.array(counts)
+            for sizes in size_sets:
+                try:
+                    model = entry.model(**dict(zip(entry.sizes, sizes, strict=True)), **flat)
+                    model.check_data(matrix)
+                except ValueError:
+                    continue
+                for max_iter in (1, 2, 5):
+                    for omega in (1.5, 1.9):
+                        for pred in predictive:
+                            options = {"betas": [1.0], "max_iter": max_iter, "tol": 0.0}
+                            options.update(
+                                overrelax=omega, **({"predictive": True} if pred else {})
+                            )
+                            failure = _finite_or_refused(
+                                lambda model=model, matrix=matrix, options=options: run_method(
+                                    entry, method, model, matrix, **options
+                                ),
+                                f"{counts}, sizes {sizes}, {options}",
+                                model,
+                                matrix,
+                            )
+                            if failure:
+                                failures.append(failure)
+        _fail(
+            failures[:10],
+            f"{method}: over-relaxed (and predictive) EM on tiny counts must "
+            f"stay finite or be refused ({len(failures)} cases)",
+        )
+
+    return check
+
+
+def _check_float32(entry, method):
+    def check():
+        failures = []
+        flat = small_model(entry, 1, **{n: 1.0 for n in ("alpha", "eta")})
+        options = {"betas": [1.0], "tol": 0.0, "max_iter": 50}
+        try:
+            result = run_method(entry, method, flat, [[10_000_000, 1]], dtype=np.float32, **options)
+        except ValueError:
+            result = None
+        except Exception as error:
+            failures.append(f"[[1e7, 1]] in float32: raised {_short(error)}")
+            result = None
+        if result is not None:
+            free = result.trace["free_energy"].to_numpy()
+            rise = np.max(np.diff(free) / np.maximum(np.abs(free[:-1]), 1e-300), initial=0.0)
+            if not rise <= 1e-5:
+                failures.append(
+                    f"[[1e7, 1]] in float32: the free energy rises by {rise:.3g} "
+                    "(relative) at beta=1"
+                )
+        for betas, matrix in (([50.0], [[7, 1]]), ([1.0], [[7, 1]])):
+            options = {"betas": betas, "tol": 0.0, "max_iter": 30}
+            exact = run_method(entry, method, flat, matrix, dtype=np.float64, **options)
+            try:
+                single = run_method(entry, method, flat, matrix, dtype=np.float32, **options)
+            except ValueError:
+                continue
+            except Exception as error:
+                failures.append(f"betas={betas} on {matrix}: raised {_short(error)}")
+                continue
+            for name, value in exact.params.items():
+                gap = np.max(np.abs(np.asarray(single.params[name], float) - value), initial=0.0)
+                if not gap <= 1e-3:
+                    failures.append(
+                        f"betas={betas} on {matrix}: {name} differs from float64 by {gap:.3g}"
+                    )
+        _fail(failures, f"{method} in float32 must agree with float64 or refuse the settings")
+
+    return check
+
+
+def _check_cli_options(entry, method):
+    def check():
+        model, data, _ = small_problem(entry)
+        failures = []
+        cases = [
+            ["--overrelax", "nan"],
+            ["--overrelax", "2"],
+            ["--max-iter", "0"],
+            ["--tol", "-1"],
+            ["--betas", "x"],
+            ["--betas", "-1"],
+            ["--draws", "0"],
+            ["--chains", "0"],
+            ["--tune", "-1"],
+            ["--seed", "-1"],
+            ["--option", "bogus_option=1"],
+        ]
+        with tempfile.TemporaryDirectory() as folder:
+            folder = Path(folder)
+            good = _write_data_file(data, folder)
+            out = folder / "out.nc"
+            control = _cli_control(entry, method, good, out)
+            if control:
+                failures.append(control)
+            for flags in cases:
+                argv = _cli_fit(entry, method, good, out, *flags)
+                failure = _cli_error(argv, " ".join(flags), out)
+                if failure:
+                    failures.append(failure)
+        _fail(
+            failures,
+            f"latentzoo fit {entry.name} --method {method}: a bad option must give "
+            "one line on stderr and exit code 2",
+        )
+
+    return check
+
+
+def method_checks(entry, method: str) -> list[tuple[str, Check]]:
+    """The named checks of one fast method of a family.
+
+    * ``random_state``: ``'abc'``, 1.5 and -1 refused naming it; an int, a ``RandomState``, a
+      ``Generator`` and None taken;
+    * ``option[<name>]`` for every option in :data:`BAD_OPTION_VALUES` that the method takes
+      (:func:`method_options`), and ``option[unknown]``;
+    * ``memory:huge_counts`` (4 x 5 counts of 1e9), ``memory:huge_k`` (sizes of 200,000 on
+      200,000 x 200,000 counts, or 1e9 components): run, or refused up front with the estimate;
+    * ``determinism``: the same seed gives the same bits, different seeds differ;
+    * ``data:sparse_formats``: every scipy sparse format gives the dense fit bit for bit;
+      ``data:empty_rows_and_columns``, ``data:single_item``, ``data:extremes`` (a row of 1e6
+      tokens; temperatures from 1e-3 to 1e3): a finite fit or a ``ValueError``;
+    * ``simulate_round_trip``: a fit on the model's simulated data is within
+      :data:`ROUND_TRIP_RTOL` of the truth's log-likelihood;
+    * ``netcdf_round_trip``: the fit saved to netCDF reads back with the same arrays, the data's
+      labels as coordinates and the model, hyperparameters, method (and betas) as attributes;
+    * ``overrelaxation`` (methods taking ``overrelax``): over-relaxed (and predictive) EM on the
+      tiny :data:`EDGE_COUNTS` gives a finite fit or a ``ValueError``;
+    * ``float32`` (methods documenting ``dtype``): agrees with float64 or refuses;
+    * ``cli:options``: bad options on the command line give one line and exit code 2.
+
+    Examples
+    --------
+    >>> from latentzoo.zoo import ZOO
+    >>> names = [name for name, _ in method_checks(ZOO["aspect"], "annealed_em")]
+    >>> "option[overrelax]" in names and "float32" in names
+    True
+    """
+    options = method_options(entry, method)
+    checks = [("random_state", _check_random_state(entry, method))]
+    for name in BAD_OPTION_VALUES:
+        if name != "random_state" and name in options:
+            checks.append((f"option[{name}]", _check_option(entry, method, name)))
+    checks += [
+        ("option[unknown]", _check_unknown_option(entry, method)),
+        ("memory:huge_counts", _check_memory_counts(entry, method)),
+        ("memory:huge_k", _check_memory_k(entry, method)),
+        ("determinism", _check_determinism(entry, method)),
+        ("data:sparse_formats", _check_sparse_fits(entry, method)),
+        ("data:empty_rows_and_columns", _check_empty_rows_cols(entry, method)),
+        ("data:single_item", _check_single_item(entry, method)),
+        ("data:extremes", _check_extremes(entry, method)),
+        ("simulate_round_trip", _check_round_trip(entry, method)),
+        ("netcdf_round_trip", _check_netcdf(entry, method)),
+    ]
+    if "overrelax" in options:
+        checks.append(("overrelaxation", _check_overrelaxation(entry, method)))
+    if "dtype" in options:
+        checks.append(("float32", _check_float32(entry, method)))
+    checks.append(("cli:options", _check_cli_options(entry, method)))
+    return checks
+
+
+# ------------------------------------------------------------------------------ runners
+def _run_all(checks, reason_of, label: str) -> dict[str, str]:
+    outcome, failures = {}, []
+    for name, check in checks:
+        reason = reason_of(name)
+        if reason is not None:
+            outcome[name] = f"skipped: {reason}"
+            continue
+        try:
+            check()
+        except AssertionError as error:
+            outcome[name] = "failed"
+            failures.append(f"[{name}] {error}")
+        else:
+            outcome[name] = "passed"
+    if failures:
+        raise AssertionError(f"{label} broke {len(failures)} promise(s):\n" + "\n".join(failures))
+    return outcome
+
+
+def check_model(entry) -> dict[str, str]:
+    """Run every :func:`model_checks` check of ``entry`` (a :class:`latentzoo.zoo.Family`).
+
+    Checks recorded in ``entry.skipped_checks`` are skipped with their reason.
+
+    Returns
+    -------
+    dict
+        Check name -> ``"passed"`` or ``"skipped: <reason>"``.
+
+    Raises
+    ------
+    AssertionError
+        Listing every failed check and what broke.
+
+    Examples
+    --------
+    >>> from latentzoo.zoo import ZOO
+    >>> outcome = check_model(ZOO["aspect"])  # doctest: +SKIP
+    """
+    return _run_all(model_checks(entry), lambda name: skip_reason(entry, name), entry.name)
+
+
+def check_method(entry, method: str) -> dict[str, str]:
+    """Run every :func:`method_checks` check of ``method`` of ``entry``.
+
+    Returns
+    -------
+    dict
+        Check name -> ``"passed"`` or ``"skipped: <reason>"``.
+
+    Raises
+    ------
+    AssertionError
+        Listing every failed check and what broke.
+
+    Examples
+    --------
+    >>> from latentzoo.zoo import ZOO
+    >>> outcome = check_method(ZOO["aspect"], "gibbs")  # doctest: +SKIP
+    """
+    return _run_all(
+        method_checks(entry, method),
+        lambda name: skip_reason(entry, name, method),
+        f"{entry.name} {method}",
+    )
