@@ -21,7 +21,6 @@ EM schedule (``betas="auto"``): early stopping at ``beta = 1`` on a validation s
 
 from __future__ import annotations
 
-import dataclasses
 import numbers
 import time
 from collections.abc import Callable, Iterable
@@ -35,6 +34,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from latentzoo.data.checks import as_rng, check_fraction
+from latentzoo.inference.mcmc import check_parameter_memory, model_attrs, netcdf_attr
 from latentzoo.models._checks import check_integer, check_interval
 
 __all__ = [
@@ -696,47 +696,18 @@ class EMResult:
 
     def _attrs(self) -> dict:
         """netCDF-safe attributes: the model, its hyperparameters, the method and its settings."""
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            library_version = version("latentzoo")
-        except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-            library_version = "unknown"
         attrs = {
-            "inference_library": "latentzoo",
-            "inference_library_version": library_version,
+            **model_attrs(self.model),
             "method": self.method,
-            "model": type(self.model).__name__,
             "converged": int(self.converged),
             "sampling_time": float(self.seconds),
             "betas": np.asarray(self.betas, dtype=float),
         }
-        if dataclasses.is_dataclass(self.model):
-            for item in dataclasses.fields(self.model):
-                attrs[f"model_{item.name}"] = _netcdf_attr(getattr(self.model, item.name))
         for name, value in self.settings.items():
-            attrs[name] = _netcdf_attr(value)
+            attrs[name] = netcdf_attr(value)
         if self.transitions is not None:
             attrs["transitions"] = np.asarray(self.transitions, dtype=float)
         return {name: value for name, value in attrs.items() if value is not None}
-
-
-def _netcdf_attr(value):
-    """``value`` as a netCDF attribute: numbers and strings as they are, the rest as text."""
-    if value is None:
-        return None
-    if isinstance(value, bool | np.bool_):
-        return int(value)
-    if isinstance(value, numbers.Number | str):
-        return value
-    if isinstance(value, type):
-        return value.__name__
-    if isinstance(value, np.dtype):
-        return value.name
-    array = np.asarray(value) if isinstance(value, list | tuple | np.ndarray) else None
-    if array is not None and array.dtype.kind in "iuf" and array.ndim == 1:
-        return array
-    return str(value)
 
 
 def perplexity(model, params, test) -> float:
@@ -843,6 +814,7 @@ def annealed_fit(
     ([0.8, 1.0], 'annealed_em')
     """
     data = model.check_data(data)
+    check_parameter_memory(model, data, f"{method} of {type(model).__name__}")
     if isinstance(betas, str):
         if betas not in ("auto", "early_stopping"):
             raise ValueError(
@@ -953,10 +925,11 @@ def _check_problem_options(options: dict) -> None:
         check_integer("n_threads", options["n_threads"])
     if "dtype" in options:
         try:
-            dtype = np.dtype(options["dtype"])
+            name = np.dtype(options["dtype"]).name
         except TypeError:
-            dtype = None
-        if dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+            name = None
+        # Compared by name: numpy takes None for float64, so `None == np.dtype(float)` is True.
+        if options["dtype"] is None or name not in ("float32", "float64"):
             raise ValueError(f"dtype must be float32 or float64, got {options['dtype']!r}")
 
 

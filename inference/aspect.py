@@ -154,21 +154,103 @@ def _em_parallel(
     return energies.sum(), logliks.sum()
 
 
-@nb.njit(cache=True, fastmath=True)
+#: fastmath without ``nnan``/``ninf`` for the predictive kernel, which must see the inf and 0 that
+#: its powers reach far from ``beta = 1`` (and the -inf of a log of 0) to route them to log space.
+_FINITE_FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
+
+
+@nb.njit(cache=True, fastmath=_FINITE_FAST, error_model="numpy")
+def _log_posterior(weights, out):
+    """Normalise the log weights ``weights`` (K) into ``out`` (max-shifted); returns the log of
+    their sum, -inf (and ``out`` all 0) when every weight is -inf."""
+    top = -np.inf
+    for k in range(weights.shape[0]):
+        top = max(top, weights[k])
+    if top == -np.inf:
+        out[:] = 0.0
+        return -np.inf
+    total = 0.0
+    for k in range(weights.shape[0]):
+        out[k] = np.exp(weights[k] - top)
+        total += out[k]
+    for k in range(weights.shape[0]):
+        out[k] /= total
+    return top + np.log(total)
+
+
+@nb.njit(cache=True, fastmath=_FINITE_FAST, error_model="numpy")
+def _table_terms(i, j, t_theta, t_phi, theta, phi_t, beta, weights, out):
+    """The terms ``out[k] = t_theta[i, k] t_phi[j, k]`` of the tempered tables of ``theta`` and
+    ``phi_t`` and their sum, ``P(k | i, j) = out[k] / sum``; returns ``(sum, log sum)``.
+
+    Below _F64_TINY (far from ``beta = 1`` the powers underflow) the pair is redone in log space
+    from the plain tables: ``out`` is then the normalised posterior and the sum returned is 1
+    (``log sum`` still the true one), and for a pair of probability 0, ``out`` is all 0 and
+    ``log sum`` is -inf.
+    """
+    total = 0.0
+    for k in range(out.shape[0]):
+        out[k] = t_theta[i, k] * t_phi[j, k]
+        total += out[k]
+    if total >= _F64_TINY:
+        return total, np.log(total)
+    for k in range(out.shape[0]):
+        weights[k] = beta * (np.log(theta[i, k]) + np.log(phi_t[j, k]))
+    return 1.0, _log_posterior(weights, out)
+
+
+@nb.njit(cache=True, fastmath=_FINITE_FAST, error_model="numpy")
+def _predictive_fallback(
+    i, j, n, old, total_old, c_theta, c_phi, c_topic, a1, e1, m_e1, beta, t_theta, t_phi, theta,
+    phi_t, weights, new, n_theta, acc_phi,
+):  # fmt: skip
+    """One observation of :func:`_predictive_rows` whose predictive normaliser left
+    [_F64_TINY, 1e300]: redone in log space, else (no predictive evidence at all) with the plain
+    posterior of the current tables. Adds the expected counts; returns ``n log`` normaliser."""
+    for k in range(old.shape[0]):
+        own = old[k] / total_old
+        num = max(c_theta[i, k] - own, 0.0) + a1
+        num *= max(c_phi[j, k] - own, 0.0) + e1
+        den = max(c_topic[k] - own, 0.0) + m_e1
+        weights[k] = beta * np.log(num / den) if den > 0 and num > 0 else -np.inf
+    log_s = _log_posterior(weights, new)
+    r = n
+    if log_s == -np.inf:
+        total, log_s = _table_terms(i, j, t_theta, t_phi, theta, phi_t, beta, weights, new)
+        r = n / total
+    for k in range(old.shape[0]):
+        w = r * new[k]
+        n_theta[i, k] += w
+        acc_phi[j, k] += w
+    return n * log_s
+
+
+@nb.njit(cache=True, fastmath=_FINITE_FAST, error_model="numpy")
 def _predictive_rows(
-    indptr, indices, counts, old_t_theta, old_t_phi, c_theta, c_phi, c_topic, a1, e1, m_e1, beta,
-    n_theta, acc_phi,
+    indptr, indices, counts, old_t_theta, old_t_phi, old_theta, old_phi_t, t_theta, t_phi,
+    theta, phi_t, c_theta, c_phi, c_topic, a1, e1, m_e1, beta, n_theta, acc_phi,
 ):  # fmt: skip
     """Predictive E-step (seed section 5.2, eq. (61) without the diagonal term, appendix B).
 
     For observation ``(i, j)`` the expected counts of the previous pass are reduced by that
-    observation's own previous posterior before predicting its aspect; the indirect effects are
+    observation's own previous posterior (from the previous iterate's tempered tables
+    ``old_t_theta``, ``old_t_phi``) before predicting its aspect; the indirect effects are
     ignored, as in the seed's experiments. Returns ``sum n log`` of the predictive normaliser.
+
+    Far from ``beta = 1`` the powers underflow or overflow: a previous posterior whose normaliser
+    is below _F64_TINY is redone in log space from the plain ``old_theta``, ``old_phi_t``, and a
+    predictive normaliser outside [_F64_TINY, 1e300] in log space too. An observation that the
+    others cannot predict at all (every predictive term 0, e.g. the only token of a word without
+    a prior, ``eta = 1``) keeps the plain E-step posterior of the current tables ``t_theta``,
+    ``t_phi`` and adds ``n log sum_k t_theta t_phi`` (dropping it, as before, gave its word
+    probability 0 and the fit a log-likelihood of -inf). A pair of probability 0 under the
+    current tables adds -inf (the driver then refuses the step) and no expected counts.
     """
     n_rows = indptr.shape[0] - 1
     n_topics = c_theta.shape[1]
     old = np.empty(n_topics)
     new = np.empty(n_topics)
+    weights = np.empty(n_topics)
     energy = 0.0
     for i in range(n_rows):
         for p in range(indptr[i], indptr[i + 1]):
@@ -177,6 +259,10 @@ def _predictive_rows(
             for k in range(n_topics):
                 old[k] = old_t_theta[i, k] * old_t_phi[j, k]
                 total_old += old[k]
+            if total_old < _F64_TINY:
+                total_old, _ = _table_terms(
+                    i, j, old_t_theta, old_t_phi, old_theta, old_phi_t, beta, weights, old
+                )
             s = 0.0
             for k in range(n_topics):
                 own = old[k] / total_old
@@ -187,7 +273,11 @@ def _predictive_rows(
                 new[k] = value
                 s += value
             n = counts[p]
-            if s <= 0.0:
+            if not _F64_TINY <= s <= 1e300:
+                energy += _predictive_fallback(
+                    i, j, n, old, total_old, c_theta, c_phi, c_topic, a1, e1, m_e1, beta,
+                    t_theta, t_phi, theta, phi_t, weights, new, n_theta, acc_phi,
+                )  # fmt: skip
                 continue
             energy += n * np.log(s)
             r = n / s
@@ -620,31 +710,38 @@ class AspectEM:
     def step(self, params, beta):
         theta = np.ascontiguousarray(params["theta"])
         phi_t = np.ascontiguousarray(params["phi"].T)
+        if self.predictive:
+            tables = (theta**beta, phi_t**beta, theta, phi_t)
         if self.predictive and self._previous is not None:
-            n_theta, n_phi, energy = self._predictive_pass(theta, phi_t, beta)
+            n_theta, n_phi, energy = self._predictive_pass(tables, beta)
             loglik = float(self.model.log_likelihood(params, self.data).sum())
         else:
             n_theta, n_phi, energy, loglik = em_pass(
                 self.data, theta, phi_t, beta, n_threads=self.n_threads, dtype=self.dtype,
                 counts=self.counts,
             )  # fmt: skip
-        if self.predictive:
-            self._previous = (theta**beta, phi_t**beta, n_theta, n_phi, beta)
         free = -energy / beta - self._log_prior_terms(theta, params["phi"])
+        if self.predictive and np.isfinite(free):
+            # A step with a non-finite free energy is dropped by the driver (which retries the
+            # plain M-step from the same previous pass) or ends the fit: it must not become the
+            # previous pass.
+            self._previous = (*tables, n_theta, n_phi)
         new_theta = normalise_rows(n_theta, self.model.alpha - 1.0, theta.shape[1])
         new_phi = normalise_rows(n_phi.T, self.model.eta - 1.0, phi_t.shape[0])
         return {"theta": new_theta, "phi": new_phi}, EMStats(float(free), float(loglik))
 
-    def _predictive_pass(self, theta, phi_t, beta):
-        old_t_theta, old_t_phi, c_theta, c_phi, _ = self._previous
+    def _predictive_pass(self, tables, beta):
+        """The predictive E-step (:func:`_predictive_rows`) from the previous pass's tables and
+        expected counts; ``tables`` are the current ``(theta**beta, phi_t**beta, theta, phi_t)``."""
+        old_t_theta, old_t_phi, old_theta, old_phi_t, c_theta, c_phi = self._previous
         csr = self.data.counts
-        n_theta = np.zeros_like(theta)
-        acc_phi = np.zeros_like(phi_t)
+        n_theta = np.zeros_like(c_theta)
+        acc_phi = np.zeros_like(c_phi)
         a1, e1 = self.model.alpha - 1.0, self.model.eta - 1.0
         energy = _predictive_rows(
             csr.indptr, csr.indices, csr.data.astype(np.float64), old_t_theta, old_t_phi,
-            c_theta, c_phi, c_phi.sum(axis=0), a1, e1, e1 * phi_t.shape[0], beta,
-            n_theta, acc_phi,
+            old_theta, old_phi_t, *tables, c_theta, c_phi, c_phi.sum(axis=0), a1, e1,
+            e1 * c_phi.shape[0], float(beta), n_theta, acc_phi,
         )  # fmt: skip
         return n_theta, acc_phi, energy
 
@@ -742,8 +839,8 @@ def em_bytes(data: CoOccurrence, n_topics: int, n_threads: int = 1, predictive=F
     over-relaxation) float64 tables of ``(N + M) x K`` (the parameters, their copies across
     over-relaxation and early stopping, the tempered tables and the expected counts), plus one
     ``M x K`` buffer per thread, plus 16 bytes per non-zero (counts and flags). Counted as
-    8 tables, the buffers and the non-zeros; the predictive E-step keeps 4 more tables (the
-    previous pass's tempered parameters and expected counts).
+    8 tables, the buffers and the non-zeros; the predictive E-step keeps 6 more tables (the
+    previous pass's parameters, plain and tempered, and expected counts).
 
     Examples
     --------
@@ -753,7 +850,7 @@ def em_bytes(data: CoOccurrence, n_topics: int, n_threads: int = 1, predictive=F
     """
     tables = (data.n_rows + data.n_cols) * int(n_topics)
     buffers = int(n_threads) * data.n_cols * int(n_topics) if n_threads > 1 else 0
-    return 8 * ((12 if predictive else 8) * tables + buffers) + 16 * data.nnz
+    return 8 * ((14 if predictive else 8) * tables + buffers) + 16 * data.nnz
 
 
 class GibbsState(NamedTuple):

@@ -19,7 +19,9 @@ parameters; and :func:`gibbs_entry`, the one ``gibbs`` entry point that every fa
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import numbers
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -30,7 +32,7 @@ import numpy as np
 import xarray as xr
 from tqdm.auto import tqdm
 
-from latentzoo.data.checks import check_random_state
+from latentzoo.data.checks import check_memory, check_random_state
 from latentzoo.models._checks import check_integer
 
 __all__ = [
@@ -486,6 +488,111 @@ def _observed_group(observed) -> xr.Dataset | None:
     return xr.Dataset(variables, coords={dim: coords[dim] for dim in used if dim in coords})
 
 
+_DATA_AXES = {"rows": ("doc", "row", "item"), "cols": ("word", "col", "feature")}
+
+
+def _dim_sizes(model, data) -> dict[str, int]:
+    """Lengths of the data and cluster dims of ``model.dims``, as Python integers (no arrays)."""
+    n_rows = getattr(data, "n_rows", getattr(data, "n_items", 0))
+    n_cols = getattr(data, "n_cols", getattr(data, "n_features", 0))
+    sizes = {name: int(n_rows) for name in _DATA_AXES["rows"]}
+    sizes.update({name: int(n_cols) for name in _DATA_AXES["cols"]})
+    k = getattr(model, "n_components", None) or getattr(model, "n_clusters", None)
+    for name, value in (("topic", k), ("cluster", k),
+                        ("row_cluster", getattr(model, "n_row_clusters", None)),
+                        ("col_cluster", getattr(model, "n_col_clusters", None))):  # fmt: skip
+        if value is not None:
+            sizes[name] = int(value)
+    return sizes
+
+
+def check_parameter_memory(model, data, what: str, copies: int = 4) -> None:
+    """Refuse up front a fit whose parameter tables would not fit in memory.
+
+    Counts the float64 values of every variable of ``model.dims`` (and ``estimate_dims``) that
+    spans data and cluster axes (e.g. ``theta`` N x K, ``q`` K x M), times ``copies`` (an
+    iteration holds the parameters, their update, the tempered tables and the accumulators), and
+    passes the estimate to :func:`~latentzoo.data.checks.check_memory`.
+
+    Examples
+    --------
+    >>> from latentzoo.data import CoOccurrence
+    >>> from latentzoo.models import AspectModel
+    >>> import scipy.sparse as sp
+    >>> huge = CoOccurrence(sp.identity(200_000, dtype=np.int64, format="csr"))
+    >>> check_parameter_memory(AspectModel(200_000), huge, "annealed EM")
+    Traceback (most recent call last):
+    ...
+    ValueError: annealed EM would allocate ... GiB for 8.0e+10 parameter values ...
+    """
+    sizes = _dim_sizes(model, data)
+    declared = {**getattr(model, "dims", {}), **getattr(model, "estimate_dims", {})}
+    values = 0
+    for dims in declared.values():
+        if dims and all(dim in sizes for dim in dims):
+            values += math.prod(sizes[dim] for dim in dims)
+    check_memory(
+        8.0 * values * copies, what, detail=f"for {float(values):.1e} parameter values",
+        hint="use fewer clusters or a subset of the data",
+    )  # fmt: skip
+
+
+def netcdf_attr(value):
+    """``value`` as a netCDF attribute: numbers and strings as they are, numeric vectors as arrays,
+    classes and dtypes by name, anything else as its text (None: leave the attribute out).
+
+    Examples
+    --------
+    >>> netcdf_attr(True), netcdf_attr(np.float32), netcdf_attr([1.0, 0.5]).tolist()
+    (1, 'float32', [1.0, 0.5])
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool | np.bool_):
+        return int(value)
+    if isinstance(value, numbers.Number | str):
+        return value
+    if isinstance(value, type):
+        return value.__name__
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, list | tuple | np.ndarray):
+        array = np.asarray(value)
+        if array.dtype.kind in "iuf" and array.ndim == 1:
+            return array
+    return str(value)
+
+
+def model_attrs(model) -> dict:
+    """The attributes that identify a fit's model in a saved file: the library and its version,
+    the model class and each hyperparameter as ``model_<name>`` (components by their text).
+
+    Examples
+    --------
+    >>> from latentzoo.models import AspectModel
+    >>> attrs = model_attrs(AspectModel(3))
+    >>> attrs["model"], attrs["model_n_components"], attrs["model_alpha"]
+    ('AspectModel', 3, 1.1)
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        library_version = version("latentzoo")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        library_version = "unknown"
+    attrs = {
+        "inference_library": "latentzoo",
+        "inference_library_version": library_version,
+        "model": type(model).__name__,
+    }
+    if dataclasses.is_dataclass(model):
+        for item in dataclasses.fields(model):
+            value = netcdf_attr(getattr(model, item.name))
+            if value is not None:
+                attrs[f"model_{item.name}"] = value
+    return attrs
+
+
 class GibbsSetup(NamedTuple):
     """What a family's collapsed sampler hands to the one Gibbs entry point (:func:`gibbs_entry`).
 
@@ -539,14 +646,26 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
         # Refused before the sampler is built: a bad option must not wait for a costly setup.
         _check_counts(chains, draws, tune, thin)
         check_random_state(random_state)
+        data = model.check_data(data)
+        check_parameter_memory(model, data, f"collapsed Gibbs for {type(model).__name__}")
         setup = prepare(model, data, chains=chains, draws=draws, **options)
-        return sample_to_inference_data(
+        idata = sample_to_inference_data(
             setup.sampler, setup.draw, chains=chains, draws=draws, tune=tune, thin=thin,
             random_state=random_state, progressbar=progressbar, coords=setup.coords,
             dims=setup.dims, observed=setup.observed, observed_dims=setup.observed_dims,
             initial_states=initial_assignments, start=setup.start, desc=setup.desc,
             log_likelihood_name=setup.log_likelihood_name,
         )  # fmt: skip
+        # What a reader of the saved file needs to know what it is: model, settings, seed.
+        settings = {"chains": chains, "draws": draws, "tune": tune, "thin": thin,
+                    "random_state": random_state if isinstance(random_state, int) else None,
+                    **{name: netcdf_attr(value) for name, value in options.items()
+                       if name != "test"}}  # fmt: skip
+        attrs = {**model_attrs(model), "method": "gibbs"}
+        attrs.update({name: netcdf_attr(v) for name, v in settings.items() if v is not None})
+        for group in idata.groups():
+            idata[group].attrs.update(attrs)
+        return idata
 
     gibbs.__doc__ = doc
     gibbs.__module__ = prepare.__module__

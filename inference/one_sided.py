@@ -65,6 +65,7 @@ from latentzoo.inference.annealing import (
 )
 from latentzoo.inference.mcmc import (
     GibbsSetup,
+    check_parameter_memory,
     dirichlet_rows,
     draw_log_weights,
     gibbs_entry,
@@ -470,6 +471,7 @@ def hard_acm(
     check_map_priors(model, method="EM")
     check_integer("max_iter", max_iter)
     check_integer("n_init", n_init)
+    check_parameter_memory(model, data, "hard ACM")
     if init is not None and n_init != 1:
         raise ValueError("init gives a single start: use n_init=1")
     if init is not None:
@@ -494,7 +496,10 @@ def hard_acm(
         betas=[np.inf],
         seconds=time.perf_counter() - start,
         method="hard_acm",
-    )
+        coords=model.coords(data),
+        settings={"max_iter": max_iter, "n_init": n_init,
+                  "random_state": random_state if isinstance(random_state, int) else None},
+    )  # fmt: skip
 
 
 def _hard_run(model, data, q, max_iter):

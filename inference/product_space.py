@@ -41,19 +41,25 @@ __all__ = ["ProductSpaceEM", "product_space_em", "product_space_pass"]
 # Cost per pass: 3 Ky multiply-adds per non-zero plus 3 Kx Ky per row, i.e. O(nnz Ky + N Kx Ky).
 @nb.njit(cache=True, fastmath=True, error_model="numpy")
 def _pmm_rows(
-    first, last, indptr, indices, counts, t_pi, t_a, t_b, pi, a, b, n_a, acc_b, acc_pi, floor
+    first, last, indptr, indices, counts, t_pi, t_a, t_b, pi, a, b, n_a, acc_b, acc_pi, floor,
+    grad_a, fallback, tiny,
 ):  # fmt: skip
     """Fused PMM E/M over rows ``first:last``; returns (sum n log s_beta, sum n log p_ij).
 
     ``t_pi`` (Kx x Ky), ``t_a`` (N x Kx) and ``t_b`` (M x Ky) are the tempered tables; ``pi``, ``a``,
     ``b`` the plain ones (empty ``a`` when the untempered log-likelihood is not tracked). Fills
-    ``n_a`` for these rows and adds into ``acc_b`` (M x Ky) and ``acc_pi`` (Kx x Ky).
+    ``n_a`` for these rows and adds into ``acc_b`` (M x Ky) and ``acc_pi`` (Kx x Ky). ``s`` is
+    summed in float64 whatever the tables' dtype; with a non-empty ``grad_a`` (N x Kx, float32
+    tables) it also stores ``d energy / d t_a``, for the first-order rounding correction.
+    Non-zeros with ``s < tiny`` (their terms underflowed) are flagged in ``fallback`` and left
+    out of the energy and the sums, for :func:`_pmm_fallback`.
     """
     kx, ky = t_pi.shape
-    u = np.empty(ky, dtype=t_pi.dtype)
+    u = np.empty(ky)
     acc = np.empty(ky, dtype=t_pi.dtype)
     plain_u = np.empty(ky)
-    zero = floor - floor
+    zero = 0.0
+    gradient = grad_a.shape[0] > 0
     energy = 0.0
     product = 1.0
     loglik = 0.0
@@ -61,7 +67,7 @@ def _pmm_rows(
     for i in range(first, last):
         for mu in range(ky):
             u[mu] = zero
-            acc[mu] = zero
+            acc[mu] = floor - floor
             plain_u[mu] = 0.0
         for nu in range(kx):
             w = t_a[i, nu]
@@ -77,31 +83,38 @@ def _pmm_rows(
             s = zero
             for mu in range(ky):
                 s += u[mu] * t_b[j, mu]
-            s = max(s, floor)
             n = counts[p]
-            energy, product = _accumulate_log(energy, product, n, s)
             if track:
                 plain = 0.0
                 for mu in range(ky):
                     plain += plain_u[mu] * b[j, mu]
                 loglik += n * np.log(plain)
+            if s < tiny:
+                fallback[p] = True
+                continue
+            fallback[p] = False
+            s = max(s, floor)
+            energy, product = _accumulate_log(energy, product, n, s)
             r = n / s
             for mu in range(ky):
                 acc[mu] += r * t_b[j, mu]
                 acc_b[j, mu] += r * u[mu]
         for nu in range(kx):
             w = t_a[i, nu]
-            total = zero
+            total = floor - floor
             for mu in range(ky):
                 total += t_pi[nu, mu] * acc[mu]
                 acc_pi[nu, mu] += w * acc[mu]
             n_a[i, nu] = w * total
+            if gradient:
+                grad_a[i, nu] = total
     return energy + np.log(product), loglik
 
 
 @nb.njit(cache=True, parallel=True)
 def _pmm_parallel(
-    bounds, indptr, indices, counts, t_pi, t_a, t_b, pi, a, b, n_a, buffers_b, buffers_pi, floor
+    bounds, indptr, indices, counts, t_pi, t_a, t_b, pi, a, b, n_a, buffers_b, buffers_pi, floor,
+    grad_a, fallback, tiny,
 ):  # fmt: skip
     n_chunks = bounds.shape[0] - 1
     energies = np.zeros(n_chunks)
@@ -111,11 +124,51 @@ def _pmm_parallel(
         buffers_pi[c, :, :] = 0
         e, ll = _pmm_rows(
             bounds[c], bounds[c + 1], indptr, indices, counts, t_pi, t_a, t_b, pi, a, b, n_a,
-            buffers_b[c], buffers_pi[c], floor,
+            buffers_b[c], buffers_pi[c], floor, grad_a, fallback, tiny,
         )  # fmt: skip
         energies[c] = e
         logliks[c] = ll
     return energies.sum(), logliks.sum()
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _pmm_fallback(positions, rows, indices, counts, lt_pi, lt_a, lt_b, n_pi, n_a, n_b):
+    """The non-zeros flagged by :func:`_pmm_rows`, in float64 log space (max-shifted).
+
+    ``lt_*`` are the logs of the tempered tables (scaled like them, so the energy shifts added
+    by the caller apply here too). Adds each non-zero's expected counts over the ``(nu, mu)``
+    pairs into ``n_pi``, ``n_a``, ``n_b`` and returns its ``sum n log s``; a non-zero whose every
+    term is 0 has probability 0 and adds ``-inf``.
+    """
+    kx, ky = lt_pi.shape
+    weights = np.empty((kx, ky))
+    energy = 0.0
+    for q in range(positions.shape[0]):
+        p = positions[q]
+        i = rows[q]
+        j = indices[p]
+        n = np.float64(counts[p])
+        top = -np.inf
+        for nu in range(kx):
+            for mu in range(ky):
+                weights[nu, mu] = lt_a[i, nu] + lt_pi[nu, mu] + lt_b[j, mu]
+                top = max(top, weights[nu, mu])
+        if top == -np.inf:
+            energy += -np.inf
+            continue
+        total = 0.0
+        for nu in range(kx):
+            for mu in range(ky):
+                weights[nu, mu] = np.exp(weights[nu, mu] - top)
+                total += weights[nu, mu]
+        energy += n * (top + np.log(total))
+        for nu in range(kx):
+            for mu in range(ky):
+                value = n * weights[nu, mu] / total
+                n_pi[nu, mu] += value
+                n_a[i, nu] += value
+                n_b[j, mu] += value
+    return energy
 
 
 def product_space_pass(
@@ -164,22 +217,27 @@ def product_space_pass(
     dtype = _kernel_dtype(dtype)
     csr = data.counts
     if counts is None:
-        counts = csr.data.astype(dtype)
+        # float64 whatever the tables: float32 would round counts above 2**24.
+        counts = csr.data.astype(np.float64)
     log_scale = 0.0
     if beta == 1.0:
-        tables = [np.ascontiguousarray(x, dtype=dtype) for x in (pi, a, b)]
+        exact = [np.ascontiguousarray(x, dtype=np.float64) for x in (pi, a, b)]
+        tables = [np.ascontiguousarray(x, dtype=dtype) for x in exact]
+        tops = [1.0, 1.0, 1.0]
         track_loglik = False
     else:
         # Each table is divided by its largest entry (per row of a and b) before the power: far
         # from beta = 1 the raw powers underflow (0.1**1000), the scaled ones keep their best
         # entry at 1. The posteriors do not change; the energy gets the scales back below.
-        tables, scales = [], []
+        exact, tables, scales, tops = [], [], [], []
         for table, per_row in ((pi, False), (a, True), (b, True)):
             table = np.asarray(table, dtype=np.float64)
             top = table.max(axis=1, keepdims=True) if per_row else np.array([[table.max()]])
             top = np.where(top > 0, top, 1.0)
-            tables.append(np.ascontiguousarray((table / top) ** beta, dtype=dtype))
+            exact.append(np.ascontiguousarray((table / top) ** beta))
+            tables.append(np.ascontiguousarray(exact[-1], dtype=dtype))
             scales.append(beta * np.log(top[:, 0]))
+            tops.append(top)
         log_scale = (
             scales[0][0] * data.total + data.row_totals @ scales[1] + data.col_totals @ scales[2]
         )
@@ -190,12 +248,17 @@ def product_space_pass(
     else:
         plain = [np.empty((0, x.shape[1])) for x in (pi, a, b)]
     n_a = np.empty_like(t_a)
+    rounded = dtype is not np.float64
+    grad_a = np.empty(t_a.shape if rounded else (0, t_a.shape[1]))
+    fallback = np.empty(csr.nnz, dtype=np.bool_)
+    # float32 tables lose terms below their range (set to 0), so their s is trusted higher up.
+    tiny = 2.0**-40 if rounded else 1e-250
     if n_threads <= 1:
         acc_b = np.zeros_like(t_b)
         acc_pi = np.zeros_like(t_pi)
         energy, loglik = _pmm_rows(
             0, data.n_rows, csr.indptr, csr.indices, counts, t_pi, t_a, t_b, *plain, n_a,
-            acc_b, acc_pi, floor,
+            acc_b, acc_pi, floor, grad_a, fallback, tiny,
         )  # fmt: skip
     else:
         with numba_threads(n_threads):
@@ -204,11 +267,32 @@ def product_space_pass(
             buffers_pi = np.empty((len(bounds) - 1, *t_pi.shape), dtype=dtype)
             energy, loglik = _pmm_parallel(
                 bounds, csr.indptr, csr.indices, counts, t_pi, t_a, t_b, *plain, n_a,
-                buffers_b, buffers_pi, floor,
+                buffers_b, buffers_pi, floor, grad_a, fallback, tiny,
             )  # fmt: skip
         acc_b, acc_pi = buffers_b.sum(axis=0), buffers_pi.sum(axis=0)
-    n_b = t_b * acc_b
-    n_pi = t_pi * acc_pi
+    if rounded:
+        # float32 tables: expected counts from the exact (float64) tables, so a probability
+        # below float32's range is not zeroed, and the energy corrected to first order for the
+        # tables' rounding (its derivative by each table entry is that entry's accumulator): the
+        # free energy of the exact parameters, which EM cannot increase, not of their rounding.
+        grads = (acc_pi.astype(np.float64), grad_a, acc_b.astype(np.float64))
+        energy += sum(
+            float(np.sum((e - t) * g)) for e, t, g in zip(exact, tables, grads, strict=True)
+        )
+        n_pi, n_a, n_b = (e * g for e, g in zip(exact, grads, strict=True))
+    else:
+        n_b = t_b * acc_b
+        n_pi = t_pi * acc_pi
+    positions = np.flatnonzero(fallback)
+    if positions.size:
+        n_pi, n_a, n_b = (np.array(x, dtype=np.float64) for x in (n_pi, n_a, n_b))
+        with np.errstate(divide="ignore"):
+            logs = [
+                beta * (np.log(np.asarray(x, dtype=np.float64)) - np.log(top))
+                for x, top in zip((pi, a, b), tops, strict=True)
+            ]
+        rows = np.searchsorted(csr.indptr, positions, side="right") - 1
+        energy += _pmm_fallback(positions, rows, csr.indices, counts, *logs, n_pi, n_a, n_b)
     energy = energy + log_scale
     if not track_loglik:
         loglik = energy if beta == 1.0 else np.nan
@@ -263,7 +347,7 @@ class ProductSpaceEM(EMProblem):
         self.data = data
         self.n_threads = n_threads
         self.dtype = _kernel_dtype(dtype)
-        self.counts = data.counts.data.astype(self.dtype)
+        self.counts = data.counts.data.astype(np.float64)
         self.observed_rows = np.flatnonzero(data.row_totals > 0)
 
     def init(self, rng):

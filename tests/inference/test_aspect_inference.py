@@ -263,8 +263,13 @@ def test_annealed_em_refuses_too_many_aspects_for_memory(sixteen_gib):
     data = CoOccurrence(sp.identity(200_000, dtype=np.int64, format="csr"))
     with pytest.raises(ValueError) as info:
         annealed_em(AspectModel(20_000), data, betas=[1.0], max_iter=1)
+    # The driver's coarse guard (parameters x 4 copies) refuses first ...
+    assert str(info.value).startswith("annealed_em of AspectModel would allocate 238.4 GiB")
+    # ... and the aspect EM's own count of its tables refuses what passes the coarse guard.
+    with pytest.raises(ValueError) as info:
+        annealed_em(AspectModel(400), data, betas=[1.0], max_iter=1)
     assert str(info.value).startswith(
-        "annealed EM for the aspect model would allocate 476.8 GiB for 20000 aspects x "
+        "annealed EM for the aspect model would allocate 9.5 GiB for 400 aspects x "
         "(200,000 rows + 200,000 columns) (limit 8.0 GiB"
     )
 
@@ -348,6 +353,44 @@ def test_predictive_em_runs_and_predicts(seed):
     # the predictive E-step is really used: the iterates differ from plain EM's
     plain = annealed_em(model, train, betas=[1.0], max_iter=30, tol=0, random_state=seed)
     assert np.abs(plain.params["theta"] - result.params["theta"]).max() > 1e-6
+
+
+# Issue 8 (predictive E-step): over-relaxed steps that zero an observed word's probability made
+# the previous posterior 0/0 (a ZeroDivisionError inside numba), as did tables underflowed at
+# beta = 1000; an observation the other tokens cannot predict (all predictive terms 0) was
+# dropped from the M-step, giving its word probability 0 and the fit a log-likelihood of -inf.
+@pytest.mark.parametrize(
+    "counts, k, options",
+    [
+        ([[7, 0, 0], [0, 1, 0]], 1, {"max_iter": 5, "overrelax": 1.5}),
+        ([[7, 0, 0], [0, 1, 0]], 2, {"max_iter": 5, "overrelax": 1.9}),
+        ([[7, 0, 0], [0, 1, 0]], 2, {"max_iter": 2, "overrelax": 1.5}),
+        ([[1, 0, 0]], 1, {"max_iter": 5, "overrelax": 1.9}),
+        ([[1, 0, 0, 0]], 1, {"betas": [1000.0, 1.0]}),
+        ([[50, 1]], 1, {}),
+        ([[50, 1]], 2, {}),
+    ],
+)
+@pytest.mark.parametrize("seed", SEEDS)
+def test_predictive_em_stays_finite_on_tiny_counts(counts, k, options, seed):
+    data = CoOccurrence(np.array(counts))
+    model = AspectModel(k, alpha=1.0, eta=1.0)
+    options = {"betas": [1.0], "tol": 0.0, **options}
+    result = annealed_em(model, data, predictive=True, random_state=seed, **options)
+    assert np.all(np.isfinite(result.trace[["free_energy", "log_likelihood"]].to_numpy()))
+    assert np.isfinite(model.log_likelihood(result.params, data).sum())
+    for name in ("theta", "phi"):
+        np.testing.assert_allclose(result.params[name].sum(1), 1.0, rtol=1e-12)
+
+
+def test_predictive_em_keeps_an_unpredictable_token():
+    # The only token of word 1: without a prior no other token predicts it, so it keeps the
+    # plain E-step posterior and phi its maximum-likelihood value 1/51.
+    result = annealed_em(
+        AspectModel(1, alpha=1.0, eta=1.0), CoOccurrence(np.array([[50, 1]])), betas=[1.0],
+        predictive=True, random_state=0,
+    )  # fmt: skip
+    np.testing.assert_allclose(result.params["phi"], [[50 / 51, 1 / 51]], rtol=1e-12)
 
 
 # ----------------------------------------------------------------------------- exact test

@@ -312,3 +312,43 @@ def test_product_space_em_rejects_bad_options(kwargs, match):
 def test_product_space_em_rejects_bad_data(model, counts, match):
     with pytest.raises(ValueError, match=match):
         product_space_em(model, counts, betas=[1.0], random_state=0)
+
+
+# ------------------------------------------------------------------ float32 and extremes
+def _pmm_fit(matrix, kx, ky, dtype, betas, max_iter=20, seed=0):
+    data = CoOccurrence(np.array(matrix))
+    model = ProductSpaceMixture(kx, ky, alpha=1.0, eta=1.0)
+    return product_space_em(model, data, betas=betas, max_iter=max_iter, tol=0,
+                            random_state=seed, dtype=dtype)  # fmt: skip
+
+
+def test_float32_free_energy_never_rises_on_large_counts():
+    # Before: float32 tables let the free energy rise by 0.0056 relative at beta = 1 (the
+    # energy inherited the tables' rounding: 1e7 counts x 6e-8).
+    f32 = _pmm_fit([[10_000_000, 1]], 1, 1, np.float32, [1.0])
+    f64 = _pmm_fit([[10_000_000, 1]], 1, 1, np.float64, [1.0])
+    fe = f32.trace["free_energy"].to_numpy()
+    assert np.all(np.diff(fe) <= 1e-9 * np.abs(fe[1:]))
+    np.testing.assert_allclose(fe, f64.trace["free_energy"], rtol=1e-9)
+
+
+@pytest.mark.parametrize("beta", [100.0, 1000.0])
+def test_float32_keeps_small_probabilities_far_from_beta_one(beta):
+    # Before: probabilities below float32's range were zeroed, so the fit gave an observed cell
+    # probability 0 (log-likelihood -inf).
+    for seed in range(3):
+        f32 = _pmm_fit([[50, 1], [1, 1]], 1, 2, np.float32, [beta], max_iter=2, seed=seed)
+        f64 = _pmm_fit([[50, 1], [1, 1]], 1, 2, np.float64, [beta], max_iter=2, seed=seed)
+        assert np.isfinite(f32.trace["log_likelihood"]).all()
+        np.testing.assert_allclose(f32.params["q_col"], f64.params["q_col"], rtol=1e-4, atol=1e-12)
+
+
+def test_a_cold_start_has_a_finite_free_energy():
+    # Before: at beta = 1000 a random start's terms underflowed and its free energy was inf.
+    rng = np.random.default_rng(0)
+    matrix = rng.integers(0, 5, size=(6, 8)) + np.eye(6, 8, dtype=int)
+    for dtype in (np.float64, np.float32):
+        result = _pmm_fit(matrix, 2, 2, dtype, [1000.0], max_iter=10)
+        fe = result.trace["free_energy"].to_numpy()
+        assert np.isfinite(fe).all()
+        assert np.all(np.diff(fe) <= 1e-9 * np.abs(fe[1:]))
