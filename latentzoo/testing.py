@@ -251,7 +251,11 @@ def quick_options(entry, method: str) -> dict:
 
 
 def run_method(entry, method: str, model, data, **options):
-    """``latentzoo.fit(model, data, method=method)`` with :func:`quick_options` under ``options``.
+    """``entry.methods[method](model, data)`` with :func:`quick_options` under ``options``, as
+    ``latentzoo.fit`` calls it (the data checked by the model first).
+
+    The entry's own callable is run, not the registry's, so a family checked before (or without)
+    being registered is the one tested.
 
     Examples
     --------
@@ -261,9 +265,9 @@ def run_method(entry, method: str, model, data, **options):
     >>> run_method(entry, "annealed_em", model, data).params["theta"].shape
     (6, 2)
     """
-    import latentzoo
-
-    return latentzoo.fit(model, data, method=method, **{**quick_options(entry, method), **options})
+    return entry.methods[method](
+        model, model.check_data(data), **{**quick_options(entry, method), **options}
+    )
 
 
 def result_arrays(result) -> dict[str, np.ndarray]:

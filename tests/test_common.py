@@ -64,3 +64,24 @@ def test_skipped_checks_name_existing_checks_and_give_reasons():
             base = re.sub(r"=0$", "", name)
             assert base in names, f"{family}: skipped check {name!r} does not exist"
             assert isinstance(reason, str) and len(reason) > 10, f"{family}: {name!r} has no reason"
+
+
+def test_a_method_that_breaks_a_promise_fails_the_named_check():
+    """The suite has teeth: a copy of a registered family whose EM ignores ``random_state`` (a
+    realistic slip in a wrapper) fails exactly the checks about it, by name."""
+    import dataclasses
+
+    from latentzoo.inference.one_sided import annealed_em
+
+    def ignores_the_seed(model, data, **options):
+        options.pop("random_state", None)
+        return annealed_em(model, data, **options)
+
+    entry = dataclasses.replace(
+        ZOO["one_sided"], name="one_sided_broken", methods={"annealed_em": ignores_the_seed}
+    )
+    checks = dict(method_checks(entry, "annealed_em"))
+    for name in ("random_state", "determinism"):
+        with pytest.raises(AssertionError, match=r"random_state|seed|same"):
+            checks[name]()
+    checks["option[unknown]"]()  # the other promises still hold
