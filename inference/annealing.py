@@ -263,9 +263,8 @@ def check_schedule(betas) -> list[float]:
     if not betas:
         raise ValueError("betas must be 'auto' or a non-empty list of inverse temperatures")
     for position, beta in enumerate(betas):
-        if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not beta > 0:
-            raise ValueError(f"betas[{position}] = {beta!r} must be a positive finite number")
-        if not np.isfinite(beta):
+        number = isinstance(beta, numbers.Real) and not isinstance(beta, bool)
+        if not number or not beta > 0 or not np.isfinite(beta):
             raise ValueError(f"betas[{position}] = {beta!r} must be a positive finite number")
     return [float(b) for b in betas]
 
