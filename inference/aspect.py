@@ -453,26 +453,19 @@ def _em_fallback(positions, rows, indices, counts, log_theta, log_phi, n_theta, 
     """
     n_topics = log_theta.shape[1]
     weights = np.empty(n_topics)
+    posterior = np.empty(n_topics)
     energy = 0.0
     for q in range(positions.shape[0]):
         p = positions[q]
         i = rows[q]
         j = indices[p]
         n = np.float64(counts[p])
-        top = -np.inf
         for k in range(n_topics):
             weights[k] = log_theta[i, k] + log_phi[j, k]
-            top = max(top, weights[k])
-        if top == -np.inf:
-            energy += -np.inf
-            continue
-        total = 0.0
+        log_s = _log_posterior(weights, posterior)
+        energy += n * log_s if log_s > -np.inf else -np.inf
         for k in range(n_topics):
-            weights[k] = np.exp(weights[k] - top)
-            total += weights[k]
-        energy += n * (top + np.log(total))
-        for k in range(n_topics):
-            value = n * weights[k] / total
+            value = n * posterior[k]
             n_theta[i, k] += value
             n_phi[j, k] += value
     return energy

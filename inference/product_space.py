@@ -19,7 +19,12 @@ from latentzoo.inference.annealing import (
     normalise_rows,
     numba_threads,
 )
-from latentzoo.inference.aspect import _accumulate_log, _kernel_dtype, _kernel_floor
+from latentzoo.inference.aspect import (
+    _accumulate_log,
+    _kernel_dtype,
+    _kernel_floor,
+    _log_posterior,
+)
 from latentzoo.models.product_space import ProductSpaceMixture
 
 __all__ = ["ProductSpaceEM", "product_space_em", "product_space_pass"]
@@ -141,30 +146,22 @@ def _pmm_fallback(positions, rows, indices, counts, lt_pi, lt_a, lt_b, n_pi, n_a
     term is 0 has probability 0 and adds ``-inf``.
     """
     kx, ky = lt_pi.shape
-    weights = np.empty((kx, ky))
+    weights = np.empty(kx * ky)
+    posterior = np.empty(kx * ky)
     energy = 0.0
     for q in range(positions.shape[0]):
         p = positions[q]
         i = rows[q]
         j = indices[p]
         n = np.float64(counts[p])
-        top = -np.inf
         for nu in range(kx):
             for mu in range(ky):
-                weights[nu, mu] = lt_a[i, nu] + lt_pi[nu, mu] + lt_b[j, mu]
-                top = max(top, weights[nu, mu])
-        if top == -np.inf:
-            energy += -np.inf
-            continue
-        total = 0.0
+                weights[nu * ky + mu] = lt_a[i, nu] + lt_pi[nu, mu] + lt_b[j, mu]
+        log_s = _log_posterior(weights, posterior)
+        energy += n * log_s if log_s > -np.inf else -np.inf
         for nu in range(kx):
             for mu in range(ky):
-                weights[nu, mu] = np.exp(weights[nu, mu] - top)
-                total += weights[nu, mu]
-        energy += n * (top + np.log(total))
-        for nu in range(kx):
-            for mu in range(ky):
-                value = n * weights[nu, mu] / total
+                value = n * posterior[nu * ky + mu]
                 n_pi[nu, mu] += value
                 n_a[i, nu] += value
                 n_b[j, mu] += value

@@ -30,7 +30,6 @@ import inspect
 import io
 import math
 import os
-import pickle
 import re
 import tempfile
 import typing
@@ -814,9 +813,9 @@ def _check_no_unpickling(entry):
                 saved = Path(folder) / "data.npz"
                 data.to_npz(saved)
             with (
-                mock.patch.object(pickle, "load", refuse),
-                mock.patch.object(pickle, "loads", refuse),
-                mock.patch.object(pickle, "Unpickler", refuse),
+                mock.patch("pickle.load", refuse),
+                mock.patch("pickle.loads", refuse),
+                mock.patch("pickle.Unpickler", refuse),
             ):
                 steps = [("reading the saved fit", lambda: az.from_netcdf(str(path)).load())]
                 if saved is not None:
