@@ -23,6 +23,7 @@ import dataclasses
 import math
 import numbers
 import time
+import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -336,15 +337,35 @@ def keep_params_auto(keep_params, chains: int, draws: int, values_per_draw: int)
     """Resolve ``keep_params="auto"``: keep the parameter draws when they are small.
 
     ``True`` when ``chains * draws * values_per_draw`` is at most ``MAX_KEPT_VALUES``; any other
-    value of ``keep_params`` is returned unchanged.
+    value of ``keep_params`` is returned unchanged. When ``"auto"`` drops the draws a
+    ``UserWarning`` says so, with their size and how to keep them: without them held-out data
+    cannot be scored from the sample (:func:`latentzoo.perplexity`), and the saved result records
+    ``kept_params=0``.
 
     Examples
     --------
-    >>> keep_params_auto("auto", 4, 500, 100), keep_params_auto("auto", 4, 500, 10**6)
-    (True, False)
+    >>> import warnings
+    >>> keep_params_auto("auto", 4, 500, 100)
+    True
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     keep_params_auto("auto", 4, 500, 10**6), "keep_params" in str(caught[0].message)
+    (False, True)
     """
     if keep_params == "auto":
-        return chains * draws * values_per_draw <= MAX_KEPT_VALUES
+        total = chains * draws * values_per_draw
+        if total <= MAX_KEPT_VALUES:
+            return True
+        warnings.warn(
+            f"keep_params='auto' drops the parameter draws: {chains} chains x {draws} draws x "
+            f"{values_per_draw} values = {total:.2e} numbers ({8 * total / 2**30:.1f} GiB in "
+            f"float64), above {MAX_KEPT_VALUES:.0e}; held-out data then cannot be scored from the "
+            "sample (latentzoo.perplexity). Pass keep_params=True to keep them, fewer draws, or "
+            "test= to score a test set in the log_likelihood group",
+            UserWarning,
+            stacklevel=4,
+        )
+        return False
     return keep_params
 
 
@@ -612,6 +633,39 @@ class GibbsSetup(NamedTuple):
     log_likelihood_name: str = "counts"
 
 
+_GIBBS_NOTES = """Notes
+    -----
+    The ``log_likelihood`` group holds what PyMC's would, so ``az.loo`` and ``az.compare`` put both
+    side by side: for count data the multinomial log-pmf of each row, which *includes* the log
+    multinomial coefficient ``log(n_i! / prod_j n_ij!)``. ``exp(-sum / total)`` of it is therefore
+    not a perplexity: score held-out data with :func:`latentzoo.perplexity` or
+    :func:`latentzoo.heldout_score`, which need the parameter draws (``keep_params``; the
+    mixtures score their partitions given the training items). The attributes record
+    ``kept_params`` (1 when the parameter draws are in the posterior) and ``log_likelihood_data``
+    (``"train"``, or ``"test"`` when ``test=`` was scored).
+"""
+
+
+def _with_notes(doc: str, notes: str) -> str:
+    """``doc`` with a Notes section before its Examples (numpydoc order), or at its end."""
+    marker = "    Examples\n    --------"
+    if marker in doc:
+        head, tail = doc.split(marker, 1)
+        return f"{head}    {notes.rstrip()}\n\n{marker}{tail}"
+    return f"{doc.rstrip()}\n\n    {notes}"
+
+
+def _holds_parameters(model, posterior, setup) -> bool:
+    """The posterior holds every declared non-invariant variable of the model (its parameter
+    draws and assignments), i.e. ``keep_params`` kept them."""
+    invariants = set(getattr(model, "invariant_names", ()))
+    declared = [
+        name for name in getattr(model, "dims", {})
+        if name not in invariants and name != setup.log_likelihood_name
+    ]  # fmt: skip
+    return bool(declared) and all(name in posterior.data_vars for name in declared)
+
+
 def gibbs_entry(prepare: Callable, doc: str) -> Callable:
     """The one collapsed-Gibbs entry point, specialised to a family: its ``gibbs`` function.
 
@@ -663,11 +717,15 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
                        if name != "test"}}  # fmt: skip
         attrs = {**model_attrs(model), "method": "gibbs"}
         attrs.update({name: netcdf_attr(v) for name, v in settings.items() if v is not None})
+        # What later scoring needs to know: are the parameter draws there (keep_params), and
+        # does observed_data/log_likelihood hold the training data or the test set?
+        attrs["kept_params"] = int(_holds_parameters(model, idata.posterior, setup))
+        attrs["log_likelihood_data"] = "train" if options.get("test") is None else "test"
         for group in idata.groups():
             idata[group].attrs.update(attrs)
         return idata
 
-    gibbs.__doc__ = doc
+    gibbs.__doc__ = _with_notes(doc, _GIBBS_NOTES)
     gibbs.__module__ = prepare.__module__
     # The validation levels drive the same sampler and draw without building InferenceData.
     gibbs.prepare = prepare

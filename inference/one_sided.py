@@ -384,8 +384,8 @@ annealed_em = em_entry(
         Threads of the fused kernel (1: serial kernel).
     **schedule
         ``betas`` (default ``"auto"``), ``max_iter``, ``tol``, ``overrelax``, ``random_state``,
-        ``validation_fraction``, ``beta_decay``, ``min_beta``, ``patience``, ``beta_patience``,
-        ``progressbar``: the annealing schedule, documented once in
+        ``validation_fraction``, ``beta_decay``, ``min_beta``, ``min_iter``, ``patience``,
+        ``score_tol``, ``beta_patience``, ``progressbar``: the annealing schedule, documented once in
         :func:`~latentzoo.inference.annealing.annealed_fit`.
         Family defaults: the posteriors of a row of ``n_i`` observations stay nearly one-hot until
         ``beta * n_i`` is of order one (eq. (60)), so ``"auto"`` lowers ``beta`` faster than for

@@ -511,8 +511,8 @@ mean_field = em_entry(
         Record the plug-in log-likelihood (eq. (47)) in the trace.
     **schedule
         ``betas`` (default ``"auto"``), ``max_iter``, ``tol``, ``overrelax``, ``random_state``,
-        ``validation_fraction``, ``beta_decay``, ``min_beta``, ``patience``, ``beta_patience``,
-        ``progressbar``: the annealing schedule, documented once in
+        ``validation_fraction``, ``beta_decay``, ``min_beta``, ``min_iter``, ``patience``,
+        ``score_tol``, ``beta_patience``, ``progressbar``: the annealing schedule, documented once in
         :func:`~latentzoo.inference.annealing.annealed_fit`.
         Family defaults: as for the ACM, the posteriors stay nearly hard until ``beta`` times the
         number of observations of an object is of order one, hence ``beta_decay=0.5``,

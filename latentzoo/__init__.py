@@ -8,7 +8,8 @@
 
 from latentzoo import zoo
 from latentzoo.api import fit
+from latentzoo.inference.results import heldout_score, labels, perplexity
 from latentzoo.validation import validate
 
-__all__ = ["fit", "validate", "zoo"]
+__all__ = ["fit", "heldout_score", "labels", "perplexity", "validate", "zoo"]
 __version__ = "0.1.0"

@@ -24,9 +24,17 @@ def fit(model, data, method: str = "annealed_em", **options):
         (return :class:`arviz.InferenceData`).
     **options
         Passed to the method: for ``annealed_em`` ``betas`` ("auto" or a list), ``max_iter`` (per
-        beta), ``tol`` (0 disables early stopping), ``overrelax``, ``predictive``, ``random_state``,
-        ``n_threads``; for ``gibbs`` ``chains``, ``draws``, ``tune``, ``thin``, ``random_state``,
+        beta), ``tol`` (relative free-energy change that ends a temperature; 0 runs ``max_iter``),
+        ``min_iter``, ``patience``, ``score_tol`` (the early-stopping rule of the tempered
+        schedules), ``overrelax``, ``predictive``, ``random_state``, ``n_threads``; for ``gibbs`` ``chains``, ``draws``, ``tune``, ``thin``, ``random_state``,
         ``progressbar``, ``test``; for ``pymc`` the same plus ``initvals`` and ``target_accept``.
+
+    Notes
+    -----
+    Priors a model leaves unset take the defaults of ``method`` (``model.for_method(method)``): the
+    aspect model uses ``alpha=1.1, eta=1.01`` for MAP EM and the sparse ``alpha=0.1, eta=0.01`` for
+    Gibbs and PyMC (see :class:`~latentzoo.models.AspectModel`). The result records the model
+    actually fitted: ``result.model`` for EM, the ``model_*`` attributes of an ``InferenceData``.
 
     Examples
     --------
@@ -37,11 +45,16 @@ def fit(model, data, method: str = "annealed_em", **options):
     ...                        random_state=0)
     >>> bool(result.converged)
     True
+    >>> result.model.alpha   # the MAP default, as AspectModel(2) left alpha unset
+    1.1
     """
     entry = entry_for(model)
     if method != "pymc" and method not in entry.methods:
         known = ", ".join([*entry.methods, "pymc"])
         raise ValueError(f"unknown method {method!r} for {entry.name}; known methods: {known}")
+    if hasattr(model, "for_method"):
+        # Priors the user left unset take the defaults that serve this method.
+        model = model.for_method(method)
     data = model.check_data(data)
     if method == "pymc":
         return fit_pymc(model, data, **options)
@@ -84,7 +97,7 @@ def fit_pymc(
 
     import pymc as pm
 
-    from latentzoo.inference.mcmc import add_invariants
+    from latentzoo.inference.mcmc import add_invariants, model_attrs
 
     # Checked here, before PyMC compiles anything: its own errors come late and name nothing.
     check_integer("chains", chains)
@@ -120,4 +133,6 @@ def fit_pymc(
             **nuts,
         )
     idata.posterior.attrs["method"] = "pymc"
+    # The model and its hyperparameters, so latentzoo.perplexity can rebuild it from a saved file.
+    idata.posterior.attrs.update({k: v for k, v in model_attrs(model).items() if "model" in k})
     return add_invariants(idata, model, data)

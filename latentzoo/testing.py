@@ -97,6 +97,8 @@ BAD_OPTION_VALUES = {
     "min_beta": [-1, math.nan, "a"],
     "patience": [-1, 1.5],
     "beta_patience": [-1, 1.5],
+    "min_iter": [-1, 1.5],
+    "score_tol": [-0.1, 1, math.nan, "a"],
     "validation_fraction": [1.5, 0, -0.1, math.nan],
     "n_threads": [0, -1, 1.5],
     "dtype": ["bogus", np.int32],

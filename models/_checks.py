@@ -10,7 +10,13 @@ import numbers
 
 import numpy as np
 
-__all__ = ["check_fits_data", "check_integer", "check_interval", "check_positive"]
+__all__ = [
+    "check_data_shape",
+    "check_fits_data",
+    "check_integer",
+    "check_interval",
+    "check_positive",
+]
 
 
 def check_positive(name: str, value) -> None:
@@ -96,4 +102,40 @@ def check_fits_data(name: str, value: int, available: int, what: str) -> None:
     if value > available:
         raise ValueError(
             f"{name}={value} is larger than the data supports: only {available} {what}"
+        )
+
+
+def check_data_shape(name: str, shape, fit_shape, what=("documents", "words"), detail=None) -> None:
+    """Raise ``ValueError`` when data of ``shape`` do not fit parameters fitted to ``fit_shape``.
+
+    ``shape`` and ``fit_shape`` are ``(rows, columns)``; an entry ``None`` in ``fit_shape`` is not
+    checked (parameters that do not depend on that axis). ``name`` is ``"test"`` for held-out
+    data (which must be the same rows and columns as the training data) or ``"data"``. ``what``
+    names the rows and the columns in the message; ``detail`` (e.g. the parameter's shape) is added
+    to it.
+
+    Examples
+    --------
+    >>> check_data_shape("test", (10, 8), (300, 8))
+    Traceback (most recent call last):
+    ...
+    ValueError: test has 10 rows, the fit has 300 (documents); held-out data must be the same rows and columns as the training data
+    >>> check_data_shape("data", (5, 7), (None, 8), ("rows", "columns"))
+    Traceback (most recent call last):
+    ...
+    ValueError: data has 7 columns, the parameters have 8 (columns); data must have the rows and columns the parameters describe
+    """
+    for axis, have, want, noun in zip(("rows", "columns"), shape, fit_shape, what, strict=True):
+        if want is None or int(have) == int(want):
+            continue
+        if detail:
+            noun = f"{noun}; {detail}"
+        if name == "test":
+            raise ValueError(
+                f"test has {have} {axis}, the fit has {want} ({noun}); held-out data must be the "
+                "same rows and columns as the training data"
+            )
+        raise ValueError(
+            f"{name} has {have} {axis}, the parameters have {want} ({noun}); {name} must have the "
+            "rows and columns the parameters describe"
         )

@@ -834,7 +834,20 @@ class _MixtureMethods:
         >>> model.log_likelihood(params, [[1, 1], [0, 0]]).round(4).tolist()
         [-0.8916, -0.8916]
         """
+        return self._log_likelihood(params, data, "data")
+
+    def _log_likelihood(self, params, data, name: str) -> np.ndarray:
+        """:meth:`log_likelihood`; held-out items (``name="test"``) with other features are named
+        in the error, otherwise the parameter that does not fit ``data`` is."""
         data = self.check_data(data)
+        first = self.component.param_names[0]
+        if name == "test" and first in params and np.ndim(params[first]) >= 2:
+            fit = np.shape(params[first])[1]
+            if data.n_features != fit:
+                raise ValueError(
+                    f"test has {data.n_features} features, the fit has {fit}; held-out items "
+                    "must have the features of the training data"
+                )
         joint, rest = self._joint(params, data)
         if rest is not None:
             joint = np.concatenate([joint, rest[:, None]], axis=1)
@@ -855,7 +868,7 @@ class _MixtureMethods:
         >>> model.heldout_log_likelihood(params, [[1, 0]]).round(4).tolist()
         [-1.3863]
         """
-        return self.log_likelihood(params, test)
+        return self._log_likelihood(params, test, "test")
 
     def responsibilities(self, params, data) -> np.ndarray:
         """``P(s_i = k | x_i, params)`` (eq. (2.17)), shape (N, K); for the DPM with weights summing

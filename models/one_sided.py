@@ -30,7 +30,12 @@ import numpy as np
 
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
-from latentzoo.models._checks import check_fits_data, check_integer, check_positive
+from latentzoo.models._checks import (
+    check_data_shape,
+    check_fits_data,
+    check_integer,
+    check_positive,
+)
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
@@ -344,6 +349,7 @@ class OneSidedClustering:
         >>> model.log_likelihood(truth, data).shape
         (3,)
         """
+        check_data_shape("data", data.shape, (None, np.shape(params["q"])[-1]))
         return _row_log_likelihood(self._joint(params, data), data)
 
     def responsibilities(self, params, data, beta: float = 1.0) -> np.ndarray:
@@ -409,6 +415,9 @@ class OneSidedClustering:
         """
         q = np.asarray(params["q"], dtype=float)
         resp = params.get("resp")
+        fit_rows = np.shape(resp)[0] if resp is not None and np.ndim(resp) == 2 else None
+        detail = f"resp has shape {np.shape(resp)}" if fit_rows is not None else None
+        check_data_shape("test", test.shape, (fit_rows, q.shape[-1]), detail=detail)
         if resp is None:
             resp = np.broadcast_to(
                 np.asarray(params["rho"], dtype=float), (test.n_rows, q.shape[0])

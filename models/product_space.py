@@ -13,7 +13,12 @@ import numpy as np
 
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng, check_memory
-from latentzoo.models._checks import check_fits_data, check_integer, check_positive
+from latentzoo.models._checks import (
+    check_data_shape,
+    check_fits_data,
+    check_integer,
+    check_positive,
+)
 from latentzoo.models.aspect import _NO_NORM, AspectModel, _check_table, row_log_likelihoods
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
@@ -346,7 +351,7 @@ class ProductSpaceMixture:
         return CoOccurrence(counts), {"pi": pi, "p_row": p_row, "q_col": q_col}
 
     # ---------------------------------------------------------- likelihoods
-    def _row_log_likelihoods(self, params, data, conditional: bool) -> np.ndarray:
+    def _row_log_likelihoods(self, params, data, conditional: bool, name="data") -> np.ndarray:
         """Per-row ``sum_j n_ij log p_ij`` (joint) or ``log(p_ij / p_i)`` (conditional), fused.
 
         ``p_ij = sum_mu w[i, mu] q_col[mu, j]`` with ``w = p_row.T @ pi`` (``N x Ky``), summed by
@@ -358,6 +363,10 @@ class ProductSpaceMixture:
             expected = (self.n_row_clusters, self.n_col_clusters)
             raise ValueError(f"pi has shape {pi.shape}, expected {expected}")
         kx, ky = pi.shape
+        if name == "test" and p_row.ndim == 2 and q_col.ndim == 2:
+            check_data_shape(
+                name, data.shape, (p_row.shape[1], q_col.shape[1]), ("rows", "columns")
+            )
         p_row = _check_table("p_row", p_row, (kx, data.n_rows))
         q_col = _check_table("q_col", q_col, (ky, data.n_cols))
         weights = np.ascontiguousarray(p_row.T @ pi)  # (N, Ky): sum_nu p_{i|nu} pi[nu, mu]
@@ -420,9 +429,11 @@ class ProductSpaceMixture:
         """The held-out score of tempered schedules: :meth:`log_likelihood` of the test counts.
 
         Both factors of every observation are estimated from the training part (the test counts
-        are thinned from the same rows), so the held-out likelihood is the plain one.
+        are thinned from the same rows), so the held-out likelihood is the plain one. ``test``
+        must be the rows and columns of the training data (``ValueError`` naming both shapes
+        otherwise).
         """
-        return self.log_likelihood(params, test)
+        return self._row_log_likelihoods(params, test, conditional=True, name="test")
 
     log_multinomial_coefficient = AspectModel.log_multinomial_coefficient
 

@@ -98,7 +98,12 @@ from scipy.special import digamma, gammaln, xlogy
 
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
-from latentzoo.models._checks import check_fits_data, check_integer, check_positive
+from latentzoo.models._checks import (
+    check_data_shape,
+    check_fits_data,
+    check_integer,
+    check_positive,
+)
 from latentzoo.models.invariants import coassignment_pairs as default_pairs
 from latentzoo.models.invariants import default_dyads
 
@@ -484,6 +489,12 @@ class TwoSidedClustering:
             )
         return labels_i, labels_j, pi, psi_x, psi_y
 
+    @staticmethod
+    def _check_shape(params, test) -> None:
+        """``test`` has the rows of ``I`` and the columns of ``J`` (ValueError naming ``test``)."""
+        fit = tuple(np.shape(params[key])[0] if np.ndim(params[key]) else None for key in "IJ")
+        check_data_shape("test", test.shape, fit, ("rows", "columns"))
+
     def _cell_probabilities(self, params, data, conditional, smoothing=0.0):
         """``p_ij`` (or ``P(y_j | x_i)``) on the non-zero cells of ``data``, CSR order."""
         kind = _kind(params)
@@ -554,6 +565,7 @@ class TwoSidedClustering:
         >>> model.heldout_log_likelihood(params, data).shape
         (6,)
         """
+        self._check_shape(params, test)
         rows, _, counts = test.cells()
         probs = self._cell_probabilities(
             params, test, conditional=True, smoothing=max(self.eta - 1.0, 0.0)

@@ -162,13 +162,17 @@ def test_exact_level_catches_a_wrong_dirichlet_draw(monkeypatch):
     from latentzoo.inference import aspect
     from latentzoo.inference.mcmc import dirichlet_rows
 
-    def draw(self, state, rng):
+    def scored_draw(self, state, rng, dyads, csr=None):
+        # The production draw (what gibbs and the exact level call), with theta's pseudo-count off.
         alpha = self.model.alpha - 1.0
         theta = dirichlet_rows(rng, np.maximum(state.n_doc_topic + alpha, 1e-3))
         phi = dirichlet_rows(rng, state.n_word_topic.T + self.model.eta)
-        return {"theta": theta, "phi": phi}
+        params = {"theta": theta, "phi": phi}
+        data = self.data if csr is None else csr
+        per_row = self.model.log_likelihood(params, data)
+        return theta, np.ascontiguousarray(phi.T), per_row, self.model.predictive(params, dyads)
 
-    monkeypatch.setattr(aspect.AspectGibbs, "draw", draw)
+    monkeypatch.setattr(aspect.AspectGibbs, "scored_draw", scored_draw)
     from latentzoo.models import AspectModel
 
     settings = dataclasses.replace(validation.QUICK, exact_chains=2000)
@@ -176,6 +180,7 @@ def test_exact_level_catches_a_wrong_dirichlet_draw(monkeypatch):
     moments = [c for c in comparison.checks if "moments" in c.name]
     # At the user's (here the default) priors the shift is 1 / (n + alpha): many sds at 2000 chains.
     assert moments and not moments[0].passed, comparison.verdict()
+    assert "max |z|" in moments[0].detail, moments[0].detail
 
 
 def test_mode_matched_level_of_a_niw_mixture_is_reported_not_applicable():

@@ -100,11 +100,20 @@ def test_hard_acm_refuses_a_start_that_is_not_centroids():
         latentzoo.fit(OneSidedClustering(2), CoOccurrence(TOY), method="hard", init="bogus")
 
 
-@pytest.mark.parametrize("value", ["a", None, float("nan"), -1.0, 0.0])
+@pytest.mark.parametrize("value", ["a", float("nan"), -1.0, 0.0])
 @pytest.mark.parametrize("name", ["alpha", "eta"])
 def test_hyperparameters_are_refused_naming_them(name, value):
     with pytest.raises(ValueError, match=f"{name} must be a positive finite number"):
         AspectModel(2, **{name: value})
+
+
+@pytest.mark.parametrize("name", ["alpha", "eta"])
+def test_an_unset_prior_is_the_map_default_until_a_method_chooses(name):
+    # None means "unset": the model as constructed holds the MAP default (what validate and the
+    # inference functions use) and latentzoo.fit swaps in the method's own default.
+    model = AspectModel(2, **{name: None})
+    assert getattr(model, name) == {"alpha": 1.1, "eta": 1.01}[name]
+    assert getattr(model.for_method("gibbs"), name) == {"alpha": 0.1, "eta": 0.01}[name]
 
 
 @pytest.mark.parametrize("method", ["annealed_em", "gibbs"])

@@ -122,8 +122,8 @@ MUTATIONS: tuple[Mutation, ...] = (
         "aspect-gibbs-drop-alpha",
         "aspect",
         _ASPECT,
-        "total += (n_doc_topic[d, k] + alpha) * (n_word_topic[w, k] + eta) * inv_total[k]",
-        "total += n_doc_topic[d, k] * (n_word_topic[w, k] + eta) * inv_total[k]",
+        "p = (n_doc_topic[d, k] + alpha) * (n_word_topic[w, k] + eta) * inv_total[k]",
+        "p = n_doc_topic[d, k] * (n_word_topic[w, k] + eta) * inv_total[k]",
         "Gibbs conditional uses n_dk instead of n_dk + alpha",
         "gibbs",
     ),
@@ -141,40 +141,26 @@ MUTATIONS: tuple[Mutation, ...] = (
         "aspect",
         _ASPECT,
         "            n_topic[old] -= 1.0\n"
-        "            inv_total[old] = 1.0 / (n_topic[old] + m_eta)\n",
+        "            inv_total[old] = 1.0 / max(n_topic[old] + m_eta, m_eta)\n",
         "            n_topic[old] -= 1.0\n",
-        "cached 1 / (n_k + M eta) not refreshed after the token is removed",
+        "cached 1 / (n_k + M eta) not refreshed after a moved token leaves its topic",
         "gibbs",
     ),
     Mutation(
         "aspect-gibbs-doc-count-not-removed",
         "aspect",
         _ASPECT,
-        "            n_doc_topic[d, old] -= 1.0\n"
-        "            n_word_topic[w, old] -= 1.0\n"
-        "            n_topic[old] -= 1.0\n"
-        "            inv_total[old] = 1.0 / (n_topic[old] + m_eta)\n"
-        "            total = 0.0\n"
-        "            for k in range(n_topics):\n"
-        "                total += (n_doc_topic[d, k] + alpha) * (n_word_topic[w, k] + eta) * inv_total[k]\n"
-        "                cumulative[k] = total\n",
-        "            n_word_topic[w, old] -= 1.0\n"
-        "            n_topic[old] -= 1.0\n"
-        "            inv_total[old] = 1.0 / (n_topic[old] + m_eta)\n"
-        "            total = 0.0\n"
-        "            for k in range(n_topics):\n"
-        "                total += (n_doc_topic[d, k] + alpha) * (n_word_topic[w, k] + eta) * inv_total[k]\n"
-        "                cumulative[k] = total\n"
-        "            n_doc_topic[d, old] -= 1.0\n",
-        "token's own doc-topic count removed after the conditional instead of before",
+        "p_old = max(n_doc_topic[d, old] - 1.0 + alpha, alpha)",
+        "p_old = max(n_doc_topic[d, old] + alpha, alpha)",
+        "the token's own doc-topic count not removed from its current topic's weight",
         "gibbs",
     ),
     Mutation(
         "aspect-draw-theta-minus-one",
         "aspect",
         _ASPECT,
-        "theta = dirichlet_rows(rng, state.n_doc_topic + self.model.alpha)",
-        "theta = dirichlet_rows(rng, state.n_doc_topic + self.model.alpha - 1.0)",
+        "out[i * n_topics + k] = n_doc_topic[i, k] + alpha\n",
+        "out[i * n_topics + k] = n_doc_topic[i, k] + alpha - 1.0\n",
         "draw(): theta ~ Dir(n_d + alpha - 1) (the MAP pseudo-count) instead of Dir(n_d + alpha)",
         "gibbs",
     ),

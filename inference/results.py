@@ -1,0 +1,616 @@
+"""One definition of held-out scores and cluster labels for every kind of result.
+
+A fit of the zoo comes back as one of three kinds: an :class:`~latentzoo.inference.EMResult`
+(annealed EM and its hard and mean-field variants), the ``InferenceData`` of a collapsed Gibbs
+sampler, or the ``InferenceData`` of the PyMC reference; the last two may also have been saved
+with ``to_netcdf`` and read back. The functions here score and label all of them the same way:
+
+* :func:`heldout_log_likelihood` -- the log predictive probability of held-out data, per row of a
+  :class:`~latentzoo.data.CoOccurrence` (``sum_j n_ij log P(y_j | x_i)`` over the held-out counts)
+  or per item of :class:`~latentzoo.data.Features`;
+* :func:`perplexity` -- ``exp(-sum heldout_log_likelihood / units)``;
+* :func:`heldout_score` -- ``sum heldout_log_likelihood / units``, the held-out log-likelihood per
+  unit (higher is better; ``perplexity = exp(-heldout_score)``);
+* :func:`labels` -- hard cluster labels of the rows (and of the columns for the two-sided
+  families), or the dominant topic of each document for the aspect model.
+
+The *unit* is a held-out token (``test.total``) for co-occurrence data and a held-out item
+(``test.n_items``, one whole feature vector) for the mixtures' :class:`~latentzoo.data.Features`,
+whose ``split`` holds out whole items.
+
+Point estimates are scored with the model's own ``heldout_log_likelihood`` (the clustering models
+predict a held-out token of row ``i`` from the training posterior of that row's cluster, Hofmann &
+Puzicha 1998, eq. (32), (47)). A posterior sample is scored by its *posterior predictive*: the
+probability of each held-out cell (token of row ``i`` and column ``j``; or held-out item) is the
+average over draws of the draw's probability, the same held-out rule applied to each draw. Averaging
+probabilities, not parameters, makes the score invariant to label switching. A sample of one draw
+therefore gives exactly the point-estimate value at that draw's parameters.
+
+The ``log_likelihood`` group of a sampler's ``InferenceData`` is not this score: it holds what
+PyMC's would (for counts the multinomial log-pmf of each row of the *training* data, which includes
+the log multinomial coefficient ``log(n_i! / prod_j n_ij!)``), so ``exp(-sum / total)`` of it is
+not a perplexity.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from typing import NamedTuple
+
+import numpy as np
+from scipy.special import logsumexp
+
+from latentzoo import models as _models
+from latentzoo.data import CoOccurrence, Features
+from latentzoo.models._checks import check_integer
+from latentzoo.models.two_sided import cell_dots, one_hot
+
+__all__ = [
+    "MAX_DRAWS",
+    "TwoSidedLabels",
+    "heldout_log_likelihood",
+    "heldout_score",
+    "labels",
+    "model_from_attrs",
+    "perplexity",
+]
+
+MAX_DRAWS = 200
+"""Posterior draws a sample is thinned to (evenly spaced over chains and draws) by default."""
+
+_ROW_DIMS = ("doc", "row", "item")
+_COL_DIMS = ("word", "col", "feature")
+
+
+class TwoSidedLabels(NamedTuple):
+    """Hard labels of a two-sided clustering: ``rows`` (N,) and ``cols`` (M,), int64."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+
+
+# ------------------------------------------------------------------------------ the model
+def _component_from_text(text: str):
+    """A conjugate component from the text ``model_attrs`` writes, e.g. ``BetaBernoulli(a=1.0)``.
+
+    Only a call of a component class of :mod:`latentzoo.models` with literal keyword arguments is
+    accepted (``ast.literal_eval`` on each value): nothing read from a file is executed.
+    """
+    try:
+        node = ast.parse(text, mode="eval").body
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:
+            raise ValueError
+        cls = getattr(_models, node.func.id, None)
+        if cls is None or not dataclasses.is_dataclass(cls) or not hasattr(cls, "param_names"):
+            raise ValueError
+        kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
+        return cls(**kwargs)
+    except (SyntaxError, ValueError, TypeError) as error:
+        raise ValueError(f"cannot rebuild the mixture component from {text!r}") from error
+
+
+def model_from_attrs(attrs) -> object:
+    """Rebuild the model of a saved fit from its attributes (those of ``mcmc.model_attrs``).
+
+    ``attrs["model"]`` names a model class of :mod:`latentzoo.models` and ``attrs["model_<name>"]``
+    gives each hyperparameter (a mixture's component as its text).
+
+    Raises
+    ------
+    ValueError
+        If the attributes do not name a latentzoo model or its hyperparameters do not rebuild it
+        (e.g. a PyMC ``InferenceData`` not made by ``latentzoo.fit``): pass ``model=`` instead.
+
+    Examples
+    --------
+    >>> model_from_attrs({"model": "AspectModel", "model_n_components": 3, "model_alpha": 0.5,
+    ...                   "model_eta": 0.01})
+    AspectModel(n_components=3, alpha=0.5, eta=0.01)
+    """
+    name = attrs.get("model")
+    cls = getattr(_models, str(name), None) if name is not None else None
+    if cls is None or not dataclasses.is_dataclass(cls):
+        raise ValueError(
+            f"the result's attributes name no latentzoo model (model={name!r}), so the model cannot "
+            "be rebuilt from them; pass model=, the model that was fitted"
+        )
+    kwargs = {}
+    for item in dataclasses.fields(cls):
+        key = f"model_{item.name}"
+        if key not in attrs:
+            continue
+        value = attrs[key]
+        if item.name == "component" and isinstance(value, str):
+            value = _component_from_text(value)
+        elif isinstance(value, np.ndarray):
+            value = tuple(value.tolist()) if value.ndim else value.item()
+        elif isinstance(value, np.generic):
+            value = value.item()
+        kwargs[item.name] = value
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"cannot rebuild {name} from the result's attributes ({error}); pass model=, the "
+            "model that was fitted"
+        ) from error
+
+
+def _is_idata(result) -> bool:
+    return hasattr(result, "groups") and hasattr(result, "posterior")
+
+
+def _model_of(result, model):
+    if model is not None:
+        return model
+    if _is_idata(result):
+        return model_from_attrs(result.posterior.attrs)
+    if hasattr(result, "model") and hasattr(result, "params"):
+        return result.model
+    raise ValueError(
+        "result must be an EMResult or an arviz.InferenceData from latentzoo.fit, got "
+        f"{type(result).__name__}"
+    )
+
+
+def _as_data(model, data, name: str):
+    """``data`` as the model's container (converted, not re-checked against the model's sizes:
+    a small test set may hold fewer tokens than the model has clusters)."""
+    kind = model.data_type
+    if not isinstance(data, kind):
+        try:
+            data = kind(data)
+        except ValueError as error:
+            raise ValueError(f"{name}: {error}") from error
+    return data
+
+
+def _units(test) -> float:
+    """Held-out units: tokens of a co-occurrence matrix, items of a feature matrix."""
+    units = test.total if isinstance(test, CoOccurrence) else test.n_items
+    if units == 0:
+        raise ValueError("test holds no observations: a held-out score needs at least one")
+    return float(units)
+
+
+# ---------------------------------------------------------------------- posterior draws
+def _draw_positions(posterior, max_draws) -> list[tuple[int, int]]:
+    """(chain, draw) of the kept draws, thinned evenly to at most ``max_draws``."""
+    n_chains, n_draws = posterior.sizes["chain"], posterior.sizes["draw"]
+    total = n_chains * n_draws
+    if max_draws is not None:
+        check_integer("max_draws", max_draws)
+    if max_draws is None or total <= max_draws:
+        flat = np.arange(total)
+    else:
+        flat = np.unique(np.round(np.linspace(0, total - 1, max_draws)).astype(np.int64))
+    return [(int(f // n_draws), int(f % n_draws)) for f in flat]
+
+
+def _draw_params(posterior, names, chain: int, draw: int) -> dict:
+    return {name: posterior[name].isel(chain=chain, draw=draw).to_numpy() for name in names}
+
+
+def _kept(posterior, names) -> list[str]:
+    return [name for name in names if name in posterior.data_vars]
+
+
+def _posterior_shape(posterior) -> tuple[int | None, int | None]:
+    """(rows or items, columns or features) of the data a posterior was fitted to, from its dims."""
+    rows = next((posterior.sizes[d] for d in _ROW_DIMS if d in posterior.sizes), None)
+    cols = next((posterior.sizes[d] for d in _COL_DIMS if d in posterior.sizes), None)
+    return rows, cols
+
+
+def _check_test_shape(test, rows, cols, name="test") -> None:
+    """The one message for held-out data of the wrong shape."""
+    if isinstance(test, Features):
+        if cols is not None and test.n_features != cols:
+            raise ValueError(
+                f"{name} has {test.n_features} features, the fit has {cols}; held-out items "
+                "must have the same features as the training data"
+            )
+        return
+    for axis, have, want, what in (("rows", test.n_rows, rows, "documents"),
+                                    ("columns", test.n_cols, cols, "words")):  # fmt: skip
+        if want is not None and have != want:
+            rule = (
+                "held-out data must be" if name == "test" else "train must be the data of the fit:"
+            )
+            raise ValueError(
+                f"{name} has {have} {axis}, the fit has {want} ({what}); {rule} the same rows and "
+                "columns as the training data"
+            )
+
+
+def _observed_train(result, model):
+    """The training data stored in ``observed_data``, or None (absent, or a scored test set)."""
+    if "observed_data" not in result.groups():
+        return None
+    attrs = result.posterior.attrs
+    if attrs.get("method") == "gibbs" and attrs.get("log_likelihood_data", "") != "train":
+        return None  # a Gibbs run with test= stores the test set there; old files do not say
+    group = result.observed_data
+    name = "counts" if model.data_type is CoOccurrence else "x"
+    if name not in group.data_vars:
+        return None
+    values = group[name].to_numpy()
+    if model.data_type is CoOccurrence:
+        row_dim, col_dim = group[name].dims
+        return CoOccurrence(
+            values, row_labels=group[row_dim].to_numpy(), col_labels=group[col_dim].to_numpy()
+        )
+    return Features(values)
+
+
+def _training_data(result, model, train):
+    if train is not None:
+        return _as_data(model, train, "train")
+    return _observed_train(result, model)
+
+
+# ------------------------------------------------------------------ per-draw probabilities
+def _cell_probabilities(model, params, test: CoOccurrence, train) -> np.ndarray:
+    """``P(y_j | x_i)`` of one draw (or point estimate) on the non-zero cells of ``test``.
+
+    CSR order of ``test.counts``; one value per cell, no ``nnz x K`` array (the mixing sums run
+    in :func:`~latentzoo.models.two_sided.cell_dots`). The held-out rule of each family's
+    ``heldout_log_likelihood``.
+    """
+    csr = test.counts
+    indptr, indices = csr.indptr.astype(np.int64), csr.indices.astype(np.int64)
+    if isinstance(model, _models.AspectModel):
+        theta = np.ascontiguousarray(params["theta"], dtype=float)
+        phi_t = np.ascontiguousarray(np.asarray(params["phi"], dtype=float).T)
+        return cell_dots(indptr, indices, theta, phi_t)
+    if isinstance(model, _models.ProductSpaceMixture):
+        pi, p_row, q_col = model._unpack(params)
+        weights = np.ascontiguousarray(p_row.T @ pi)
+        p_i = weights @ q_col.sum(axis=1)
+        rows = test.cells()[0]
+        mixed = cell_dots(indptr, indices, weights, np.ascontiguousarray(q_col.T))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(p_i[rows] > 0, mixed / p_i[rows], 0.0)
+    if isinstance(model, _models.OneSidedClustering):
+        q = np.asarray(params["q"], dtype=float)
+        if "resp" in params:
+            resp = np.asarray(params["resp"], dtype=float)
+        elif "z" in params:
+            # The draw's own memberships: averaged over draws, E[q_{z_i j} | data].
+            resp = one_hot(np.asarray(params["z"], dtype=np.int64), q.shape[0])
+        elif train is not None:
+            resp = model.responsibilities(params, train)
+        else:
+            raise ValueError(
+                "the sample holds rho and q but no memberships z: pass train=, the training data, "
+                "so each row's cluster posterior can be computed"
+            )
+        return cell_dots(indptr, indices, np.ascontiguousarray(resp), np.ascontiguousarray(q.T))
+    if isinstance(model, _models.TwoSidedClustering):
+        if "c" in params or "pi" in params:
+            return model._cell_probabilities(
+                params, test, conditional=True, smoothing=max(model.eta - 1.0, 0.0)
+            )
+        if train is None:
+            raise ValueError(
+                "the sample holds the assignments I, J but no parameters: pass train=, the "
+                "training data, to score it by the posterior predictive given the partitions"
+            )
+        # Parameters integrated out given the partitions (TwoSidedClustering.conditional).
+        point = model.estimate(params["I"], params["J"], train)
+        soft_i, soft_j, c, q = model._point_tables(point, *train.shape, smoothing=model.eta)
+        cols = test.cells()[1]
+        left = np.ascontiguousarray(soft_i @ c)
+        return q[cols] * cell_dots(indptr, indices, left, np.ascontiguousarray(soft_j))
+    raise ValueError(f"no held-out rule for {type(model).__name__}")
+
+
+def _mixture_draws(model, posterior, names, positions, test, train) -> np.ndarray:
+    """``log p(x | draw)`` of each held-out item per draw, shape (draws, n_items): the mixture
+    density at the draw's parameters, or, for draws of the partition only (collapsed Gibbs), the
+    predictive given the partition and the training items (eq. (2.19)-(2.20))."""
+    logs = np.empty((len(positions), test.n_items))
+    if "w" in names:
+        for s, (c, d) in enumerate(positions):
+            logs[s] = model.heldout_log_likelihood(_draw_params(posterior, names, c, d), test)
+        return logs
+    from latentzoo.inference.mixture import MixtureGibbs
+
+    sampler = MixtureGibbs(model, train, test=test)
+    rng = np.random.default_rng(0)  # init draws nothing when z is given
+    sampled_alpha = "alpha" in posterior.data_vars
+    for s, (c, d) in enumerate(positions):
+        z = posterior["z"].isel(chain=c, draw=d).to_numpy().astype(np.int64)
+        state = sampler.init(rng, z=z)
+        if sampled_alpha:
+            state = state._replace(alpha=float(posterior["alpha"].isel(chain=c, draw=d)))
+        logs[s] = sampler.heldout_log_density(state)
+    return logs
+
+
+_EXTRA = ("z", "resp", "I", "J", "c", "p", "q", "n_obs", "pi", "psi_x", "psi_y")
+"""Variables besides ``model.param_names`` that a draw's held-out rule or labels read."""
+
+
+def _draw_names(posterior, model) -> list[str]:
+    return list(dict.fromkeys(_kept(posterior, model.param_names) + _kept(posterior, _EXTRA)))
+
+
+def _sample_heldout(result, model, test, train, max_draws) -> np.ndarray:
+    posterior = result.posterior
+    names = _draw_names(posterior, model)
+    rows, cols = _posterior_shape(posterior)
+    _check_test_shape(test, rows, cols)
+    if train is not None:
+        _check_test_shape(train, rows, cols, name="train")
+        _check_test_shape(test, *train.shape)
+    mixture = isinstance(test, Features)
+    if mixture:
+        usable = "w" in names or ("z" in names and train is not None)
+    elif isinstance(model, _models.TwoSidedClustering):
+        usable = {"I", "J"} <= set(names)
+    else:
+        usable = set(model.param_names) <= set(names)
+    if not usable:
+        kept = posterior.attrs.get("kept_params")
+        dropped = not mixture and kept is not None and not int(kept)
+        why = " (keep_params dropped them)" if dropped else ""
+        if mixture:
+            advice = (
+                "pass train=, the training items, or pass test= to gibbs, whose log_likelihood "
+                "group then scores the test items"
+            )
+        else:
+            advice = (
+                "refit with keep_params=True, or pass test= to gibbs, whose log_likelihood group "
+                "then scores the test set"
+            )
+        raise ValueError(
+            f"the sample holds no parameter draws of {type(model).__name__}{why}, so held-out "
+            f"data cannot be scored from it; {advice}"
+        )
+    positions = _draw_positions(posterior, max_draws)
+    if mixture:
+        logs = _mixture_draws(model, posterior, names, positions, test, train)
+        return logsumexp(logs, axis=0) - np.log(len(positions))
+    total = np.zeros(test.counts.nnz)
+    for c, d in positions:
+        total += _cell_probabilities(model, _draw_params(posterior, names, c, d), test, train)
+    rows, _, counts = test.cells()
+    with np.errstate(divide="ignore"):
+        terms = counts * np.log(total / len(positions))
+    return np.bincount(rows, weights=terms, minlength=test.n_rows)
+
+
+def _point_fit_shape(model, params) -> tuple[int | None, int | None]:
+    """(rows, columns) or (None, features) a point estimate was fitted to."""
+    if isinstance(model, _models.AspectModel):
+        return np.shape(params["theta"])[0], np.shape(params["phi"])[-1]
+    if isinstance(model, _models.OneSidedClustering):
+        rows = np.shape(params["resp"])[0] if "resp" in params else None
+        return rows, np.shape(params["q"])[-1]
+    if isinstance(model, _models.TwoSidedClustering):
+        return np.shape(params["I"])[0], np.shape(params["J"])[0]
+    if isinstance(model, _models.ProductSpaceMixture):
+        return np.shape(params["p_row"])[-1], np.shape(params["q_col"])[-1]
+    first = model.component.param_names[0]
+    return None, np.shape(params[first])[1] if first in params else None
+
+
+# ------------------------------------------------------------------------------ the face
+def heldout_log_likelihood(
+    result, test, *, train=None, max_draws: int | None = MAX_DRAWS, model=None
+) -> np.ndarray:
+    """Log predictive probability of held-out data, per row (co-occurrence) or per item (features).
+
+    For a point estimate (:class:`~latentzoo.inference.EMResult`) this is the model's
+    ``heldout_log_likelihood``: ``sum_j n_ij log P(y_j | x_i)`` over the held-out counts of row
+    ``i`` (the clustering models take ``P`` from the training posterior of the row's cluster, Hofmann
+    & Puzicha 1998, eq. (32), (47)); for the mixtures the mixture density of each held-out item.
+
+    For a posterior sample (``InferenceData`` of ``method="gibbs"``, of the PyMC reference, or of an
+    EM result saved with ``to_inference_data``; also read back from netCDF) the probability of each
+    held-out cell is the average of the draws' probabilities (the posterior predictive, invariant
+    to label switching): ``sum_j n_ij log mean_s P_s(y_j | x_i)``; for the mixtures
+    ``log mean_s p_s(x_i)``. Each draw is evaluated on the non-zero cells only (no
+    ``nnz x K`` array); the loop runs over draws.
+
+    Parameters
+    ----------
+    result : EMResult or arviz.InferenceData
+    test : CoOccurrence, Features or array
+        Held-out data. Co-occurrence: the same rows and columns as the training data (held-out
+        tokens of the training documents, e.g. from ``data.split``). Features: new items with the
+        same features.
+    train : CoOccurrence, Features or array, optional
+        The training data, needed only by samples that hold no per-row memberships or no
+        parameters: PyMC's one-sided clustering (``rho``, ``q``), two-sided clustering (``I``,
+        ``J``), and the mixtures' collapsed Gibbs (partitions ``z``). By default taken from the
+        ``observed_data`` group when it holds the training data.
+    max_draws : int or None
+        A sample is thinned evenly to at most this many draws (None: all draws).
+    model : optional
+        The fitted model, for an ``InferenceData`` whose attributes do not name one (a PyMC result
+        not made by ``latentzoo.fit``).
+
+    Returns
+    -------
+    numpy.ndarray of shape (N,) (rows of ``test``) or (n_items,) for features
+
+    Raises
+    ------
+    ValueError
+        If ``test`` has the wrong shape (naming ``test`` and both shapes), if the sample holds no
+        parameters (``keep_params`` dropped them; refit with ``keep_params=True`` or use the
+        ``test=`` option of ``gibbs``), or if the model cannot be rebuilt from the attributes.
+
+    Examples
+    --------
+    >>> import latentzoo
+    >>> from latentzoo.data import load
+    >>> from latentzoo.models import AspectModel
+    >>> train, test = load("toy").split(0.3, random_state=0)
+    >>> fit = latentzoo.fit(AspectModel(2), train, betas=[1.0], random_state=0)
+    >>> heldout_log_likelihood(fit, test).shape
+    (6,)
+    """
+    model = _model_of(result, model)
+    test = _as_data(model, test, "test")
+    if _is_idata(result):
+        return _sample_heldout(result, model, test, _training_data(result, model, train),
+                               max_draws)  # fmt: skip
+    rows, cols = _point_fit_shape(model, result.params)
+    _check_test_shape(test, rows, cols)
+    return np.asarray(model.heldout_log_likelihood(result.params, test), dtype=float)
+
+
+def heldout_score(
+    result, test, *, train=None, max_draws: int | None = MAX_DRAWS, model=None
+) -> float:
+    """Held-out log-likelihood per unit: ``sum(heldout_log_likelihood) / units`` (higher is better).
+
+    The unit is a held-out token (``test.total``) for co-occurrence data and a held-out item
+    (``test.n_items``: one whole feature vector, a log density for continuous components) for the
+    mixtures' :class:`~latentzoo.data.Features`. ``perplexity = exp(-heldout_score)``. The options
+    ``train``, ``max_draws`` and ``model`` are those of :func:`heldout_log_likelihood`.
+
+    Examples
+    --------
+    >>> import latentzoo
+    >>> from latentzoo.data import load
+    >>> from latentzoo.models import AspectModel
+    >>> train, test = load("toy").split(0.3, random_state=0)
+    >>> fit = latentzoo.fit(AspectModel(2), train, betas=[1.0], random_state=0)
+    >>> bool(np.isclose(np.exp(-heldout_score(fit, test)), perplexity(fit, test)))
+    True
+    """
+    model = _model_of(result, model)
+    test = _as_data(model, test, "test")
+    units = _units(test)
+    scores = heldout_log_likelihood(result, test, train=train, max_draws=max_draws, model=model)
+    return float(scores.sum() / units)
+
+
+def perplexity(result, test, *, train=None, max_draws: int | None = MAX_DRAWS, model=None) -> float:
+    """Held-out perplexity ``exp(-sum heldout_log_likelihood / units)`` of any result.
+
+    The same definition for an :class:`~latentzoo.inference.EMResult`, a collapsed Gibbs or PyMC
+    ``InferenceData`` (posterior predictive, see :func:`heldout_log_likelihood`) and either read
+    back from netCDF; units as in :func:`heldout_score`; the options as for
+    :func:`heldout_log_likelihood`. Use this, not the ``log_likelihood``
+    group of a sample: that group holds PyMC's quantity (the multinomial log-pmf of the training
+    rows, log multinomial coefficient included).
+
+    Examples
+    --------
+    >>> import latentzoo
+    >>> from latentzoo.data import load
+    >>> from latentzoo.models import AspectModel
+    >>> train, test = load("toy").split(0.3, random_state=0)
+    >>> idata = latentzoo.fit(AspectModel(2), train, method="gibbs", chains=1, draws=20, tune=20,
+    ...                       random_state=0, progressbar=False)
+    >>> perplexity(idata, test) < 8  # below the uniform distribution over the 8 words
+    True
+    """
+    score = heldout_score(result, test, train=train, max_draws=max_draws, model=model)
+    return float(np.exp(-score))
+
+
+# ---------------------------------------------------------------------------- labels
+def _best_draw(result) -> tuple[int, int]:
+    """The draw with the highest ``sample_stats.lp``; without one, the last draw of chain 0."""
+    posterior = result.posterior
+    if "sample_stats" in result.groups() and "lp" in result.sample_stats.data_vars:
+        lp = result.sample_stats["lp"].to_numpy()
+        if lp.ndim == 2 and np.isfinite(lp).any():
+            c, d = np.unravel_index(np.nanargmax(np.where(np.isfinite(lp), lp, -np.inf)), lp.shape)
+            return int(c), int(d)
+    return 0, posterior.sizes["draw"] - 1
+
+
+def _labels_of(model, params, train):
+    """Hard labels of one draw or point estimate."""
+    if isinstance(model, _models.AspectModel):
+        return np.asarray(params["theta"]).argmax(axis=1).astype(np.int64)
+    if isinstance(model, _models.TwoSidedClustering):
+        sides = []
+        for name in ("I", "J"):
+            value = np.asarray(params[name])
+            sides.append((value.argmax(axis=1) if value.ndim == 2 else value).astype(np.int64))
+        return TwoSidedLabels(*sides)
+    if isinstance(model, _models.ProductSpaceMixture):
+        pi, p_row, q_col = model._unpack(params)
+        rows = (p_row * pi.sum(axis=1)[:, None]).argmax(axis=0)
+        cols = (q_col * pi.sum(axis=0)[:, None]).argmax(axis=0)
+        return TwoSidedLabels(rows.astype(np.int64), cols.astype(np.int64))
+    if "z" in params:
+        return np.asarray(params["z"]).astype(np.int64)
+    if "resp" in params:
+        return np.asarray(params["resp"]).argmax(axis=1).astype(np.int64)
+    if train is not None and all(name in params for name in model.param_names):
+        return np.asarray(model.responsibilities(params, train)).argmax(axis=1).astype(np.int64)
+    raise ValueError(
+        f"the result holds no assignments of {type(model).__name__} (z or resp): pass train=, the "
+        "training data, to label the rows from the parameters"
+    )
+
+
+def labels(result, *, train=None, model=None):
+    """Hard cluster labels of a result: the one way for every family and result kind.
+
+    * one-sided clustering, finite and Dirichlet process mixtures: an int64 array, one label per
+      row (document, item);
+    * two-sided clustering and the product-space mixture: a :class:`TwoSidedLabels` named tuple
+      ``(rows, cols)``, the row clusters and the column clusters (product space: the most probable
+      cluster ``argmax_nu P(nu | x_i)``, ``P(nu | x_i) ∝ p_{i|nu} sum_mu pi[nu, mu]``, likewise for
+      the columns);
+    * the aspect model: the dominant topic ``argmax_k theta[i, k]`` of each document.
+
+    An :class:`~latentzoo.inference.EMResult` gives the argmax of its posteriors (``resp``, ``I``,
+    ``J``). A posterior sample gives the labels of one draw, the one with the highest log joint
+    ``sample_stats.lp`` (for the collapsed samplers the collapsed ``log p(z, data)``; without
+    ``lp`` the last draw of the first chain): the labels of one draw are consistent with each
+    other, whereas a per-row vote across draws would mix clusters that label switching renames.
+    Labels are cluster indices, not comparable across results (compare partitions with a
+    label-invariant index such as the adjusted Rand index).
+
+    Parameters
+    ----------
+    result : EMResult or arviz.InferenceData
+    train : optional
+        The training data, needed only by a sample of the one-sided model without memberships
+        (PyMC's ``rho``, ``q``).
+    model : optional
+        As for :func:`heldout_log_likelihood`.
+
+    Examples
+    --------
+    >>> import latentzoo
+    >>> from latentzoo.data import load
+    >>> from latentzoo.models import OneSidedClustering, TwoSidedClustering
+    >>> fit = latentzoo.fit(OneSidedClustering(2), load("toy"), betas=[1.0], random_state=0)
+    >>> z = labels(fit); z.shape, bool(len(set(z[:3])) == 1 and z[0] != z[3])
+    ((6,), True)
+    >>> both = labels(latentzoo.fit(TwoSidedClustering(2, 2), load("toy"), betas=[1.0],
+    ...                             random_state=0))
+    >>> both.rows.shape, both.cols.shape
+    ((6,), (8,))
+    """
+    model = _model_of(result, model)
+    if not _is_idata(result):
+        return _labels_of(model, result.params, None)
+    posterior = result.posterior
+    c, d = _best_draw(result)
+    params = _draw_params(posterior, _draw_names(posterior, model), c, d)
+    if isinstance(model, _models.AspectModel) and "theta" not in params:
+        raise ValueError(
+            "the sample holds no theta draws (keep_params dropped them); refit with "
+            "keep_params=True to label documents by their dominant topic"
+        )
+    if isinstance(model, _models.ProductSpaceMixture) and not all(
+        name in params for name in ("pi", "p_row", "q_col")
+    ):
+        raise ValueError("the sample holds no pi, p_row and q_col draws to label rows and columns")
+    train = _training_data(result, model, train)
+    return _labels_of(model, params, train)
