@@ -801,13 +801,27 @@ class EMResult:
         """The estimate as a one-draw ``InferenceData`` (posterior: chain=1, draw=1) that a reader
         of the saved file can identify.
 
-        The parameters carry the data's labels as coordinates (documents, words, clusters; from
-        the fitted data, or from ``data`` when given); the attributes of every group record the
-        model and its hyperparameters, the method, the schedule settings, the inverse
-        temperatures visited and convergence; the annealing trace is the ``em_trace`` group and
-        the per-temperature table :attr:`stages` (how each temperature ended) the ``em_stages``
-        group.
-        ``to_netcdf`` works.
+        The parameters carry the model's named dimensions and the data's labels as coordinates
+        (documents, words, clusters; from the fitted data, or from ``data`` when given); the
+        attributes of every group record the model and its hyperparameters, the method, the
+        schedule settings, the inverse temperatures visited and convergence, and
+        ``point_estimate=1``; the annealing trace is the ``em_trace`` group and the
+        per-temperature table :attr:`stages` (how each temperature ended) the ``em_stages``
+        group. ``to_netcdf`` works.
+
+        Notes
+        -----
+        An EM result is a point estimate, not a sample: the ``posterior`` group holds the estimate
+        as one chain of one draw, so everything that reads parameters from ``idata.posterior``
+        (:func:`latentzoo.perplexity`, :func:`latentzoo.heldout_score`, the model rebuilt from
+        the attributes) treats EM and sampler files alike, and the attribute
+        ``point_estimate=1`` tells a reader which it is. Spread and convergence statistics (sd,
+        HDI, MCSE, R-hat, ESS) do not exist for one draw, and ArviZ's defaults compute them
+        anyway (NaN with warnings). For a table of the estimate use
+        ``az.summary(idata, kind="stats", stat_focus="median")`` (the estimate as the median,
+        zero spread, no warnings) or ``az.summary(idata, stat_funcs={"estimate": np.mean},
+        extend=False)``; compare EM with samplers through held-out scores
+        (:func:`latentzoo.heldout_score`) rather than ``az.compare``, which needs draws.
 
         Examples
         --------
@@ -818,6 +832,9 @@ class EMResult:
         >>> idata = result.to_inference_data()
         >>> idata.posterior["theta"].dims, idata.posterior.attrs["model"]
         (('chain', 'draw', 'doc', 'topic'), 'AspectModel')
+        >>> import arviz as az
+        >>> float(az.summary(idata, kind="stats", stat_focus="median").loc["phi[0, goal]", "mad"])
+        0.0
         """
         import arviz as az
 
@@ -827,7 +844,9 @@ class EMResult:
         dims = self._param_dims(coords or {})
         used = {dim for names in dims.values() for dim in names}
         posterior = {name: np.asarray(value)[None, None] for name, value in self.params.items()}
-        attrs = self._attrs()
+        # Says that the one draw is an estimate, for readers and for tools that would otherwise
+        # report its (absent) spread and convergence.
+        attrs = {**self._attrs(), "point_estimate": 1}
         idata = az.from_dict(
             posterior=posterior,
             coords={dim: values for dim, values in (coords or {}).items() if dim in used},

@@ -46,6 +46,7 @@ from latentzoo.inference.annealing import (
 )
 from latentzoo.inference.mcmc import (
     GibbsSetup,
+    LabelAxis,
     gibbs_entry,
     keep_params_auto,
     next_uniform,
@@ -1410,7 +1411,11 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
         return out
 
     coords, dims = model.coords(data), model.dims
-    return GibbsSetup(sampler, draw, coords, dims, scored, observed_dims=("doc", "word"))
+    # Topics are matched across chains on their word distributions (theta if phi is absent).
+    topics = LabelAxis("topic", match=("phi", "theta"), size=k)
+    return GibbsSetup(
+        sampler, draw, coords, dims, scored, observed_dims=("doc", "word"), label_axes=(topics,)
+    )
 
 
 gibbs = gibbs_entry(

@@ -38,6 +38,9 @@ from latentzoo.models._checks import check_integer
 
 __all__ = [
     "GibbsSetup",
+    "LabelAxis",
+    "align_chains",
+    "diagnostic_line",
     "gibbs_entry",
     "run_chains",
     "chain_seeds",
@@ -47,6 +50,7 @@ __all__ = [
     "draw_log_weights",
     "keep_params_auto",
     "next_uniform",
+    "rank_rhat",
     "sample_to_inference_data",
     "splitmix_seeds",
     "uniform_labels",
@@ -56,6 +60,10 @@ MAX_KEPT_VALUES = 20_000_000
 """``keep_params="auto"`` keeps the parameter draws when all chains hold at most this many numbers."""
 MAX_OBSERVED_CELLS = 5_000_000
 """The ``observed_data`` group holds the dense counts when they have at most this many cells."""
+RHAT_DISAGREE = 1.1
+"""After label alignment, chains whose aligned parameters reach this R-hat are said to disagree."""
+MAX_ESS_VALUES = 200
+""":func:`diagnostic_line` computes the bulk ESS of variables of at most this many values per draw."""
 
 
 def chain_seeds(random_state, chains: int) -> list[np.random.Generator]:
@@ -614,12 +622,248 @@ def model_attrs(model) -> dict:
     return attrs
 
 
+# ------------------------------------------------------------------- label switching
+class LabelAxis(NamedTuple):
+    """A label dimension of a family's posterior that label switching permutes between chains.
+
+    ``dim`` names the labels (``"topic"``, ``"cluster"``, ``"row_cluster"``); ``match`` lists the
+    variables whose per-chain posterior means are matched to chain 0's (the first one present in
+    the posterior is used); ``values`` lists the variables whose *values* are labels of ``dim``
+    (memberships such as ``z``), which are renamed rather than reordered and, when one of them is
+    the match, matched through how often each item takes each label. ``size`` is the number of
+    labels (needed when no posterior variable carries ``dim``).
+
+    Examples
+    --------
+    >>> LabelAxis("cluster", match=("q", "z"), values=("z",), size=3).match
+    ('q', 'z')
+    """
+
+    dim: str
+    match: tuple
+    values: tuple = ()
+    size: int | None = None
+
+
+def _label_profiles(posterior: xr.Dataset, axis: LabelAxis, name: str, size: int) -> np.ndarray:
+    """Per chain, one row per label: the posterior mean of ``name`` with ``axis.dim`` first, or,
+    for a label-valued variable, the frequency with which each item takes each label."""
+    variable = posterior[name]
+    if name in axis.values:
+        labels = variable.transpose("chain", "draw", ...).to_numpy()
+        flat = labels.reshape(labels.shape[0], labels.shape[1], -1)
+        return np.stack([(flat == k).mean(axis=1) for k in range(size)], axis=1)
+    mean = variable.mean("draw").transpose("chain", axis.dim, ...).to_numpy()
+    return mean.reshape(mean.shape[0], mean.shape[1], -1)
+
+
+def align_chains(posterior: xr.Dataset, label_axes) -> tuple[xr.Dataset, dict]:
+    """Undo label switching *between* chains: relabel every chain to match chain 0.
+
+    For each :class:`LabelAxis`, chain ``c``'s label profiles (posterior means of the matched
+    variable, e.g. ``phi`` for topics) are matched to chain 0's by the Hungarian algorithm
+    (:func:`scipy.optimize.linear_sum_assignment` on squared Euclidean distance); every variable
+    carrying the label dimension is reordered along it with that chain's permutation, and the
+    label-valued variables (memberships) are renamed. Label-invariant quantities (``loglik``,
+    ``p_dyad``, co-assignments) carry no label and are left as they are.
+
+    Switching *within* a chain (a chain that visits several labellings) is not undone: one
+    permutation per chain cannot do that; summarise such chains through the invariants.
+
+    Parameters
+    ----------
+    posterior : xarray.Dataset
+        With ``chain`` and ``draw`` dimensions.
+    label_axes : sequence of LabelAxis
+
+    Returns
+    -------
+    aligned : xarray.Dataset
+    permutations : dict[str, numpy.ndarray (chain, K)]
+        Per aligned label dimension, ``permutations[dim][c, k]``: the label of chain ``c`` that
+        became label ``k`` (chain 0 keeps its labels). Axes with no matched variable in the
+        posterior are left out.
+
+    Examples
+    --------
+    >>> phi = np.array([[[0.9, 0.1], [0.2, 0.8]], [[0.2, 0.8], [0.9, 0.1]]])[:, None]
+    >>> posterior = xr.Dataset({"phi": (("chain", "draw", "topic", "word"), phi)})
+    >>> aligned, perm = align_chains(posterior, [LabelAxis("topic", ("phi",))])
+    >>> perm["topic"].tolist(), aligned["phi"].to_numpy()[1, 0, 0].tolist()
+    ([[0, 1], [1, 0]], [0.9, 0.1])
+    """
+    from scipy.optimize import linear_sum_assignment
+
+    permutations = {}
+    for axis in label_axes:
+        name = next((n for n in axis.match if n in posterior.data_vars), None)
+        if name is None:
+            continue
+        size = axis.size if axis.size is not None else posterior.sizes[axis.dim]
+        profiles = _label_profiles(posterior, axis, name, int(size))
+        perm = np.empty(profiles.shape[:2], dtype=np.int64)
+        for chain in range(profiles.shape[0]):  # one small K x K assignment per chain
+            cost = ((profiles[0][:, None, :] - profiles[chain][None, :, :]) ** 2).sum(axis=-1)
+            perm[chain] = linear_sum_assignment(cost)[1]
+        permutations[axis.dim] = perm
+        new = {}
+        for var_name, variable in posterior.data_vars.items():
+            if axis.dim in variable.dims:
+                values = variable.transpose("chain", "draw", axis.dim, ...)
+                array = values.to_numpy()
+                reordered = np.stack([array[c][:, perm[c]] for c in range(perm.shape[0])])
+                new[var_name] = values.copy(data=reordered).transpose(*variable.dims)
+            elif var_name in axis.values:
+                inverse = np.argsort(perm, axis=1)  # old label -> new label, per chain
+                array = variable.transpose("chain", ...).to_numpy()
+                renamed = np.stack([inverse[c][array[c]] for c in range(perm.shape[0])])
+                new[var_name] = variable.transpose("chain", ...).copy(data=renamed)
+                new[var_name] = new[var_name].transpose(*variable.dims)
+        posterior = posterior.assign(new)
+    return posterior, permutations
+
+
+def _rhat(x: np.ndarray) -> np.ndarray:
+    """Basic R-hat (Gelman et al. 2013) of ``x`` (chain, draw, m), vectorised over ``m``."""
+    n = x.shape[1]
+    between = n * np.var(x.mean(axis=1), axis=0, ddof=1)
+    within = np.mean(np.var(x, axis=1, ddof=1), axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.sqrt((between / within + n - 1) / n)
+
+
+def _z_scale(x: np.ndarray) -> np.ndarray:
+    """Rank-normalise ``x`` (chain, draw, m) over chains and draws, per column, as ArviZ does
+    (Blom's back-transformation of the average ranks)."""
+    from scipy.special import ndtri
+    from scipy.stats import rankdata
+
+    flat = x.reshape(-1, x.shape[-1])
+    ranks = rankdata(flat, axis=0, method="average")
+    return ndtri((ranks - 0.375) / (flat.shape[0] + 0.25)).reshape(x.shape)
+
+
+def rank_rhat(values) -> np.ndarray:
+    """Rank-normalised split R-hat (Vehtari et al. 2021; ArviZ's default ``method="rank"``) of
+    every element of ``values`` (chain, draw, ...), vectorised: usable on a whole ``theta``.
+
+    The maximum of the bulk and the folded (tail) R-hat of the split chains; NaN for a quantity
+    constant across all draws, and everywhere with fewer than 4 draws.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> x = np.random.default_rng(0).normal(size=(4, 100, 3))
+    >>> rank_rhat(x).shape, bool(np.isclose(rank_rhat(x)[0], az.rhat(x[..., 0])))
+    ((3,), True)
+    """
+    array = np.asarray(values, dtype=float)
+    shape = array.shape[2:]
+    x = array.reshape(array.shape[0], array.shape[1], -1)
+    if x.shape[1] < 4:
+        return np.full(shape, np.nan)
+    half = x.shape[1] // 2
+    split = np.concatenate([x[:, :half], x[:, x.shape[1] - half :]], axis=0)
+    bulk = _rhat(_z_scale(split))
+    folded = np.abs(split - np.median(split.reshape(-1, split.shape[-1]), axis=0))
+    tail = _rhat(_z_scale(folded))
+    with np.errstate(invalid="ignore"):
+        out = np.fmax(bulk, tail)
+    out[np.ptp(split.reshape(-1, split.shape[-1]), axis=0) == 0] = np.nan
+    return out.reshape(shape)
+
+
+def _max_rhat(posterior: xr.Dataset, names) -> tuple[float, str]:
+    """Largest rank R-hat over the float variables ``names`` and the variable reaching it."""
+    worst, where = np.nan, ""
+    for name in names:
+        variable = posterior[name]
+        if variable.dtype.kind != "f" or variable.size == 0:
+            continue
+        rhat = rank_rhat(variable.transpose("chain", "draw", ...).to_numpy())
+        top = float(np.nanmax(rhat)) if np.isfinite(rhat).any() else np.nan
+        if np.isfinite(top) and not top <= worst:
+            worst, where = top, name
+    return worst, where
+
+
+def diagnostic_line(idata, method: str | None = None) -> str:
+    """One line of convergence diagnostics of a sample, as printed after a sampler run.
+
+    ``"<method>: C chains x D draws, max R-hat R (var), min bulk ESS E (var), N divergences"``.
+    R-hat (rank-normalised split, :func:`rank_rhat`) is computed over every float posterior
+    variable, and only with at least 2 chains; the bulk ESS (:func:`arviz.ess`) over the
+    variables of at most ``MAX_ESS_VALUES`` values per draw (the invariants, scalars); the
+    divergences are counted when ``sample_stats`` records them (NUTS), and are absent for Gibbs.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> x = np.random.default_rng(0).normal(size=(2, 50))
+    >>> diagnostic_line(az.from_dict(posterior={"loglik": x}), "gibbs")  # doctest: +ELLIPSIS
+    'gibbs: 2 chains x 50 draws, max R-hat ... (loglik), min bulk ESS ... (loglik)'
+    """
+    posterior = idata.posterior
+    method = method or posterior.attrs.get("method", "sampler")
+    chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
+    parts = [f"{method}: {chains} chains x {draws} draws"]
+    names = [name for name, var in posterior.data_vars.items() if var.dtype.kind == "f"]
+    if chains >= 2:
+        worst, where = _max_rhat(posterior, names)
+        if np.isfinite(worst):
+            parts.append(f"max R-hat {worst:.3f} ({where})")
+    ess_min, ess_where = np.inf, ""
+    small = [n for n in names if posterior[n].size <= MAX_ESS_VALUES * chains * draws]
+    if draws >= 4 and small:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # constant quantities give NaN, skipped below
+            ess = az.ess(posterior[small], method="bulk")
+        for name in small:
+            values = ess[name].to_numpy()
+            if np.isfinite(values).any() and float(np.nanmin(values)) < ess_min:
+                ess_min, ess_where = float(np.nanmin(values)), name
+    if np.isfinite(ess_min):
+        parts.append(f"min bulk ESS {ess_min:.0f} ({ess_where})")
+    stats = getattr(idata, "sample_stats", None)
+    if stats is not None and "diverging" in stats:
+        parts.append(f"{int(stats['diverging'].sum())} divergences")
+    return ", ".join(parts)
+
+
+def _align_and_check(idata, label_axes) -> int:
+    """Align the labels of ``idata``'s chains in place (:func:`align_chains`); warn when the
+    aligned parameters still disagree. Returns 1 when some labels were aligned, else 0."""
+    posterior = idata.posterior
+    if posterior.sizes["chain"] < 2 or not label_axes:
+        return 0
+    aligned, permutations = align_chains(posterior, label_axes)
+    if not permutations:
+        return 0
+    idata.posterior = aligned
+    labelled = [
+        name for name, var in aligned.data_vars.items()
+        if any(axis.dim in var.dims for axis in label_axes)
+    ]  # fmt: skip
+    worst, where = _max_rhat(aligned, labelled)
+    if np.isfinite(worst) and worst > RHAT_DISAGREE:
+        warnings.warn(
+            f"the chains still disagree after aligning their labels to chain 0: max R-hat "
+            f"{worst:.2f} on {where} (> {RHAT_DISAGREE}). They may sit in different modes, switch "
+            "labels within a chain, or be too short: run longer chains (draws, tune) and judge "
+            "convergence on the label-invariant quantities (loglik, p_dyad)",
+            UserWarning,
+            stacklevel=3,
+        )
+    return 1
+
+
 class GibbsSetup(NamedTuple):
     """What a family's collapsed sampler hands to the one Gibbs entry point (:func:`gibbs_entry`).
 
     ``sampler`` (``init``/``step``/``log_joint``) and ``draw`` as for
     :func:`sample_to_inference_data`, with the coordinates, dimensions and observed data of the
-    family's ``InferenceData``.
+    family's ``InferenceData``; ``label_axes`` (:class:`LabelAxis`) says which labels
+    :func:`align_chains` aligns across chains (empty: the family's labels need no alignment).
     """
 
     sampler: Any
@@ -631,6 +875,7 @@ class GibbsSetup(NamedTuple):
     start: Callable | None = None
     desc: str = "collapsed Gibbs"
     log_likelihood_name: str = "counts"
+    label_axes: tuple = ()
 
 
 _GIBBS_NOTES = """Notes
@@ -643,6 +888,17 @@ _GIBBS_NOTES = """Notes
     mixtures score their partitions given the training items). The attributes record
     ``kept_params`` (1 when the parameter draws are in the posterior) and ``log_likelihood_data``
     (``"train"``, or ``"test"`` when ``test=`` was scored).
+
+    Label switching: chains of a mixture-like model find the same components under different
+    labels. With ``align_labels=True`` (the default) and several chains, each chain's labels are
+    permuted to match chain 0's (Hungarian matching of the per-chain posterior means), so
+    ``az.summary`` of the labelled parameters compares like with like; the attribute
+    ``labels_aligned`` is 1 when that was done. A ``UserWarning`` says when the chains still
+    disagree after alignment (max R-hat of the aligned parameters above 1.1). Switching *within*
+    a chain is not undone: judge such chains on the label-invariant quantities (``loglik``,
+    ``p_dyad``, co-assignments), which alignment leaves untouched. ``align_labels=False`` keeps
+    the labels as sampled. Families whose draws carry canonical labels (the mixtures' ``z`` in
+    order of first appearance) have nothing to align.
 """
 
 
@@ -672,10 +928,13 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
     ``prepare(model, data, chains=..., draws=..., **options) -> GibbsSetup`` checks the data and
     the family's own options and builds the sampler and its draw; the returned
     ``gibbs(model, data, chains=4, draws=500, tune=200, thin=1, random_state=None,
-    progressbar=True, initial_assignments=None, **options)`` runs the chains through
-    :func:`sample_to_inference_data`, the same way for every family. ``doc`` is its docstring;
-    the function reports the module of ``prepare`` as its own and keeps ``prepare`` as its
-    ``prepare`` attribute, so validation can run the production sampler and draw through
+    progressbar=True, initial_assignments=None, align_labels=True, **options)`` runs the chains
+    through :func:`sample_to_inference_data`, the same way for every family, and then, with
+    ``align_labels`` and at least 2 chains, relabels each chain to match chain 0
+    (:func:`align_chains` on the family's ``GibbsSetup.label_axes``), warning (``UserWarning``)
+    when the aligned parameters still disagree (max R-hat above ``RHAT_DISAGREE``). ``doc`` is
+    its docstring; the function reports the module of ``prepare`` as its own and keeps
+    ``prepare`` as its ``prepare`` attribute, so validation can run the production sampler and draw through
     :func:`run_chains` directly.
 
     Examples
@@ -695,6 +954,7 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
         random_state=None,
         progressbar: bool = True,
         initial_assignments=None,
+        align_labels: bool = True,
         **options,
     ):
         # Refused before the sampler is built: a bad option must not wait for a costly setup.
@@ -710,6 +970,8 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
             initial_states=initial_assignments, start=setup.start, desc=setup.desc,
             log_likelihood_name=setup.log_likelihood_name,
         )  # fmt: skip
+        # Topics/clusters swapped between chains would make every per-label R-hat meaningless.
+        aligned = _align_and_check(idata, setup.label_axes) if align_labels else 0
         # What a reader of the saved file needs to know what it is: model, settings, seed.
         settings = {"chains": chains, "draws": draws, "tune": tune, "thin": thin,
                     "random_state": random_state if isinstance(random_state, int) else None,
@@ -721,6 +983,7 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
         # does observed_data/log_likelihood hold the training data or the test set?
         attrs["kept_params"] = int(_holds_parameters(model, idata.posterior, setup))
         attrs["log_likelihood_data"] = "train" if options.get("test") is None else "test"
+        attrs["labels_aligned"] = aligned
         for group in idata.groups():
             idata[group].attrs.update(attrs)
         return idata

@@ -65,6 +65,7 @@ from latentzoo.inference.annealing import (
 )
 from latentzoo.inference.mcmc import (
     GibbsSetup,
+    LabelAxis,
     check_parameter_memory,
     dirichlet_rows,
     draw_log_weights,
@@ -773,7 +774,11 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
         return out
 
     coords, dims = model.coords(data), model.dims
-    return GibbsSetup(sampler, draw, coords, dims, scored, observed_dims=("doc", "word"))
+    # Clusters are matched across chains on their word distributions q; z is relabelled.
+    clusters = LabelAxis("cluster", match=("q", "z"), values=("z",), size=k)
+    return GibbsSetup(
+        sampler, draw, coords, dims, scored, observed_dims=("doc", "word"), label_axes=(clusters,)
+    )
 
 
 gibbs = gibbs_entry(

@@ -68,6 +68,7 @@ from latentzoo.data.checks import as_rng
 from latentzoo.inference.annealing import EMStats, annealed_fit, em_entry
 from latentzoo.inference.mcmc import (
     GibbsSetup,
+    LabelAxis,
     dirichlet_rows,
     gibbs_entry,
     keep_params_auto,
@@ -811,6 +812,10 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
     return GibbsSetup(
         sampler, draw, coords, dims, test if test is not None else data, observed_dims=("row", "col"),
         start=lambda rng, labels: sampler.init(rng, *labels), desc="collapsed Gibbs (SCM)",
+        # Row and column clusters are matched across chains on how often each row (column)
+        # takes each label; pi, rho_x and rho_y follow.
+        label_axes=(LabelAxis("row_cluster", match=("I",), values=("I",), size=kx),
+                    LabelAxis("col_cluster", match=("J",), values=("J",), size=ky)),
     )  # fmt: skip
 
 

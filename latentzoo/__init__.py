@@ -6,10 +6,33 @@
 >>> result = latentzoo.fit(AspectModel(2), load("toy"), method="annealed_em", random_state=0)
 """
 
-from latentzoo import zoo
-from latentzoo.api import fit
-from latentzoo.inference.results import heldout_score, labels, perplexity
-from latentzoo.validation import validate
+import importlib
 
 __all__ = ["fit", "heldout_score", "labels", "perplexity", "validate", "zoo"]
 __version__ = "0.1.0"
+
+# The public names are imported on first use: ``latentzoo --help`` and ``latentzoo list`` must not
+# pay for ArviZ, PyMC and numba (seconds, tens of seconds on a busy machine) just to print text.
+_LAZY = {
+    "fit": ("latentzoo.api", "fit"),
+    "heldout_score": ("latentzoo.inference.results", "heldout_score"),
+    "labels": ("latentzoo.inference.results", "labels"),
+    "perplexity": ("latentzoo.inference.results", "perplexity"),
+    "validate": ("latentzoo.validation", "validate"),
+    "zoo": ("latentzoo.zoo", None),
+}
+
+
+def __getattr__(name):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'latentzoo' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = importlib.import_module(module)
+    if attribute is not None:
+        value = getattr(value, attribute)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted([*globals(), *_LAZY])

@@ -27,7 +27,16 @@ def fit(model, data, method: str = "annealed_em", **options):
         beta), ``tol`` (relative free-energy change that ends a temperature; 0 runs ``max_iter``),
         ``min_iter``, ``patience``, ``score_tol`` (the early-stopping rule of the tempered
         schedules), ``overrelax``, ``predictive``, ``random_state``, ``n_threads``; for ``gibbs`` ``chains``, ``draws``, ``tune``, ``thin``, ``random_state``,
-        ``progressbar``, ``test``; for ``pymc`` the same plus ``initvals`` and ``target_accept``.
+        ``progressbar``, ``test``, ``align_labels``; for ``pymc`` the same plus ``initvals`` and
+        ``target_accept``.
+
+    Returns
+    -------
+    EMResult or arviz.InferenceData
+        After a sampler run (``gibbs``, ``pymc``) with ``progressbar`` on, one line of
+        diagnostics goes to stderr (:func:`latentzoo.inference.mcmc.diagnostic_line`): chains and
+        draws, the largest R-hat (with at least 2 chains) and the smallest bulk ESS, with the
+        variable reaching each, and NUTS divergences.
 
     Notes
     -----
@@ -57,8 +66,64 @@ def fit(model, data, method: str = "annealed_em", **options):
         model = model.for_method(method)
     data = model.check_data(data)
     if method == "pymc":
-        return fit_pymc(model, data, **options)
-    return entry.methods[method](model, data, **options)
+        result = fit_pymc(model, data, **options)
+    else:
+        result = entry.methods[method](model, data, **options)
+    if method in ("gibbs", "pymc") and options.get("progressbar", True):
+        _print_diagnostics(result, method)
+    return result
+
+
+def _add_model_log_likelihood(idata, model, data) -> None:
+    """The ``log_likelihood`` group from the model's own per-row function, when PyMC has no
+    observed variable to score (a likelihood declared as ``pm.Potential``).
+
+    Named and shaped as the Gibbs output of the family: ``counts`` over the row dimension of
+    ``model.dims["counts"]``, ``model.log_likelihood`` of each draw's parameters plus the
+    multinomial coefficient where the model defines one (as the Gibbs draws add it). Left out
+    when the model declares no ``counts`` variable (the mixtures, whose Gibbs ``x`` is scored
+    given the partition) or defines no likelihood of the PyMC draws (the two-sided reference
+    samples the assignments ``I``, ``J`` alone, with the parameters integrated out).
+    """
+    import numpy as np
+    import xarray as xr
+
+    posterior = idata.posterior
+    row_dims = getattr(model, "dims", {}).get("counts")
+    skip = {"counts", *getattr(model, "invariant_names", ())}
+    names = [name for name in getattr(model, "dims", {}) if name not in skip and name in posterior]
+    if not row_dims or not names:
+        return
+    stacked = {name: posterior[name].to_numpy() for name in names}
+    n_chains, n_draws = posterior.sizes["chain"], posterior.sizes["draw"]
+    offset = model.log_multinomial_coefficient(data) if hasattr(
+        model, "log_multinomial_coefficient"
+    ) else 0.0  # fmt: skip
+    try:
+        values = np.stack([
+            model.log_likelihood({n: stacked[n][c, d] for n in names}, data) + offset
+            for c in range(n_chains) for d in range(n_draws)
+        ])  # fmt: skip
+    except ValueError:  # the model has no likelihood of these variables alone
+        return
+    values = values.reshape(n_chains, n_draws, -1)
+    row = row_dims[0]
+    coords = {"chain": posterior["chain"], "draw": posterior["draw"]}
+    labels = model.coords(data).get(row) if hasattr(model, "coords") else None
+    if labels is not None and len(labels) == values.shape[-1]:
+        coords[row] = list(labels)
+    group = xr.Dataset({"counts": (("chain", "draw", row), values)}, coords=coords)
+    idata.add_groups({"log_likelihood": group})
+
+
+def _print_diagnostics(idata, method: str) -> None:
+    """One line of convergence diagnostics on stderr after a sampler run (the progress bar's
+    place: quiet runs, ``progressbar=False``, print nothing)."""
+    import sys
+
+    from latentzoo.inference.mcmc import diagnostic_line
+
+    print(diagnostic_line(idata, method), file=sys.stderr)
 
 
 def _int_seed(random_state) -> int | None:
@@ -84,7 +149,14 @@ def fit_pymc(
     """The reference: NUTS through ``pm.sample`` on ``model.pymc_model(data)``.
 
     ``initvals`` (one dict per chain) starts chains at chosen points, e.g. fast solutions for a
-    mode-matched comparison. The model's invariants are added to the posterior.
+    mode-matched comparison. The model's invariants are added to the posterior, and the
+    ``log_likelihood`` group holds PyMC's pointwise log-likelihood of the observed variable
+    (``pm.compute_log_likelihood``: for the aspect model ``counts`` over ``doc``, the
+    multinomial log-pmf of each row) or, where the likelihood is declared as a ``pm.Potential``,
+    the model's own per-row log-likelihood of each draw, under the name and dims of the Gibbs
+    output, so ``az.loo`` and ``az.compare`` take both. It is absent where the draws define no
+    per-row likelihood comparable to the Gibbs one (the two-sided reference samples only the
+    assignments; the mixtures' Gibbs ``x`` is scored given the partition).
 
     Examples
     --------
@@ -132,6 +204,11 @@ def fit_pymc(
             compute_convergence_checks=False,
             **nuts,
         )
+        if declared.observed_RVs:
+            pm.compute_log_likelihood(idata, progressbar=False)
+    if "log_likelihood" not in idata.groups():
+        # Likelihood declared as a pm.Potential: no observed variable for PyMC to score.
+        _add_model_log_likelihood(idata, model, data)
     idata.posterior.attrs["method"] = "pymc"
     # The model and its hyperparameters, so latentzoo.perplexity can rebuild it from a saved file.
     idata.posterior.attrs.update({k: v for k, v in model_attrs(model).items() if "model" in k})

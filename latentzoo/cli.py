@@ -32,14 +32,7 @@ def _load_data(spec: str, entry):
             raise UserError(f"{entry.name} takes {container.__name__} data: give a .csv file")
         return container.from_npz(path)
     if path.suffix in (".csv", ".txt", ".tsv"):
-        import numpy as np
-
-        delimiter = "\t" if path.suffix == ".tsv" else ","
-        try:
-            values = np.loadtxt(path, delimiter=delimiter, ndmin=2)
-        except ValueError as error:
-            raise UserError(f"cannot read numbers from {spec}: {error}") from None
-        return container(values)
+        return container(read_table(path, delimiter="\t" if path.suffix == ".tsv" else ","))
     if spec in set(list_datasets()["name"]):
         data = load(spec)
         if not isinstance(data, container):
@@ -52,6 +45,96 @@ def _load_data(spec: str, entry):
         f"unknown data {spec!r}: give a dataset name ({', '.join(list_datasets()['name'])}) "
         "or a .npz/.csv file"
     )
+
+
+def read_table(path, delimiter=","):
+    """A numeric table from a delimited text file, with an optional header row and label column.
+
+    The first row is a header when none of its value cells is a number; the first column holds
+    row labels when none of its cells below the header is a number. ``nan`` and ``inf`` count as
+    numbers here, so that the data container rejects them with its own message.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file (``--data`` on the command line).
+    delimiter : str
+        Field separator.
+
+    Returns
+    -------
+    numpy.ndarray or pandas.DataFrame
+        The values as floats; a DataFrame (labels in its index and columns) when the file names
+        its rows or columns, which the data containers keep as coordinates.
+
+    Raises
+    ------
+    UserError
+        One line naming the file and the offending row and column (counted from 1, as a
+        spreadsheet shows them), or the line with the wrong number of fields.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> path = Path(tempfile.mkdtemp()) / "counts.csv"
+    >>> _ = path.write_text("doc,cat,dog\\nd1,1,0\\nd2,0,2\\n")
+    >>> table = read_table(path)
+    >>> table.index.tolist(), table.columns.tolist(), table.to_numpy().tolist()
+    (['d1', 'd2'], ['cat', 'dog'], [[1.0, 0.0], [0.0, 2.0]])
+    >>> _ = path.write_text("1,0\\n0,x\\n")
+    >>> read_table(path)
+    Traceback (most recent call last):
+    ...
+    latentzoo.cli.UserError: cannot read ...counts.csv: row 2, column 2 is 'x', not a number
+    """
+    import numpy as np
+    import pandas as pd
+
+    try:
+        cells = pd.read_csv(
+            path, sep=delimiter, header=None, dtype=str, keep_default_na=False, engine="c"
+        )
+    except pd.errors.EmptyDataError:
+        raise UserError(f"cannot read {path}: the file is empty") from None
+    except UnicodeDecodeError as error:
+        raise UserError(
+            f"cannot read {path}: not a UTF-8 text file (it holds byte "
+            f"{error.object[error.start]:#04x})"
+        ) from None
+    except pd.errors.ParserError as error:
+        match = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", str(error))
+        if match is None:
+            raise UserError(f"cannot read {path}: {str(error).strip()}") from None
+        expected, line, seen = match.groups()
+        raise UserError(
+            f"cannot read {path}: line {line} has {seen} fields, expected {expected}"
+        ) from None
+    # A short row is padded with NaN (not a string): it reads as an empty, non-numeric cell.
+    text = cells.fillna("").apply(lambda column: column.str.strip())
+    values = text.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)
+    spelled_nan = text.apply(lambda column: column.str.lower().isin(["nan", "+nan", "-nan"]))
+    numeric = ~np.isnan(values) | spelled_nan.to_numpy()
+    below_first = numeric[1:] if len(numeric) > 1 else numeric
+    has_labels = not below_first[:, 0].any()
+    first_value_column = 1 if has_labels else 0
+    has_header = len(numeric) > 1 and not numeric[0, first_value_column:].any()
+    first_row = 1 if has_header else 0
+    block = numeric[first_row:, first_value_column:]
+    if block.size == 0:
+        raise UserError(f"cannot read {path}: no numeric values below the header")
+    if not block.all():
+        row, column = np.argwhere(~block)[0]
+        row, column = row + first_row, column + first_value_column
+        raise UserError(
+            f"cannot read {path}: row {row + 1}, column {column + 1} is "
+            f"{text.iat[row, column]!r}, not a number"
+        )
+    table = values[first_row:, first_value_column:]
+    if not (has_header or has_labels):
+        return table
+    index = text.iloc[first_row:, 0].tolist() if has_labels else None
+    columns = text.iloc[0, first_value_column:].tolist() if has_header else None
+    return pd.DataFrame(table, index=index, columns=columns)
 
 
 def _parse_betas(text: str):
@@ -125,6 +208,64 @@ def _call(entry, method, model, data, options):
         raise UserError(f"{entry.name} {method} does not take --{name.replace('_', '-')}") from None
 
 
+def check_writable(out, folder=False) -> Path:
+    """Fail fast, before any fitting, when ``--out`` cannot be written.
+
+    Missing parent folders are created when the result is saved, so what must be writable is the
+    nearest folder that exists; a probe file is created and removed there, because permission
+    bits do not tell the whole story (root, read-only file systems, network mounts).
+
+    Parameters
+    ----------
+    out : str or Path
+        The ``--out`` argument.
+    folder : bool
+        Whether ``out`` names a folder (a report) rather than a file.
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    UserError
+        One line naming ``--out`` and the path.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> folder = Path(tempfile.mkdtemp())
+    >>> check_writable(folder / "new" / "fit.nc") == folder / "new" / "fit.nc"
+    True
+    >>> check_writable(folder)
+    Traceback (most recent call last):
+    ...
+    latentzoo.cli.UserError: --out ...: cannot write the result there: it is a folder
+    """
+    import tempfile
+
+    out = Path(out)
+    if out.is_dir() and not folder:
+        raise UserError(f"--out {out}: cannot write the result there: it is a folder")
+    if out.exists() and not out.is_dir() and folder:
+        raise UserError(f"--out {out}: cannot write the report there: it is a file")
+    parent = out if folder else out.parent
+    existing = parent.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise UserError(f"--out {out}: cannot write there: {existing} is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=existing, prefix=".latentzoo-probe-"):
+            pass
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise UserError(
+            f"--out {out}: cannot write there: folder {existing} is not writable ({reason})"
+        ) from None
+    return out
+
+
 def _cmd_list(args):
     from latentzoo.data import list_datasets
     from latentzoo.zoo import as_table
@@ -143,6 +284,7 @@ def _cmd_list(args):
 def _cmd_fit(args):
     from latentzoo.zoo import entry_for
 
+    out = check_writable(args.out)
     entry = entry_for(args.model)
     data = _load_data(args.data or entry.dataset, entry)
     model = _model(entry, args)
@@ -167,8 +309,15 @@ def _cmd_fit(args):
     options.update(random_state=args.seed, progressbar=not args.quiet)
     result = _call(entry, method, model, data, options)
     idata = result.to_inference_data() if hasattr(result, "to_inference_data") else result
-    out = Path(args.out)
     write_atomically(out, lambda path: idata.to_netcdf(str(path)))
+    if options.get("chains") == 1:
+        # Said even with --quiet: without a second chain nothing checks that the run converged.
+        # Said once the result is saved, so that an error or Ctrl-C stays the only line.
+        print(
+            "latentzoo: warning: --chains 1: R-hat needs at least 2 chains, so convergence is "
+            "not checked; use --chains 2 or more",
+            file=sys.stderr,
+        )
     if not args.quiet:
         print(f"fitted {model} with {method} on {data}; saved to {out}")
         if hasattr(result, "trace"):
@@ -185,6 +334,7 @@ def _cmd_validate(args):
     from latentzoo.report import write_validation_report
     from latentzoo.zoo import entry_for
 
+    check_writable(args.out, folder=True)
     entry = entry_for(args.model)
     data = _load_data(args.data or entry.dataset, entry)
     model = _model(entry, args)
@@ -197,6 +347,7 @@ def _cmd_validate(args):
 
 
 def _cmd_demo(args):
+    check_writable(args.out, folder=True)
     from latentzoo.report import run_demo
 
     comparison = run_demo(args.out, quick=args.quick, progressbar=not args.quiet)

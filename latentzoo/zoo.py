@@ -1,7 +1,8 @@
 """The registry: one entry per model family, with everything the face needs to know about it.
 
 A family is registered once, here: its model class, the data container it takes, its fast methods
-(the callables themselves), its validation recipe (:mod:`latentzoo.recipes`), its default dataset
+(``"module:function"`` paths, imported on first use so that ``latentzoo list`` and ``--help`` do
+not load ArviZ), its validation recipe (:mod:`latentzoo.recipes`), its default dataset
 and its notebook. ``latentzoo list``, ``latentzoo fit``, ``latentzoo validate`` and the common tests
 all read this one table.
 
@@ -17,14 +18,13 @@ Adding a family (the checklist, also in the README):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from latentzoo import recipes
 from latentzoo.data import CoOccurrence, Features
-from latentzoo.inference import aspect, mixture, one_sided, product_space, two_sided
 from latentzoo.models import (
     AspectModel,
     BayesianMixture,
@@ -35,6 +35,52 @@ from latentzoo.models import (
 )
 
 __all__ = ["Family", "ZOO", "register", "entry_for", "as_table"]
+
+
+class _Methods(Mapping):
+    """Method name -> the callable, imported from ``"module:function"`` on first lookup.
+
+    The inference modules pull in ArviZ and numba kernels; ``latentzoo list`` and ``--help`` only
+    need the names, so the registry holds the paths and imports a method when it is used.
+
+    Examples
+    --------
+    >>> methods = _Methods({"gibbs": "latentzoo.inference.aspect:gibbs"})
+    >>> list(methods), methods["gibbs"].__name__
+    (['gibbs'], 'gibbs')
+    """
+
+    def __init__(self, paths: dict[str, str]):
+        self._paths = dict(paths)
+
+    def __getitem__(self, name: str) -> Callable:
+        module, _, function = self._paths[name].partition(":")
+        return getattr(importlib.import_module(module), function)
+
+    def __iter__(self):
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __repr__(self) -> str:
+        return f"_Methods({self._paths!r})"
+
+
+def _recipe(name: str) -> Callable:
+    """``latentzoo.recipes.<name>``, imported when the recipe is built (it needs ArviZ).
+
+    Examples
+    --------
+    >>> _recipe("aspect")().sampler
+    'gibbs'
+    """
+
+    def recipe():
+        return getattr(importlib.import_module("latentzoo.recipes"), name)()
+
+    recipe.__name__ = recipe.__qualname__ = name
+    return recipe
 
 
 @dataclass(frozen=True)
@@ -49,8 +95,8 @@ class Family:
         The model dataclass.
     data : type
         The data container the model takes (a :class:`latentzoo.data.Dataset`).
-    methods : dict[str, callable]
-        Fast method name -> ``method(model, data, **options)``.
+    methods : Mapping[str, callable]
+        Fast method name -> ``method(model, data, **options)`` (imported on first lookup).
     recipe : callable or None
         ``recipe() -> ValidationRecipe``: how :func:`latentzoo.validate` checks the fast methods.
     sizes : tuple of str
@@ -70,7 +116,7 @@ class Family:
     name: str
     model: type
     data: type
-    methods: dict[str, Callable]
+    methods: Mapping[str, Callable]
     recipe: Callable | None
     sizes: tuple[str, ...]
     dataset: str
@@ -103,8 +149,13 @@ register(
         name="aspect",
         model=AspectModel,
         data=CoOccurrence,
-        methods={"annealed_em": aspect.annealed_em, "gibbs": aspect.gibbs},
-        recipe=recipes.aspect,
+        methods=_Methods(
+            {
+                "annealed_em": "latentzoo.inference.aspect:annealed_em",
+                "gibbs": "latentzoo.inference.aspect:gibbs",
+            }
+        ),
+        recipe=_recipe("aspect"),
         sizes=("n_components",),
         dataset="reuters",
         notebook="notebooks/aspect_model.ipynb",
@@ -116,12 +167,14 @@ register(
         name="one_sided",
         model=OneSidedClustering,
         data=CoOccurrence,
-        methods={
-            "hard": one_sided.hard_acm,
-            "annealed_em": one_sided.annealed_em,
-            "gibbs": one_sided.gibbs,
-        },
-        recipe=recipes.one_sided,
+        methods=_Methods(
+            {
+                "hard": "latentzoo.inference.one_sided:hard_acm",
+                "annealed_em": "latentzoo.inference.one_sided:annealed_em",
+                "gibbs": "latentzoo.inference.one_sided:gibbs",
+            }
+        ),
+        recipe=_recipe("one_sided"),
         sizes=("n_components",),
         dataset="reuters",
         notebook="notebooks/clustering_models.ipynb",
@@ -133,13 +186,15 @@ register(
         name="two_sided",
         model=TwoSidedClustering,
         data=CoOccurrence,
-        methods={
-            "hard": two_sided.hard_scm,
-            "mean_field": two_sided.mean_field,
-            "annealed_em": two_sided.mean_field,
-            "gibbs": two_sided.gibbs,
-        },
-        recipe=recipes.two_sided,
+        methods=_Methods(
+            {
+                "hard": "latentzoo.inference.two_sided:hard_scm",
+                "mean_field": "latentzoo.inference.two_sided:mean_field",
+                "annealed_em": "latentzoo.inference.two_sided:mean_field",
+                "gibbs": "latentzoo.inference.two_sided:gibbs",
+            }
+        ),
+        recipe=_recipe("two_sided"),
         sizes=("n_row_clusters", "n_col_clusters"),
         dataset="reuters",
         notebook="notebooks/clustering_models.ipynb",
@@ -151,8 +206,8 @@ register(
         name="product_space",
         model=ProductSpaceMixture,
         data=CoOccurrence,
-        methods={"annealed_em": product_space.product_space_em},
-        recipe=recipes.product_space,
+        methods=_Methods({"annealed_em": "latentzoo.inference.product_space:product_space_em"}),
+        recipe=_recipe("product_space"),
         sizes=("n_row_clusters", "n_col_clusters"),
         dataset="reuters",
         notebook="notebooks/clustering_models.ipynb",
@@ -164,8 +219,8 @@ register(
         name="dpm",
         model=DirichletProcessMixture,
         data=Features,
-        methods={"gibbs": mixture.gibbs},
-        recipe=recipes.dpm,
+        methods=_Methods({"gibbs": "latentzoo.inference.mixture:gibbs"}),
+        recipe=_recipe("dpm"),
         sizes=("n_components",),
         dataset="digits",
         notebook="notebooks/mixtures.ipynb",
@@ -181,8 +236,8 @@ register(
         name="mixture",
         model=BayesianMixture,
         data=Features,
-        methods={"gibbs": mixture.gibbs},
-        recipe=recipes.finite_mixture,
+        methods=_Methods({"gibbs": "latentzoo.inference.mixture:gibbs"}),
+        recipe=_recipe("finite_mixture"),
         sizes=("n_components",),
         dataset="digits",
         notebook="notebooks/mixtures.ipynb",

@@ -1,7 +1,9 @@
 """The command line: useful output, one-line errors with exit code 2, results that load back."""
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import arviz as az
 import numpy as np
@@ -202,3 +204,178 @@ def test_a_failed_write_keeps_the_previous_result(capsys, tmp_path, monkeypatch)
                         "--quiet")  # fmt: skip
     assert code == 2 and err == "latentzoo: error: disk full\n"
     assert out.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["fit.nc"]
+
+
+_HEAVY = ("pymc", "arviz", "pytensor")
+
+
+def test_help_and_list_import_neither_pymc_nor_arviz():
+    # Before: `latentzoo --help` imported ArviZ through the registry (2-5 s idle, 38 s busy).
+    script = (
+        "import contextlib, io, sys\n"
+        "from latentzoo.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    try:\n"
+        "        main(['--help'])\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "    after_help = sorted(set(sys.modules) & {'pymc', 'arviz', 'pytensor', 'numba', 'scipy'})\n"
+        "    main(['list'])\n"
+        "after_list = sorted(set(sys.modules) & {'pymc', 'arviz', 'pytensor'})\n"
+        "print(after_help, after_list)\n"
+    )  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[] []"
+
+
+def test_console_help_imports_neither_pymc_nor_arviz():
+    # The real entry point: `python -m latentzoo` runs latentzoo/__init__.py first.
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "latentzoo", "--help"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    imported = {
+        line.rsplit("|", 1)[-1].strip()
+        for line in result.stderr.splitlines()
+        if line.startswith("import time:")
+    }
+    assert "latentzoo.cli" in imported
+    assert not imported & {*_HEAVY, "numba", "scipy"}
+    assert "usage: latentzoo" in result.stdout
+
+
+def test_lazy_package_attributes_still_work():
+    import latentzoo
+
+    assert callable(latentzoo.fit) and callable(latentzoo.validate)
+    assert callable(latentzoo.perplexity) and callable(latentzoo.heldout_score)
+    assert callable(latentzoo.labels) and "aspect" in latentzoo.zoo.ZOO
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        latentzoo.nothing  # noqa: B018
+
+
+def _unwritable_cases(tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    cases = {
+        "under a file": a_file / "x.nc",
+        "under a file, deeper": a_file / "sub" / "x.nc",
+        "a folder": tmp_path,
+    }
+    read_only = tmp_path / "read_only"
+    read_only.mkdir()
+    read_only.chmod(0o555)
+    if not os.access(read_only, os.W_OK):  # root may write anywhere: the case proves nothing
+        cases["read-only folder"] = read_only / "x.nc"
+    if Path("/proc/self").is_dir():  # read-only even for root
+        cases["read-only file system"] = Path("/proc/latentzoo-test/x.nc")
+    return cases
+
+
+def test_unwritable_out_is_one_line_before_fitting(capsys, tmp_path, monkeypatch):
+    # Before: the fit ran, then h5py failed with a raw message (or `[Errno 17] File exists`).
+    import latentzoo.cli as cli
+
+    def no_fit(*args, **kwargs):
+        pytest.fail("the fit ran although --out cannot be written")
+
+    monkeypatch.setattr(cli, "_call", no_fit)
+    for case, out in _unwritable_cases(tmp_path).items():
+        code, _, err = _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2",
+                            "--out", str(out), "--quiet")  # fmt: skip
+        assert code == 2, case
+        assert err.startswith(f"latentzoo: error: --out {out}: cannot write"), (case, err)
+        assert err.count("\n") == 1, case
+    assert not Path("/proc/latentzoo-test").exists()
+    (tmp_path / "read_only").chmod(0o755)
+
+
+def test_validate_out_that_is_a_file_is_one_line(capsys, tmp_path):
+    out = tmp_path / "report"
+    out.write_text("")
+    code, _, err = _run(capsys, "validate", "aspect", "--data", "toy", "--out", str(out), "--quick",
+                        "--quiet")  # fmt: skip
+    assert code == 2
+    assert err == f"latentzoo: error: --out {out}: cannot write the report there: it is a file\n"
+
+
+def test_out_in_a_missing_folder_is_created(capsys, tmp_path):
+    out = tmp_path / "new" / "deeper" / "fit.nc"
+    code, _, _ = _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2", "--out", str(out),
+                      "--quiet")  # fmt: skip
+    assert code == 0 and out.exists()
+    assert sorted(p.name for p in out.parent.iterdir()) == ["fit.nc"]
+
+
+_COUNTS = [[1, 0, 2, 1], [0, 3, 1, 0], [2, 2, 0, 1], [1, 0, 0, 3]]
+
+
+@pytest.mark.parametrize(
+    ("header", "labels"), [(True, True), (True, False), (False, True), (False, False)]
+)
+def test_csv_with_header_row_and_row_labels(capsys, tmp_path, header, labels):
+    # Before: "cannot read numbers from counts.csv: could not convert string to float: 'doc'".
+    words, docs = ["cat", "dog", "fish", "bird"], ["d1", "d2", "d3", "d4"]
+    rows = [[doc, *row] if labels else row for doc, row in zip(docs, _COUNTS, strict=True)]
+    if header:
+        rows = [["doc", *words] if labels else words, *rows]
+    path = _write_csv(tmp_path / "counts.csv", rows)
+    out = tmp_path / "fit.nc"
+    code, _, err = _run(capsys, "fit", "aspect", "--data", path, "--k", "2", "--method", "gibbs",
+                        "--chains", "2", "--draws", "4", "--tune", "2", "--out", str(out),
+                        "--quiet")  # fmt: skip
+    assert code == 0, err
+    idata = az.from_netcdf(out)
+    np.testing.assert_array_equal(idata.observed_data["counts"].to_numpy(), _COUNTS)
+    expected_words = words if header else ["0", "1", "2", "3"]
+    expected_docs = docs if labels else ["0", "1", "2", "3"]
+    assert idata.posterior["word"].to_numpy().tolist() == expected_words
+    assert idata.posterior["doc"].to_numpy().tolist() == expected_docs
+
+
+def test_features_csv_with_header_keeps_feature_names(capsys, tmp_path):
+    rows = [["a", "b", "c"], [1, 0, 1], [0, 1, 1], [1, 1, 0], [0, 0, 1]]
+    path = _write_csv(tmp_path / "x.csv", rows)
+    out = tmp_path / "dpm.nc"
+    code, _, err = _run(capsys, "fit", "dpm", "--data", path, "--draws", "4", "--tune", "2",
+                        "--chains", "2", "--out", str(out), "--quiet")  # fmt: skip
+    assert code == 0, err
+    assert az.from_netcdf(out).observed_data["feature"].to_numpy().tolist() == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1,0,2\n0,x,1\n", "row 2, column 2 is 'x', not a number"),
+        ("w1,w2,w3\n1,0,2\n0,1,\n", "row 3, column 3 is '', not a number"),
+        ("doc,w1,w2\nd1,1,0\nd2,1,oops\n", "row 3, column 3 is 'oops', not a number"),
+        ("1,0,2\n0,1\n", "row 2, column 3 is '', not a number"),
+        ("1,0\n0,1,2\n", "line 2 has 3 fields, expected 2"),
+        ("", "the file is empty"),
+        ("w1,w2\n", "row 1, column 2 is 'w2', not a number"),
+        ("1,2\n3,\xff\n", "not a UTF-8 text file (it holds byte 0xff)"),
+    ],
+)
+def test_unreadable_csv_names_file_row_and_column(capsys, tmp_path, text, message):
+    path = tmp_path / "counts.csv"
+    path.write_bytes(text.encode("latin-1"))
+    code, _, err = _run(capsys, "fit", "aspect", "--data", str(path), "--k", "2",
+                        "--out", str(tmp_path / "x.nc"), "--quiet")  # fmt: skip
+    assert code == 2
+    assert err == f"latentzoo: error: cannot read {path}: {message}\n"
+
+
+@pytest.mark.parametrize("chains", [1, 2])
+def test_one_chain_warns_that_rhat_needs_two(capsys, tmp_path, chains):
+    # Before: a single chain was silent, though no R-hat (convergence check) is possible.
+    code, _, err = _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2", "--method", "gibbs",
+                        "--chains", str(chains), "--draws", "5", "--tune", "2",
+                        "--out", str(tmp_path / "x.nc"), "--quiet")  # fmt: skip
+    assert code == 0
+    if chains == 1:
+        assert err.count("\n") == 1
+        assert err.startswith("latentzoo: warning: --chains 1: R-hat needs at least 2 chains")
+    else:
+        assert "R-hat needs" not in err

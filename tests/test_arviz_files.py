@@ -1,0 +1,254 @@
+"""Saved results that ArviZ users can use directly (issue 10).
+
+Gibbs, PyMC and EM fits of the aspect model are saved with ``to_netcdf``, read back with
+``az.from_netcdf`` and put through ``az.summary``, ``az.plot_trace``, ``az.plot_rank`` and
+``az.compare`` with every warning turned into an error, except the ones listed in
+``ALLOWED`` with their reason.
+"""
+
+import contextlib
+import warnings
+
+import arviz as az
+import matplotlib
+import numpy as np
+import pytest
+import xarray as xr
+
+import latentzoo
+from latentzoo.data import load
+from latentzoo.inference import aspect, mcmc, one_sided, two_sided
+from latentzoo.models import AspectModel, OneSidedClustering, TwoSidedClustering
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ALLOWED = [
+    # arviz 0.23 calls matplotlib.cbook.normalize_kwargs(kw, None), deprecated in matplotlib
+    # 3.11: a warning between the two libraries, whatever the data.
+    ("Passing a dict or None as alias_mapping", DeprecationWarning),
+    # arviz 0.23's compare sorts with DataFrame.sort_values(inplace=True), deprecated in pandas
+    # 3.1 (Pandas4Warning): between the two libraries, whatever the data.
+    ("The inplace keyword in DataFrame", Warning),
+    # PyTensor (PyMC's backend) warns once per process when pip installed it without a BLAS.
+    ("PyTensor could not link to a BLAS", UserWarning),
+]
+
+
+@contextlib.contextmanager
+def no_warnings():
+    """Every warning an error, except the library warnings of ``ALLOWED``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for message, category in ALLOWED:
+            warnings.filterwarnings("ignore", message=message, category=category)
+        yield
+
+
+def _round_trip(idata, tmp_path, name):
+    path = tmp_path / f"{name}.nc"
+    idata.to_netcdf(path)
+    return az.from_netcdf(path)
+
+
+def _swap_chains(idata, dims_perm):
+    """A copy with the labels of chain 1 permuted: the label switching of a real run."""
+    posterior = idata.posterior.copy()
+    for name, var in posterior.data_vars.items():
+        for dim, perm in dims_perm.items():
+            if dim in var.dims:
+                moved = var.transpose("chain", dim, ...).to_numpy().copy()
+                moved[1] = moved[1][perm]
+                var = var.transpose("chain", dim, ...).copy(data=moved).transpose(*var.dims)
+        posterior[name] = var
+    return posterior
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return load("toy")
+
+
+@pytest.fixture(scope="module")
+def gibbs_idata(corpus):
+    with no_warnings():
+        return aspect.gibbs(AspectModel(2, alpha=0.5, eta=0.5), corpus, chains=4, draws=200,
+                            tune=100, random_state=1, progressbar=False)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def pymc_idata(corpus):
+    pytest.importorskip("pymc")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # compilation and tiny-run sampler notices
+        return latentzoo.fit(AspectModel(2, alpha=0.5, eta=0.5), corpus, method="pymc", chains=2,
+                             draws=30, tune=30, random_state=0, progressbar=False)  # fmt: skip
+
+
+# ------------------------------------------------------------------------- label switching
+def test_gibbs_chains_are_aligned_to_chain_0(corpus):
+    # Regression: 4 chains found the topics under different labels; az.summary gave R-hat ~1.5.
+    model = AspectModel(2, alpha=0.5, eta=0.5)
+    options = dict(chains=4, draws=200, tune=50, random_state=1, progressbar=False)
+    raw = aspect.gibbs(model, corpus, align_labels=False, **options)
+    with no_warnings():
+        aligned = aspect.gibbs(model, corpus, **options)
+    assert raw.posterior.attrs["labels_aligned"] == 0
+    assert aligned.posterior.attrs["labels_aligned"] == 1
+    with no_warnings():
+        summary = az.summary(aligned, var_names=["theta", "phi"], kind="diagnostics")
+    assert summary["r_hat"].max() < 1.05
+    # Invariants and the log-likelihood are label-free: untouched.
+    for name in ("loglik", "p_dyad"):
+        assert aligned.posterior[name].equals(raw.posterior[name])
+    assert aligned.log_likelihood["counts"].equals(raw.log_likelihood["counts"])
+    # Each chain's topics are a permutation of the raw ones.
+    for chain in range(4):
+        a = aligned.posterior["phi"].isel(chain=chain).to_numpy()
+        r = raw.posterior["phi"].isel(chain=chain).to_numpy()
+        assert np.array_equal(a, r) or np.array_equal(a, r[:, ::-1])
+
+
+def test_align_chains_undoes_a_known_permutation(gibbs_idata):
+    swapped = _swap_chains(gibbs_idata, {"topic": [1, 0]})
+    axis = mcmc.LabelAxis("topic", ("phi",))
+    aligned, perms = mcmc.align_chains(swapped, [axis])
+    assert perms["topic"][1].tolist() == [1, 0] and perms["topic"][0].tolist() == [0, 1]
+    for name in ("theta", "phi"):
+        np.testing.assert_array_equal(aligned[name], gibbs_idata.posterior[name])
+
+
+def test_memberships_are_relabelled_with_their_clusters():
+    rng = np.random.default_rng(0)
+    z = rng.integers(0, 3, size=(1, 20, 7))
+    z = np.concatenate([z, np.array([2, 0, 1])[z]])  # chain 1: label l of chain 0 is perm[l]
+    q = rng.dirichlet(np.ones(4), size=3)[None, None].repeat(20, axis=1)
+    q = np.concatenate([q, q[:, :, [1, 2, 0]]])  # chain 1's cluster k is chain 0's [1, 2, 0][k]
+    posterior = xr.Dataset({
+        "z": (("chain", "draw", "doc"), z),
+        "q": (("chain", "draw", "cluster", "word"), q),
+    })  # fmt: skip
+    for match in (("q",), ("z",)):
+        axis = mcmc.LabelAxis("cluster", match, values=("z",), size=3)
+        aligned, perms = mcmc.align_chains(posterior, [axis])
+        np.testing.assert_array_equal(aligned["z"][1], aligned["z"][0])
+        np.testing.assert_array_equal(aligned["q"][1], aligned["q"][0])
+
+
+@pytest.mark.parametrize(
+    "fit, model",
+    [(one_sided.gibbs, OneSidedClustering(2)), (two_sided.gibbs, TwoSidedClustering(2, 2))],
+    ids=["one_sided", "two_sided"],
+)
+def test_clustering_families_align_their_labels(fit, model, corpus):
+    options = dict(chains=4, draws=150, tune=50, random_state=1, progressbar=False)
+    raw = fit(model, corpus, align_labels=False, **options)
+    aligned = fit(model, corpus, **options)
+    assert aligned.posterior.attrs["labels_aligned"] == 1
+    names = [n for n in ("q", "pi") if n in aligned.posterior]
+    assert max(mcmc.rank_rhat(aligned.posterior[n].to_numpy()).max() for n in names) < 1.1
+    for name in aligned.posterior.data_vars:
+        if name.startswith(("coassign", "p_dyad", "loglik")):
+            assert aligned.posterior[name].equals(raw.posterior[name])
+
+
+def test_disagreeing_chains_warn(corpus, monkeypatch):
+    # Chains far too short to agree: the warning says so instead of a silent R-hat.
+    monkeypatch.setattr(mcmc, "RHAT_DISAGREE", 1.0)
+    with pytest.warns(UserWarning, match="chains still disagree after aligning"):
+        aspect.gibbs(AspectModel(2, alpha=0.5, eta=0.5), corpus, chains=2, draws=10, tune=0,
+                     random_state=0, progressbar=False)  # fmt: skip
+
+
+def test_rank_rhat_is_arviz_rhat():
+    x = np.random.default_rng(3).normal(size=(3, 41, 5))
+    x[1] += 0.5
+    np.testing.assert_allclose(mcmc.rank_rhat(x), [az.rhat(x[..., i]) for i in range(5)])
+
+
+# ------------------------------------------------------------------------- diagnostics
+@pytest.mark.filterwarnings("ignore:the chains still disagree")  # 20 draws: they do
+def test_fit_prints_one_diagnostic_line_only_with_progressbar(corpus, capsys):
+    model = AspectModel(2, alpha=0.5, eta=0.5)
+    latentzoo.fit(model, corpus, method="gibbs", chains=2, draws=20, tune=5, random_state=0,
+                  progressbar=False)  # fmt: skip
+    assert capsys.readouterr().err == ""
+    latentzoo.fit(model, corpus, method="gibbs", chains=2, draws=20, tune=5, random_state=0)
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("gibbs:")]
+    assert len(lines) == 1
+    assert "2 chains x 20 draws" in lines[0] and "max R-hat" in lines[0]
+    assert "min bulk ESS" in lines[0]
+
+
+def test_diagnostic_line_has_no_rhat_for_one_chain():
+    idata = az.from_dict(posterior={"loglik": np.random.default_rng(0).normal(size=(1, 30))})
+    line = mcmc.diagnostic_line(idata, "gibbs")
+    assert line.startswith("gibbs: 1 chains x 30 draws") and "R-hat" not in line
+
+
+# ------------------------------------------------------------------------- the saved files
+def test_saved_gibbs_file_works_in_arviz(gibbs_idata, tmp_path):
+    back = _round_trip(gibbs_idata, tmp_path, "gibbs")
+    assert back.posterior.attrs["labels_aligned"] == 1
+    with no_warnings():
+        summary = az.summary(back, var_names=["theta", "phi", "loglik"])
+        az.plot_trace(back, var_names=["phi", "loglik"])
+        az.plot_rank(back, var_names=["phi", "loglik"])
+        plt.close("all")
+    assert summary["r_hat"].max() < 1.05
+
+
+def test_saved_pymc_file_has_log_likelihood_and_compares(gibbs_idata, pymc_idata, corpus, tmp_path):
+    # Regression: the PyMC file had no log_likelihood group, so az.compare failed.
+    back = _round_trip(pymc_idata, tmp_path, "pymc")
+    gibbs_back = _round_trip(gibbs_idata, tmp_path, "gibbs")
+    assert back.log_likelihood["counts"].dims == ("chain", "draw", "doc")
+    assert list(back.log_likelihood["doc"].values) == list(corpus.row_labels)
+    with no_warnings():
+        az.summary(back, var_names=["theta", "phi", "loglik"], kind="stats")
+        az.plot_trace(back, var_names=["loglik"])
+        az.plot_rank(back, var_names=["loglik"])
+        plt.close("all")
+        # PSIS-LOO's own diagnostic: on 6 documents and 30 draws some Pareto k are high. It
+        # judges the LOO estimate of these tiny runs, not the files; any other warning fails.
+        warnings.filterwarnings(
+            "ignore", message="Estimated shape parameter of Pareto", category=UserWarning
+        )
+        table = az.compare({"gibbs": gibbs_back, "pymc": back})
+    assert set(table.index) == {"gibbs", "pymc"}
+    assert np.isfinite(table["elpd_loo"]).all()
+
+
+def test_pymc_log_likelihood_of_a_potential_model(corpus):
+    # The one-sided reference declares its likelihood as pm.Potential: the model's own rows.
+    pytest.importorskip("pymc")
+    model = OneSidedClustering(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        idata = latentzoo.fit(model, corpus, method="pymc", chains=1, draws=5, tune=5,
+                              random_state=0, progressbar=False)  # fmt: skip
+    counts = idata.log_likelihood["counts"]
+    assert counts.dims == ("chain", "draw", "doc") and counts.shape == (1, 5, corpus.n_rows)
+    params = {n: idata.posterior[n].to_numpy()[0, 2] for n in model.param_names}
+    expected = model.log_likelihood(params, corpus) + model.log_multinomial_coefficient(corpus)
+    np.testing.assert_allclose(counts.to_numpy()[0, 2], expected)
+
+
+def test_saved_em_file_is_a_named_point_estimate(corpus, tmp_path):
+    # Regression: az.summary on the EM file gave NaN with warnings; the file now says it holds
+    # a point estimate, with named dims, and the documented summary is warning-free.
+    result = latentzoo.fit(AspectModel(2), corpus, method="annealed_em", betas=[1.0],
+                           random_state=0)  # fmt: skip
+    back = _round_trip(result.to_inference_data(), tmp_path, "em")
+    assert back.posterior.attrs["point_estimate"] == 1
+    assert back.posterior["theta"].dims == ("chain", "draw", "doc", "topic")
+    with no_warnings():
+        table = az.summary(back, kind="stats", stat_focus="median")
+        az.plot_rank(back, var_names=["phi"])
+        plt.close("all")
+    np.testing.assert_allclose(
+        table.loc["phi[0, goal]", "median"], round(float(result.params["phi"][0, 0]), 3)
+    )
+    assert (table["mad"] == 0).all()
+    # Readers of idata.posterior still take the EM file.
+    assert np.isfinite(latentzoo.perplexity(back, corpus))
