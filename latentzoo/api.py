@@ -26,8 +26,9 @@ def fit(model, data, method: str = "annealed_em", **options):
         Passed to the method: for ``annealed_em`` ``betas`` ("auto" or a list), ``max_iter`` (per
         beta), ``tol`` (relative free-energy change that ends a temperature; 0 runs ``max_iter``),
         ``min_iter``, ``patience``, ``score_tol`` (the early-stopping rule of the tempered
-        schedules), ``overrelax``, ``predictive``, ``random_state``, ``n_threads``; for ``gibbs`` ``chains``, ``draws``, ``tune``, ``thin``, ``random_state``,
-        ``progressbar``, ``test``, ``align_labels``; for ``pymc`` the same plus ``initvals`` and
+        schedules), ``overrelax``, ``predictive``, ``random_state``, ``n_threads``; for
+        ``gibbs`` ``chains``, ``draws``, ``tune``, ``thin``, ``random_state``, ``progressbar``,
+        ``test``, ``align_labels``; for ``pymc`` the same plus ``initvals`` and
         ``target_accept``.
 
     Returns
