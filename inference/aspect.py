@@ -1029,39 +1029,6 @@ def _normalised_gammas(gammas, base, concentrations, out, transpose):
                 out[r, c] = values[start + c] / total
 
 
-_LOG2 = math.log(2.0)
-
-
-@nb.njit(cache=True)
-def _row_log_likelihoods_by_products(indptr, indices, counts, theta, phi_t):
-    """:func:`row_log_likelihoods` (no row norm) with few logarithms: ``sum n log p`` of a row is
-    the log of a product of ``p ** n``, kept in range by moving its binary exponent aside
-    (``frexp``) and taken once per row. A count above 16 or a probability below 1e-15 takes
-    its own logarithm, so no factor under- or overflows. Agrees to about 1e-15 relative."""
-    n_rows = indptr.shape[0] - 1
-    width = theta.shape[1]
-    out = np.zeros(n_rows)
-    for i in range(n_rows):
-        direct = 0.0
-        mantissa = 1.0
-        exponent = 0
-        for q in range(indptr[i], indptr[i + 1]):
-            j = indices[q]
-            s = 0.0
-            for k in range(width):
-                s += theta[i, k] * phi_t[j, k]
-            n = counts[q]
-            if s >= 1e-15 and n <= 16:
-                mantissa *= s ** int(n)
-                if mantissa < 1e-60:
-                    mantissa, shift = math.frexp(mantissa)
-                    exponent += shift
-            else:
-                direct += n * np.log(s)
-        out[i] = direct + (np.log(mantissa) + exponent * _LOG2)
-    return out
-
-
 @nb.njit(cache=True)
 def _draw_and_score(gammas, concentrations, n_docs, n_words, n_topics, indptr, indices, counts,
                     dyads):  # fmt: skip
@@ -1072,7 +1039,7 @@ def _draw_and_score(gammas, concentrations, n_docs, n_words, n_topics, indptr, i
     phi_t = np.empty((n_words, n_topics))
     _normalised_gammas(gammas, 0, concentrations, theta, False)
     _normalised_gammas(gammas, n_docs * n_topics, concentrations, phi_t, True)
-    per_row = _row_log_likelihoods_by_products(indptr, indices, counts, theta, phi_t)
+    per_row = row_log_likelihoods(indptr, indices, counts, theta, phi_t, _NO_NORM)
     p_dyad = np.empty(dyads.shape[0])
     for q in range(dyads.shape[0]):
         s = 0.0
