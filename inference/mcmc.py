@@ -40,6 +40,7 @@ __all__ = [
     "GibbsSetup",
     "LabelAxis",
     "align_chains",
+    "align_chain_labels",
     "diagnostic_line",
     "gibbs_entry",
     "run_chains",
@@ -830,7 +831,7 @@ def diagnostic_line(idata, method: str | None = None) -> str:
     return ", ".join(parts)
 
 
-def _align_and_check(idata, label_axes) -> int:
+def align_chain_labels(idata, label_axes) -> int:
     """Align the labels of ``idata``'s chains in place (:func:`align_chains`); warn when the
     aligned parameters still disagree. Returns 1 when some labels were aligned, else 0."""
     posterior = idata.posterior
@@ -971,7 +972,7 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
             log_likelihood_name=setup.log_likelihood_name,
         )  # fmt: skip
         # Topics/clusters swapped between chains would make every per-label R-hat meaningless.
-        aligned = _align_and_check(idata, setup.label_axes) if align_labels else 0
+        aligned = align_chain_labels(idata, setup.label_axes) if align_labels else 0
         # What a reader of the saved file needs to know what it is: model, settings, seed.
         settings = {"chains": chains, "draws": draws, "tune": tune, "thin": thin,
                     "random_state": random_state if isinstance(random_state, int) else None,

@@ -66,6 +66,7 @@ from latentzoo.data import Features
 from latentzoo.data.checks import as_rng
 from latentzoo.inference.mcmc import (
     GibbsSetup,
+    LabelAxis,
     dirichlet_rows,
     draw_log_weights,
     gibbs_entry,
@@ -1060,7 +1061,30 @@ def _prepare_gibbs(
     else:
         dims["x"] = ["item"]
     desc = "mixture Gibbs" if sampler.finite else "DPM Gibbs"
-    return GibbsSetup(sampler, draw, coords, dims, scored, desc=desc, log_likelihood_name="x")
+    return GibbsSetup(
+        sampler, draw, coords, dims, scored, desc=desc, log_likelihood_name="x",
+        label_axes=label_axes(model),
+    )  # fmt: skip
+
+
+def label_axes(model) -> tuple[LabelAxis, ...]:
+    """The labels that switch between chains of a Gibbs or PyMC mixture posterior.
+
+    A finite mixture's clusters are exchangeable: they are matched across chains on their
+    parameters ``theta`` (PyMC) or on how often each item takes each label ``z`` (Gibbs), and
+    ``w`` and ``z`` follow. A Dirichlet process mixture has none to align: its stick-breaking
+    order carries prior meaning (``v``, ``w``) and its Gibbs labels are arbitrary table names;
+    summarise it through the invariants (``coassign``, ``n_occupied``, ``loglik``).
+
+    Examples
+    --------
+    >>> label_axes(BayesianMixture(3))[0].values, label_axes(DirichletProcessMixture())
+    (('z',), ())
+    """
+    if not isinstance(model, BayesianMixture):
+        return ()
+    size = int(model.n_components)
+    return (LabelAxis("cluster", match=("theta", "z"), values=("z",), size=size),)
 
 
 gibbs = gibbs_entry(

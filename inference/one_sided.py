@@ -774,11 +774,23 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
         return out
 
     coords, dims = model.coords(data), model.dims
-    # Clusters are matched across chains on their word distributions q; z is relabelled.
-    clusters = LabelAxis("cluster", match=("q", "z"), values=("z",), size=k)
     return GibbsSetup(
-        sampler, draw, coords, dims, scored, observed_dims=("doc", "word"), label_axes=(clusters,)
-    )
+        sampler, draw, coords, dims, scored, observed_dims=("doc", "word"),
+        label_axes=label_axes(model),
+    )  # fmt: skip
+
+
+def label_axes(model: OneSidedClustering) -> tuple[LabelAxis, ...]:
+    """The labels that switch between chains of a Gibbs or PyMC posterior of the one-sided
+    model: clusters, matched on their word distributions ``q`` (on the memberships ``z`` when
+    ``q`` is absent); ``z`` is relabelled.
+
+    Examples
+    --------
+    >>> label_axes(OneSidedClustering(3))[0].match
+    ('q', 'z')
+    """
+    return (LabelAxis("cluster", match=("q", "z"), values=("z",), size=model.n_clusters),)
 
 
 gibbs = gibbs_entry(

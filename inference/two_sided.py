@@ -812,11 +812,23 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
     return GibbsSetup(
         sampler, draw, coords, dims, test if test is not None else data, observed_dims=("row", "col"),
         start=lambda rng, labels: sampler.init(rng, *labels), desc="collapsed Gibbs (SCM)",
-        # Row and column clusters are matched across chains on how often each row (column)
-        # takes each label; pi, rho_x and rho_y follow.
-        label_axes=(LabelAxis("row_cluster", match=("I",), values=("I",), size=kx),
-                    LabelAxis("col_cluster", match=("J",), values=("J",), size=ky)),
+        label_axes=label_axes(model),
     )  # fmt: skip
+
+
+def label_axes(model: TwoSidedClustering) -> tuple[LabelAxis, ...]:
+    """The labels that switch between chains of a Gibbs or PyMC posterior of the two-sided
+    model: row and column clusters, matched on how often each row (column) takes each label;
+    ``pi``, ``rho_x`` and ``rho_y`` follow.
+
+    Examples
+    --------
+    >>> [axis.dim for axis in label_axes(TwoSidedClustering(2, 3))]
+    ['row_cluster', 'col_cluster']
+    """
+    kx, ky = model.shape
+    return (LabelAxis("row_cluster", match=("I",), values=("I",), size=kx),
+            LabelAxis("col_cluster", match=("J",), values=("J",), size=ky))  # fmt: skip
 
 
 gibbs = gibbs_entry(

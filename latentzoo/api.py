@@ -146,6 +146,7 @@ def fit_pymc(
     target_accept: float = 0.9,
     cores: int | None = None,
     temperature: float = 1.0,
+    align_labels: bool = True,
 ):
     """The reference: NUTS through ``pm.sample`` on ``model.pymc_model(data)``.
 
@@ -159,6 +160,14 @@ def fit_pymc(
     per-row likelihood comparable to the Gibbs one (the two-sided reference samples only the
     assignments; the mixtures' Gibbs ``x`` is scored given the partition).
 
+    With ``align_labels`` (the default) and several chains, each chain's labels (topics,
+    clusters) are matched to chain 0's as the Gibbs samplers do
+    (:func:`latentzoo.inference.mcmc.align_chain_labels`; a warning says when the chains still
+    disagree), and the attribute ``labels_aligned`` records it: NUTS chains started at random
+    points settle on different labellings of the same posterior, so per-label summaries of
+    unaligned chains mix topics. Families whose labels carry meaning (the stick-breaking order
+    of the DPM) are left as sampled.
+
     Examples
     --------
     >>> from latentzoo.data import load
@@ -170,7 +179,7 @@ def fit_pymc(
 
     import pymc as pm
 
-    from latentzoo.inference.mcmc import add_invariants, model_attrs
+    from latentzoo.inference.mcmc import add_invariants, align_chain_labels, model_attrs
 
     # Checked here, before PyMC compiles anything: its own errors come late and name nothing.
     check_integer("chains", chains)
@@ -213,4 +222,7 @@ def fit_pymc(
     idata.posterior.attrs["method"] = "pymc"
     # The model and its hyperparameters, so latentzoo.perplexity can rebuild it from a saved file.
     idata.posterior.attrs.update({k: v for k, v in model_attrs(model).items() if "model" in k})
-    return add_invariants(idata, model, data)
+    idata = add_invariants(idata, model, data)
+    axes = entry_for(model).labels_to_align(model) if align_labels else ()
+    idata.posterior.attrs["labels_aligned"] = align_chain_labels(idata, axes)
+    return idata

