@@ -2,6 +2,7 @@
 
 from latentzoo.models.aspect import AspectModel
 from latentzoo.models.base import Model
+from latentzoo.models.bhc import BayesianHierarchicalClustering, Tree, dendrogram_purity
 from latentzoo.models.conjugate import (
     BetaBernoulli,
     DirichletMultinomial,
@@ -15,6 +16,7 @@ from latentzoo.models.two_sided import TwoSidedClustering
 
 __all__ = [
     "AspectModel",
+    "BayesianHierarchicalClustering",
     "BayesianMixture",
     "BetaBernoulli",
     "DirichletMultinomial",
@@ -25,4 +27,6 @@ __all__ = [
     "OneSidedClustering",
     "ProductSpaceMixture",
     "TwoSidedClustering",
+    "Tree",
+    "dendrogram_purity",
 ]
