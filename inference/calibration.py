@@ -22,6 +22,7 @@ Gibbs sampler that way, through its ``init``/``step``/``draw``, without building
 from __future__ import annotations
 
 import math
+import textwrap
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -53,6 +54,11 @@ BAND_REPLICATES = 10_000
 """Simulated uniform rank sets behind a simultaneous ECDF band."""
 MAX_PANELS = 15
 """The figure shows at most this many statistics (the worst by p-value)."""
+DEGENERATE_REASON = (
+    "in every simulation all posterior draws equalled the true value, so its rank is pure "
+    "tie-breaking noise and tests nothing"
+)
+"""Why a statistic is excluded from the SBC test (see :attr:`SBCResult.degenerate`)."""
 _SEED = 20220101  # the power and band simulations are fixed, so a result is reproducible
 _BLOCK = 4_000_000  # ranks simulated at once (memory bound of the power simulation)
 
@@ -247,6 +253,11 @@ class SBCResult:
     power : dict
         Bias in posterior sds -> probability that the test finds it in one statistic
         (:func:`detection_power` at this result's sizes).
+    problem : str
+        What the simulations were (level, data sizes, K, sampler settings), for titles.
+    degenerate : list of str
+        Statistics excluded from the test: in every simulation all draws equalled the truth, so
+        the rank is pure tie-breaking noise (:data:`DEGENERATE_REASON`).
     """
 
     ranks: pd.DataFrame
@@ -257,6 +268,8 @@ class SBCResult:
     alpha: float = 1e-3
     tests: pd.DataFrame | None = None
     power: dict = field(default_factory=dict)
+    problem: str = ""
+    degenerate: list = field(default_factory=list)
 
     @property
     def n_sims(self) -> int:
@@ -279,6 +292,13 @@ class SBCResult:
             "|---|---|",
         ]
         lines += [f"| {bias:g} | {value:.3f} |" for bias, value in self.power.items()]
+        if self.degenerate:
+            lines += [
+                "",
+                f"degenerate: excluded ({len(self.degenerate)} statistics, not counted in the "
+                f"Bonferroni correction): {', '.join(self.degenerate)}. Reason: "
+                f"{DEGENERATE_REASON}.",
+            ]
         if self.tests is not None and len(self.tests):
             table = self.tests.sort_values("p").head(worst)
             lines += ["", f"Worst {len(table)} statistics by p-value:", ""]
@@ -358,6 +378,12 @@ class SBCResult:
             f"SBC rank ECDF - uniform: {n} simulations x {self.n_draws} draws; "
             f"grey: simultaneous {100 * (1 - band_alpha):g}% band"
         )
+        if self.problem:
+            # The level and its data, wrapped to the figure's width.
+            width = max(60, int(18 * n_cols))
+            title = "\n".join(textwrap.wrap(f"calibrated level: {self.problem}", width)) + (
+                "\n" + title
+            )
         if len(shown) < len(columns):
             title += f"\nworst {len(shown)} of {len(columns)} statistics by p-value"
         fig.suptitle(title, fontsize="medium")
@@ -473,6 +499,7 @@ def sbc(model, sampler, n_sims: int = 1000, *, random_state=None, n_draws: int =
         statistics = tuple(statistics)
     rng = as_rng(random_state)
     collected: dict[str, list[np.ndarray]] = {}
+    tied: dict[str, list[np.ndarray]] = {}  # per simulation: every draw equals the truth
     for _ in tqdm(range(n_sims), desc="SBC", disable=not progressbar, leave=False):
         data, truth = model.simulate(rng, **sizes)
         draws = _posterior_arrays(sampler(data, rng, n_draws))
@@ -498,9 +525,17 @@ def sbc(model, sampler, n_sims: int = 1000, *, random_state=None, n_draws: int =
             ties = (flat_draws == flat_truth).sum(axis=0)
             ranks = (flat_draws < flat_truth).sum(axis=0) + rng.integers(0, ties + 1)
             collected.setdefault(name, []).append(ranks)
+            tied.setdefault(name, []).append(ties == n_draws)
     ranks = _rank_table(collected)
     if not ranks.shape[1]:
         raise ValueError("no statistic was defined in every simulation")
+    always_tied = _rank_table(tied).all(axis=0)
+    degenerate = [name for name in ranks.columns if always_tied[name]]
+    if len(degenerate) == ranks.shape[1]:
+        raise ValueError(
+            f"every statistic is degenerate ({DEGENERATE_REASON}): nothing to calibrate"
+        )
+    ranks = ranks.drop(columns=degenerate)
     tests = rank_tests(ranks.to_numpy(), n_draws, bins)
     tests.index = pd.Index(ranks.columns, name="statistic")
     p_values = {name: float(p) for name, p in tests["p"].items()}
@@ -516,7 +551,9 @@ def sbc(model, sampler, n_sims: int = 1000, *, random_state=None, n_draws: int =
         "calibrated",
         "SBC rank uniformity",
         worst > corrected,
-        f"{n_sims} simulations, {m} statistics, min p = {worst:.3g} ({worst_name}; need > "
+        f"{n_sims} simulations, {m} statistics"
+        f"{f' ({len(degenerate)} degenerate excluded)' if degenerate else ''}, "
+        f"min p = {worst:.3g} ({worst_name}; need > "
         f"{corrected:.2g}: Bonferroni at {alpha:g} over the statistics, chi-square on {bins} bins "
         f"and mean-rank z each); detects a 0.25-sd bias in one statistic with probability "
         f"{power[0.25]:.2f} (0.5 sd: {power[0.5]:.2f})",
@@ -530,7 +567,7 @@ def sbc(model, sampler, n_sims: int = 1000, *, random_state=None, n_draws: int =
     )
     return SBCResult(
         ranks=ranks, n_draws=n_draws, p_values=p_values, check=check, bins=bins, alpha=alpha,
-        tests=tests, power=power,
+        tests=tests, power=power, degenerate=degenerate,
     )  # fmt: skip
 
 

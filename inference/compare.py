@@ -28,6 +28,12 @@ from latentzoo.inference.calibration import SBCResult, sbc
 __all__ = [
     "Check",
     "Comparison",
+    "DEFINITIONS",
+    "DEGENERATE_TOL",
+    "ESS_CREDIBLE",
+    "divergences",
+    "is_degenerate",
+    "quantity_definitions",
     "compare",
     "agreement",
     "summarize",
@@ -50,6 +56,126 @@ __all__ = [
 
 LEVELS = ("exact", "density", "reference", "optimality", "mode-matched", "calibrated")
 """The standard validation levels, in the order they are run and reported."""
+
+
+P_DYAD = (
+    "`p_dyad[n]` = P(y_j | x_i) at one posterior draw, for the n-th tracked dyad (i, j): the 8 "
+    "non-zero cells of the level's training counts with the largest counts (ties broken by row, "
+    "then column; `latentzoo.models.invariants.default_dyads`), in that order. Its posterior mean "
+    "is the posterior predictive probability that a new observation of row i falls in column j"
+)
+"""The definition of ``p_dyad`` common to the co-occurrence families (each adds its formula)."""
+
+P_DYAD_FORMULAS = {
+    "AspectModel": "sum_k theta[i, k] phi[k, j]",
+    "OneSidedClustering": (
+        "sum_k <I_ik> q[k, j], with <I_ik> the probability that row i is in cluster k given the "
+        "draw's (rho, q) and all of row i's training counts (eq. (32) without p_i)"
+    ),
+    "TwoSidedClustering": (
+        "pi[I_i, J_j] / sum_mu pi[I_i, mu] x psi_y[j] at a draw of (pi, psi_y, I, J); for "
+        "draws of the labels only, its conditional expectation given (I, J) and the data"
+    ),
+    "ProductSpaceMixture": (
+        "sum_b w_b q_col[b, j] / sum_b w_b with w_b = sum_a p_row[a, i] pi[a, b]: the joint "
+        "probability of (i, j) divided by that of row i"
+    ),
+}
+"""Model class name -> the formula of ``p_dyad`` at one draw."""
+
+DEFINITIONS = {
+    "loglik": (
+        "total log-likelihood of the level's training data at one posterior draw, "
+        "`model.log_likelihood(params, data).sum()` (two-sided model, draws of labels only: its "
+        "conditional expectation given the labels); label-invariant"
+    ),
+    "p_dyad": P_DYAD + ".",
+    "coassign": (
+        "`coassign[n]`: at one posterior draw, the probability that the two objects (rows, or "
+        "items) of the n-th tracked pair share a cluster, sum_k r_ak r_bk with r the membership "
+        "probabilities given the draw's parameters, or 1[z_a = z_b] for a draw of hard labels; "
+        "its posterior mean is P(z_a = z_b | data). Pairs: every pair a < b up to 20 objects, "
+        "otherwise all pairs among the 6 with the largest totals"
+    ),
+    "coassign_rows": "`coassign` for pairs of rows (row clusters) of the two-sided model",
+    "coassign_cols": "`coassign` for pairs of columns (column clusters) of the two-sided model",
+    "n_occupied": (
+        "number of occupied clusters at one draw (soft memberships: the expected number, "
+        "sum_k [1 - prod_i (1 - r_ik)])"
+    ),
+    "level": "the validation level (its data and runs: the table 'validated on' above)",
+    "method": "the sampler or estimator: `pymc` is the PyMC reference (NUTS, or discrete steps)",
+    "mode": "index of the start (a distinct EM solution or settled partition) the chains began at",
+    "chains": "chains of one side started at that mode",
+    "mean": "posterior mean over all draws of all chains",
+    "sd": "posterior standard deviation over all draws of all chains",
+    "mcse": (
+        "Monte Carlo standard error of the posterior mean (ArviZ `mcse(method='mean')`, based on "
+        "the bulk ESS; sd / sqrt(draws) where ArviZ gives NaN for constant draws)"
+    ),
+    "ess_bulk": (
+        "bulk effective sample size (rank-normalised, Vehtari et al. 2021) of the draws of all "
+        "chains: how many independent draws the chains are worth for the mean"
+    ),
+    "r_hat": (
+        "rank-normalised split R-hat (Vehtari et al. 2021) over the chains: 1 when they agree, "
+        "above 1.01 when they do not; 1 for a quantity constant in every chain"
+    ),
+    "max_rhat": "largest within-mode R-hat over the invariants",
+    "min_ess_bulk": "smallest within-mode bulk ESS over the invariants",
+    "divergences": (
+        "divergent transitions of NUTS over all chains after tuning (`sample_stats.diverging`); "
+        "'-' for samplers without the notion (Gibbs, discrete Metropolis steps)"
+    ),
+    "quantity": "the invariant component compared (see its own definition)",
+    "mean_fast": "posterior mean of the fast method (Gibbs) over all its draws",
+    "mean_reference": "posterior mean of the reference (PyMC) over all its draws",
+    "combined_mcse": "sqrt(mcse_fast^2 + mcse_reference^2)",
+    "z": (
+        "|mean_fast - mean_reference| / combined_mcse (point estimate: |estimate - "
+        "posterior_mean| / posterior_sd, one-sided for `loglik`)"
+    ),
+    "z_null": (
+        "the same z between two runs of the reference: its first and second halves of chains "
+        "(reference level), or a second PyMC run from the same starts (mode-matched level); "
+        "what z looks like when both sides target one posterior"
+    ),
+    "z_calibrated": (
+        "z / max(1, sqrt(mean z_null^2)): z corrected by how much MCSEs understate the "
+        "disagreement of two runs of one sampler"
+    ),
+    "threshold": (
+        "Phi^-1(1 - alpha / (2 m)): the two-sided normal quantile at family-wise alpha (0.001 "
+        "unless stated), Bonferroni over the m non-degenerate quantities (of all modes)"
+    ),
+    "agree": "z_calibrated (or z) <= threshold, or the quantity is degenerate",
+    "estimate": "the point estimator's value of the invariant (EM at beta = 1)",
+    "posterior_mean": "the reference posterior mean of the invariant",
+    "posterior_sd": "the reference posterior standard deviation of the invariant",
+    "ESS/s": (
+        "minimum bulk ESS over the invariants divided by the sampler's wall-clock sampling "
+        "seconds (`posterior.attrs['sampling_time']`); within-mode ESS at the mode-matched level"
+    ),
+    "lppd": (
+        "held-out log pointwise predictive density, sum_i log( mean_s p(test_i | draw s) ), "
+        "for each side; `difference` = fast - reference, `se` its standard error over rows"
+    ),
+    "-": "not defined: e.g. divergences of a sampler without the notion, z of a degenerate quantity",
+}
+"""Definitions of the quantities and columns a :meth:`Comparison.to_markdown` report shows."""
+
+
+def quantity_definitions(model) -> dict:
+    """Definitions that depend on the model: ``p_dyad``'s formula for its class.
+
+    Examples
+    --------
+    >>> from latentzoo.models import AspectModel
+    >>> "theta[i, k] phi[k, j]" in quantity_definitions(AspectModel(2))["p_dyad"]
+    True
+    """
+    formula = P_DYAD_FORMULAS.get(type(model).__name__)
+    return {"p_dyad": f"{P_DYAD} ({type(model).__name__}: {formula})."} if formula else {}
 
 
 @dataclass
@@ -94,6 +220,17 @@ class Comparison:
         What this comparison ran on (data, sizes, K), for the report.
     problems : dict
         Level -> its ``problem``, gathered by :meth:`extend`.
+    ess : dict
+        The minimum bulk ESS behind each entry of ``ess_per_second`` (same keys); ratios of
+        ESS/s are reported only where both are at least :data:`ESS_CREDIBLE`.
+    summary_note : str
+        How to read this comparison's ``summary`` (the mode-matched level's within-mode
+        diagnostics); ``notes`` holds them per level after :meth:`extend`.
+    definitions : dict
+        Model-specific definitions (``p_dyad``'s formula) added to :data:`DEFINITIONS`.
+    posteriors : dict
+        ``"level/method"`` -> InferenceData of every level merged by :meth:`extend` (``draws``
+        keeps only the last level's).
     """
 
     checks: list = field(default_factory=list)
@@ -106,6 +243,11 @@ class Comparison:
     skipped: list = field(default_factory=list)
     problem: str = ""
     problems: dict = field(default_factory=dict)
+    ess: dict = field(default_factory=dict)
+    summary_note: str = ""
+    notes: dict = field(default_factory=dict)
+    definitions: dict = field(default_factory=dict)
+    posteriors: dict = field(default_factory=dict, repr=False)
 
     @property
     def passed(self) -> bool:
@@ -135,13 +277,19 @@ class Comparison:
         """Merge another comparison's checks and tables into this one (in place).
 
         ``label`` (e.g. the validation level) is added as a ``level`` column to the tables and to
-        the keys of ``ess_per_second`` so results of different problems stay apart.
+        the keys of ``ess_per_second`` and ``ess`` so results of different problems stay apart;
+        ``other.draws`` are kept in ``posteriors`` under ``"label/method"``.
         """
         self.checks.extend(other.checks)
         self.skipped.extend(other.skipped)
         self.problems.update(other.problems)
+        self.notes.update(other.notes)
+        self.definitions.update(other.definitions)
+        self.posteriors.update(other.posteriors)
         if other.problem:
             self.problems[label or other.problem] = other.problem
+        if other.summary_note:
+            self.notes[label or ""] = other.summary_note
         for name in ("summary", "agreement", "mode_spread"):
             mine, theirs = getattr(self, name), getattr(other, name)
             if theirs is not None:
@@ -151,8 +299,11 @@ class Comparison:
                 setattr(self, name, theirs if mine is None else pd.concat([mine, theirs]))
         suffix = f" ({label})" if label else ""
         self.ess_per_second.update({k + suffix: v for k, v in other.ess_per_second.items()})
+        self.ess.update({k + suffix: v for k, v in other.ess.items()})
         self.heldout.update({k + suffix: v for k, v in other.heldout.items()})
         self.draws.update(other.draws)
+        if label:
+            self.posteriors.update({f"{label}/{k}": v for k, v in other.draws.items()})
         return self
 
     def verdict(self) -> str:
@@ -165,8 +316,46 @@ class Comparison:
             tail += f"; inconclusive: {', '.join(c.name for c in self.inconclusive)}"
         return f"{word}: levels reached: {reached}{tail}"
 
+    def warnings(self) -> list[str]:
+        """One line per sampler run with divergent transitions (NUTS), naming level and method.
+
+        Examples
+        --------
+        >>> rows = pd.DataFrame({"method": ["pymc"], "quantity": ["loglik"], "divergences": [3.0]})
+        >>> Comparison(summary=rows.set_index(["method", "quantity"])).warnings()
+        ['pymc: 3 divergent transitions after tuning: NUTS could not follow the posterior everywhere; its summaries may be biased']
+        """
+        if self.summary is None or "divergences" not in self.summary:
+            return []
+        table = self.summary.reset_index()
+        keys = ["level", "method"] if "level" in table else ["method"]
+        out = []
+        for key, part in table.groupby(keys, sort=False):
+            count = float(part["divergences"].max())
+            if np.isfinite(count) and count > 0:
+                where = " / ".join(np.atleast_1d(key).astype(str))
+                out.append(
+                    f"{where}: {count:.0f} divergent transitions after tuning: NUTS could not "
+                    "follow the posterior everywhere; its summaries may be biased"
+                )
+        return out
+
     def to_markdown(self) -> str:
-        """A report section: verdicts with numbers, agreement and summary tables."""
+        """A report section: verdicts with numbers, diagnostics, tables and the definitions.
+
+        Per level the problem it ran on; every sampler table with R-hat, bulk ESS, MCSE and
+        divergences (a warning line under the verdict where a run diverged); degenerate quantities
+        listed as excluded from the tests; ESS/s ratios only where both ESS are at least
+        :data:`ESS_CREDIBLE`; a "Definitions" section for every quantity and column shown.
+
+        Examples
+        --------
+        >>> c = Comparison(checks=[Check("exact", "demo", True, "ok")])
+        >>> c.problems["exact"] = "a tiny problem"
+        >>> text = c.to_markdown()
+        >>> "## Verdict" in text and "## Definitions" in text
+        True
+        """
         lines = ["## Verdict", "", self.verdict(), ""]
         if self.problems:
             lines += ["| level | validated on |", "|---|---|"]
@@ -177,52 +366,267 @@ class Comparison:
             lines.append(f"| {c.level} | {c.name} | {c.outcome} | {c.detail} |")
         for c in self.skipped:
             lines.append(f"| {c.level} | - | skipped | {c.detail} |")
+        for warning in self.warnings():
+            lines += ["", f"**Warning**: {warning}."]
         if self.ess_per_second:
-            lines += ["", "## ESS per second (minimum bulk ESS over invariants)", ""]
-            lines += ["| method | ESS/s |", "|---|---|"]
-            lines += [f"| {k} | {v:.3g} |" for k, v in self.ess_per_second.items()]
-            values = list(self.ess_per_second.items())
-            for (fast, a), (ref, b) in zip(values[::2], values[1::2], strict=False):
-                if b and np.isfinite(a) and np.isfinite(b):
-                    lines.append(f"\nESS/s ratio {fast} / {ref}: {a / b:.3g}")
+            lines += _ess_markdown(self.ess_per_second, self.ess)
         if self.heldout:
             lines += ["", "## Held-out log predictive density", ""]
             lines += ["| quantity | value |", "|---|---|"]
             lines += [f"| {k} | {v:.4g} |" for k, v in self.heldout.items()]
-        for title, table in (
-            ("Agreement of posterior means (units of combined MCSE)", self.agreement),
-            ("Posterior summaries of the invariants", self.summary),
-            ("Spread of modes: per-chain means", self.mode_spread),
-        ):
-            if table is not None and len(table):
-                lines += ["", f"## {title}", "", _table_markdown(table)]
+        if self.agreement is not None and len(self.agreement):
+            lines += ["", "## Agreement of posterior means (units of combined MCSE)"]
+            lines += _agreement_markdown(self.agreement)
+        if self.summary is not None and len(self.summary):
+            lines += ["", "## Posterior summaries of the invariants"]
+            excluded = self._degenerate_everywhere()
+            for level, table in _by_level(_flat(self.summary)):
+                if level is not None:
+                    lines += ["", f"### {level}"]
+                    if level in self.problems:
+                        lines += ["", f"Data: {self.problems[level]}."]
+                note = self.notes.get(level if level is not None else "", self.summary_note)
+                if note:
+                    lines += ["", note]
+                omit = excluded.get(level, set())
+                if omit:
+                    table = table[~table["quantity"].isin(omit)]
+                    lines += [
+                        "",
+                        f"{len(omit)} degenerate {'quantity' if len(omit) == 1 else 'quantities'}"
+                        " omitted (listed under the agreement "
+                        "table: constant at one value on both sides, nothing to diagnose).",
+                    ]
+                lines += ["", _table_markdown(table)]
+        if self.mode_spread is not None and len(self.mode_spread):
+            lines += [
+                "", "## Spread of modes: per-mode diagnostics and means", "",
+                "One row per mode and side; `max_rhat` and `min_ess_bulk` are within-mode (the "
+                "chains started at that mode), over all invariants.", "",
+                _table_markdown(self.mode_spread),
+            ]  # fmt: skip
+        lines += ["", "## Definitions", ""]
+        lines += [f"- **{name}**: {text}" for name, text in self._definitions().items()]
         return "\n".join(lines) + "\n"
 
+    def _degenerate_everywhere(self) -> dict:
+        """Level (None without levels) -> quantities degenerate in every agreement row."""
+        table = self.agreement
+        if table is None or "degenerate" not in table:
+            return {}
+        out = {}
+        for level, part in _by_level(table.reset_index(drop=True)):
+            flags = part.groupby("quantity")["degenerate"].all()
+            out[level] = set(flags.index[flags.to_numpy().astype(bool)])
+        return out
+
+    def _definitions(self) -> dict:
+        """Definitions of the quantities and columns that appear in this report, in order."""
+        names = []
+        if self.summary is not None:
+            quantities = self.summary.reset_index()["quantity"]
+            names += [q.split("[")[0] for q in quantities]
+            names += list(self.summary.columns)
+        for table in (self.agreement, self.mode_spread):
+            if table is not None:
+                if "quantity" in table:
+                    names += [q.split("[")[0] for q in table["quantity"]]
+                names += [c.split(" ")[0] for c in table.columns]
+                if "degenerate" in table and table["degenerate"].any():
+                    names.append("degenerate")
+        if self.ess_per_second:
+            names += ["ESS/s", "ess_bulk"]
+        if self.heldout:
+            names.append("lppd")
+        known = {**DEFINITIONS, **self.definitions}
+        out = {}
+        for name in dict.fromkeys(names):
+            if name in known:
+                out[name] = known[name]
+        if "-" not in out and any(
+            t is not None and len(t) and t.isna().to_numpy().any()
+            for t in (self.summary, self.agreement, self.mode_spread)
+        ):
+            out["-"] = known["-"]
+        return out
+
     def plot(self, ax=None):
-        """Forest plot of the invariants, one colour per method (posterior mean +- 2 sd)."""
+        """Forest plot of the invariants, one colour per method (posterior mean +- 2 sd).
+
+        The predictive probabilities ``p_dyad`` (else the co-assignment probabilities, at most
+        :data:`MAX_ROWS` of them) of the first level that has them: different levels fit
+        different data; the title names that level and its data.
+
+        Examples
+        --------
+        >>> import arviz as az
+        >>> rng = np.random.default_rng(0)
+        >>> idata = az.from_dict(posterior={"p_dyad": rng.random((2, 50, 3))})
+        >>> c = Comparison(summary=summarize(idata, ["p_dyad"], "gibbs"), problem="toy data")
+        >>> c.plot().get_title().splitlines()[-1]
+        'toy data'
+        """
+        import textwrap
+
         import matplotlib.pyplot as plt
 
         if self.summary is None or not len(self.summary):
             raise ValueError("nothing to plot: this comparison has no posterior summaries")
-        table = self.summary.reset_index()
+        table = _flat(self.summary)
+        # Probabilities share one axis: the predictive ones where the model has them, else the
+        # co-assignment probabilities (mixtures), else whatever was summarised.
+        xlabel, probability = "value (posterior mean ± 2 sd)", False
+        for prefix, label in (
+            ("p_dyad", "P(y_j | x_i) on the tracked dyads"),
+            ("coassign", "co-assignment probability of the tracked pairs"),
+        ):
+            chosen = table["quantity"].str.startswith(prefix)
+            if chosen.any():
+                table, probability = table[chosen], True
+                xlabel = f"{label} (posterior mean ± 2 sd, clipped to [0, 1])"
+                break
+        level = None
         if "level" in table:
-            # Different levels fit different data sets: show the first problem's dyads only.
-            first = table["level"].iloc[0]
-            table = table[table["level"] == first]
-        table = table[table["quantity"].str.startswith("p_dyad")]
+            # Different levels fit different data sets: show the first problem's only.
+            level = table["level"].iloc[0]
+            table = table[table["level"] == level]
+        table = table[table["quantity"].isin(list(dict.fromkeys(table["quantity"]))[:MAX_ROWS])]
         if ax is None:
-            _, ax = plt.subplots(figsize=(6, 0.35 * max(len(table), 4) + 1))
+            _, ax = plt.subplots(figsize=(7, 0.35 * max(len(table), 4) + 1.6))
         labels = {q: i for i, q in enumerate(dict.fromkeys(table["quantity"]))}
         methods = list(dict.fromkeys(table["method"]))
         for offset, method in enumerate(methods):
             part = table[table["method"] == method]
             y = np.array([labels[q] for q in part["quantity"]]) + 0.15 * (offset - len(methods) / 2)
-            ax.errorbar(part["mean"], y, xerr=2 * part["sd"], fmt="o", ms=3, label=method)
+            mean, spread = part["mean"].to_numpy(), 2 * part["sd"].to_numpy()
+            if probability:  # a probability's interval stays inside [0, 1]
+                xerr = np.stack([np.minimum(spread, mean), np.minimum(spread, 1 - mean)])
+            else:
+                xerr = spread
+            ax.errorbar(mean, y, xerr=np.maximum(xerr, 0), fmt="o", ms=3, label=method)
         ax.set_yticks(list(labels.values()), list(labels))
-        ax.set_xlabel("P(y|x) (mean ± 2 sd)")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("invariant")
         ax.legend(fontsize="small")
-        ax.set_title("Label-invariant predictive probabilities")
+        problem = self.problems.get(level, "") if level is not None else self.problem
+        title = "Label-invariant quantities"
+        if level is not None:
+            title += f", {level} level"
+        if problem:
+            data = problem.split(";")[0]
+            title += "\n" + "\n".join(textwrap.wrap(data, 70))
+        ax.set_title(title, fontsize="medium")
         return ax
+
+
+ESS_CREDIBLE = 100.0
+"""Smallest bulk ESS of both sides for which an ESS/s ratio is printed: below it the ESS estimate
+itself is too noisy (and the chains too short) to rate a sampler's efficiency."""
+
+
+def _split_key(key: str) -> tuple[str, str]:
+    """``"gibbs (reference)"`` -> ``("gibbs", "reference")``; no level -> ``(key, "")``."""
+    if key.endswith(")") and " (" in key:
+        method, level = key[:-1].rsplit(" (", 1)
+        return method, level
+    return key, ""
+
+
+def _ess_markdown(per_second: dict, ess: dict) -> list[str]:
+    """The ESS/s table and, per level with two methods, their ratio when both ESS are credible."""
+    lines = ["", "## ESS per second (minimum bulk ESS over invariants)", ""]
+    lines += ["| method | min bulk ESS | ESS/s |", "|---|---|---|"]
+    for key, value in per_second.items():
+        shown = ess.get(key, np.nan)
+        lines.append(f"| {key} | {_cell(shown)} | {_cell(value)} |")
+    levels: dict = {}
+    for key in per_second:
+        levels.setdefault(_split_key(key)[1], []).append(key)
+    for level, keys in levels.items():
+        if len(keys) != 2:
+            continue
+        (fast, ref), where = keys, f" ({level})" if level else ""
+        a, b = per_second[fast], per_second[ref]
+        names = f"{_split_key(fast)[0]} / {_split_key(ref)[0]}{where}"
+        low = [k for k in keys if not ess.get(k, np.nan) >= ESS_CREDIBLE]
+        if low:
+            which = ", ".join(f"{k} {_cell(ess.get(k, np.nan))}" for k in low)
+            lines.append(
+                f"\nESS/s ratio {names} not shown: bulk ESS below {ESS_CREDIBLE:.0f} ({which}); "
+                "so few effective draws estimate ESS itself too poorly to rate a sampler."
+            )
+        elif b and np.isfinite(a) and np.isfinite(b):
+            lines.append(f"\nESS/s ratio {names}: {a / b:.3g}")
+    return lines
+
+
+def _flat(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with a (method, quantity) index as columns; a plain row index dropped."""
+    if table.index.name or isinstance(table.index, pd.MultiIndex):
+        return table.reset_index()
+    return table.reset_index(drop=True)
+
+
+def _by_level(table: pd.DataFrame):
+    """``(level, rows without the level column)`` per level, in order; ``(None, table)`` if none.
+
+    Columns empty at a level (another level's, such as ``mode``) are dropped, and ``mode`` comes
+    first where it is present.
+    """
+    if "level" not in table:
+        return [(None, table)]
+    out = []
+    for level in dict.fromkeys(table["level"]):
+        part = table[table["level"] == level].drop(columns="level").dropna(axis=1, how="all")
+        if "mode" in part:
+            part = part[["mode", *[c for c in part.columns if c != "mode"]]]
+            part = part.astype({"mode": int})
+        out.append((level, part))
+    return out
+
+
+def _agreement_markdown(table: pd.DataFrame) -> list[str]:
+    """The agreement tables per level, degenerate rows listed as excluded instead of shown."""
+    lines = []
+    for level, part in _by_level(table.reset_index(drop=True)):
+        if level is not None:
+            lines += ["", f"### {level}"]
+        degenerate = part["degenerate"].astype(bool) if "degenerate" in part else None
+        shown = part if degenerate is None else part[~degenerate].drop(columns="degenerate")
+        lines += ["", _table_markdown(shown)]
+        if degenerate is not None and degenerate.any():
+            rows = part[degenerate]
+            mean = "mean_reference" if "mean_reference" in rows else "posterior_mean"
+            names = [
+                (f"mode {int(r['mode'])} " if "mode" in rows else "")
+                + f"{r['quantity']} = {r[mean]:.4g}"
+                for _, r in rows.iterrows()
+            ]
+            if len(names) > MAX_LISTED:
+                names = [*names[:MAX_LISTED], f"and {len(names) - MAX_LISTED} more"]
+            lines += [
+                "",
+                f"degenerate: excluded ({len(rows)} of {len(part)}, not counted in the "
+                f"Bonferroni threshold): {', '.join(names)}. Reason: {DEGENERATE_REASON}.",
+            ]
+    return lines
+
+
+MAX_ROWS = 30
+"""Most invariants the forest plot shows."""
+
+MAX_LISTED = 20
+"""Degenerate quantities named one by one in a report (the rest are counted)."""
+
+
+def _cell(value) -> str:
+    if isinstance(value, bool | np.bool_):
+        return str(value)
+    if isinstance(value, float | np.floating):
+        if np.isnan(value):
+            return "-"
+        return f"{value:.4g}"
+    return str(value)
 
 
 def _table_markdown(table: pd.DataFrame) -> str:
@@ -232,12 +636,9 @@ def _table_markdown(table: pd.DataFrame) -> str:
     header = "| " + " | ".join(map(str, table.columns)) + " |"
     rule = "|" + "---|" * len(table.columns)
 
-    def cell(value):
-        if isinstance(value, float | np.floating):
-            return f"{value:.4g}"
-        return str(value)
-
-    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in table.itertuples(index=False)]
+    body = [
+        "| " + " | ".join(_cell(v) for v in row) + " |" for row in table.itertuples(index=False)
+    ]
     return "\n".join([header, rule, *body])
 
 
@@ -277,27 +678,74 @@ def _rhat(values) -> float:
     return float(az.rhat(values))
 
 
-def summarize(idata, var_names, method: str) -> pd.DataFrame:
-    """Mean, sd, MCSE, bulk ESS and R-hat of each invariant component.
+def divergences(idata) -> float:
+    """Divergent transitions over all chains: the sum of ``sample_stats.diverging``.
+
+    NaN when the run records no ``diverging`` statistic: the notion belongs to Hamiltonian
+    samplers (NUTS), not to Gibbs or discrete Metropolis steps.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> rng = np.random.default_rng(0)
+    >>> idata = az.from_dict(posterior={"x": rng.normal(size=(2, 5))},
+    ...                      sample_stats={"diverging": np.eye(2, 5, dtype=bool)})
+    >>> divergences(idata)
+    2.0
+    >>> divergences(az.from_dict(posterior={"x": rng.normal(size=(2, 5))}))
+    nan
+    """
+    stats_group = getattr(idata, "sample_stats", None)
+    if stats_group is None or "diverging" not in stats_group:
+        return np.nan
+    return float(np.asarray(stats_group["diverging"]).sum())
+
+
+def summarize(idata, var_names, method: str, modes=None) -> pd.DataFrame:
+    """Mean, sd, MCSE, bulk ESS, R-hat and divergences of each invariant component.
+
+    ``divergences`` is the run's count of divergent transitions (:func:`divergences`; NaN for a
+    sampler without the notion), the same on every row of a method.
+
+    With ``modes`` (the mode each chain was started in, mode-matched level) the diagnostics are
+    *within-mode*: ``r_hat`` is the largest R-hat among the chains of one mode, ``ess_bulk`` the
+    smallest bulk ESS of one mode, ``mcse`` that of the mean over modes (modes as fixed strata of
+    equal weight). The R-hat of all chains together would only measure how far apart the modes
+    are, which is the design of that level, not a failure to converge. ``mean`` and ``sd`` stay
+    over all draws.
 
     Examples
     --------
     >>> import arviz as az
     >>> idata = az.from_dict(posterior={"loglik": np.random.default_rng(0).normal(size=(4, 100))})
-    >>> bool(summarize(idata, ["loglik"], "demo").loc[("demo", "loglik"), "ess_bulk"] > 100)
-    True
+    >>> table = summarize(idata, ["loglik"], "demo")
+    >>> bool(table.loc[("demo", "loglik"), "ess_bulk"] > 100), list(table.columns)
+    (True, ['mean', 'sd', 'mcse', 'ess_bulk', 'r_hat', 'divergences'])
     """
+    n_div = divergences(idata)
+    labels = None if modes is None else np.asarray(modes)
     rows = []
     for quantity, values in _components(idata, var_names).items():
+        if labels is None:
+            mcse = _mcse(values)
+            ess = float(az.ess(values, method="bulk"))
+            rhat = _rhat(values)
+        else:
+            parts = [values[labels[: len(values)] == mode] for mode in np.unique(labels)]
+            mcse = float(np.sqrt(sum(_mcse(p) ** 2 for p in parts)) / len(parts))
+            ess = min(float(az.ess(p, method="bulk")) for p in parts)
+            rhats = np.array([_rhat(p) for p in parts])
+            rhat = float(np.nanmax(rhats)) if np.isfinite(rhats).any() else np.nan
         rows.append(
             {
                 "method": method,
                 "quantity": quantity,
                 "mean": float(values.mean()),
                 "sd": float(values.std(ddof=1)),
-                "mcse": _mcse(values),
-                "ess_bulk": float(az.ess(values, method="bulk")),
-                "r_hat": _rhat(values),
+                "mcse": mcse,
+                "ess_bulk": ess,
+                "r_hat": rhat,
+                "divergences": n_div,
             }
         )
     return pd.DataFrame(rows).set_index(["method", "quantity"])
@@ -307,21 +755,73 @@ def _z_threshold(alpha: float, n_tests: int) -> float:
     return float(stats.norm.ppf(1 - alpha / (2 * max(n_tests, 1))))
 
 
+DEGENERATE_TOL = 1e-9
+"""A quantity is *degenerate* when both sides' posterior sd and the difference of their means are
+at most ``DEGENERATE_TOL * max(1, |reference mean|)``: both are constant (up to rounding) at the
+same value, e.g. a co-assignment probability pinned at 0 or 1 (MCSE about 1e-17). It carries no
+test (``z`` would be 0 / 0) and is excluded from the Bonferroni count; two constant sides at
+*different* values are not degenerate and fail."""
+
+DEGENERATE_REASON = (
+    f"both methods' posterior sd and the difference of their means <= {DEGENERATE_TOL:g} x "
+    "max(1, |mean|): constant at the same value, nothing to test"
+)
+
+DEFINITIONS["degenerate"] = (
+    f"{DEGENERATE_REASON}; such a quantity is listed, not tested, and not counted in the "
+    "Bonferroni threshold"
+)
+
+
+def is_degenerate(sd_a, sd_b, mean_a, mean_b, tol: float = DEGENERATE_TOL):
+    """Whether a quantity is degenerate (see :data:`DEGENERATE_TOL`); broadcasts over arrays.
+
+    Examples
+    --------
+    >>> bool(is_degenerate(1e-17, 0.0, 1.0, 1.0 - 1e-16))
+    True
+    >>> bool(is_degenerate(0.0, 0.0, 0.0, 1.0))  # constant, but at different values
+    False
+    >>> bool(is_degenerate(0.1, 0.0, 0.5, 0.5))
+    False
+    """
+    scale = tol * np.maximum(1.0, np.abs(mean_b))
+    return (
+        (np.asarray(sd_a) <= scale)
+        & (np.asarray(sd_b) <= scale)
+        & (np.abs(np.asarray(mean_a) - np.asarray(mean_b)) <= scale)
+    )
+
+
 def agreement(fast, reference, var_names, alpha: float = 0.001) -> pd.DataFrame:
     """Posterior means of two samplers in units of their combined Monte Carlo standard error.
 
     ``z = |mean_fast - mean_ref| / sqrt(mcse_fast**2 + mcse_ref**2)``, compared with the two-sided
-    normal quantile at level ``alpha`` Bonferroni-corrected over the components, so the check fails
-    with probability about ``alpha`` when both samplers target the same posterior.
+    normal quantile at level ``alpha`` Bonferroni-corrected over the non-degenerate components, so
+    the check fails with probability about ``alpha`` when both samplers target the same posterior.
+    Degenerate components (:data:`DEGENERATE_TOL`: both sides constant at one value) get
+    ``degenerate`` True, ``z`` NaN and ``agree`` True, and do not raise the threshold.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> rng = np.random.default_rng(0)
+    >>> x = {"p": np.concatenate([rng.random((4, 500, 2)), np.ones((4, 500, 3))], axis=2)}
+    >>> y = {"p": np.concatenate([rng.random((4, 500, 2)), np.ones((4, 500, 3))], axis=2)}
+    >>> table = agreement(az.from_dict(posterior=x), az.from_dict(posterior=y), ["p"])
+    >>> table["degenerate"].tolist(), bool(table["agree"].all())
+    ([False, False, True, True, True], True)
     """
     a, b = _components(fast, var_names), _components(reference, var_names)
-    threshold = _z_threshold(alpha, len(a))
     rows = []
     for quantity in a:
         x, y = a[quantity], b[quantity]
         se = float(np.hypot(_mcse(x), _mcse(y)))
         diff = float(x.mean() - y.mean())
-        if abs(diff) <= 1e-9 * max(1.0, abs(float(y.mean()))):
+        degenerate = bool(
+            is_degenerate(x.std(ddof=1), y.std(ddof=1), float(x.mean()), float(y.mean()))
+        )
+        if abs(diff) <= DEGENERATE_TOL * max(1.0, abs(float(y.mean()))):
             # Equal up to rounding (e.g. co-assignment probabilities pinned at 1 on both sides).
             diff = 0.0
         z = abs(diff) / se if se > 0 else (0.0 if diff == 0 else np.inf)
@@ -331,20 +831,39 @@ def agreement(fast, reference, var_names, alpha: float = 0.001) -> pd.DataFrame:
                 "mean_fast": float(x.mean()),
                 "mean_reference": float(y.mean()),
                 "combined_mcse": se,
-                "z": z,
-                "threshold": threshold,
-                "agree": bool(z <= threshold),
+                "z": np.nan if degenerate else z,
+                "degenerate": degenerate,
             }
         )
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    n_tests = int((~table["degenerate"]).sum()) if len(table) else 0
+    table["threshold"] = _z_threshold(alpha, n_tests)
+    table["agree"] = table["degenerate"] | (table["z"] <= table["threshold"])
+    return table[
+        ["quantity", "mean_fast", "mean_reference", "combined_mcse", "z", "threshold", "agree",
+         "degenerate"]
+    ]  # fmt: skip
 
 
 def _ess_per_second(idata, var_names) -> float:
+    ess = min(float(az.ess(v, method="bulk")) for v in _components(idata, var_names).values())
+    return _per_second(ess, idata)
+
+
+def _per_second(ess: float, idata) -> float:
     seconds = idata.posterior.attrs.get("sampling_time")
     if not seconds:
         return np.nan
-    ess = min(float(az.ess(v, method="bulk")) for v in _components(idata, var_names).values())
     return ess / float(seconds)
+
+
+MODE_MATCHED_NOTE = (
+    "Mode-matched level: chains were deliberately started in different modes, so the R-hat of "
+    "all chains together measures how far apart the modes are, not convergence, and is not "
+    "shown. Here `r_hat` is the largest R-hat among the chains started at one mode, `ess_bulk` "
+    "the smallest bulk ESS of one mode, `mcse` that of the mean over modes (equal weights); "
+    "`mean` and `sd` are over all draws. The verdict uses these within-mode diagnostics."
+)
 
 
 def heldout_lppd(model, idata, test, train=None) -> np.ndarray:
@@ -424,15 +943,26 @@ def compare(
     fast_name, ref_name = names
     add_invariants(fast, model, data)
     add_invariants(reference, model, data)
+    chain_modes = None
+    if level == "mode-matched":
+        n_chains = min(fast.posterior.sizes["chain"], reference.posterior.sizes["chain"])
+        chain_modes = np.arange(n_chains) if modes is None else np.asarray(modes)[:n_chains]
     summary = pd.concat(
-        [summarize(fast, var_names, fast_name), summarize(reference, var_names, ref_name)]
+        [
+            summarize(fast, var_names, fast_name, modes=chain_modes),
+            summarize(reference, var_names, ref_name, modes=chain_modes),
+        ]
     )
     result = Comparison(summary=summary)
-    result.ess_per_second = {
-        fast_name: _ess_per_second(fast, var_names),
-        ref_name: _ess_per_second(reference, var_names),
-    }
+    for name, idata in ((fast_name, fast), (ref_name, reference)):
+        # ESS from the summary: within-mode at the mode-matched level, where the ESS of all
+        # chains together (about 3 when the modes differ) rates nothing.
+        result.ess[name] = float(summary.loc[name]["ess_bulk"].min())
+        result.ess_per_second[name] = _per_second(result.ess[name], idata)
+    if chain_modes is not None:
+        result.summary_note = MODE_MATCHED_NOTE
     result.draws = {fast_name: fast, ref_name: reference}
+    result.definitions = quantity_definitions(model)
     if level == "reference":
         _reference_checks(result, fast, reference, var_names, alpha, rhat_max, names)
     else:
@@ -496,20 +1026,36 @@ def _reference_checks(result, fast, reference, var_names, alpha, rhat_max, names
             inflation = max(1.0, float(np.sqrt(np.mean(finite**2))))
         table["z_null"] = null["z"].to_numpy()
     table["z_calibrated"] = table["z"] / inflation
-    table["agree"] = table["z_calibrated"] <= table["threshold"]
+    table["agree"] = table["degenerate"] | (table["z_calibrated"] <= table["threshold"])
     result.agreement = table
-    worst_z = float(table["z_calibrated"].max())
+    worst_z = _worst(table["z_calibrated"])
     result.checks.append(
         Check(
             "reference",
             f"{fast_name} agrees with {ref_name}",
             bool(table["agree"].all()),
-            f"max |z| {worst_z:.2f} over {len(table)} quantities after calibration by "
+            f"max |z| {worst_z:.2f} over {_tested(table)} after calibration by "
             f"{ref_name}'s two halves (factor {inflation:.2f}; threshold "
             f"{table['threshold'].iloc[0]:.2f}, family-wise alpha {alpha})",
             {"max_z": worst_z, "inflation": inflation},
         )
     )
+
+
+def _worst(z) -> float:
+    """The largest finite-or-infinite z of a column (degenerate rows are NaN); 0 if none."""
+    values = np.asarray(z, dtype=float)
+    values = values[~np.isnan(values)]
+    return float(values.max()) if len(values) else 0.0
+
+
+def _tested(table) -> str:
+    """``"N quantities"``, with the degenerate ones excluded named by count."""
+    degenerate = int(table["degenerate"].sum()) if "degenerate" in table else 0
+    text = f"{len(table) - degenerate} quantities"
+    if degenerate:
+        text += f" ({degenerate} degenerate excluded)"
+    return text
 
 
 MODE_RHAT_MAX = 1.05
@@ -570,10 +1116,11 @@ def mode_matched_checks(result, fast, reference, var_names, alpha, names, modes=
             rhat = max((_rhat(v) for v in components.values()), default=np.nan)
             ess = min(float(az.ess(v, method="bulk")) for v in components.values())
             row = {"mode": int(mode), "method": side, "chains": len(chains), "max_rhat": rhat,
-                   "min_ess_bulk": ess}  # fmt: skip
+                   "min_ess_bulk": ess, "divergences": divergences(obj)}  # fmt: skip
             for quantity, values in _components(obj, ["loglik"]).items():
                 row[f"{quantity} mean"] = float(values.mean())
                 row[f"{quantity} sd"] = float(values.std(ddof=1))
+                row[f"{quantity} mcse"] = _mcse(values)
             spread.append(row)
             diagnostics.append(row)
         table = agreement(sides[fast_name], sides[ref_name], var_names, alpha / len(labels))
@@ -584,12 +1131,14 @@ def mode_matched_checks(result, fast, reference, var_names, alpha, names, modes=
             table["z_null"] = null_table["z"].to_numpy()
         tables.append(table)
     table = pd.concat(tables, ignore_index=True)
+    # One Bonferroni count over the non-degenerate quantities of all modes together.
+    table["threshold"] = _z_threshold(alpha, int((~table["degenerate"]).sum()))
     inflation = 1.0
     if null_z:
         finite = np.asarray(null_z)[np.isfinite(null_z)]
         inflation = max(1.0, float(np.sqrt(np.mean(finite**2)))) if len(finite) else np.inf
     table["z_calibrated"] = table["z"] / inflation
-    table["agree"] = table["z_calibrated"] <= table["threshold"]
+    table["agree"] = table["degenerate"] | (table["z_calibrated"] <= table["threshold"])
     result.agreement = table
     result.mode_spread = pd.DataFrame(spread)
     diag = pd.DataFrame(diagnostics)
@@ -601,7 +1150,7 @@ def mode_matched_checks(result, fast, reference, var_names, alpha, names, modes=
     worst_ess = min(ref_ess, fast_ess)
     means = result.mode_spread[result.mode_spread["method"] == ref_name]["loglik mean"]
     span = float(means.max() - means.min())
-    worst_z = float(table["z_calibrated"].max())
+    worst_z = _worst(table["z_calibrated"])
     # Only the reference side decides whether a local posterior exists; a fast sampler whose
     # chains from one start disagree while the reference's agree is wrong, not inconclusive.
     problems = []
@@ -619,7 +1168,8 @@ def mode_matched_checks(result, fast, reference, var_names, alpha, names, modes=
         )
     agree = bool(table["agree"].all()) and not fast_split
     detail = (
-        f"{len(labels)} modes x {len(chains)} chains per side; max |z| {worst_z:.2f} after "
+        f"{len(labels)} modes x {len(chains)} chains per side; max |z| {worst_z:.2f} over "
+        f"{_tested(table)} after "
         f"calibration by {ref_name} against itself (factor {inflation:.2f}; threshold "
         f"{float(table['threshold'].iloc[0]):.2f}); within-mode max R-hat {fast_name} "
         f"{fast_rhat:.3f}, {ref_name} {ref_rhat:.3f} (need <= {MODE_RHAT_MAX}); min bulk ESS "
@@ -703,21 +1253,27 @@ def point_in_posterior(
         values = np.atleast_1d(value).ravel()
         for index, v in enumerate(values):
             flat[key if np.ndim(value) == 0 else f"{key}[{index}]"] = float(v)
-    threshold = _z_threshold(alpha, len(flat))
     rows = []
     for quantity, value in flat.items():
         mean, sd = summary.loc[("pymc", quantity), ["mean", "sd"]]
         gap = max(mean - value, 0.0) if quantity == "loglik" else abs(value - mean)
         z = gap / sd if sd > 0 else (0.0 if gap == 0 else np.inf)
+        # A point estimate has sd 0: degenerate when the posterior is constant at its value.
+        degenerate = bool(is_degenerate(0.0, sd, value, mean))
         rows.append(
             {"quantity": quantity, "estimate": value, "posterior_mean": mean, "posterior_sd": sd,
-             "z": z, "threshold": threshold, "agree": bool(z <= threshold)}
+             "z": np.nan if degenerate else z, "degenerate": degenerate}
         )  # fmt: skip
     table = pd.DataFrame(rows)
+    threshold = _z_threshold(alpha, int((~table["degenerate"]).sum()))
+    table["threshold"] = threshold
+    table["agree"] = table["degenerate"] | (table["z"] <= threshold)
     worst_rhat = float(summary["r_hat"].max())
     chains = reference.posterior.sizes["chain"]
-    result = Comparison(summary=summary, agreement=table)
-    result.ess_per_second = {"pymc": _ess_per_second(reference, var_names)}
+    result = Comparison(summary=summary, agreement=table, definitions=quantity_definitions(model))
+    result.ess = {"pymc": float(summary["ess_bulk"].min())}
+    result.ess_per_second = {"pymc": _per_second(result.ess["pymc"], reference)}
+    result.draws = {"pymc": reference}
     result.checks.append(
         Check(
             "reference",
@@ -727,13 +1283,13 @@ def point_in_posterior(
             {"max_rhat": worst_rhat},
         )
     )
-    worst = float(table["z"].max())
+    worst = _worst(table["z"])
     result.checks.append(
         Check(
             "reference",
             f"{name} inside the pymc posterior",
             bool(table["agree"].all()),
-            f"max |estimate - mean| / sd = {worst:.2f} over {len(table)} quantities "
+            f"max |estimate - mean| / sd = {worst:.2f} over {_tested(table)} "
             f"(threshold {threshold:.2f})",
             {"max_z": worst},
         )

@@ -79,22 +79,26 @@ def _add_model_log_likelihood(idata, model, data) -> None:
     """The ``log_likelihood`` group from the model's own per-row function, when PyMC has no
     observed variable to score (a likelihood declared as ``pm.Potential``).
 
-    Named and shaped as the Gibbs output of the family: ``counts`` over the row dimension of
-    ``model.dims["counts"]``, ``model.log_likelihood`` of each draw's parameters plus the
-    multinomial coefficient where the model defines one (as the Gibbs draws add it). Left out
-    when the model declares no ``counts`` variable (the mixtures, whose Gibbs ``x`` is scored
-    given the partition) or defines no likelihood of the PyMC draws (the two-sided reference
-    samples the assignments ``I``, ``J`` alone, with the parameters integrated out).
+    Named and shaped as the Gibbs output of the family: ``counts`` (co-occurrence families) or
+    ``x`` (mixtures) over the first dimension of ``model.dims[name]``, ``model.log_likelihood``
+    of each draw's parameters plus the multinomial coefficient where the model defines one (as
+    the Gibbs draws add it); for a mixture, each item's likelihood under the drawn mixing
+    measure, as the mixture Gibbs sampler scores its draws. Left out when the model defines no
+    likelihood of the PyMC draws (the two-sided reference samples the assignments ``I``, ``J``
+    alone, with the parameters integrated out).
     """
     import numpy as np
     import xarray as xr
 
     posterior = idata.posterior
-    row_dims = getattr(model, "dims", {}).get("counts")
-    skip = {"counts", *getattr(model, "invariant_names", ())}
-    names = [name for name in getattr(model, "dims", {}) if name not in skip and name in posterior]
-    if not row_dims or not names:
+    dims = getattr(model, "dims", {})
+    observed = next((name for name in ("counts", "x") if name in dims), None)
+    skip = {observed, *getattr(model, "invariant_names", ())}
+    names = [name for name in getattr(model, "param_names", dims) if name in posterior]
+    names = [name for name in names if name not in skip]
+    if observed is None or not names:
         return
+    row_dims = dims[observed]
     stacked = {name: posterior[name].to_numpy() for name in names}
     n_chains, n_draws = posterior.sizes["chain"], posterior.sizes["draw"]
     offset = model.log_multinomial_coefficient(data) if hasattr(
@@ -113,7 +117,7 @@ def _add_model_log_likelihood(idata, model, data) -> None:
     labels = model.coords(data).get(row) if hasattr(model, "coords") else None
     if labels is not None and len(labels) == values.shape[-1]:
         coords[row] = list(labels)
-    group = xr.Dataset({"counts": (("chain", "draw", row), values)}, coords=coords)
+    group = xr.Dataset({observed: (("chain", "draw", row), values)}, coords=coords)
     idata.add_groups({"log_likelihood": group})
 
 
@@ -156,9 +160,9 @@ def fit_pymc(
     (``pm.compute_log_likelihood``: for the aspect model ``counts`` over ``doc``, the
     multinomial log-pmf of each row) or, where the likelihood is declared as a ``pm.Potential``,
     the model's own per-row log-likelihood of each draw, under the name and dims of the Gibbs
-    output, so ``az.loo`` and ``az.compare`` take both. It is absent where the draws define no
-    per-row likelihood comparable to the Gibbs one (the two-sided reference samples only the
-    assignments; the mixtures' Gibbs ``x`` is scored given the partition).
+    output, so ``az.loo`` and ``az.compare`` take both (the mixtures: ``x``, each item under the
+    drawn mixing measure). It is absent where the draws define no per-row likelihood comparable
+    to the Gibbs one (the two-sided reference samples only the assignments).
 
     With ``align_labels`` (the default) and several chains, each chain's labels (topics,
     clusters) are matched to chain 0's as the Gibbs samplers do

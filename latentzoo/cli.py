@@ -339,8 +339,9 @@ def _cmd_validate(args):
     data = _load_data(args.data or entry.dataset, entry)
     model = _model(entry, args)
     comparison = latentzoo.validate(
-        model, data, quick=args.quick, random_state=args.seed, progressbar=not args.quiet
-    )
+        model, data, quick=args.quick, random_state=args.seed, progressbar=not args.quiet,
+        data_name=args.data or entry.dataset,
+    )  # fmt: skip
     path = write_validation_report(comparison, args.out, title=f"Validation of {entry.name}")
     print(f"{comparison.verdict()} (report: {path})")
     return 0 if comparison.passed else 1
@@ -351,7 +352,13 @@ def _cmd_demo(args):
     from latentzoo.report import run_demo
 
     comparison = run_demo(args.out, quick=args.quick, progressbar=not args.quiet)
-    print(comparison.verdict())
+    verdict = comparison.verdict()
+    warning = getattr(comparison, "headline_warning", "")
+    if warning:
+        # One line, as the report's bold row: the headline perplexity is not the posterior's.
+        verdict += f"; WARNING: headline Gibbs run {warning}"
+    print(verdict)
+    # The exit status is the validation's: an unconverged headline run is reported, not an error.
     return 0 if comparison.passed else 1
 
 

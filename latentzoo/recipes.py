@@ -25,7 +25,11 @@ from latentzoo.inference.compare import (
 from latentzoo.validation import (
     ExactProblem,
     ValidationRecipe,
+    _gibbs_label,
     _log,
+    _pymc_label,
+    _sizes_label,
+    _truncation,
     calibration_problem,
     cooccurrence_checks,
     density_level,
@@ -339,11 +343,12 @@ def _mixture_problems(recipe):
         def problem(label, local, **options):
             items, _ = local.simulate(rng, **sizes)
             moves = "split-merge" if options.get("split_merge") else "single-site"
-            title = f"{items.n_items} items, {label}, {moves} Gibbs"
+            title = f"{items.n_items} items x {items.n_features} features, {label}, {moves} Gibbs"
             return ExactProblem(title, local, items, options)
 
         def described(local):
-            k = f"K={local.n_components}, " if recipe.problems["truncated"] is False else ""
+            finite = recipe.problems["truncated"] is False
+            k = f"K={local.n_components}, " if finite else "K=unbounded (DPM), "
             return f"{k}alpha={local.alpha:g}, {type(local.component).__name__}"
 
         out = [
@@ -519,12 +524,14 @@ def _mixture_reference(entry, recipe, model, data, settings, rng, progressbar=Fa
     fast = gibbs(local, train, random_state=rng, **options)
     result = compare(local, train, fast, reference, names=("gibbs", "pymc"))
     result.checks.append(uncertainty_check(result.summary, "pymc"))
+    pymc_draws = settings.pymc_draws * recipe.pymc_draws_factor
     result.problem = (
-        f"{full} simulated (separated, {sizes['n_items']} items x {sizes['n_features']} "
-        f"features), {type(local.component).__name__}, alpha={local.alpha:g}, "
-        f"{'truncation' if recipe.problems['truncated'] else 'K'}={local.n_components}; PyMC 4 x "
-        f"{settings.pymc_draws * recipe.pymc_draws_factor} draws after {settings.pymc_tune} "
-        f"tuning, split-merge Gibbs 4 x {settings.gibbs_draws} (thin {settings.gibbs_thin})"
+        f"synthetic: {full} simulated (separated, {sizes['n_items']} items x "
+        f"{sizes['n_features']} features), 80% for training ({train.n_items} items), 20% held "
+        f"out; {type(local.component).__name__}, alpha={local.alpha:g}, "
+        f"K={_sizes_label(local)}{_truncation(local)}; "
+        f"{_pymc_label(4, pymc_draws, settings.pymc_tune, 'PyMC (NUTS, labels marginalised)')}; "
+        f"{_gibbs_label(4, settings.gibbs_draws, settings.gibbs_thin, 200, 'split-merge Gibbs')}"
     )
     # Held-out items: Gibbs scores them by the predictive given its partition, PyMC by the mixture
     # density at each draw; both average the density over draws.
@@ -609,7 +616,11 @@ def _mixture_mode_matched(entry, recipe, model, data, settings, rng, progressbar
     initvals = [_mixture_initvals(local, items, z) for z in starts]
     # Single-site moves only: like NUTS they explore the mode they start in, whereas split-merge
     # moves jump between modes and would compare a global posterior with PyMC's local one.
-    return compare_at_modes(entry, local, items, initvals, starts, settings, rng, progressbar)
+    classes = recipe.problems["real_classes"]
+    label = f"{items.n_items} items spread evenly over its {classes} largest classes"
+    return compare_at_modes(
+        entry, local, items, initvals, starts, settings, rng, progressbar, data_label=label
+    )
 
 
 def _hard_statistics(model, data, draws):

@@ -71,6 +71,10 @@ __all__ = [
     "validate",
 ]
 
+REAL_DATA = "real data"
+"""How a level's problem line starts when it ran on (a subset of) real data; :func:`validate`
+adds the data set's name."""
+
 LEVEL_NAMES = LEVELS
 """The standard levels (defined once, in :mod:`latentzoo.inference.compare`)."""
 
@@ -299,8 +303,9 @@ def exact_level(
             moment_test(residuals, name=f"{problem.label}: draws = exact conditional moments")
         )
     problem = (
-        f"{len(labels)} enumerable problems ({'; '.join(labels)}); "
-        f"{settings.exact_chains} independent chains of {settings.exact_sweeps + 1} sweeps each"
+        f"synthetic tiny data, {len(labels)} enumerable problems ({'; '.join(labels)}); "
+        f"per problem Gibbs {settings.exact_chains} independent chains x 1 draw after "
+        f"{settings.exact_sweeps} burn-in sweeps, against the enumerated posterior (no PyMC)"
     )
     return Comparison(checks=checks, problem=problem)
 
@@ -323,12 +328,14 @@ def reference_level(entry, recipe, model, data, settings, rng, progressbar=False
         tune=settings.pymc_tune, random_state=rng, progressbar=progressbar, initvals=initvals,
     )  # fmt: skip
     problem = (
-        f"{full} simulated ({_synthetic_label(recipe.synthetic(settings))}), "
-        f"K={_sizes_label(small)}; PyMC 4 x {settings.pymc_draws * recipe.pymc_draws_factor} "
-        f"draws after {settings.pymc_tune} tuning"
+        f"synthetic: {full} simulated ({_synthetic_label(recipe.synthetic(settings))}), 80% "
+        f"for training ({data.total} observations), 20% held out; K={_sizes_label(small)}; "
+        f"{_pymc_label(4, settings.pymc_draws * recipe.pymc_draws_factor, settings.pymc_tune)}"
     )
     if recipe.sampler is not None:
-        problem += f", Gibbs 4 x {settings.gibbs_draws} (thin {settings.gibbs_thin}) after 200"
+        problem += f"; {_gibbs_label(4, settings.gibbs_draws, settings.gibbs_thin, 200)}"
+    else:
+        problem += f"; {recipe.em} at beta = 1 to a relative change of 1e-9 (point estimate)"
     if recipe.sampler is not None:
         fast = entry.methods[recipe.sampler](
             small, data, chains=4, draws=settings.gibbs_draws, tune=200,
@@ -346,6 +353,22 @@ def reference_level(entry, recipe, model, data, settings, rng, progressbar=False
     result.checks.append(uncertainty_check(result.summary, "pymc"))
     result.problem = problem
     return result
+
+
+def _pymc_label(chains: int, draws: int, tune: int, what: str = "PyMC") -> str:
+    """``"PyMC 4 chains x 1000 draws after 500 tuning steps"``, for the problem lines."""
+    return f"{what} {_count(chains, 'chain')} x {draws} draws after {tune} tuning steps"
+
+
+def _count(n: int, noun: str) -> str:
+    """``"1 chain"``, ``"4 chains"``."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _gibbs_label(chains: int, draws: int, thin: int, burn: int, what: str = "Gibbs") -> str:
+    """``"Gibbs 4 chains x 1000 draws (one kept per 4 sweeps) after 200 burn-in sweeps"``."""
+    every = f" (one kept per {thin} sweeps)" if thin > 1 else ""
+    return f"{what} {_count(chains, 'chain')} x {draws} draws{every} after {burn} burn-in sweeps"
 
 
 def _synthetic_label(options: dict) -> str:
@@ -377,13 +400,15 @@ def distinct_modes(candidates, scores, separation: float = 0.5, limit: int = 2) 
 
 
 def compare_at_modes(entry, local, subset, pymc_starts, gibbs_starts, settings, rng,
-                     progressbar=False, chains_per_mode: int = 2, gibbs_options=None):  # fmt: skip
+                     progressbar=False, chains_per_mode: int = 2, gibbs_options=None,
+                     data_label: str = ""):  # fmt: skip
     """Run PyMC and the Gibbs sampler from the same modes and compare them mode by mode.
 
     Per mode: ``chains_per_mode`` Gibbs chains, ``chains_per_mode`` PyMC chains (the reference)
     and ``chains_per_mode`` more (the null run that calibrates the test), all with ``real_draws``
     burn-in draws (tuning for PyMC) discarded; see
-    :func:`~latentzoo.inference.compare.mode_matched_checks`.
+    :func:`~latentzoo.inference.compare.mode_matched_checks`. ``data_label`` says which part of
+    the real data ``subset`` is, for the problem line.
     """
     from latentzoo.api import fit_pymc
 
@@ -408,12 +433,25 @@ def compare_at_modes(entry, local, subset, pymc_starts, gibbs_starts, settings, 
         local, subset, fast, reference, level="mode-matched", names=("gibbs", "pymc"),
         modes=modes, null=null,
     )  # fmt: skip
+    gibbs_line = _gibbs_label(
+        per, settings.real_draws * 2, settings.gibbs_thin, settings.real_draws, "Gibbs"
+    )
+    pymc_line = _pymc_label(per, settings.real_draws, settings.real_draws, "PyMC")
     result.problem = (
-        f"{subset}, K={_sizes_label(local)}, {n_modes} distinct modes; per mode {per} Gibbs "
-        f"chains x {settings.real_draws * 2} (thin {settings.gibbs_thin}) and 2 x {per} PyMC "
-        f"chains x {settings.real_draws}, after {settings.real_draws} burn-in / tuning"
+        f"{REAL_DATA}: {data_label + ', ' if data_label else ''}{subset}; "
+        f"K={_sizes_label(local)}{_truncation(local)}; {_count(n_modes, 'distinct mode')}; "
+        "per mode: "
+        f"{gibbs_line}; "
+        f"{pymc_line} (reference) and {per} more (null run that calibrates the test)"
     )
     return result
+
+
+def _truncation(model) -> str:
+    """``", PyMC truncated at 10 sticks"`` for the DPM (whose PyMC declaration is truncated)."""
+    if type(model).__name__ == "DirichletProcessMixture":
+        return f", PyMC truncated at {model.n_components} sticks"
+    return ""
 
 
 def _sizes_label(model) -> str:
@@ -421,9 +459,14 @@ def _sizes_label(model) -> str:
     if type(model).__name__ == "DirichletProcessMixture":
         return "unbounded (DPM)"
     shape = getattr(model, "shape", None)
+    if shape is None and hasattr(model, "n_row_clusters"):
+        shape = (model.n_row_clusters, model.n_col_clusters)
     if shape is not None:
         return "x".join(str(k) for k in shape)
-    return str(getattr(model, "n_components", "?"))
+    for name in ("n_components", "n_clusters"):
+        if hasattr(model, name):
+            return str(getattr(model, name))
+    return "?"
 
 
 def mode_matched_level(entry, recipe, model, data, settings, rng, progressbar=False):
@@ -445,10 +488,11 @@ def mode_matched_level(entry, recipe, model, data, settings, rng, progressbar=Fa
     scores = [float(s.trace["log_likelihood"].iloc[-1]) for s in solutions]
     solutions = distinct_modes(solutions, scores)
     sampler = recipe.sampler_class(local, subset)
+    label = f"its first {n_rows} rows (empty ones dropped) and {n_cols} most frequent columns"
     return compare_at_modes(
         entry, local, subset, [recipe.initvals(s.params) for s in solutions],
         [recipe.gibbs_start(s.params, sampler, rng) for s in solutions], settings, rng,
-        progressbar,
+        progressbar, data_label=label,
     )  # fmt: skip
 
 
@@ -474,9 +518,9 @@ def calibration_level(entry, recipe, model, data, settings, rng, progressbar=Fal
 def calibration_problem(model, settings, sizes: dict, sampler: str) -> str:
     """What the calibrated level ran: simulations, their sizes, K and the chains."""
     return (
-        f"{settings.sbc_sims} data sets drawn from the prior ({_synthetic_label(sizes)}), "
-        f"K={_sizes_label(model)}; per data set one {sampler} chain, 50 tuning sweeps, 99 draws "
-        "thinned by 5"
+        f"synthetic: {settings.sbc_sims} data sets drawn from the prior "
+        f"({_synthetic_label(sizes)}), K={_sizes_label(model)}; per data set "
+        f"{_gibbs_label(1, 99, 5, 50, sampler)}"
     )
 
 
@@ -532,8 +576,8 @@ def optimality_level(entry, recipe, model, data, settings, rng, progressbar=Fals
         return Comparison(skipped=[skipped(OPTIMALITY, reason)])
     simulated, _ = small.simulate(rng, **recipe.synthetic(settings))
     problem = (
-        f"{simulated} drawn from the prior, K={_sizes_label(small)}; {recipe.em} at beta = 1 to "
-        f"a relative change of {OPTIMALITY_EM_TOL:g}"
+        f"synthetic: {simulated} drawn from the prior, K={_sizes_label(small)}; {recipe.em} at "
+        f"beta = 1 to a relative change of {OPTIMALITY_EM_TOL:g} (point estimate, no sampler)"
     )
     _log(progressbar, f"optimality level: {recipe.em} at beta = 1 on {simulated}")
     estimate = entry.methods[recipe.em](
@@ -585,8 +629,13 @@ def density_level(entry, recipe, model, data, settings, rng, progressbar=False) 
         keywords = recipe.problems["reference"]
     simulated, _ = small.simulate(rng, **keywords)
     _log(progressbar, f"density spot check: PyMC declaration on {simulated}")
-    result = density_check(small, simulated, rng)
-    result.problem = f"{simulated} drawn from the prior, K={_sizes_label(small)}"
+    points = 5
+    result = density_check(small, simulated, rng, n_points=points)
+    result.problem = (
+        f"synthetic: {simulated} drawn from the prior, K={_sizes_label(small)}"
+        f"{_truncation(small)}; no sampler: "
+        f"PyMC's log density at {points} parameter draws from the prior"
+    )
     return result
 
 
@@ -625,6 +674,7 @@ def validate(
     random_state=0,
     progressbar: bool = False,
     settings: Settings | None = None,
+    data_name: str | None = None,
 ):
     """Validate the fast inference of ``model`` against its PyMC reference, level by level.
 
@@ -654,6 +704,9 @@ def validate(
     settings : Settings, optional
         Problem sizes (overrides ``quick``): :data:`QUICK`, :data:`FULL` or a
         ``dataclasses.replace`` of either.
+    data_name : str, optional
+        The name of ``data`` for the report's problem lines, when ``data`` is a loaded data set
+        (a name given as ``data`` is used as it is).
 
     Returns
     -------
@@ -683,6 +736,10 @@ def validate(
     rng = as_rng(random_state)
     if data is None:
         data = entry.dataset
+    # Named in the problem line of the levels that run on real data.
+    if data_name is None:
+        data_name = data if isinstance(data, str) else None
+    source = f"'{data_name}'" if data_name else "(given by the caller)"
     if isinstance(data, str):
         data = load(data)
     result = Comparison()
@@ -711,5 +768,8 @@ def validate(
                     result.problems[level] = outcome.problem
             else:
                 result.extend(outcome, level)
+            if result.problems.get(level, "").startswith(REAL_DATA):
+                text = result.problems[level]
+                result.problems[level] = f"{REAL_DATA} {source}, {text[len(REAL_DATA) + 2 :]}"
             result.timings[level] = time.perf_counter() - start
     return result

@@ -142,7 +142,7 @@ def test_validate_report(quick_validation):
         assert level in text
     # Each level names the problem it validated (data, K, chains).
     assert set(quick_validation.problems) == set(LEVELS)
-    assert "| reference | CoOccurrence(10 x 12" in text and "distinct modes" in text
+    assert "| reference | synthetic: CoOccurrence(10 x 12" in text and "distinct mode" in text
 
 
 def test_validate_rejects_unknown_levels():

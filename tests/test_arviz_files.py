@@ -316,3 +316,25 @@ def test_saved_em_file_is_a_named_point_estimate(corpus, tmp_path):
     assert (table["mad"] == 0).all()
     # Readers of idata.posterior still take the EM file.
     assert np.isfinite(latentzoo.perplexity(back, corpus))
+
+
+def test_mixture_pymc_file_has_the_gibbs_log_likelihood(tmp_path):
+    # Regression: a mixture's PyMC result had no log_likelihood group, so az.compare with the
+    # Gibbs result failed; both now score each item under the drawn mixing measure.
+    pytest.importorskip("pymc")
+    from latentzoo.models import BayesianMixture
+
+    data = load("digits").subset(np.arange(30))
+    model = BayesianMixture(3)
+    options = dict(chains=2, draws=30, random_state=0, progressbar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tiny-run sampler notices
+        reference = latentzoo.fit(model, data, method="pymc", tune=30, **options)
+        sample = latentzoo.fit(model, data, method="gibbs", **options)
+    back = _round_trip(reference, tmp_path, "mixture_pymc")
+    assert back.log_likelihood["x"].dims == sample.log_likelihood["x"].dims
+    assert np.isfinite(back.log_likelihood["x"]).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # PSIS Pareto-k notices on 30 short draws
+        table = az.compare({"pymc": back, "gibbs": sample})
+    assert set(table.index) == {"pymc", "gibbs"}

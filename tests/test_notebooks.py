@@ -1,15 +1,27 @@
-"""Execute every notebook in ``notebooks/`` in quick mode.
+"""Execute the notebooks in ``notebooks/`` and check their stored outputs.
 
-Each notebook reads ``LATENTZOO_NOTEBOOK_QUICK=1`` and shrinks its experiment so the whole run takes
-seconds. Notebooks are executed in memory from the ``notebooks`` folder; their committed outputs (the
-full run) are never overwritten. nbclient starts the ``python3`` kernel: the installed kernelspec if
-there is one, otherwise ipykernel's built-in spec of the same name.
+Default run:
+
+* every notebook executes in quick mode (``LATENTZOO_NOTEBOOK_QUICK=1``: small subsets, short
+  runs; seconds to a minute each), in memory from the ``notebooks`` folder, and its last cell
+  prints its key numbers as JSON;
+* every stored notebook is one complete full-size execution (code cells numbered 1, 2, ... without
+  gaps, no error output, key numbers with ``"quick": false``);
+* the numbers its prose quotes (``PROSE`` below) are the stored key numbers, formatted as quoted.
+
+Marked ``slow``: each notebook re-executed at full size (4 to 9 minutes each on two busy cores, see
+``notebooks/README.md``) reproduces its stored key numbers within ``RTOL`` / ``ATOL`` (see :func:`assert_close`).
+
+The committed outputs are never overwritten. nbclient starts the ``python3`` kernel: the installed
+kernelspec if there is one, otherwise ipykernel's built-in spec of the same name.
 """
 
 from __future__ import annotations
 
 import glob
+import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -20,30 +32,177 @@ pytest.importorskip("ipykernel")
 
 NOTEBOOK_DIR = str(Path(__file__).resolve().parents[1] / "notebooks")
 NOTEBOOKS = sorted(glob.glob(os.path.join(NOTEBOOK_DIR, "*.ipynb")))
+IDS = [os.path.basename(p) for p in NOTEBOOKS]
+KEY_TAG = "key-numbers"  # cell tag of the last cell, which prints the key numbers as JSON
+
+# Tolerance of a full re-execution against the stored key numbers. The seeds are fixed, so one
+# machine normally reproduces them exactly; the tolerance leaves room for a different BLAS or
+# thread count changing the order of floating-point sums (which can move an early-stopping
+# decision by an iteration). Booleans (verdicts) and strings must be equal; numbers must agree
+# within RTOL relative or ATOL absolute (integers, e.g. a count of draws or items: within 1).
+RTOL = 0.02
+ATOL = 0.02
+
+# Numbers the prose (markdown cells) of each notebook quotes: (path in the key numbers, format).
+# A list value is formatted with ``format(*value)``. Each formatted string must occur verbatim in
+# the notebook's markdown, so re-executing a notebook without updating its text fails here.
+REFERENCE_VS_GIBBS = [  # the "Reading the numbers" bullets of each reference-vs-sampler section
+    ("reference_vs_gibbs/gibbs/chains_x_draws", "Gibbs ({} draws"),
+    ("reference_vs_gibbs/pymc/chains_x_draws", "NUTS ({} draws"),
+    ("reference_vs_gibbs/pymc/divergences", "{} divergences"),
+    ("reference_vs_gibbs/gibbs/max_r_hat", "R-hat {:.3f} (Gibbs)"),
+    ("reference_vs_gibbs/pymc/max_r_hat", "{:.3f} (PyMC)"),
+    ("reference_vs_gibbs/gibbs/min_ess_bulk", "bulk ESS {} and"),
+    ("reference_vs_gibbs/pymc/min_ess_bulk", "and {} (PyMC)"),
+    ("reference_vs_gibbs/gibbs/loglik_mean", "{:.1f} ± "),
+    ("reference_vs_gibbs/gibbs/loglik_mcse", "± {:.2f} with Gibbs"),
+    ("reference_vs_gibbs/pymc/loglik_mean", "and {:.1f} ± "),
+    ("reference_vs_gibbs/pymc/loglik_mcse", "± {:.2f} with PyMC"),
+    ("reference_vs_gibbs/max_abs_z", "is {:.2f}:"),
+    ("reference_vs_gibbs/gibbs/pareto_k_above_0.7", "{} (Gibbs) and"),
+    ("reference_vs_gibbs/pymc/pareto_k_above_0.7", "{} (PyMC) of the"),
+    ("reference_vs_gibbs/gibbs/elpd_loo", "values ({:.1f} and"),
+    ("reference_vs_gibbs/pymc/elpd_loo", "and {:.1f})"),
+    ("reference_vs_gibbs/gibbs/lppd_in_sample", "{:.1f} (Gibbs) against"),
+    ("reference_vs_gibbs/pymc/lppd_in_sample", "against {:.1f} (PyMC)"),
+]
+PROSE = {
+    "aspect_model.ipynb": REFERENCE_VS_GIBBS,
+    "clustering_models.ipynb": [
+        *REFERENCE_VS_GIBBS,
+        ("beta_ranges/ACM reuters", "{0:.3f} on the long Reuters documents"),
+        ("beta_ranges/ACM ptb-adjnoun", "{0:.2f}-{1:.2f} on the short adjective rows"),
+        ("beta_ranges/SCM", "$\\beta = {0:.2g}$-${1:.2g}$"),
+        (("beta_ranges", "SCM / aspect"), "${0:.2f}$-${1:.2f}\\times$ the aspect model's"),
+    ],
+    "mixtures.ipynb": REFERENCE_VS_GIBBS,
+}
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[os.path.basename(p) for p in NOTEBOOKS])
-def test_notebook_runs_in_quick_mode(path, monkeypatch):
-    # The kernel is a child process and inherits os.environ at launch.
-    monkeypatch.setenv("LATENTZOO_NOTEBOOK_QUICK", "1")
+def read(path):
     with open(path, encoding="utf-8") as handle:
-        notebook = nbformat.read(handle, as_version=4)
+        return nbformat.read(handle, as_version=4)
+
+
+def execute(notebook):
     client = nbclient.NotebookClient(
         notebook,
-        timeout=600,
+        timeout=3600,
         kernel_name="python3",
         resources={"metadata": {"path": NOTEBOOK_DIR}},
     )
     client.execute()  # raises CellExecutionError, naming the cell, if any cell fails
-    errors = [
+    return notebook
+
+
+def errors(notebook):
+    return [
         output
         for cell in notebook.cells
         if cell.cell_type == "code"
         for output in cell.get("outputs", [])
         if output.get("output_type") == "error"
     ]
-    assert not errors
+
+
+def key_numbers(notebook) -> dict:
+    """The JSON printed by the last code cell, which must carry the ``key-numbers`` tag."""
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert code and KEY_TAG in code[-1].metadata.get("tags", []), (
+        f"the last code cell must be tagged {KEY_TAG!r}"
+    )
+    text = "".join(
+        output.get("text", "")
+        for output in code[-1].get("outputs", [])
+        if output.get("output_type") == "stream" and output.get("name") == "stdout"
+    )
+    return json.loads(text)
+
+
+def flatten(tree, prefix="") -> dict:
+    if isinstance(tree, dict):
+        out = {}
+        for key, value in tree.items():
+            out.update(flatten(value, f"{prefix}/{key}" if prefix else str(key)))
+        return out
+    return {prefix: tree}
+
+
+def lookup(tree, path):
+    """``path``: keys joined by "/", or a tuple of keys (for keys that contain "/")."""
+    for key in path.split("/") if isinstance(path, str) else path:
+        tree = tree[key]
+    return tree
+
+
+def assert_close(fresh: dict, stored: dict):
+    fresh, stored = flatten(fresh), flatten(stored)
+    assert fresh.keys() == stored.keys()
+    bad = []
+    for key, want in stored.items():
+        got = fresh[key]
+        if isinstance(want, bool) or isinstance(want, str) or want is None:
+            ok = got == want
+        elif isinstance(want, list):
+            ok = len(got) == len(want) and all(
+                abs(g - w) <= max(ATOL, RTOL * abs(w)) for g, w in zip(got, want, strict=True)
+            )
+        elif isinstance(want, int):
+            ok = abs(got - want) <= max(1, RTOL * abs(want))
+        else:
+            ok = abs(got - want) <= max(ATOL, RTOL * abs(want))
+        if not ok:
+            bad.append(f"{key}: stored {want!r}, re-run {got!r}")
+    assert not bad, "key numbers differ from the stored run:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_notebook_runs_in_quick_mode(path, monkeypatch):
+    # The kernel is a child process and inherits os.environ at launch.
+    monkeypatch.setenv("LATENTZOO_NOTEBOOK_QUICK", "1")
+    notebook = execute(read(path))
+    assert not errors(notebook)
+    numbers = key_numbers(notebook)
+    assert numbers["quick"] is True
+    # The same sections as the stored full run (the quick run has other sizes inside them).
+    assert numbers.keys() == key_numbers(read(path)).keys()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_stored_notebook_is_one_full_run(path):
+    notebook = read(path)
+    counts = [cell.execution_count for cell in notebook.cells if cell.cell_type == "code"]
+    # One kernel, every cell once, in order: outputs of a single top-to-bottom execution.
+    assert counts == list(range(1, len(counts) + 1)), counts
+    assert not errors(notebook)
+    assert key_numbers(notebook)["quick"] is False
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_prose_quotes_the_stored_numbers(path):
+    notebook = read(path)
+    numbers = key_numbers(notebook)
+    prose = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+    prose = re.sub(r"\s+", " ", prose)
+    missing = []
+    for key, fmt in PROSE[os.path.basename(path)]:
+        value = lookup(numbers, key)
+        text = fmt.format(*value) if isinstance(value, list) else fmt.format(value)
+        if text not in prose:
+            missing.append(f"{key} = {value!r}: {text!r} not in the text")
+    assert not missing, "the prose does not quote the stored numbers:\n" + "\n".join(missing)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_full_run_reproduces_stored_key_numbers(path, monkeypatch):
+    monkeypatch.delenv("LATENTZOO_NOTEBOOK_QUICK", raising=False)
+    stored = key_numbers(read(path))
+    fresh = execute(read(path))
+    assert not errors(fresh)
+    assert_close(key_numbers(fresh), stored)
 
 
 def test_notebooks_are_found():
     assert NOTEBOOKS, f"no notebooks in {NOTEBOOK_DIR}"
+    assert set(PROSE) == set(IDS), "every notebook needs its PROSE entry"

@@ -1,6 +1,7 @@
 """``latentzoo.validate`` on every registered family, and a negative control that must fail."""
 
 import dataclasses
+import re
 
 import numpy as np
 import pytest
@@ -47,8 +48,15 @@ def test_every_registered_family_has_a_recipe_covering_the_four_levels():
 def test_quick_validation_passes_every_applicable_level(model, reached, skipped):
     comparison = latentzoo.validate(model, quick=True, random_state=1)
     assert comparison.passed, comparison.verdict()
+    # The mode-matched level may honestly be inconclusive when PyMC's short quick run does not
+    # hold one local posterior (its own within-mode R-hat or ESS fails); never when Gibbs does.
+    unsure = [c for c in comparison.inconclusive if c.level == "mode-matched"]
+    assert all("inconclusive: pymc" in c.detail for c in unsure), [c.detail for c in unsure]
+    if unsure:
+        reached = [level for level in reached if level != "mode-matched"]
     assert comparison.levels_reached == reached
     assert [check.level for check in comparison.skipped] == skipped
+    _assert_problem_lines_state_their_runs(comparison)
     text = comparison.to_markdown()
     assert "Verdict" in text
     for level in skipped:
@@ -76,6 +84,58 @@ def test_small_validation_of_the_cheap_levels_passes(model, reached):
     assert comparison.passed, comparison.verdict()
     assert comparison.levels_reached == reached
     assert set(comparison.problems) == set(reached)
+    _assert_problem_lines_state_their_runs(comparison)
+
+
+def _assert_problem_lines_state_their_runs(comparison):
+    """Every level's line names its data (synthetic or real), sizes, K and, for a sampler, its
+    chains x draws and burn-in / tuning."""
+    sampled = {"exact", "reference", "mode-matched", "calibrated"}
+    for level, line in comparison.problems.items():
+        assert line.startswith(("synthetic", "real data '")), (level, line)
+        assert re.search(r"K=(\d|unbounded)", line), (level, line)  # never "K=?"
+        assert re.search(r"\d+ x \d+|\d+ items|n_\w+=\d+", line), (level, line)  # sizes
+        if level in sampled:
+            assert re.search(r"\d+ (independent )?chains? x \d+ draws?", line), (level, line)
+            assert "burn-in" in line or "tuning" in line, (level, line)
+        if level in ("reference", "mode-matched"):
+            assert "PyMC" in line and "tuning steps" in line, (level, line)
+
+
+TINY = dataclasses.replace(
+    validation.QUICK, pymc_draws=30, pymc_tune=30, gibbs_draws=30, real_subset=(8, 10),
+    real_draws=20, mode_starts=2,
+)  # fmt: skip
+"""Sizes at which the reference and mode-matched levels run in seconds (with a stand-in PyMC)."""
+
+
+def test_reference_and_mode_matched_lines_state_data_sizes_k_and_runs(monkeypatch):
+    """The problem lines of the sampled levels, with Gibbs standing in for PyMC (the lines, not
+    the verdicts, are tested here; the slow test runs PyMC)."""
+    import latentzoo.api
+
+    gibbs = ZOO["one_sided"].methods["gibbs"]
+
+    def stand_in(model, data, *, chains, draws, tune, random_state, progressbar, initvals=None):
+        return gibbs(model, data, chains=chains, draws=draws, tune=tune, random_state=random_state)
+
+    monkeypatch.setattr(latentzoo.api, "fit_pymc", stand_in)
+    comparison = latentzoo.validate(
+        OneSidedClustering(2), levels=["reference", "mode-matched"], settings=TINY, random_state=0
+    )
+    assert set(comparison.problems) == {"reference", "mode-matched"}
+    _assert_problem_lines_state_their_runs(comparison)
+    line = comparison.problems["mode-matched"]
+    assert line.startswith("real data 'reuters', its first 8 rows"), line
+    assert "PyMC 2 chains x 20 draws after 20 tuning steps" in line
+    assert "Gibbs 2 chains x 40 draws (one kept per 4 sweeps) after 20 burn-in sweeps" in line
+    assert "Gibbs 4 chains x 30 draws" in comparison.problems["reference"]
+    assert set(comparison.posteriors) == {
+        "reference/gibbs", "reference/pymc", "mode-matched/gibbs", "mode-matched/pymc",
+    }  # fmt: skip
+    text = comparison.to_markdown()
+    assert "### mode-matched" in text and "deliberately started in different modes" in text
+    assert "## Definitions" in text and "- **p_dyad**:" in text
 
 
 def _wrong_model_gibbs(gibbs, wrong):
