@@ -146,11 +146,8 @@ def load_average() -> str:
         return "n/a"
 
 
-def machine_info() -> list[tuple[str, str]]:
-    import lda
-    import pymc
-    import tomotopy
-
+def machine_rows(peer_versions: str) -> list[tuple[str, str]]:
+    """CPU, numba threads, load average and versions (python, numpy, numba, then the peers')."""
     return [
         ("CPU", f"{cpu_model()} ({os.cpu_count()} logical CPUs)"),
         ("numba threads", str(nb.config.NUMBA_NUM_THREADS)),
@@ -158,10 +155,20 @@ def machine_info() -> list[tuple[str, str]]:
         (
             "versions",
             f"python {platform.python_version()}, numpy {np.__version__}, numba {nb.__version__}, "
-            f"lda {lda.__version__ if hasattr(lda, '__version__') else '?'}, tomotopy "
-            f"{tomotopy.__version__} (isa {tomotopy.isa}), pymc {pymc.__version__}",
+            + peer_versions,
         ),
     ]
+
+
+def machine_info() -> list[tuple[str, str]]:
+    import lda
+    import pymc
+    import tomotopy
+
+    return machine_rows(
+        f"lda {lda.__version__ if hasattr(lda, '__version__') else '?'}, tomotopy "
+        f"{tomotopy.__version__} (isa {tomotopy.isa}), pymc {pymc.__version__}"
+    )
 
 
 def run_info(argv: list[str]) -> list[tuple[str, str]]:

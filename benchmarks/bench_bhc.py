@@ -35,14 +35,12 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-import numba as nb
 import numpy as np
 import scipy
 from scipy.cluster.hierarchy import linkage
@@ -53,8 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_aspect import (  # noqa: E402
     Ratio,
     Stopwatch,
-    cpu_model,
-    load_average,
+    machine_rows,
     markdown_table,
     run_suite,
 )
@@ -102,16 +99,7 @@ class Config:
 def machine_info() -> list[tuple[str, str]]:
     import sklearn
 
-    return [
-        ("CPU", f"{cpu_model()} ({os.cpu_count()} logical CPUs)"),
-        ("numba threads", str(nb.config.NUMBA_NUM_THREADS)),
-        ("load average (1, 5, 15 min) at start", load_average()),
-        (
-            "versions",
-            f"python {platform.python_version()}, numpy {np.__version__}, numba {nb.__version__}, "
-            f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}",
-        ),
-    ]
+    return machine_rows(f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}")
 
 
 def best_of(fn, rounds: int):
@@ -283,7 +271,7 @@ PEER_DRIVER = textwrap.dedent(
     """
     import json, sys, time
     import numpy as np
-    X = np.load(sys.argv[1])
+    X = np.load(sys.argv[1], allow_pickle=False)
     alpha = float(sys.argv[2])
     from BHClustering import functions as F
     found = []  # r_k of each chosen merge; -10000 is the peer's "no pair had a finite r_k"
