@@ -231,6 +231,9 @@ class Comparison:
     posteriors : dict
         ``"level/method"`` -> InferenceData of every level merged by :meth:`extend` (``draws``
         keeps only the last level's).
+    tables : dict
+        Title -> a family's own table (e.g. BHC against the exact DPM), rendered under its
+        title by :meth:`to_markdown`; :meth:`extend` adds the level to the title.
     """
 
     checks: list = field(default_factory=list)
@@ -248,6 +251,7 @@ class Comparison:
     notes: dict = field(default_factory=dict)
     definitions: dict = field(default_factory=dict)
     posteriors: dict = field(default_factory=dict, repr=False)
+    tables: dict = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -301,6 +305,7 @@ class Comparison:
         self.ess_per_second.update({k + suffix: v for k, v in other.ess_per_second.items()})
         self.ess.update({k + suffix: v for k, v in other.ess.items()})
         self.heldout.update({k + suffix: v for k, v in other.heldout.items()})
+        self.tables.update({k + suffix: v for k, v in other.tables.items()})
         self.draws.update(other.draws)
         if label:
             self.posteriors.update({f"{label}/{k}": v for k, v in other.draws.items()})
@@ -398,6 +403,8 @@ class Comparison:
                         "table: constant at one value on both sides, nothing to diagnose).",
                     ]
                 lines += ["", _table_markdown(table)]
+        for title, table in self.tables.items():
+            lines += ["", f"## {title}", "", _table_markdown(table)]
         if self.mode_spread is not None and len(self.mode_spread):
             lines += [
                 "", "## Spread of modes: per-mode diagnostics and means", "",

@@ -19,9 +19,7 @@ parameters; and :func:`gibbs_entry`, the one ``gibbs`` entry point that every fa
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import numbers
 import time
 import warnings
 from collections.abc import Callable
@@ -35,6 +33,7 @@ from tqdm.auto import tqdm
 
 from latentzoo.data.checks import check_memory, check_random_state
 from latentzoo.models._checks import check_integer
+from latentzoo.models.base import model_attrs, netcdf_attr  # noqa: F401 - re-exported
 
 __all__ = [
     "GibbsSetup",
@@ -565,62 +564,6 @@ def check_parameter_memory(model, data, what: str, copies: int = 4) -> None:
         8.0 * values * copies, what, detail=f"for {float(values):.1e} parameter values",
         hint="use fewer clusters or a subset of the data",
     )  # fmt: skip
-
-
-def netcdf_attr(value):
-    """``value`` as a netCDF attribute: numbers and strings as they are, numeric vectors as arrays,
-    classes and dtypes by name, anything else as its text (None: leave the attribute out).
-
-    Examples
-    --------
-    >>> netcdf_attr(True), netcdf_attr(np.float32), netcdf_attr([1.0, 0.5]).tolist()
-    (1, 'float32', [1.0, 0.5])
-    """
-    if value is None:
-        return None
-    if isinstance(value, bool | np.bool_):
-        return int(value)
-    if isinstance(value, numbers.Number | str):
-        return value
-    if isinstance(value, type):
-        return value.__name__
-    if isinstance(value, np.dtype):
-        return value.name
-    if isinstance(value, list | tuple | np.ndarray):
-        array = np.asarray(value)
-        if array.dtype.kind in "iuf" and array.ndim == 1:
-            return array
-    return str(value)
-
-
-def model_attrs(model) -> dict:
-    """The attributes that identify a fit's model in a saved file: the library and its version,
-    the model class and each hyperparameter as ``model_<name>`` (components by their text).
-
-    Examples
-    --------
-    >>> from latentzoo.models import AspectModel
-    >>> attrs = model_attrs(AspectModel(3))
-    >>> attrs["model"], attrs["model_n_components"], attrs["model_alpha"]
-    ('AspectModel', 3, 1.1)
-    """
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        library_version = version("latentzoo")
-    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
-        library_version = "unknown"
-    attrs = {
-        "inference_library": "latentzoo",
-        "inference_library_version": library_version,
-        "model": type(model).__name__,
-    }
-    if dataclasses.is_dataclass(model):
-        for item in dataclasses.fields(model):
-            value = netcdf_attr(getattr(model, item.name))
-            if value is not None:
-                attrs[f"model_{item.name}"] = value
-    return attrs
 
 
 # ------------------------------------------------------------------- label switching

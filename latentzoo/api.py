@@ -59,6 +59,11 @@ def fit(model, data, method: str = "annealed_em", **options):
     1.1
     """
     entry = entry_for(model)
+    if method == "pymc" and entry.reference != "pymc":
+        raise ValueError(
+            f"{entry.name} has no PyMC reference of its own: it approximates the "
+            f"{entry.reference} family (fit that model with method='pymc')"
+        )
     if method != "pymc" and method not in entry.methods:
         known = ", ".join([*entry.methods, "pymc"])
         raise ValueError(f"unknown method {method!r} for {entry.name}; known methods: {known}")

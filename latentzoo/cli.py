@@ -159,20 +159,30 @@ def _parse_value(text: str):
     return text
 
 
-def _model(entry, args):
-    """The model of ``entry``: ``--k`` (and ``--k-cols``) set its sizes, ``--param`` the rest."""
+def _model(entry, args, default_k: int, data=None):
+    """The model of ``entry``: ``--k`` (and ``--k-cols``) set its sizes, ``--param`` the rest,
+    ``--prior-scale`` the empirical Beta prior of ``data``.
+
+    A family without sizes (BHC: the tree decides the number of clusters) takes ``--k`` as the
+    number of clusters to cut its tree into, checked here and used when the result is saved.
+    """
     import dataclasses
 
     settings = {}
-    if args.k is not None:
-        settings[entry.sizes[0]] = args.k
+    k = args.k
+    if not entry.sizes:
+        if k is not None and k < 1:
+            raise UserError(f"--k must be a positive number of clusters, got {k}")
+    else:
+        k = default_k if k is None else k
+        settings[entry.sizes[0]] = k
     k_cols = getattr(args, "k_cols", None)
     if k_cols is not None:
         if len(entry.sizes) < 2:
-            raise UserError(f"{entry.name} takes one size (--k), not --k-cols")
+            raise UserError(f"{entry.name} takes at most one size (--k), not --k-cols")
         settings[entry.sizes[1]] = k_cols
-    elif len(entry.sizes) > 1 and args.k is not None:
-        settings[entry.sizes[1]] = args.k
+    elif len(entry.sizes) > 1:
+        settings[entry.sizes[1]] = k
     fields = {f.name for f in dataclasses.fields(entry.model)}
     for item in getattr(args, "param", None) or []:
         name, sep, value = item.partition("=")
@@ -188,6 +198,28 @@ def _model(entry, args):
         if "component" not in fields:
             raise UserError(f"{entry.name} has no --component")
         settings["component"] = component_named(args.component)
+    scale = getattr(args, "prior_scale", None)
+    if scale is None:
+        scale = entry.fit_defaults.get("prior_scale")
+    if scale is not None and scale != 0 and data is not None:
+        from latentzoo.models.conjugate import BetaBernoulli
+
+        component = settings.get("component")
+        if component is None and "component" in fields:
+            component = next(f for f in dataclasses.fields(entry.model) if f.name == "component")
+            component = component.default_factory()
+        if not isinstance(component, BetaBernoulli):
+            if args.prior_scale is not None:
+                raise UserError(
+                    "--prior-scale sets a Beta-Bernoulli prior from the data: "
+                    f"{entry.name} with {type(component).__name__ if component else 'no'} "
+                    "component takes none"
+                )
+        else:
+            try:
+                settings["component"] = BetaBernoulli.from_data(data.X, scale=scale)
+            except ValueError as error:
+                raise UserError(f"--prior-scale: {error}") from None
     try:
         return entry.model(**settings)
     except TypeError as error:
@@ -206,6 +238,16 @@ def _call(entry, method, model, data, options):
             raise
         name = match.group(1)
         raise UserError(f"{entry.name} {method} does not take --{name.replace('_', '-')}") from None
+
+
+def _takes(function, name: str) -> bool:
+    """Whether ``function`` accepts the keyword ``name`` (or any keyword)."""
+    import inspect
+
+    parameters = inspect.signature(function).parameters
+    return name in parameters or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+    )
 
 
 def check_writable(out, folder=False) -> Path:
@@ -287,7 +329,7 @@ def _cmd_fit(args):
     out = check_writable(args.out)
     entry = entry_for(args.model)
     data = _load_data(args.data or entry.dataset, entry)
-    model = _model(entry, args)
+    model = _model(entry, args, default_k=10, data=data)
     method = args.method or next(iter(entry.methods))
     # Only what the user set is passed: each method keeps its own defaults.
     given = {
@@ -306,8 +348,18 @@ def _cmd_fit(args):
         if not sep or not name.isidentifier():
             raise UserError(f"--option takes NAME=VALUE, e.g. split_merge=true; got {item!r}")
         options[name] = _parse_value(value)
-    options.update(random_state=args.seed, progressbar=not args.quiet)
+    if method != "pymc" and method not in entry.methods:
+        known = ", ".join([*entry.methods, *(["pymc"] if entry.reference == "pymc" else [])])
+        raise UserError(f"unknown method {method!r} for {entry.name}; known methods: {known}")
+    if args.seed < 0:
+        raise UserError(f"--seed must be a non-negative integer, got {args.seed}")
+    # --seed and progress bars go to the methods that take them (BHC is deterministic).
+    for name, value in (("random_state", args.seed), ("progressbar", not args.quiet)):
+        if method == "pymc" or _takes(entry.methods[method], name):
+            options[name] = value
     result = _call(entry, method, model, data, options)
+    if hasattr(result, "to_arrays"):  # a BHC tree
+        return _save_tree(result, data, model, method, args, out)
     idata = result.to_inference_data() if hasattr(result, "to_inference_data") else result
     write_atomically(out, lambda path: idata.to_netcdf(str(path)))
     if options.get("chains") == 1:
@@ -329,6 +381,66 @@ def _cmd_fit(args):
     return 0
 
 
+def entry_name(model) -> str:
+    """The registry name of ``model``'s family (``"bhc"``)."""
+    from latentzoo.zoo import entry_for
+
+    return entry_for(model).name
+
+
+def _save_tree(tree, data, model, method, args, out) -> int:
+    """Save a BHC tree (netCDF, or npz for a ``.npz`` ``--out``) and its dendrogram PNG next to it.
+
+    ``--k K`` adds the partition into ``K`` clusters (``cluster_k``) to the saved file.
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from latentzoo.inference.bhc import plot_dendrogram
+
+    extra = {}
+    if args.k is not None:
+        try:
+            extra["cluster_k"] = tree.cut_into(args.k)
+        except ValueError as error:
+            raise UserError(f"--k {args.k}: {error}") from None
+    if out.suffix == ".npz":
+        arrays = {**tree.to_arrays(), "cluster": tree.cut(), **extra}
+        arrays["item"] = np.asarray(data.item_names, dtype=str)
+        if data.labels is not None:
+            arrays["labels"] = np.asarray(data.labels)
+
+        def write(path):
+            with open(path, "wb") as handle:  # np.savez adds ".npz" to a path without it
+                np.savez(handle, **arrays)
+
+    else:
+        idata = tree.to_inference_data(data)
+        for name, labels in extra.items():
+            idata.posterior[name] = (("chain", "draw", "item"), labels[None, None])
+
+        def write(path):
+            idata.to_netcdf(str(path))
+
+    write_atomically(out, write)
+    figure = out.with_suffix(".png")
+    ax = plot_dendrogram(tree, labels=data.labels)
+    ax.set_title(f"{entry_name(model)} ({method}) on {data}\n{ax.get_title()}", fontsize=9)
+    write_atomically(figure, lambda path: ax.figure.savefig(path, format="png", dpi=110))
+    plt.close(ax.figure)
+    if not args.quiet:
+        described = f"{entry_name(model)} (alpha={model.alpha:g}, {type(model.component).__name__})"
+        print(f"fitted {described} with {method} on {data}; saved to {out} and {figure}")
+        print(
+            f"log p(D | T) {tree.log_marginal:.1f}, DPM lower bound {tree.lower_bound():.1f}, "
+            f"{int(tree.cut().max()) + 1} clusters where r_k < 0.5"
+        )
+    return 0
+
+
 def _cmd_validate(args):
     import latentzoo
     from latentzoo.report import write_validation_report
@@ -337,7 +449,7 @@ def _cmd_validate(args):
     check_writable(args.out, folder=True)
     entry = entry_for(args.model)
     data = _load_data(args.data or entry.dataset, entry)
-    model = _model(entry, args)
+    model = _model(entry, args, default_k=2, data=data)
     comparison = latentzoo.validate(
         model, data, quick=args.quick, random_state=args.seed, progressbar=not args.quiet,
         data_name=args.data or entry.dataset,
@@ -373,7 +485,10 @@ def build_parser() -> argparse.ArgumentParser:
     fit = sub.add_parser("fit", help="fit a model and save the result as netCDF")
     fit.add_argument("model")
     fit.add_argument("--data", help="dataset name or a .npz/.csv file (default: the model's)")
-    fit.add_argument("--k", type=int, default=10, help="number of components or row clusters")
+    fit.add_argument(
+        "--k", type=int, help="number of components or row clusters (default 10); bhc: also "
+        "save the tree cut into K clusters",
+    )  # fmt: skip
     fit.add_argument("--k-cols", type=int, help="number of column clusters (two-sided models)")
     fit.add_argument(
         "--param",
@@ -384,6 +499,11 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument(
         "--component", help="mixture component: beta_bernoulli, dirichlet_multinomial, "
         "normal_gamma or normal_inverse_wishart",
+    )  # fmt: skip
+    fit.add_argument(
+        "--prior-scale", type=float, metavar="KAPPA", help="Beta-Bernoulli prior from the data "
+        "mean m: a = KAPPA m, b = KAPPA (1 - m) (Heller 2007, sec. 3.5; default 2 for bhc, "
+        "0 keeps the component's own prior)",
     )  # fmt: skip
     fit.add_argument("--method", help="see `latentzoo list` (default: the first listed); or pymc")
     fit.add_argument("--betas", help="annealing schedule: 'auto' or e.g. 0.5,0.8,1")
@@ -399,13 +519,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="another option of the method, e.g. split_merge=true or sample_alpha=true",
     )  # fmt: skip
     fit.add_argument("--seed", type=int, default=0)
-    fit.add_argument("--out", required=True, help="output .nc file")
+    fit.add_argument(
+        "--out", required=True, help="output .nc file (bhc: .nc or .npz, and a dendrogram .png)"
+    )
     fit.add_argument("--quiet", action="store_true")
 
     val = sub.add_parser("validate", help="compare the fast sampler with the PyMC reference")
     val.add_argument("model")
     val.add_argument("--data")
-    val.add_argument("--k", type=int, default=2)
+    val.add_argument("--k", type=int, help="number of components (default 2)")
     val.add_argument("--k-cols", type=int)
     val.add_argument("--param", action="append", metavar="NAME=VALUE")
     val.add_argument("--component")

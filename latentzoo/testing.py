@@ -235,7 +235,8 @@ def method_options(entry, method: str) -> set[str]:
 
 
 def quick_options(entry, method: str) -> dict:
-    """Options that make ``method`` fast on small data (one short chain, one temperature).
+    """Options that make ``method`` fast on small data (one short chain, one temperature), and
+    the family's own ``check_options`` for it.
 
     Examples
     --------
@@ -244,11 +245,13 @@ def quick_options(entry, method: str) -> dict:
     1
     """
     kind = method_kind(entry, method)
+    own = dict(getattr(entry, "check_options", {}).get(method, {}))
     if kind == "sampler":
-        return {"chains": 1, "draws": 3, "tune": 1, "progressbar": False, "random_state": 0}
+        return {"chains": 1, "draws": 3, "tune": 1, "progressbar": False, "random_state": 0, **own}
     if kind == "em":
-        return {"betas": [1.0], "max_iter": 20, "random_state": 0}
-    return {"random_state": 0} if "random_state" in method_options(entry, method) else {}
+        return {"betas": [1.0], "max_iter": 20, "random_state": 0, **own}
+    seed = {"random_state": 0} if "random_state" in method_options(entry, method) else {}
+    return {**seed, **own}
 
 
 def run_method(entry, method: str, model, data, **options):
@@ -273,7 +276,8 @@ def run_method(entry, method: str, model, data, **options):
 
 def result_arrays(result) -> dict[str, np.ndarray]:
     """Every array of a fit: ``params`` and ``trace`` of an EM result, the groups of an
-    ``InferenceData`` (but its ``observed_data``), keyed ``"group.name"``. Timings are left out.
+    ``InferenceData`` (but its ``observed_data``), the arrays of a BHC tree, keyed
+    ``"group.name"``. Timings are left out.
 
     Examples
     --------
@@ -284,6 +288,8 @@ def result_arrays(result) -> dict[str, np.ndarray]:
     ['params.phi', 'params.theta']
     """
     out = {}
+    if hasattr(result, "to_arrays"):  # a BHC tree
+        return {f"tree.{name}": np.asarray(value) for name, value in result.to_arrays().items()}
     if hasattr(result, "params"):
         for name, value in result.params.items():
             out[f"params.{name}"] = np.asarray(value)
@@ -488,11 +494,12 @@ def _cli_fit(entry, method: str, data_file: Path, out: Path, *flags: str) -> lis
 
 def _cli_control(entry, method: str, data_file: Path, out: Path) -> str | None:
     """None if the valid command runs (exit code 0, ``out`` written), so that the bad inputs
-    fail for their own reason; removes ``out``."""
+    fail for their own reason; removes ``out`` and the files written next to it."""
     code, stderr = _run_cli(_cli_fit(entry, method, data_file, out))
     written = out.exists()
-    if written:
-        out.unlink()
+    # The result and what is written next to it (a BHC tree's dendrogram PNG).
+    for path in out.parent.glob(f"{out.stem}.*") if out.parent.exists() else ():
+        path.unlink()
     if isinstance(code, BaseException) or code != 0 or not written:
         shown = _short(code) if isinstance(code, BaseException) else f"exit code {code!r}"
         return f"the valid command failed ({shown}): {stderr.strip()[:200]!r}"

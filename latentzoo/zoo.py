@@ -27,6 +27,7 @@ import pandas as pd
 from latentzoo.data import CoOccurrence, Features
 from latentzoo.models import (
     AspectModel,
+    BayesianHierarchicalClustering,
     BayesianMixture,
     DirichletProcessMixture,
     OneSidedClustering,
@@ -107,10 +108,18 @@ class Family:
         Path of the family's executed notebook.
     description : str
     reference : str
-        The reference method (always "pymc").
+        The reference: ``"pymc"`` (``latentzoo.fit(..., method="pymc")``), or the family whose
+        model this one approximates (BHC: ``"dpm"``).
     skipped_checks : dict[str, str]
         Common checks of :mod:`latentzoo.testing` that do not apply to the family: check name
         (``"<method>:<check>"`` for one method only) -> the reason, reported when it is skipped.
+    check_options : dict[str, dict]
+        Method name -> options that the common checks of :mod:`latentzoo.testing` pass to it, so
+        that it runs its own path on their small data (RBHC and EMBHC: a subsample smaller than
+        the data, else they are exact BHC).
+    fit_defaults : dict
+        Command-line defaults of ``latentzoo fit`` that serve the family (``prior_scale``: the
+        empirical Beta-Bernoulli prior, :meth:`latentzoo.models.conjugate.BetaBernoulli.from_data`).
     label_axes : str
         ``"module:function"`` of ``label_axes(model)``, the labels that switch between chains
         (:class:`latentzoo.inference.mcmc.LabelAxis`), used to align the chains of the Gibbs and
@@ -128,6 +137,8 @@ class Family:
     description: str
     reference: str = "pymc"
     skipped_checks: dict[str, str] = field(default_factory=dict)
+    check_options: dict = field(default_factory=dict)
+    fit_defaults: dict = field(default_factory=dict)
     label_axes: str = ""
 
     def labels_to_align(self, model) -> tuple:
@@ -269,6 +280,47 @@ register(
         skipped_checks={
             "data:k_too_large": "a finite Bayesian mixture may have more components than items:"
             " the empty components are part of the model (their weights follow the Dirichlet)",
+        },
+    )
+)
+
+_NO_PYMC = (
+    "BHC has no PyMC declaration of its own: it approximates the DPM, whose declaration is"
+    " checked in the dpm family; `latentzoo validate bhc` compares it with the DPM's exact"
+    " marginal likelihood and posterior and with its Gibbs sampler"
+)
+_DETERMINISTIC = (
+    "bhc is deterministic and takes no random_state: the same data give the same tree, ties"
+    " broken by the smallest pair (tests/inference/test_bhc.py)"
+)
+register(
+    Family(
+        name="bhc",
+        model=BayesianHierarchicalClustering,
+        data=Features,
+        methods=_Methods(
+            {
+                "bhc": "latentzoo.inference.bhc:bhc",
+                "rbhc": "latentzoo.inference.bhc:rbhc",
+                "embhc": "latentzoo.inference.bhc:embhc",
+            }
+        ),
+        recipe=_recipe("bhc"),
+        sizes=(),
+        dataset="digits",
+        notebook="notebooks/bhc.ipynb",
+        reference="dpm",
+        description="Bayesian hierarchical clustering, the DPM's fast tree (Heller 2007, ch. 3)",
+        fit_defaults={"prior_scale": 2.0},
+        check_options={"rbhc": {"m": 10}, "embhc": {"m": 10}},
+        skipped_checks={
+            "pymc:density": _NO_PYMC,
+            "pymc:options": _NO_PYMC,
+            "bhc:random_state": _DETERMINISTIC,
+            "bhc:determinism": _DETERMINISTIC,
+            "simulate_round_trip": "a tree has no parameters whose log-likelihood could be set"
+            " against the truth's; recovering simulated clusters is checked through the exact DPM"
+            " posterior by `latentzoo validate bhc` and by purity in tests/inference/test_bhc.py",
         },
     )
 )

@@ -8,11 +8,13 @@ all of them. A model is a frozen dataclass of hyperparameters; its main size arg
 
 from __future__ import annotations
 
+import dataclasses
+import numbers
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Model"]
+__all__ = ["Model", "model_attrs", "netcdf_attr"]
 
 
 @runtime_checkable
@@ -57,3 +59,59 @@ class Model(Protocol):
 
     def pymc_model(self, data, temperature: float = 1.0):
         """The PyMC reference declaration (likelihood tempered by ``temperature``)."""
+
+
+def netcdf_attr(value):
+    """``value`` as a netCDF attribute: numbers and strings as they are, numeric vectors as arrays,
+    classes and dtypes by name, anything else as its text (None: leave the attribute out).
+
+    Examples
+    --------
+    >>> netcdf_attr(True), netcdf_attr(np.float32), netcdf_attr([1.0, 0.5]).tolist()
+    (1, 'float32', [1.0, 0.5])
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool | np.bool_):
+        return int(value)
+    if isinstance(value, numbers.Number | str):
+        return value
+    if isinstance(value, type):
+        return value.__name__
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, list | tuple | np.ndarray):
+        array = np.asarray(value)
+        if array.dtype.kind in "iuf" and array.ndim == 1:
+            return array
+    return str(value)
+
+
+def model_attrs(model) -> dict:
+    """The attributes that identify a fit's model in a saved file: the library and its version,
+    the model class and each hyperparameter as ``model_<name>`` (components by their text).
+
+    Examples
+    --------
+    >>> from latentzoo.models import AspectModel
+    >>> attrs = model_attrs(AspectModel(3))
+    >>> attrs["model"], attrs["model_n_components"], attrs["model_alpha"]
+    ('AspectModel', 3, 1.1)
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        library_version = version("latentzoo")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        library_version = "unknown"
+    attrs = {
+        "inference_library": "latentzoo",
+        "inference_library_version": library_version,
+        "model": type(model).__name__,
+    }
+    if dataclasses.is_dataclass(model):
+        for item in dataclasses.fields(model):
+            value = netcdf_attr(getattr(model, item.name))
+            if value is not None:
+                attrs[f"model_{item.name}"] = value
+    return attrs

@@ -40,11 +40,13 @@ before :func:`~latentzoo.models.conjugate.log_marginal_one` scores it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
 import numba as nb
 import numpy as np
+from scipy.cluster.hierarchy import fcluster
 from scipy.special import gammaln, logsumexp
 
 from latentzoo.data import Features
@@ -396,6 +398,11 @@ def _bernoulli_tables(component, D: int, n_max: int):
     return np.ascontiguousarray(tables), const
 
 
+def _dense(X) -> np.ndarray:
+    """A dense float array of a dense or scipy sparse matrix."""
+    return np.asarray(X.toarray() if hasattr(X, "toarray") else X, dtype=np.float64)
+
+
 def _check_children(children, n_leaves: int) -> np.ndarray:
     """``children`` as an ``(n_leaves - 1, 2)`` int64 array of a valid merge sequence, or ValueError."""
     arr = np.asarray(children)
@@ -455,8 +462,12 @@ class Tree:
         The leaf of each item when the leaves are clusters (EMBHC), else ``None`` (item ``i`` is
         leaf ``i``).
     info : dict
-        Diagnostics of the run that built the tree (e.g. ``"rescans"``: best-partner
-        recomputations of the greedy search).
+        The method that built the tree, its settings and diagnostics (e.g. ``"rescans"``:
+        best-partner recomputations of the greedy search).
+    coords : dict
+        ``{"item": names, "feature": names}`` of the clustered data (empty when built from a bare
+        array by :meth:`BayesianHierarchicalClustering.evaluate`); used by
+        :meth:`to_inference_data`.
 
     Examples
     --------
@@ -482,6 +493,7 @@ class Tree:
     component: object
     leaf_of: np.ndarray | None = None
     info: dict = field(default_factory=dict)
+    coords: dict = field(default_factory=dict)
 
     @property
     def n_leaves(self) -> int:
@@ -572,6 +584,108 @@ class Tree:
         out["linkage"] = self.to_linkage() if self.children.size else np.zeros((0, 4))
         return out
 
+    def to_inference_data(self, data=None):
+        """The tree as an ``InferenceData`` that ``to_netcdf`` saves and ``az.from_netcdf`` reads.
+
+        The package's convention for point estimates (as EM results): the ``posterior`` group holds
+        one chain of one draw, here ``cluster`` (item), the partition of :meth:`cut`, and
+        ``log_marginal``, with the attribute ``point_estimate=1``; the ``bhc_tree`` group holds
+        every array of :meth:`to_arrays` with named dimensions (``merge``, ``leaf``, ``node``,
+        ``item``, ``feature``); ``observed_data`` holds ``x`` when ``data`` is given. The
+        attributes of every group record the model (``model``, ``model_alpha``,
+        ``model_component``), the method and its settings (``Tree.info``), ``log_marginal`` and
+        ``lower_bound`` (Corollary 3.1).
+
+        Parameters
+        ----------
+        data : Features or array_like, optional
+            The clustered data: its item and feature names become coordinates.
+
+        Examples
+        --------
+        >>> from latentzoo.inference.bhc import bhc
+        >>> from latentzoo.data import Features
+        >>> data = Features([[1, 1], [1, 1], [0, 0]], item_names=["a", "b", "c"])
+        >>> idata = bhc(BayesianHierarchicalClustering(), data).to_inference_data(data)
+        >>> idata.posterior["cluster"].sel(item="c").item(), idata.posterior.attrs["method"]
+        (1, 'bhc')
+        >>> idata.bhc_tree["children"].dims
+        ('merge', 'side')
+        """
+        import arviz as az
+        import xarray as xr
+
+        from latentzoo.models.base import model_attrs, netcdf_attr
+
+        model = BayesianHierarchicalClustering(alpha=self.alpha, component=self.component)
+        coords = self.coords or {"item": np.arange(self.n_items).astype(str)}
+        if data is not None:
+            data = model.check_data(data)
+            if data.X.shape[0] != self.n_items:
+                raise ValueError(
+                    f"data has {data.X.shape[0]} items, but the tree has {self.n_items}"
+                )
+            coords = data.coords()
+        arrays = self.to_arrays()
+        n_features = len(coords["feature"]) if "feature" in coords else None
+        dims_of = {
+            "children": ("merge", "side"),
+            "linkage": ("merge", "linkage_column"),
+            "node_stats": ("node", "statistic"),
+            "leaf_of": ("item",),
+        }
+        variables = {}
+        for name, value in arrays.items():
+            value = np.asarray(value)
+            if name in dims_of:
+                dims = dims_of[name]
+            elif name.startswith("leaf_"):
+                dims = ("leaf",)
+            elif name.startswith("hyper_"):
+                dims = tuple(
+                    "feature" if size == n_features and axis == 0 else f"{name}_axis{axis}"
+                    for axis, size in enumerate(value.shape)
+                )
+            else:
+                dims = ("merge",)[: value.ndim]
+            variables[name] = (dims, value)
+        item_coords = {"item": coords["item"]}
+        if n_features is not None:
+            item_coords["feature"] = coords["feature"]
+        tree_group = xr.Dataset(variables, coords=item_coords)
+        attrs = {
+            **model_attrs(model),
+            **{
+                key: value
+                for key, value in ((k, netcdf_attr(v)) for k, v in self.info.items())
+                if value is not None
+            },
+            "point_estimate": 1,
+            "log_marginal": self.log_marginal,
+            "lower_bound": self.lower_bound(),
+            "n_clusters": int(self.cut().max()) + 1,
+        }
+        attrs.setdefault("method", "evaluate")
+        groups = {
+            "posterior": xr.Dataset(
+                {
+                    "cluster": (("chain", "draw", "item"), self.cut()[None, None]),
+                    "log_marginal": (("chain", "draw"), np.array([[self.log_marginal]])),
+                },
+                coords={"chain": [0], "draw": [0], "item": coords["item"]},
+            ),
+            "bhc_tree": tree_group,
+        }
+        if data is not None:
+            groups["observed_data"] = xr.Dataset(
+                {"x": (("item", "feature"), _dense(data.X))},
+                coords={"item": coords["item"], "feature": coords["feature"]},
+            )
+        for group in groups.values():
+            group.attrs.update(attrs)
+        idata = az.InferenceData(**groups, warn_on_custom_groups=False)
+        return idata
+
     def alpha_gradient(self) -> float:
         """``d log p(D | T) / d alpha`` for this fixed tree, bottom-up (section 3.4.1).
 
@@ -648,6 +762,43 @@ class Tree:
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be a number in (0, 1], got {threshold!r}")
         owner = _cut_owner(self.children, self.log_r, math.log(threshold))
+        return self._item_labels(owner)
+
+    def cut_into(self, n_clusters: int) -> np.ndarray:
+        """Flat clusters of the items: the partition left after the first ``L - n_clusters`` merges.
+
+        The greedy merge order of Algorithm 3.2 (the most probable merges first); ``cut()`` is the
+        model's own answer, this one fixes the number of clusters as other hierarchical methods do.
+
+        Examples
+        --------
+        >>> from latentzoo.inference.bhc import bhc
+        >>> tree = bhc(BayesianHierarchicalClustering(), [[1, 1, 1], [1, 1, 1], [0, 0, 0], [0, 0, 0]])
+        >>> tree.cut_into(2).tolist(), tree.cut_into(4).tolist()
+        ([0, 0, 1, 1], [0, 1, 2, 3])
+        >>> tree.cut_into(5)
+        Traceback (most recent call last):
+        ...
+        ValueError: n_clusters must be an integer in [1, 4] (the leaves of the tree), got 5
+        """
+        L = self.n_leaves
+        if (
+            isinstance(n_clusters, bool)
+            or not isinstance(n_clusters, int | np.integer)
+            or not 1 <= n_clusters <= L
+        ):
+            raise ValueError(
+                f"n_clusters must be an integer in [1, {L}] (the leaves of the tree), "
+                f"got {n_clusters!r}"
+            )
+        if L == 1:
+            return self._item_labels(np.zeros(1, dtype=np.int64))
+        # Heights are the merge order, so scipy's maxclust undoes exactly the last merges.
+        owner = fcluster(self.to_linkage(), t=int(n_clusters), criterion="maxclust")
+        return self._item_labels(owner)
+
+    def _item_labels(self, owner: np.ndarray) -> np.ndarray:
+        """Each item's cluster, numbered in order of first appearance, from each leaf's owner."""
         _, labels = np.unique(owner, return_inverse=True)
         first = np.full(labels.max() + 1, labels.size)
         np.minimum.at(first, labels, np.arange(labels.size))
@@ -892,6 +1043,7 @@ class BayesianHierarchicalClustering:
     component: object = field(default_factory=BetaBernoulli)
 
     name = "bhc"
+    data_type = Features
 
     def __post_init__(self):
         check_positive("alpha", self.alpha)
@@ -902,6 +1054,22 @@ class BayesianHierarchicalClustering:
     def dpm(self) -> DirichletProcessMixture:
         """The Dirichlet process mixture that BHC approximates (its reference)."""
         return DirichletProcessMixture(alpha=self.alpha, component=self.component)
+
+    def simulate(self, random_state=None, **sizes):
+        """Draw ``(data, truth)`` from the DPM that BHC approximates (:attr:`dpm`).
+
+        BHC has no generative process of its own: its tree is a fast approximate posterior of the
+        DPM (Heller 2007, section 3.3), so data are drawn from that DPM. The keywords are those of
+        :meth:`latentzoo.models.DirichletProcessMixture.simulate` (``n_items``, ``n_features``,
+        ``separated``, ``n_clusters``).
+
+        Examples
+        --------
+        >>> data, truth = BayesianHierarchicalClustering().simulate(0, n_items=5, n_features=3)
+        >>> data.X.shape, truth["z"].shape
+        ((5, 3), (5,))
+        """
+        return self.dpm.simulate(random_state, **sizes)
 
     def check_data(self, data) -> Features:
         """Validate ``data`` for the component and return it as :class:`Features`.
@@ -1012,4 +1180,5 @@ class BayesianHierarchicalClustering:
             hyper,
             math.log(self.alpha),
         )
-        return self._tree(children, rows, log_d, log_ev, log_h1, log_r, log_1mr, log_pi, hyper)
+        tree = self._tree(children, rows, log_d, log_ev, log_h1, log_r, log_1mr, log_pi, hyper)
+        return dataclasses.replace(tree, coords=data.coords())

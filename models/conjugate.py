@@ -850,6 +850,41 @@ class BetaBernoulli(_Component):
         object.__setattr__(self, "a", _positive_hyper("a", self.a))
         object.__setattr__(self, "b", _positive_hyper("b", self.b))
 
+    @classmethod
+    def from_data(cls, X, scale: float = 2.0) -> BetaBernoulli:
+        """The empirical prior of Heller (2007), sections 3.5 and 4.4: ``a_d = scale m_d``,
+        ``b_d = scale (1 - m_d)`` with ``m_d`` the mean of feature ``d``.
+
+        The mean is smoothed as ``(sum_i x_id + 1/2) / (n + 1)`` so that a feature that is always
+        0 (or 1) still gets positive ``a_d`` and ``b_d``. On sparse binary data this prior is far
+        better than ``Beta(1, 1)`` on every feature, which expects half the features on: BHC's
+        dendrogram purity on the ten digits is 0.17 with ``Beta(1, 1)`` and about 0.6 with
+        ``scale=2`` (``notebooks/bhc.ipynb``).
+
+        Parameters
+        ----------
+        X : array_like (n, D) or scipy sparse matrix, binary
+        scale : float
+            Positive: ``a_d + b_d``, the prior's weight in pseudo-items (``kappa`` of the thesis).
+
+        Examples
+        --------
+        >>> comp = BetaBernoulli.from_data([[1, 0], [1, 0], [0, 0]], scale=2.0)
+        >>> np.round(comp.a, 3).tolist(), np.round(comp.b, 3).tolist()
+        ([1.25, 0.25], [0.75, 1.75])
+        >>> BetaBernoulli.from_data([[1, 0]], scale=0)
+        Traceback (most recent call last):
+        ...
+        ValueError: scale must be a positive finite number, got 0
+        """
+        check_positive("scale", scale)
+        X = X.tocsr() if sp.issparse(X) else _as_matrix(X)
+        if X.shape[0] == 0:
+            raise ValueError("X has no items: the empirical prior needs at least one")
+        sums = np.asarray(X.sum(axis=0), dtype=np.float64).ravel()
+        mean = (sums + 0.5) / (X.shape[0] + 1.0)
+        return cls(a=tuple(scale * mean), b=tuple(scale * (1.0 - mean)))
+
     def hyperparameters(self, D) -> dict:
         """``{"a": (D,), "b": (D,)}``, the hyperparameters broadcast to ``D`` features."""
         D = _check_dim(D)

@@ -64,11 +64,11 @@ def test_bad_counts_file_is_a_one_line_error(capsys, tmp_path, rows, message):
             ["fit", "one_sided", "--data", "toy", "--k", "2", "--method", "hard", "--betas", "1"],
             "one_sided hard does not take --betas",
         ),
-        (["fit", "aspect", "--data", "toy", "--k-cols", "2"], "takes one size"),
+        (["fit", "aspect", "--data", "toy", "--k-cols", "2"], "takes at most one size"),
         (["fit", "aspect", "--data", "toy", "--param", "gamma=2"], "--param takes NAME=VALUE"),
         (["fit", "aspect", "--data", "toy", "--k", "2", "--param", "alpha=-1"], "alpha"),
         (["fit", "aspect", "--data", "toy", "--k", "2", "--overrelax", "nan"], "overrelax must"),
-        (["fit", "aspect", "--data", "toy", "--k", "2", "--seed", "-1"], "random_state must"),
+        (["fit", "aspect", "--data", "toy", "--k", "2", "--seed", "-1"], "--seed must be"),
         (
             ["fit", "one_sided", "--data", "toy", "--k", "2", "--option", "init=bogus"],
             "init must be a dict with the centroids",
