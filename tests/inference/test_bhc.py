@@ -262,3 +262,24 @@ def test_line_search_reports_the_evidence_per_step_and_never_gets_worse():
     assert result.model.alpha > 0 and isinstance(result.model.component, BetaBernoulli)
     with pytest.raises(ValueError, match="parameters"):
         learn_hyperparameters(model, X, parameters=("kappa0",))
+
+
+@pytest.mark.parametrize("psi0", [1.0, (1.0, 2.0), ((2.0, 0.5), (0.5, 1.0))])
+def test_line_search_scales_the_niw_scale_matrix_as_a_whole(psi0):
+    """psi0 (a scalar, a diagonal or a full matrix) is scaled by one factor and keeps its form;
+    the evidence never falls below the start."""
+    from latentzoo.models.conjugate import NormalInverseWishart
+
+    rng = np.random.default_rng(7)
+    y = np.repeat(np.arange(3), 15)
+    X = rng.normal(0.0, 3.0, (3, 2))[y] + rng.standard_normal((45, 2))
+    model = BayesianHierarchicalClustering(
+        component=NormalInverseWishart(mu0=tuple(X.mean(axis=0)), kappa0=0.1, psi0=psi0)
+    )
+    result = learn_hyperparameters(model, X, parameters=("psi0",), n_rounds=1)
+    assert result.tree.log_marginal >= bhc(model, X).log_marginal - 1e-9
+    found = np.asarray(result.model.component.psi0, dtype=float)
+    start = np.asarray(psi0, dtype=float)
+    assert found.shape == start.shape
+    ratio = found / start
+    np.testing.assert_allclose(ratio, ratio.flat[0])
