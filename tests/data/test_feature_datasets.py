@@ -167,8 +167,8 @@ def test_unknown_dataset_lists_both_kinds():
         ValueError,
         match=(
             r"^unknown dataset 'foo'; known datasets: 20newsgroups, ptb-adjnoun, reuters, "
-            r"reuters-r8, toy \(co-occurrence counts\); digits, glass, newsgroups4, spam "
-            r"\(feature vectors\); eurodist, globins, voting \(dissimilarities\)$"
+            r"reuters-r8, toy \(co-occurrence counts\); digits, glass, images, movielens, "
+            r"newsgroups4, spam \(feature vectors\); eurodist, globins, voting \(dissimilarities\)$"
         ),
     ):
         load("foo")
