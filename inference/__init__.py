@@ -1,12 +1,26 @@
 """Fast inference for the zoo's models and the comparison of fast methods with PyMC references."""
 
 from latentzoo.inference.annealing import EMResult, perplexity, project_simplex
+from latentzoo.inference.bayesian_sets import (
+    BayesianSetsIndex,
+    RetrievalResult,
+    bayesian_sets,
+    binarize,
+    relational_bayesian_sets,
+    variational_logistic,
+)
 from latentzoo.inference.mcmc import add_invariants, chain_seeds, run_chains
 
 __all__ = [
     "EMResult",
     "perplexity",
     "project_simplex",
+    "BayesianSetsIndex",
+    "RetrievalResult",
+    "bayesian_sets",
+    "binarize",
+    "relational_bayesian_sets",
+    "variational_logistic",
     "add_invariants",
     "chain_seeds",
     "run_chains",

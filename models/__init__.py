@@ -2,6 +2,7 @@
 
 from latentzoo.models.aspect import AspectModel
 from latentzoo.models.base import Model
+from latentzoo.models.bayesian_sets import BayesianSets, RelationalBayesianSets
 from latentzoo.models.bhc import BayesianHierarchicalClustering, Tree, dendrogram_purity
 from latentzoo.models.conjugate import (
     BetaBernoulli,
@@ -18,6 +19,7 @@ __all__ = [
     "AspectModel",
     "BayesianHierarchicalClustering",
     "BayesianMixture",
+    "BayesianSets",
     "BetaBernoulli",
     "DirichletMultinomial",
     "DirichletProcessMixture",
@@ -26,6 +28,7 @@ __all__ = [
     "NormalInverseWishart",
     "OneSidedClustering",
     "ProductSpaceMixture",
+    "RelationalBayesianSets",
     "TwoSidedClustering",
     "Tree",
     "dendrogram_purity",
