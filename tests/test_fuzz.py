@@ -174,7 +174,9 @@ def schedule(draw):
 def options_strategy(draw, entry, method):
     kind = method_kind(entry, method)
     taken = method_options(entry, method)
-    options = {"random_state": draw(st.integers(0, 2**31 - 1))}
+    options = {}
+    if "random_state" in taken:  # BHC is deterministic and takes none
+        options["random_state"] = draw(st.integers(0, 2**31 - 1))
     if kind == "sampler":
         options.update(
             chains=draw(st.integers(1, 2)),
@@ -273,6 +275,14 @@ def check_result(model, data, result, options):
             assert np.allclose(sums, 1.0, rtol=0, atol=atol * max(1, value.shape[-1])), (
                 f"{key} does not sum to one along {axis}: {np.unique(np.round(sums, 8))[:5]}"
             )
+    if hasattr(result, "to_arrays"):  # a BHC tree: r_k a probability, a valid scipy linkage
+        from scipy.cluster.hierarchy import is_valid_linkage
+
+        total = np.exp(result.log_r) + np.exp(result.log_1mr)
+        assert np.all(result.log_r <= 1e-12), "r_k above 1"
+        assert np.allclose(total, 1.0, atol=1e-9), f"r_k + (1 - r_k) = {total.min()}"
+        assert np.isfinite(result.log_marginal) and np.isfinite(result.lower_bound())
+        assert result.children.size == 0 or is_valid_linkage(result.to_linkage())
     if point and data is not None:
         # A point estimate gives every observed cell a positive probability (the issue's
         # over-relaxed and predictive EMs ended with a log-likelihood of -inf).
