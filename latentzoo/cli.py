@@ -1,4 +1,4 @@
-"""The ``latentzoo`` command: ``list``, ``fit``, ``validate``, ``demo``.
+"""The ``latentzoo`` command: ``list``, ``fit``, ``validate``, ``query``, ``demo``.
 
 Errors caused by the user's input are one line on stderr with exit code 2, never a traceback.
 """
@@ -459,6 +459,92 @@ def _cmd_validate(args):
     return 0 if comparison.passed else 1
 
 
+def _query_data(spec: str):
+    """The ``--data`` of ``latentzoo query``: a dataset name or a file, as ``Features``."""
+    from latentzoo.data import Features, list_datasets, load
+
+    path = Path(spec)
+    if path.suffix in (".csv", ".txt", ".tsv"):
+        if not path.exists():
+            raise UserError(f"data file {spec} does not exist")
+        return Features(read_table(path, delimiter="\t" if path.suffix == ".tsv" else ","))
+    if spec not in set(list_datasets()["name"]):
+        raise UserError(
+            f"unknown data {spec!r}: give a dataset name ({', '.join(list_datasets()['name'])}) "
+            "or a .csv file"
+        )
+    data = load(spec)
+    if not isinstance(data, Features):
+        raise UserError(
+            f"dataset {spec!r} holds {type(data).__name__} data; Bayesian Sets query feature "
+            "vectors (e.g. movielens, newsgroups4, digits, images)"
+        )
+    return data
+
+
+def _binarised(data, how: str):
+    """``data`` as binary features for the Beta-Bernoulli score, and a note of what was done."""
+    from latentzoo.data import Features
+    from latentzoo.inference.bayesian_sets import binarize
+
+    if how == "auto":
+        how = {"binary": "none", "counts": "presence", "real": "skewness"}[data.kind]
+    if how == "none":
+        if data.kind != "binary":
+            raise UserError(f"--binarize none: the data are {data.kind}, not binary")
+        return data, ""
+    if how == "presence":
+        binary = Features((data.X > 0).astype(float), labels=data.labels, feature_names=data.feature_names,
+                          item_names=data.item_names, kind="binary")  # fmt: skip
+        return binary, "features binarised as presence (x > 0)"
+    return binarize(data), "features binarised by skewness at the 80th percentile (thesis 5.2.2)"
+
+
+def _cmd_query(args):
+    from latentzoo.inference.bayesian_sets import BayesianSetsIndex
+    from latentzoo.models.bayesian_sets import BayesianSets
+
+    if args.top < 1:
+        raise UserError(f"--top must be a positive integer, got {args.top}")
+    if args.features < 0:
+        raise UserError(f"--features must be a non-negative integer, got {args.features}")
+    data, note = _binarised(_query_data(args.data), args.binarize)
+    wanted = [part.strip() for part in (args.items or "").split(",") if part.strip()]
+    wanted += list(args.item or [])
+    if not wanted:
+        raise UserError("give the query with --items a,b,c or --item NAME (repeatable)")
+    names = {str(name): i for i, name in enumerate(data.item_names)}
+    query = []
+    for item in wanted:
+        if item in names:
+            query.append(names[item])
+        elif item.isdigit() and int(item) < data.n_items:
+            query.append(int(item))
+        else:
+            close = [n for n in names if item.lower() in n.lower()][:3]
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            raise UserError(f"--items: no item named {item!r} in {args.data}{hint}")
+    try:
+        model = BayesianSets(scale=args.scale)
+        result = BayesianSetsIndex(data, model).query(query)
+    except ValueError as error:
+        raise UserError(str(error).splitlines()[0]) from None
+    top = result.top(args.top, n_features=args.features)
+    shown = [str(data.item_names[i]) for i in query]
+    print(f"Bayesian Sets on {args.data} ({data.n_items} items; kappa = {args.scale:g})" +
+          (f"; {note}" if note else ""))  # fmt: skip
+    print("query: " + "; ".join(shown))
+    labels = None
+    if data.labels is not None:
+        labels = dict(zip(map(str, data.item_names), data.labels, strict=True))
+    width = max(len(name) for name, _, _ in top) if top else 4
+    for rank, (name, score, features) in enumerate(top, 1):
+        label = f"  [{labels[name]}]" if labels is not None else ""
+        strongest = f"  <- {', '.join(features)}" if features else ""
+        print(f"{rank:>3}. {name:<{width}}  {score:8.3f}{label}{strongest}")
+    return 0
+
+
 def _cmd_demo(args):
     check_writable(args.out, folder=True)
     from latentzoo.report import run_demo
@@ -536,6 +622,28 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--out", default="report/validate")
     val.add_argument("--quiet", action="store_true")
 
+    query = sub.add_parser(
+        "query", help="Bayesian Sets: the items that best complete a set (Heller 2007, ch. 4)"
+    )
+    query.add_argument("--data", required=True, help="a feature dataset name or a .csv file")
+    query.add_argument("--items", help="the query: comma-separated item names or row numbers")
+    query.add_argument(
+        "--item", action="append", metavar="NAME", help="one query item (repeatable; for names "
+        "with commas)",
+    )  # fmt: skip
+    query.add_argument("--top", type=int, default=10, help="items to print (default 10)")
+    query.add_argument(
+        "--features", type=int, default=3, help="strongest features shown per item (default 3)"
+    )
+    query.add_argument(
+        "--scale", type=float, default=2.0, help="kappa of the empirical Beta prior (default 2)"
+    )
+    query.add_argument(
+        "--binarize", choices=("auto", "none", "presence", "skewness"), default="auto",
+        help="how non-binary data are made binary (auto: counts by presence, real values by "
+        "skewness, thesis 5.2.2)",
+    )  # fmt: skip
+
     demo = sub.add_parser("demo", help="the main job: fit Reuters and validate against PyMC")
     demo.add_argument("--out", default="report")
     demo.add_argument("--quick", action="store_true")
@@ -573,7 +681,13 @@ def main(argv=None) -> int:
     if getattr(args, "quiet", False):
         os.environ.setdefault("TQDM_DISABLE", "1")
         warnings.simplefilter("ignore")
-    commands = {"list": _cmd_list, "fit": _cmd_fit, "validate": _cmd_validate, "demo": _cmd_demo}
+    commands = {
+        "list": _cmd_list,
+        "fit": _cmd_fit,
+        "validate": _cmd_validate,
+        "query": _cmd_query,
+        "demo": _cmd_demo,
+    }
     try:
         return commands[args.command](args)
     except (UserError, ValueError, TypeError, OSError, FloatingPointError) as error:
