@@ -10,6 +10,14 @@ from latentzoo.inference.bayesian_sets import (
     variational_logistic,
 )
 from latentzoo.inference.mcmc import add_invariants, chain_seeds, run_chains
+from latentzoo.inference.pairwise import (
+    ClusteringResult,
+    central_annealing,
+    greedy,
+    pairwise_annealing,
+    structure_preserving_mds,
+    ward,
+)
 
 __all__ = [
     "EMResult",
@@ -24,4 +32,10 @@ __all__ = [
     "add_invariants",
     "chain_seeds",
     "run_chains",
+    "ClusteringResult",
+    "central_annealing",
+    "greedy",
+    "pairwise_annealing",
+    "structure_preserving_mds",
+    "ward",
 ]

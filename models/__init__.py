@@ -12,6 +12,7 @@ from latentzoo.models.conjugate import (
 )
 from latentzoo.models.mixture import BayesianMixture, DirichletProcessMixture
 from latentzoo.models.one_sided import OneSidedClustering
+from latentzoo.models.pairwise import CentralClustering, PairwiseClustering
 from latentzoo.models.product_space import ProductSpaceMixture
 from latentzoo.models.two_sided import TwoSidedClustering
 
@@ -21,12 +22,14 @@ __all__ = [
     "BayesianMixture",
     "BayesianSets",
     "BetaBernoulli",
+    "CentralClustering",
     "DirichletMultinomial",
     "DirichletProcessMixture",
     "Model",
     "NormalGamma",
     "NormalInverseWishart",
     "OneSidedClustering",
+    "PairwiseClustering",
     "ProductSpaceMixture",
     "RelationalBayesianSets",
     "TwoSidedClustering",

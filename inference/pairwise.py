@@ -1,0 +1,1305 @@
+"""Deterministic annealing for central and pairwise clustering, baselines, structure-preserving MDS.
+
+Hofmann & Buhmann (1997), "Pairwise data clustering by deterministic annealing", sections 3-6.
+
+**Central clustering** (:func:`central_annealing`; Rose, Gurewitz & Fox 1990, seed section 3.1):
+at temperature ``T`` alternate ``<M_iv> ∝ exp(-||x_i - y_v||^2 / T)`` (eq. (15)) with the centroid
+equation (14), ``y_v = sum_i <M_iv> x_i / sum_i <M_iv>``. This is EM on the free energy
+``F = -T sum_i log sum_v exp(-||x_i - y_v||^2 / T)`` (eq. (10)-(11)), which never increases at a
+fixed ``T``. Above ``T_c = 2 lambda_max`` of the data covariance the only solution is one centroid
+at the mean. Clusters split at phase transitions as in Rose et al.: while fewer than ``K`` are
+distinct, every centroid gets a twin at each temperature, displaced in the opposite direction;
+below that cluster's critical temperature EM drives the pair apart and it is kept as two
+clusters, otherwise it is merged back (the most separated pairs first when more would split than
+``K`` allows; centroids that later fall together are merged as well). The number of distinct
+clusters is the order parameter from which
+:class:`~latentzoo.inference.annealing.GeometricCooling` reads the transitions.
+
+**Pairwise clustering, Algorithm I** (:func:`pairwise_annealing`, section 4.1): the mean-field
+potentials of eq. (26),
+
+    E_iv = 1/(n_v^-i + 1) [sum_k <M_kv> D_ik - W_v^-i / (2 n_v^-i)],
+    n_v^-i = sum_{k != i} <M_kv>,   W_v^-i = sum_{j,k != i} <M_jv> <M_kv> D_jk,
+
+(the averages of the exact cost increments (24) with ``<1/n> ≈ 1/<n>``; the self-terms ``k = i``
+are excluded as in (24), which the seed's simplified (26) keeps only to O(1/N)), and the
+assignments ``<M_iv> ∝ exp(-E_iv / T)`` of eq. (25), updated **sequentially**, one datum at a time
+in a random order (the seed's choice: the parallel update oscillates, its footnote 3), with the
+running sums ``sum_k <M_kv> D_ik``, ``n_v`` and ``W_v`` updated in ``O(N K)`` per datum, so that a
+sweep costs ``O(N^2 K)`` in one numba kernel. Cooling is exponential, ``T <- eta T``, and clusters
+split at the phase transitions by the same twin scheme (a twin column takes half of a cluster's
+assignment probabilities; duplicating every cluster leaves the mean-field equations unchanged up
+to O(1/N), so a pair drifts apart only below its cluster's critical temperature). With
+``tap=True`` the cavity fields ``h_iv`` of eq. (29) (recomputed blockwise once per sweep, one
+``O(N^2 K)`` numba pass, damped) enter as ``<M_iv> ∝ exp(-(E_iv - h_iv)/T)`` (eq. (28));
+following the seed's appendix B, ``h`` is computed from the dissimilarities centred to zero mean
+(the cost (16) does not see the shift, eq. (17)), and twins get the field of their summed column.
+The annealing stops early once ``K`` clusters exist and every assignment is frozen
+(``max_v <M_iv> > 1 - 1e-6``); by default a zero-temperature quench (:func:`greedy`'s local
+search, the ``T -> 0`` limit of the same sequential update) then ends the run at a local minimum
+of (16).
+
+**Baselines** for the seed's section 6.1 benchmark: :func:`greedy` (gradient descent: sequential
+zero-temperature moves of single items to the cluster of lowest exact cost increment (24), from
+random starts) and :func:`ward` (scipy's Ward / average linkage cut at ``K`` clusters).
+
+**Algorithm II, structure-preserving MDS** (:func:`structure_preserving_mds`, section 5): embed
+the items as ``x_i in R^d`` so that the factorised Gibbs distribution of central clustering
+(eq. (12)) on the embedding matches the pairwise one: alternate ``<M_iv>`` from the embedding
+(eq. (15)), the mean-field potentials ``E*_iv`` (eq. (26)) of those assignments, the coordinates
+from eq. (34)-(35),
+
+    K_i x_i = 1/2 sum_v <M_iv> (||y_v||^2 - E*_iv) (y_v - sum_mu <M_imu> y_mu),
+
+and the centroids (32); clusters split by twin centroids as above. Eq. (34) is the normal
+equation of the weighted least-squares fit of ``||x_i - y_v||^2`` to ``E*_iv`` (up to a constant
+per item, weights ``<M_iv>``). It is singular as ``T -> 0`` (``K_i -> 0`` when ``<M_i.>`` becomes
+hard): both sides are divided by ``1 - max_v <M_iv>``, computed in log space, which is the
+l'Hospital limit the seed asks for — the limit equation fixes the components of ``x_i`` along
+``y_v - y_u`` (``u`` the item's cluster) weighted by the conditional assignment probabilities of
+the other clusters. A ridge of relative size ``1e-6`` towards the previous ``x_i`` keeps the
+directions the equation leaves free (e.g. all centroids coincident at high ``T``).
+
+All randomness comes from ``random_state``; the same seed gives the same result bit for bit.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numba as nb
+import numpy as np
+import pandas as pd
+from scipy.special import logsumexp
+
+from latentzoo.data import Dissimilarities
+from latentzoo.data.checks import as_rng
+from latentzoo.inference.annealing import EMStats, GeometricCooling
+from latentzoo.models._checks import check_integer, check_interval, check_positive
+from latentzoo.models.pairwise import (
+    CentralClustering,
+    PairwiseClustering,
+    critical_temperature,
+    pairwise_cost,
+)
+
+__all__ = [
+    "ClusteringResult",
+    "central_annealing",
+    "greedy",
+    "mean_field",
+    "mean_field_residual",
+    "pairwise_annealing",
+    "structure_preserving_mds",
+    "tap_fields",
+    "ward",
+]
+
+_FROZEN = 1e-6
+"""A run is frozen when every item's largest assignment probability exceeds ``1 - _FROZEN``."""
+
+
+# ----------------------------------------------------------------------------- result
+@dataclass
+class ClusteringResult:
+    """The outcome of a clustering method of this module.
+
+    Attributes
+    ----------
+    model : CentralClustering or PairwiseClustering
+    labels : numpy.ndarray of int64, shape (N,)
+        Hard assignments (``argmax_v <M_iv>`` after annealing).
+    resp : numpy.ndarray, shape (N, K)
+        Soft assignments ``<M_iv>`` at the last temperature (one-hot for hard methods).
+    cost : float
+        The cost of ``labels``: eq. (16) for pairwise clustering, the K-means cost (eq. (8) with
+        the centroids (32)) for central clustering.
+    trace : pandas.DataFrame
+        One row per temperature: ``temperature``, ``beta``, ``iterations`` (EM iterations or
+        sweeps), ``stopped``, ``expected_cost`` (the mean-field estimate of ``<H>``),
+        ``free_energy`` (``<H> - T S``, eq. (5), of the factorised distribution; eq. (10) for
+        central clustering), ``entropy``, ``cost`` (of the hard labels) and ``order_parameter``
+        (number of distinct clusters). Empty for the baselines.
+    transitions : list of float
+        Temperatures at which the number of distinct clusters changed (phase transitions).
+    method : str
+    seconds : float
+    converged : bool
+        Whether the last temperature (or the local search) ended by its stopping rule.
+    centroids : numpy.ndarray or None
+        ``y_v`` (K, d) for central clustering and structure-preserving MDS.
+    embedding : numpy.ndarray or None
+        ``x_i`` (N, d) of structure-preserving MDS.
+    run_costs : numpy.ndarray or None
+        The final cost of every random start (:func:`greedy` with ``n_init > 1``).
+    settings : dict
+        The options the method ran with.
+
+    Examples
+    --------
+    >>> from latentzoo.models import PairwiseClustering
+    >>> model = PairwiseClustering(2)
+    >>> data, truth = model.simulate(0, n_items=20)
+    >>> result = greedy(model, data, random_state=0)
+    >>> result.labels_.shape, result.method
+    ((20,), 'greedy')
+    """
+
+    model: object
+    labels: np.ndarray
+    resp: np.ndarray
+    cost: float
+    trace: pd.DataFrame
+    transitions: list
+    method: str
+    seconds: float = 0.0
+    converged: bool = True
+    centroids: np.ndarray | None = None
+    embedding: np.ndarray | None = None
+    run_costs: np.ndarray | None = None
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def labels_(self) -> np.ndarray:
+        """Hard cluster labels (scikit-learn's name)."""
+        return self.labels
+
+    @property
+    def assignments(self) -> np.ndarray:
+        """Hard cluster labels (the seed's ``M`` as a label vector)."""
+        return self.labels
+
+    def invariants(self, data) -> dict:
+        """The model's label-invariant quantities of the hard labels (co-assignments, cost)."""
+        return self.model.invariants({"z": self.labels}, data)
+
+
+# ----------------------------------------------------------------------------- checks
+def _check_model(model, kind):
+    if not isinstance(model, kind):
+        raise ValueError(f"model must be a {kind.__name__}, got {type(model).__name__}")
+
+
+def _check_options(T0, T_final, eta, max_iter, tol, perturbation):
+    if T0 is not None:
+        check_positive("T0", T0)
+    if T_final is not None:
+        check_positive("T_final", T_final)
+    if T0 is not None and T_final is not None and T_final > T0:
+        raise ValueError(f"T_final={T_final} must not exceed T0={T0}")
+    check_interval("eta", eta, 0, 1)
+    check_integer("max_iter", max_iter)
+    check_interval("tol", tol, 0, np.inf, closed="left")
+    check_interval("perturbation", perturbation, 0, np.inf, closed="left")
+
+
+def _schedule(T0: float, T_final: float, eta: float) -> GeometricCooling:
+    return GeometricCooling(beta_start=1.0 / T0, beta_end=1.0 / T_final, decay=eta)
+
+
+def _entropy(resp: np.ndarray) -> float:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(resp > 0, resp * np.log(resp), 0.0)
+    return float(-terms.sum())
+
+
+def _groups(points: np.ndarray, tol: float) -> np.ndarray:
+    """Group labels ``0..G-1`` of the rows of ``points``: rows closer than ``tol`` (max-norm),
+    directly or through a chain of such rows, share a group (K is small: O(K^2 d))."""
+    k = points.shape[0]
+    close = np.max(np.abs(points[:, None, :] - points[None, :, :]), axis=-1) < tol
+    label = np.arange(k)
+    for _ in range(k):
+        new = np.min(np.where(close, label[None, :], k), axis=1)
+        if np.array_equal(new, label):
+            break
+        label = new
+    return np.unique(label, return_inverse=True)[1]
+
+
+def _merge_centroids(y: np.ndarray, tol: float) -> np.ndarray:
+    """Coincident centroids (closer than ``tol``) replaced by their mean: one cluster each."""
+    groups = _groups(y, tol)
+    counts = np.bincount(groups)
+    merged = np.zeros((counts.size, y.shape[1]))
+    np.add.at(merged, groups, y)
+    return merged / counts[:, None]
+
+
+def _merge_columns(resp: np.ndarray, tol: float = 0.05) -> np.ndarray:
+    """Columns of ``resp`` that are the same cluster (max-norm difference below ``tol`` of the
+    larger column's maximum) summed into one."""
+    scale = np.maximum(resp.max(axis=0), 1e-300)
+    groups = _groups(resp.T / scale[:, None], tol)
+    merged = np.zeros((resp.shape[0], groups.max() + 1))
+    np.add.at(merged.T, groups, resp.T)
+    return merged
+
+
+def _perturb_resp(resp: np.ndarray, rng: np.random.Generator, size: float) -> np.ndarray:
+    if size == 0:
+        return resp
+    noisy = resp * np.exp(size * rng.standard_normal(resp.shape))
+    return noisy / noisy.sum(axis=1, keepdims=True)
+
+
+def _duplicate_resp(resp: np.ndarray, rng: np.random.Generator, size: float) -> np.ndarray:
+    """Every cluster ``v`` becomes two copies ``v`` and ``v + L``, each with half of its
+    assignment probability, perturbed in opposite directions by ``size``."""
+    noise = np.clip(size * rng.standard_normal(resp.shape), -0.5, 0.5)
+    return np.hstack([resp * (0.5 + noise), resp * (0.5 - noise)])
+
+
+def _keep_splits(separation: np.ndarray, room: int, tol: float) -> np.ndarray:
+    """Which copy pairs count as split: separated by more than ``tol``, at most ``room`` of them
+    (the most separated first; ties by index)."""
+    split = separation > tol
+    if split.sum() > room:
+        order = np.lexsort((np.arange(separation.size), -separation))
+        split = np.zeros_like(split)
+        split[order[:room]] = True
+    return split
+
+
+def _resolve_resp(resp: np.ndarray, n_clusters: int, room: int, tol: float = 0.1):
+    """Merge the copy pairs of :func:`_duplicate_resp` that stayed together; keep the others.
+
+    A pair has split when its two columns differ by more than ``tol`` relative to the pair's
+    largest total assignment probability.
+    """
+    first, second = resp[:, :n_clusters], resp[:, n_clusters:]
+    scale = np.maximum(np.max(first + second, axis=0), 1e-300)
+    separation = np.max(np.abs(first - second), axis=0) / scale
+    split = _keep_splits(separation, room, tol)
+    merged = np.where(split[None, :], first, first + second)
+    return np.hstack([merged, second[:, split]])
+
+
+def _pad(resp: np.ndarray, k: int) -> np.ndarray:
+    return np.hstack([resp, np.zeros((resp.shape[0], k - resp.shape[1]))])
+
+
+# ----------------------------------------------------------------------------- central DA
+class _CentralProblem:
+    """EM at temperature ``T = 1/beta`` for the centroids of central clustering, eq. (14)-(15)."""
+
+    def __init__(self, X: np.ndarray):
+        self.X = X
+        self.sq = (X**2).sum(axis=1)
+
+    def distortions(self, y):
+        d = self.sq[:, None] - 2.0 * self.X @ y.T + (y**2).sum(axis=1)[None, :]
+        return np.maximum(d, 0.0)
+
+    def assignments(self, y, beta):
+        logits = -beta * self.distortions(y)
+        lse = logsumexp(logits, axis=1)
+        return np.exp(logits - lse[:, None]), lse
+
+    def step(self, y, beta):
+        """One EM step; returns the new centroids and the free energy (10) of ``y``."""
+        resp, lse = self.assignments(y, beta)
+        free = -float(lse.sum()) / beta
+        sizes = resp.sum(axis=0)
+        new = (resp.T @ self.X) / np.maximum(sizes, 1e-300)[:, None]
+        # A centroid with no mass keeps its place (it can only happen far below T_c).
+        new[sizes <= 1e-300] = y[sizes <= 1e-300]
+        return new, EMStats(free_energy=free, log_likelihood=np.nan)
+
+
+def central_annealing(
+    model: CentralClustering,
+    data,
+    T0: float | None = None,
+    T_final: float | None = None,
+    eta: float = 0.9,
+    max_iter: int = 1000,
+    tol: float = 1e-7,
+    perturbation: float = 1e-3,
+    random_state=None,
+) -> ClusteringResult:
+    """Deterministic annealing for central clustering (Rose et al.; seed eq. (9)-(15)).
+
+    Parameters
+    ----------
+    model : CentralClustering
+    data : Features or array_like (N, d)
+    T0 : float, optional
+        Start temperature; default ``1.5 T_c`` with ``T_c = 2 lambda_max`` of the covariance.
+    T_final : float, optional
+        Last temperature; default ``1e-3 T_c``. The schedule stops earlier once every
+        assignment is frozen.
+    eta : float
+        Cooling factor in (0, 1): ``T <- eta T``.
+    max_iter : int
+        EM iterations per temperature at most.
+    tol : float
+        A temperature ends when no centroid moves by more than ``tol sqrt(lambda_max)`` in an
+        iteration.
+    perturbation : float
+        Displacement, relative to ``sqrt(lambda_max)``, of the twin of each centroid while fewer
+        than ``K`` are distinct: at every temperature each centroid gets a twin displaced in the
+        opposite direction, the pair is kept as two clusters if EM drives them more than
+        ``10 perturbation sqrt(lambda_max)`` apart and merged back otherwise (the most separated
+        pairs first when more would split than ``K`` allows).
+    random_state : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    ClusteringResult
+        With ``centroids``; ``trace["order_parameter"]`` is the number of distinct centroids
+        and ``transitions`` the temperatures at which it grew, the first at ``T_c`` (up to the
+        cooling step).
+
+    Examples
+    --------
+    >>> from latentzoo.models import CentralClustering
+    >>> model = CentralClustering(2)
+    >>> data, truth = model.simulate(0, n_items=40)
+    >>> result = central_annealing(model, data, random_state=0)
+    >>> len(result.transitions) >= 1, result.centroids.shape
+    (True, (2, 2))
+    """
+    start = time.perf_counter()
+    _check_model(model, CentralClustering)
+    data = model.check_data(data)
+    _check_options(T0, T_final, eta, max_iter, tol, perturbation)
+    rng = as_rng(random_state)
+    X = np.asarray(data.X, dtype=np.float64)
+    T_c = critical_temperature(X)
+    scale = np.sqrt(max(T_c / 2.0, 1e-300))
+    T0 = 1.5 * T_c if T0 is None else float(T0)
+    T_final = min(1e-3 * T_c, T0) if T_final is None else float(T_final)
+    if T0 <= 0:
+        raise ValueError("the data have zero variance: every item is the same point")
+    problem = _CentralProblem(X)
+    k = model.n_components
+    y = X.mean(axis=0)[None, :]
+    schedule = _schedule(T0, T_final, eta)
+    rows = []
+    converged = True
+    for beta in schedule.betas():
+        room = k - y.shape[0]
+        if room > 0:
+            # Rose's splitting: every centroid gets a twin, displaced in opposite directions;
+            # the twins drift apart only below that cluster's critical temperature.
+            shift = perturbation * scale * rng.standard_normal(y.shape)
+            y = np.vstack([y + shift, y - shift])
+        stopped, iterations = "max_iter", 0
+        for iterations in range(1, max_iter + 1):  # noqa: B007
+            new, stats = problem.step(y, beta)
+            move = float(np.max(np.abs(new - y)))
+            y, _free = new, stats.free_energy
+            if move < tol * scale:
+                stopped = "tolerance"
+                break
+        converged = stopped == "tolerance"
+        if room > 0:
+            half = y.shape[0] // 2
+            first, second = y[:half], y[half:]
+            separation = np.max(np.abs(first - second), axis=1) / scale
+            split = _keep_splits(separation, room, 10 * perturbation)
+            y = np.vstack([np.where(split[:, None], first, (first + second) / 2), second[split]])
+        # Centroids that fell together are one cluster (and free a twin for a later split).
+        y = _merge_centroids(y, 10 * perturbation * scale)
+        T = 1.0 / beta
+        resp, lse = problem.assignments(y, beta)
+        expected = float(np.sum(resp * problem.distortions(y)))
+        rows.append(
+            {
+                "temperature": T,
+                "beta": beta,
+                "iterations": iterations,
+                "stopped": stopped,
+                "expected_cost": expected,
+                "free_energy": -T * float(lse.sum()),
+                "entropy": _entropy(resp),
+                "cost": float(model.cost(data, np.argmax(resp, axis=1))),
+                "order_parameter": y.shape[0],
+            }
+        )
+        if y.shape[0] == k and np.all(resp.max(axis=1) > 1 - _FROZEN):
+            break
+    trace = pd.DataFrame(rows)
+    transitions = [1.0 / b for b in schedule.transitions(trace)]
+    resp, _ = problem.assignments(y, 1.0 / trace["temperature"].iloc[-1])
+    labels = np.argmax(resp, axis=1).astype(np.int64)
+    if y.shape[0] < k:
+        # Fewer distinct clusters than asked for even at T_final: the spare centroids coincide
+        # with the first one (they hold no items of their own).
+        y = np.vstack([y, np.repeat(y[:1], k - y.shape[0], axis=0)])
+        resp = _pad(resp, k)
+    return ClusteringResult(
+        model=model,
+        labels=labels,
+        resp=resp,
+        cost=float(model.cost(data, labels)),
+        trace=trace,
+        transitions=transitions,
+        method="central_annealing",
+        seconds=time.perf_counter() - start,
+        converged=converged,
+        centroids=y,
+        settings={"T0": T0, "T_final": T_final, "eta": eta, "T_c": T_c},
+    )
+
+
+# ----------------------------------------------------------------------------- kernels
+@nb.njit(cache=True)
+def _mf_sweep(D, resp, a_t, sizes, within, fields, temperature, order, skip):
+    """One sequential sweep of Algorithm I over the items in ``order``; returns max |change|.
+
+    ``a_t = (D @ resp).T`` (K x N, so that the O(N) update of one cluster's row is contiguous),
+    ``sizes = resp.sum(0)`` and ``within[v] = resp[:, v] @ a_t[v]`` are kept current after every
+    item's update (O(N K) each). ``fields`` are the TAP cavity fields ``h`` (zeros for naive
+    mean field). ``D`` has a zero diagonal, so ``a_t[:, i]`` does not depend on item ``i``.
+    An item whose probabilities would change by at most ``skip`` is left as it is (its O(N K)
+    update is what a sweep costs; frozen items are most of them at low temperature).
+    """
+    n, k = resp.shape
+    logits = np.empty(k)
+    new = np.empty(k)
+    delta = np.empty(k)
+    biggest = 0.0
+    for i in order:
+        top = -np.inf
+        for v in range(k):
+            r = resp[i, v]
+            n_rest = sizes[v] - r
+            w_rest = within[v] - 2.0 * r * a_t[v, i]
+            centre = w_rest / (2.0 * n_rest) if n_rest > 1e-12 else 0.0
+            potential = (a_t[v, i] - centre) / (n_rest + 1.0)
+            logits[v] = -(potential - fields[i, v]) / temperature
+            if logits[v] > top:
+                top = logits[v]
+        total = 0.0
+        for v in range(k):
+            new[v] = np.exp(logits[v] - top)
+            total += new[v]
+        change = 0.0
+        for v in range(k):
+            new[v] /= total
+            delta[v] = new[v] - resp[i, v]
+            if abs(delta[v]) > change:
+                change = abs(delta[v])
+        if change > biggest:
+            biggest = change
+        if change <= skip:
+            continue
+        for v in range(k):
+            within[v] += 2.0 * delta[v] * a_t[v, i]
+            sizes[v] += delta[v]
+            resp[i, v] = new[v]
+        row = D[i]
+        for v in range(k):
+            step = delta[v]
+            if step != 0.0:
+                target = a_t[v]
+                for m in range(n):
+                    target[m] += row[m] * step
+    return biggest
+
+
+@nb.njit(cache=True)
+def _cluster_sums(D, resp):
+    """``(D @ resp).T``, ``resp.sum(0)`` and ``within[v] = resp[:, v] @ D @ resp[:, v]``."""
+    n, k = resp.shape
+    a_t = np.zeros((k, n))
+    sizes = np.zeros(k)
+    for i in range(n):
+        row = D[i]
+        for v in range(k):
+            weight = resp[i, v]
+            sizes[v] += weight
+            if weight != 0.0:
+                target = a_t[v]
+                for m in range(n):
+                    target[m] += row[m] * weight
+    within = np.zeros(k)
+    for v in range(k):
+        total = 0.0
+        for i in range(n):
+            total += resp[i, v] * a_t[v, i]
+        within[v] = total
+    return a_t, sizes, within
+
+
+@nb.njit(cache=True)
+def _greedy_sweeps(D, labels, a_t, sizes, within, order, max_sweeps):
+    """Zero-temperature local search: move each item to the cluster of least exact increment (24).
+
+    ``a_t``, ``sizes`` and ``within`` are as in :func:`_mf_sweep` for one-hot assignments.
+    Returns (sweeps, converged). Every move strictly lowers the cost (16), so the search ends.
+    """
+    k, n = a_t.shape
+    potential = np.empty(k)
+    for sweep in range(max_sweeps):
+        moved = 0
+        for i in order:
+            u = labels[i]
+            best = u
+            for v in range(k):
+                n_rest = sizes[v] - (1.0 if v == u else 0.0)
+                w_rest = within[v] - (2.0 * a_t[v, i] if v == u else 0.0)
+                centre = w_rest / (2.0 * n_rest) if n_rest > 0.5 else 0.0
+                potential[v] = (a_t[v, i] - centre) / (n_rest + 1.0)
+            # A move must win by more than rounding, or two clusters could trade an item forever.
+            margin = 1e-12 * (abs(potential[u]) + 1e-300)
+            for v in range(k):
+                if potential[v] < potential[best] - margin:
+                    best = v
+            if best == u:
+                continue
+            moved += 1
+            within[u] -= 2.0 * a_t[u, i]
+            sizes[u] -= 1.0
+            within[best] += 2.0 * a_t[best, i]
+            sizes[best] += 1.0
+            labels[i] = best
+            row = D[i]
+            source = a_t[u]
+            target = a_t[best]
+            for m in range(n):
+                source[m] -= row[m]
+                target[m] += row[m]
+        if moved == 0:
+            return sweep + 1, True
+    return max_sweeps, False
+
+
+def _sums(D, resp):
+    a = D @ resp
+    sizes = resp.sum(axis=0)
+    within = np.einsum("iv,iv->v", resp, a)
+    return a, sizes, within
+
+
+def _potentials(D, resp):
+    """Mean-field potentials ``E*_iv`` of eq. (26) (self-terms excluded as in (24)), blockwise."""
+    a_t, sizes, within = _cluster_sums(
+        np.ascontiguousarray(D, dtype=np.float64), np.ascontiguousarray(resp, dtype=np.float64)
+    )
+    a = a_t.T
+    n_rest = sizes[None, :] - resp
+    w_rest = within[None, :] - 2.0 * resp * a
+    centre = np.divide(w_rest, 2.0 * n_rest, out=np.zeros_like(a), where=n_rest > 1e-12)
+    return (a - centre) / (n_rest + 1.0)
+
+
+@nb.njit(cache=True, fastmath={"reassoc", "contract", "nsz", "arcp"})
+def _tap_kernel(D, mean, resp, inv_p, temperature):
+    """Eq. (29) in one pass over the pairs: O(N^2 K), no N x N temporaries."""
+    n, k = resp.shape
+    fields = np.zeros((n, k))
+    a = np.empty(k)
+    b = np.empty(k)
+    c = np.empty(k)
+    w = np.empty(k)
+    scale = 1.0 / (2.0 * temperature * n * n)
+    for i in range(n):
+        for v in range(k):
+            a[v] = 0.0
+            b[v] = 0.0
+            c[v] = 0.0
+            w[v] = resp[i, v] * inv_p[v]
+        for m in range(n):
+            if m == i:
+                continue
+            s = D[i, m] - mean
+            s = s * s
+            pair = 0.0
+            for v in range(k):
+                pair += w[v] * resp[m, v]
+            for v in range(k):
+                x = s * resp[m, v]
+                a[v] += x
+                b[v] += x * resp[m, v]
+                c[v] += x * pair
+        for v in range(k):
+            if inv_p[v] > 0.0:
+                first = ((1.0 - 2.0 * resp[i, v]) * a[v] - b[v]) * inv_p[v] * inv_p[v]
+                fields[i, v] = scale * (first + 2.0 * c[v] * inv_p[v])
+    return fields
+
+
+def tap_fields(D, resp, temperature: float) -> np.ndarray:
+    """The TAP cavity fields ``h_iv`` of eq. (29), one ``O(N^2 K)`` pass (numba).
+
+    Expanding the sum over ``mu`` of (29), with ``S = D^2`` (entry-wise) and ``p_v = n_v / N``:
+
+        h_iv = 1/(2 T N^2 p_v^2) [(1 - 2 r_iv) (S r)_iv - (S r^2)_iv]
+               + 1/(T N^2 p_v) ((S ∘ (r diag(1/p) r^T)) r)_iv.
+
+    ``D`` is centred to zero off-diagonal mean first (the seed's assumption ``<D_ik> = 0``).
+    The expansion assumes ``p_v = O(1)``: a cluster with ``n p_v < 1/2`` gets ``h_iv = 0``.
+
+    Examples
+    --------
+    >>> D = np.array([[0.0, 1.0, 3.0], [1.0, 0.0, 2.0], [3.0, 2.0, 0.0]])
+    >>> tap_fields(D, np.full((3, 2), 0.5), 1.0).shape
+    (3, 2)
+    """
+    D = np.ascontiguousarray(D, dtype=np.float64)
+    n = D.shape[0]
+    mean = float((D.sum() - np.trace(D)) / (n * (n - 1))) if n > 1 else 0.0
+    r = np.ascontiguousarray(resp, dtype=np.float64)
+    p = r.sum(axis=0) / n
+    # The expansion assumes p_v = O(1); a cluster holding less than half an item's worth of
+    # probability gets no cavity field (its 1/p^2 terms would otherwise dominate).
+    inv_p = np.where(p >= 0.5 / n, 1.0 / np.maximum(p, 1e-300), 0.0)
+    return _tap_kernel(D, mean, r, inv_p, float(temperature))
+
+
+def mean_field_residual(data, resp, temperature: float, tap: bool = False, field=None) -> float:
+    """Residual of the mean-field equations at given assignment probabilities (seed sec. 4.2).
+
+    Inserts ``resp`` (e.g. Monte Carlo or exact Gibbs estimates of ``<M_iv>``) into the right
+    side of eq. (25) with potentials (26) — or of the TAP equations (28)-(29) with ``tap=True``
+    — and returns the root mean square of right side minus ``resp``. ``field`` (N, K) adds
+    external costs to the potentials, as in
+    :meth:`~latentzoo.models.PairwiseClustering.gibbs_expectations` (without one, the exact
+    ``<M_iv> = 1/K`` are a fixed point of both equations and the residuals say nothing).
+
+    Examples
+    --------
+    >>> from latentzoo.models import PairwiseClustering
+    >>> data, _ = PairwiseClustering(2).simulate(0, n_items=6)
+    >>> float(mean_field_residual(data, np.full((6, 2), 0.5), 10.0))  # uniform is a fixed point
+    0.0
+    """
+    check_positive("temperature", temperature)
+    D = data.D if isinstance(data, Dissimilarities) else Dissimilarities(data).D
+    resp = np.asarray(resp, dtype=np.float64)
+    if resp.ndim != 2 or resp.shape[0] != D.shape[0]:
+        raise ValueError(f"resp must have shape (N, K) with N = {D.shape[0]}, got {resp.shape}")
+    E = _potentials(D, resp)
+    if field is not None:
+        field = np.asarray(field, dtype=np.float64)
+        if field.shape not in ((resp.shape[1],), resp.shape) or not np.all(np.isfinite(field)):
+            raise ValueError(f"field must be finite of shape {resp.shape}, got {field.shape}")
+        E = E + field
+    if tap:
+        E = E - tap_fields(D, resp, temperature)
+    logits = -E / temperature
+    rhs = np.exp(logits - logsumexp(logits, axis=1)[:, None])
+    return float(np.sqrt(np.mean((rhs - resp) ** 2)))
+
+
+# ----------------------------------------------------------------------------- Algorithm I
+class _MeanFieldProblem:
+    """Sequential mean-field sweeps (Algorithm I) at ``T = 1/beta``, as an annealing problem.
+
+    The running sums of the last sweep are kept with the assignments it returned, so a sweep
+    costs one pass over ``D`` (they are rebuilt when the driver hands in other assignments, e.g.
+    the perturbed ones at the start of a temperature).
+    """
+
+    monotone = False  # the plug-in free energy is monitored, not guaranteed to decrease
+
+    def __init__(self, D, rng, tap: bool):
+        self.D = np.ascontiguousarray(D, dtype=np.float64)
+        self.rng = rng
+        self.tap = tap
+        self.offset = float(self.D.sum()) / (2 * self.D.shape[0])
+        self.items = np.arange(self.D.shape[0], dtype=np.int64)
+        self.state = None
+        self.last_change = np.inf
+        self.groups = None
+        self.skip = 0.0
+        self.damping = 1.0
+        self.fields, self.fields_T = None, None
+
+    def expected_cost(self, within, sizes) -> float:
+        """The plug-in estimate of ``<H^pc>``: eq. (16) with ``<M>`` in place of ``M``."""
+        ratio = np.divide(within, sizes, out=np.zeros_like(within), where=sizes > 1e-12)
+        return 0.5 * float(ratio.sum()) - self.offset
+
+    def sums(self, resp):
+        if self.state is not None and self.state[0] is resp:
+            return self.state[1:]
+        return _cluster_sums(self.D, resp)
+
+    def step(self, params, beta):
+        current = params["resp"]
+        a_t, sizes, within = self.sums(current)
+        T = 1.0 / beta
+        expected = self.expected_cost(within, sizes)
+        free = expected - T * _entropy(current)
+        resp = current.copy()
+        previous_T = self.fields_T
+        if self.tap and self.groups is not None and self.groups.size == resp.shape[1]:
+            # Twins are one cluster: its cavity field is that of the pair's summed column
+            # (eq. (29) is not invariant to splitting a cluster into copies).
+            merged = np.zeros((resp.shape[0], self.groups.max() + 1))
+            np.add.at(merged.T, self.groups, resp.T)
+            fields = tap_fields(self.D, merged, T)[:, self.groups]
+        elif self.tap:
+            fields = tap_fields(self.D, resp, T)
+        else:
+            fields = np.zeros_like(resp)
+        shift = 0.0
+        if self.tap:
+            previous = self.fields
+            if previous is not None and previous.shape == fields.shape and previous_T == T:
+                fields = (1.0 - self.damping) * previous + self.damping * fields
+                # A change of the fields moves the logits by up to this much.
+                shift = float(np.max(np.abs(fields - previous))) / T
+            self.fields, self.fields_T = fields, T
+        order = self.rng.permutation(self.items)
+        change = _mf_sweep(self.D, resp, a_t, sizes, within, fields, T, order, self.skip)
+        self.last_change = max(change, shift)
+        self.state = (resp, a_t, sizes, within)
+        return {"resp": resp}, EMStats(free_energy=free, log_likelihood=-expected)
+
+    @staticmethod
+    def order_parameter(params) -> float:
+        return float(params["resp"].shape[1])
+
+
+def _initial_resp(rng, n, k, perturbation):
+    resp = np.full((n, k), 1.0 / k)
+    return _perturb_resp(resp, rng, max(perturbation, 1e-6))
+
+
+def _stage_row(model, D, problem, resp, beta, iterations, stopped):
+    T = 1.0 / beta
+    _, sizes, within = problem.sums(resp)
+    expected = problem.expected_cost(within, sizes)
+    entropy = _entropy(resp)
+    labels = np.argmax(resp, axis=1)
+    return {
+        "temperature": T,
+        "beta": beta,
+        "iterations": iterations,
+        "stopped": stopped,
+        "expected_cost": expected,
+        "free_energy": expected - T * entropy,
+        "entropy": entropy,
+        "cost": pairwise_cost(D, labels, model.n_components),
+        "order_parameter": resp.shape[1],
+    }
+
+
+def _solve_stage(problem, resp, beta, max_iter, tol):
+    """Sequential sweeps at ``T = 1/beta`` until no assignment probability changes by ``tol``."""
+    stopped, iterations = "max_iter", 0
+    for iterations in range(1, max_iter + 1):  # noqa: B007
+        params, _ = problem.step({"resp": resp}, beta)
+        resp = params["resp"]
+        if problem.last_change < tol:
+            stopped = "tolerance"
+            break
+    return resp, iterations, stopped
+
+
+def _quench(D, labels, k, rng, max_sweeps=1000):
+    labels = labels.astype(np.int64).copy()
+    resp = np.zeros((labels.size, k))
+    resp[np.arange(labels.size), labels] = 1.0
+    a_t, sizes, within = _cluster_sums(D, resp)
+    order = rng.permutation(labels.size).astype(np.int64)
+    sweeps, done = _greedy_sweeps(D, labels, a_t, sizes, within, order, max_sweeps)
+    return labels, int(sweeps), bool(done)
+
+
+def pairwise_annealing(
+    model: PairwiseClustering,
+    data,
+    tap: bool = False,
+    tap_damping: float = 0.1,
+    T0: float | None = None,
+    T_final: float | None = None,
+    eta: float = 0.9,
+    max_iter: int = 100,
+    tol: float = 1e-4,
+    perturbation: float = 1e-3,
+    quench: bool = True,
+    random_state=None,
+) -> ClusteringResult:
+    """Algorithm I: deterministic annealing for pairwise clustering by mean-field sweeps.
+
+    See the module docstring: potentials (26), assignments (25) (with ``tap=True`` the TAP
+    equations (28)-(29)), sequential updates in a random order, ``T <- eta T``.
+
+    Parameters
+    ----------
+    model : PairwiseClustering
+    data : Dissimilarities or array_like (N, N)
+    tap : bool
+        Add the cavity fields of eq. (29) (refined mean field, eq. (28)).
+    tap_damping : float
+        In (0, 1]: each sweep uses ``(1 - tap_damping) h_old + tap_damping h_new`` as the
+        cavity fields. Undamped (1.0), the TAP iteration oscillates below the transition on
+        random instances (measured: N = 60, K = 5 uniform dissimilarities, 9 of 20 runs ended
+        worse than the median greedy run; none with 0.1).
+    T0 : float, optional
+        Start temperature; default ``1.5 T_c`` with ``T_c = lambda_max(-J D J) / N``
+        (:func:`~latentzoo.models.pairwise.critical_temperature`), above which the uniform
+        assignment is the only solution.
+    T_final : float, optional
+        Lowest temperature; default ``1e-3 T0``. The schedule stops earlier once ``K``
+        clusters exist and every assignment is frozen (``max_v <M_iv> > 1 - 1e-6``).
+    eta : float
+        Cooling factor in (0, 1).
+    max_iter : int
+        Sweeps per temperature at most.
+    tol : float
+        A temperature ends when no assignment probability changes by more than ``tol`` in a
+        sweep.
+    perturbation : float
+        While fewer than ``K`` clusters are distinct, every cluster gets a twin at each
+        temperature (half of its assignment probabilities each, perturbed in opposite
+        directions by this relative amount); a pair that the sweeps drive more than
+        ``10 perturbation`` apart (relative to its largest probability) is kept as two clusters,
+        otherwise merged back — Rose et al.'s cluster splitting at phase transitions, with the
+        most separated pairs first when more would split than ``K`` allows. Columns that fall
+        together later are merged as well.
+    quench : bool
+        End with the zero-temperature local search of :func:`greedy` from the annealed labels.
+    random_state : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    ClusteringResult
+
+    Examples
+    --------
+    >>> from latentzoo.models import PairwiseClustering
+    >>> model = PairwiseClustering(3)
+    >>> data, truth = model.simulate(0, n_items=30)
+    >>> result = pairwise_annealing(model, data, random_state=0)
+    >>> result.cost <= model.cost(data, truth["z"]) + 1e-9
+    True
+    """
+    start = time.perf_counter()
+    _check_model(model, PairwiseClustering)
+    data = model.check_data(data)
+    _check_options(T0, T_final, eta, max_iter, tol, perturbation)
+    tap_damping = check_interval("tap_damping", tap_damping, 0, 1, closed="right")
+    rng = as_rng(random_state)
+    D = np.ascontiguousarray(data.D)
+    n, k = data.n_items, model.n_components
+    T_c = critical_temperature(data)
+    if T0 is None:
+        T0 = 1.5 * T_c if T_c > 0 else max(float(D.max()), 1e-12)
+    T0 = float(T0)
+    T_final = 1e-3 * T0 if T_final is None else float(T_final)
+    problem = _MeanFieldProblem(D, rng, bool(tap))
+    problem.damping = tap_damping
+    # Updates a thousand times below the stage's tolerance cannot decide it: skip them.
+    problem.skip = 1e-3 * tol
+    resp = np.ones((n, 1))
+    schedule = _schedule(T0, T_final, eta)
+    rows = []
+    converged = True
+    for beta in schedule.betas():
+        room = k - resp.shape[1]
+        if room > 0:
+            # Every cluster gets a twin (half of its probabilities each, perturbed in opposite
+            # directions); a pair drifts apart only below that cluster's critical temperature.
+            problem.groups = np.tile(np.arange(resp.shape[1]), 2)
+            resp = _duplicate_resp(resp, rng, perturbation)
+        else:
+            problem.groups = None
+        resp, iterations, stopped = _solve_stage(problem, resp, beta, max_iter, tol)
+        converged = stopped == "tolerance"
+        if room > 0:
+            resp = _resolve_resp(resp, resp.shape[1] // 2, room, 10 * perturbation)
+        resp = _merge_columns(resp, 10 * perturbation)
+        rows.append(_stage_row(model, D, problem, resp, beta, iterations, stopped))
+        if resp.shape[1] == k and np.all(resp.max(axis=1) > 1 - _FROZEN):
+            break
+    trace = pd.DataFrame(rows)
+    transitions = [1.0 / b for b in schedule.transitions(trace)]
+    labels = np.argmax(resp, axis=1).astype(np.int64)
+    resp = _pad(resp, k)
+    settings = {
+        "tap": bool(tap),
+        "tap_damping": tap_damping,
+        "T0": T0,
+        "T_final": T_final,
+        "eta": eta,
+        "T_c": T_c,
+    }
+    if quench:
+        labels, sweeps, done = _quench(D, labels, k, rng)
+        settings["quench_sweeps"] = sweeps
+        converged = converged and done
+    return ClusteringResult(
+        model=model,
+        labels=labels,
+        resp=resp,
+        cost=pairwise_cost(D, labels, k),
+        trace=trace,
+        transitions=transitions,
+        method="pairwise_annealing_tap" if tap else "pairwise_annealing",
+        seconds=time.perf_counter() - start,
+        converged=converged,
+        settings=settings,
+    )
+
+
+def mean_field(
+    model: PairwiseClustering,
+    data,
+    temperature: float,
+    tap: bool = False,
+    resp=None,
+    tap_damping: float = 0.1,
+    max_iter: int = 1000,
+    tol: float = 1e-10,
+    random_state=None,
+) -> np.ndarray:
+    """Solve the mean-field equations (25)-(26) (or TAP, (28)-(29)) at one temperature.
+
+    Sequential sweeps from ``resp`` (default: uniform plus a small random perturbation) until the
+    largest change of an assignment probability falls below ``tol`` (with ``tap=True``, and the
+    cavity fields damped as in :func:`pairwise_annealing`, until the fields settle too).
+
+    Returns
+    -------
+    numpy.ndarray of shape (N, K): ``<M_iv>``
+
+    Examples
+    --------
+    >>> from latentzoo.models import PairwiseClustering
+    >>> data, _ = PairwiseClustering(2).simulate(0, n_items=8)
+    >>> mean_field(PairwiseClustering(2), data, 1e6, random_state=0).round(3)[0].tolist()
+    [0.5, 0.5]
+    """
+    _check_model(model, PairwiseClustering)
+    data = model.check_data(data)
+    check_positive("temperature", temperature)
+    check_integer("max_iter", max_iter)
+    check_interval("tol", tol, 0, np.inf, closed="left")
+    rng = as_rng(random_state)
+    n, k = data.n_items, model.n_components
+    if resp is None:
+        resp = _initial_resp(rng, n, k, 1e-2)
+    else:
+        resp = np.array(resp, dtype=np.float64)
+        if resp.shape != (n, k) or not np.all(np.isfinite(resp)) or np.any(resp < 0):
+            raise ValueError(f"resp must be non-negative of shape {(n, k)}, got {resp.shape}")
+        resp = resp / resp.sum(axis=1, keepdims=True)
+    tap_damping = check_interval("tap_damping", tap_damping, 0, 1, closed="right")
+    problem = _MeanFieldProblem(np.ascontiguousarray(data.D), rng, bool(tap))
+    problem.damping = tap_damping
+    params = {"resp": resp}
+    beta = 1.0 / float(temperature)
+    for _ in range(max_iter):
+        params, _ = problem.step(params, beta)
+        if problem.last_change < tol:
+            break
+    return params["resp"]
+
+
+# ----------------------------------------------------------------------------- baselines
+def greedy(
+    model: PairwiseClustering,
+    data,
+    n_init: int = 1,
+    max_sweeps: int = 1000,
+    random_state=None,
+) -> ClusteringResult:
+    """Gradient-descent baseline: zero-temperature local search from random assignments.
+
+    Each start draws uniform random labels, then moves single items, sequentially in a random
+    order, to the cluster with the smallest exact cost increment (24) until no move lowers the
+    cost (16) (seed section 6.1's "gradient descent"). The best of ``n_init`` starts is
+    returned, and every start's final cost is in ``run_costs``.
+
+    Examples
+    --------
+    >>> from latentzoo.models import PairwiseClustering
+    >>> model = PairwiseClustering(2)
+    >>> data, _ = model.simulate(0, n_items=20)
+    >>> greedy(model, data, n_init=5, random_state=0).run_costs.shape
+    (5,)
+    """
+    start = time.perf_counter()
+    _check_model(model, PairwiseClustering)
+    data = model.check_data(data)
+    check_integer("n_init", n_init)
+    check_integer("max_sweeps", max_sweeps)
+    rng = as_rng(random_state)
+    D = np.ascontiguousarray(data.D)
+    n, k = data.n_items, model.n_components
+    best, best_cost, costs, all_done = None, np.inf, np.empty(n_init), True
+    for run in range(n_init):
+        labels, _, done = _quench(D, rng.integers(0, k, size=n), k, rng, max_sweeps)
+        all_done = all_done and done
+        costs[run] = pairwise_cost(D, labels, k)
+        if costs[run] < best_cost:
+            best, best_cost = labels, costs[run]
+    resp = np.zeros((n, k))
+    resp[np.arange(n), best] = 1.0
+    return ClusteringResult(
+        model=model,
+        labels=best,
+        resp=resp,
+        cost=float(best_cost),
+        trace=pd.DataFrame(),
+        transitions=[],
+        method="greedy",
+        seconds=time.perf_counter() - start,
+        converged=all_done,
+        run_costs=costs,
+        settings={"n_init": n_init, "max_sweeps": max_sweeps},
+    )
+
+
+def ward(model: PairwiseClustering, data, method: str = "ward") -> ClusteringResult:
+    """Linkage baseline: scipy's agglomerative clustering of ``D`` cut at ``K`` clusters.
+
+    ``method="ward"`` is the seed's "Mean Average Dissimilarity Linkage / Ward's method"
+    (section 6.1); ``"average"``, ``"complete"``, ``"single"`` and ``"weighted"`` are accepted
+    too. Ward's criterion presumes Euclidean distances; on other dissimilarities it is the usual
+    heuristic. Deterministic.
+
+    Examples
+    --------
+    >>> from latentzoo.models import PairwiseClustering
+    >>> model = PairwiseClustering(3)
+    >>> data, truth = model.simulate(0, n_items=30)
+    >>> int(ward(model, data).labels_.max())
+    2
+    """
+    from scipy.cluster.hierarchy import fcluster, linkage
+
+    start = time.perf_counter()
+    _check_model(model, PairwiseClustering)
+    data = model.check_data(data)
+    methods = ("ward", "average", "complete", "single", "weighted")
+    if method not in methods:
+        raise ValueError(f"method must be one of {methods}, got {method!r}")
+    k = model.n_components
+    n = data.n_items
+    if n == 1:
+        labels = np.zeros(1, dtype=np.int64)
+    else:
+        tree = linkage(data.condensed(), method=method)
+        raw = fcluster(tree, t=k, criterion="maxclust")
+        labels = (np.unique(raw, return_inverse=True)[1]).astype(np.int64)
+    resp = np.zeros((n, k))
+    resp[np.arange(n), labels] = 1.0
+    return ClusteringResult(
+        model=model,
+        labels=labels,
+        resp=resp,
+        cost=pairwise_cost(data.D, labels, k),
+        trace=pd.DataFrame(),
+        transitions=[],
+        method=method,
+        seconds=time.perf_counter() - start,
+        settings={"method": method},
+    )
+
+
+# ----------------------------------------------------------------------------- Algorithm II
+def classical_mds(D: np.ndarray, n_dims: int) -> np.ndarray:
+    """Classical (Torgerson) scaling: coordinates whose squared distances best match ``D``."""
+    n = D.shape[0]
+    B = -0.5 * (D - D.mean(axis=0)[None, :] - D.mean(axis=1)[:, None] + D.mean())
+    values, vectors = np.linalg.eigh(B)
+    top = np.argsort(values)[::-1][:n_dims]
+    x = vectors[:, top] * np.sqrt(np.maximum(values[top], 0.0))[None, :]
+    if x.shape[1] < n_dims:
+        x = np.hstack([x, np.zeros((n, n_dims - x.shape[1]))])
+    return x
+
+
+def _embedding_update(x, y, log_resp, potentials, ridge=1e-6):
+    """Solve eq. (34)-(35) for every ``x_i``, divided by ``1 - max_v <M_iv>`` (singular limit)."""
+    n, k = log_resp.shape
+    d = x.shape[1]
+    rows = np.arange(n)
+    u = np.argmax(log_resp, axis=1)
+    others = log_resp.copy()
+    others[rows, u] = -np.inf
+    log_rest = logsumexp(others, axis=1)  # log(1 - <M_iu>)
+    q = np.exp(others - log_rest[:, None])  # conditional probabilities of the other clusters
+    rest = np.exp(log_rest)
+    diffs = y[None, :, :] - y[u][:, None, :]  # (N, K, d): y_v - y_u
+    mean_diff = np.einsum("iv,ivp->ip", q, diffs)
+    A = np.einsum("iv,ivp,ivq->ipq", q, diffs, diffs)
+    A -= rest[:, None, None] * mean_diff[:, :, None] * mean_diff[:, None, :]
+    g = (y**2).sum(axis=1)[None, :] - potentials
+    g = g - g[rows, u][:, None]
+    b = 0.5 * np.einsum("iv,iv,ivp->ip", q, g, diffs - rest[:, None, None] * mean_diff[:, None, :])
+    scale = np.trace(A, axis1=1, axis2=2) + 1e-12 * (1.0 + np.sum(y**2) / k)
+    lam = ridge * scale
+    system = A + lam[:, None, None] * np.eye(d)[None]
+    return np.linalg.solve(system, (b + lam[:, None] * x)[..., None])[..., 0]
+
+
+def structure_preserving_mds(
+    model: PairwiseClustering,
+    data,
+    n_dims: int = 2,
+    T0: float | None = None,
+    T_final: float | None = None,
+    eta: float = 0.9,
+    max_iter: int = 100,
+    tol: float = 1e-5,
+    perturbation: float = 1e-3,
+    init: str = "classical",
+    relax: float = 0.3,
+    random_state=None,
+) -> ClusteringResult:
+    """Algorithm II: simultaneous pairwise clustering and Euclidean embedding, eq. (34)-(35).
+
+    See the module docstring for the iteration and the handling of its ``T -> 0`` singularity.
+
+    Parameters
+    ----------
+    model : PairwiseClustering
+        ``n_components >= 2``.
+    data : Dissimilarities
+    n_dims : int
+        Dimension ``d`` of the embedding.
+    T0, T_final, eta, max_iter, tol, perturbation
+        As for :func:`pairwise_annealing` (``tol`` on the largest change of ``<M_iv>``;
+        ``perturbation`` relative to the embedding's scale, applied to the centroids).
+    init : {"classical", "random"}
+        Start from classical scaling of ``D`` (its squared distances match ``D``, so the
+        embedding's critical temperature matches the data's) or from random coordinates of the
+        same scale.
+    relax : float
+        In (0, 1]: each iteration moves the coordinates by ``relax`` times the step to the
+        solution of eq. (34). The undamped parallel update oscillates like the parallel
+        mean-field update of the seed's footnote 3 (measured on 226 items, K = 9: 36 of 60
+        temperatures ran out of iterations and the final cost was 13-21 % above Algorithm I's;
+        with 0.3, 20 of 60 and 0.5-1.7 %).
+    random_state : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    ClusteringResult
+        With ``embedding`` (N, d) and ``centroids`` (K, d); ``cost`` is (16) of the labels.
+
+    Examples
+    --------
+    >>> from latentzoo.models import PairwiseClustering
+    >>> model = PairwiseClustering(3)
+    >>> data, truth = model.simulate(0, n_items=30)
+    >>> result = structure_preserving_mds(model, data, random_state=0)
+    >>> result.embedding.shape
+    (30, 2)
+    """
+    start = time.perf_counter()
+    _check_model(model, PairwiseClustering)
+    data = model.check_data(data)
+    check_integer("n_dims", n_dims)
+    _check_options(T0, T_final, eta, max_iter, tol, perturbation)
+    if init not in ("classical", "random"):
+        raise ValueError(f"init must be 'classical' or 'random', got {init!r}")
+    relax = check_interval("relax", relax, 0, 1, closed="right")
+    k = model.n_components
+    if k < 2:
+        raise ValueError(f"structure_preserving_mds needs n_components >= 2, got {k}")
+    rng = as_rng(random_state)
+    D = np.ascontiguousarray(data.D)
+    n = data.n_items
+    x = classical_mds(D, n_dims)
+    spread = float(np.sqrt(np.mean(np.sum((x - x.mean(axis=0)) ** 2, axis=1)))) or 1.0
+    if init == "random":
+        x = rng.normal(scale=spread / np.sqrt(n_dims), size=(n, n_dims))
+    T_c = critical_temperature(data)
+    if T0 is None:
+        T0 = 1.5 * T_c if T_c > 0 else max(float(D.max()), 1e-12)
+    T0 = float(T0)
+    T_final = 1e-3 * T0 if T_final is None else float(T_final)
+    y = x.mean(axis=0)[None, :]
+    schedule = _schedule(T0, T_final, eta)
+    rows = []
+    converged = True
+    resp = np.ones((n, 1))
+    offset = D.sum() / (2 * n)
+    for beta in schedule.betas():
+        T = 1.0 / beta
+        room = k - y.shape[0]
+        if room > 0:
+            # Twin centroids, as in central_annealing: a pair separates below its cluster's
+            # critical temperature.
+            shift = perturbation * spread * rng.standard_normal(y.shape)
+            y = np.vstack([y + shift, y - shift])
+        stopped, iterations = "max_iter", 0
+        for iterations in range(1, max_iter + 1):  # noqa: B007
+            sq = np.maximum(
+                (x**2).sum(axis=1)[:, None] - 2.0 * x @ y.T + (y**2).sum(axis=1)[None, :], 0.0
+            )
+            logits = -sq / T
+            log_resp = logits - logsumexp(logits, axis=1)[:, None]
+            new = np.exp(log_resp)
+            change = float(np.max(np.abs(new - resp))) if new.shape == resp.shape else np.inf
+            resp = new
+            target = _embedding_update(x, y, log_resp, _potentials(D, resp))
+            x = x + relax * (target - x)
+            sizes = resp.sum(axis=0)
+            moved = (resp.T @ x) / np.maximum(sizes, 1e-300)[:, None]
+            y = np.where(sizes[:, None] > 1e-300, moved, y)
+            if change < tol:
+                stopped = "tolerance"
+                break
+        converged = stopped == "tolerance"
+        if room > 0:
+            half = y.shape[0] // 2
+            first, second = y[:half], y[half:]
+            separation = np.max(np.abs(first - second), axis=1) / spread
+            split = _keep_splits(separation, room, 10 * perturbation)
+            y = np.vstack([np.where(split[:, None], first, (first + second) / 2), second[split]])
+        y = _merge_centroids(y, 10 * perturbation * spread)
+        sq = np.maximum(
+            (x**2).sum(axis=1)[:, None] - 2.0 * x @ y.T + (y**2).sum(axis=1)[None, :], 0.0
+        )
+        logits = -sq / T
+        resp = np.exp(logits - logsumexp(logits, axis=1)[:, None])
+        _, sizes, within = _sums(D, resp)
+        expected = 0.5 * float(
+            np.sum(np.divide(within, sizes, out=np.zeros_like(within), where=sizes > 1e-12))
+        )
+        expected -= offset
+        labels = np.argmax(resp, axis=1)
+        entropy = _entropy(resp)
+        rows.append(
+            {
+                "temperature": T,
+                "beta": beta,
+                "iterations": iterations,
+                "stopped": stopped,
+                "expected_cost": expected,
+                "free_energy": expected - T * entropy,
+                "entropy": entropy,
+                "cost": pairwise_cost(D, labels, k),
+                "order_parameter": y.shape[0],
+            }
+        )
+        if y.shape[0] == k and np.all(resp.max(axis=1) > 1 - _FROZEN):
+            break
+    trace = pd.DataFrame(rows)
+    labels = np.argmax(resp, axis=1).astype(np.int64)
+    if y.shape[0] < k:
+        y = np.vstack([y, np.repeat(y[:1], k - y.shape[0], axis=0)])
+        resp = _pad(resp, k)
+    return ClusteringResult(
+        model=model,
+        labels=labels,
+        resp=resp,
+        cost=pairwise_cost(D, labels, k),
+        trace=trace,
+        transitions=[1.0 / b for b in schedule.transitions(trace)],
+        method="structure_preserving_mds",
+        seconds=time.perf_counter() - start,
+        converged=converged,
+        centroids=y,
+        embedding=x,
+        settings={
+            "n_dims": n_dims,
+            "T0": T0,
+            "T_final": T_final,
+            "eta": eta,
+            "init": init,
+            "relax": relax,
+        },
+    )

@@ -1,0 +1,320 @@
+"""Deterministic annealing for central and pairwise clustering (Hofmann & Buhmann 1997): phase
+transitions, mean field and TAP against exact expectations, baselines, Algorithm II, determinism,
+input checks."""
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+
+from latentzoo.data import Dissimilarities
+from latentzoo.inference import pairwise as pw
+from latentzoo.inference.pairwise import (
+    central_annealing,
+    greedy,
+    mean_field,
+    mean_field_residual,
+    pairwise_annealing,
+    structure_preserving_mds,
+    tap_fields,
+    ward,
+)
+from latentzoo.models import CentralClustering, PairwiseClustering
+from latentzoo.models.pairwise import critical_temperature, pairwise_cost, uniform_dissimilarities
+
+
+def seed():
+    return int(np.random.default_rng().integers(2**31))
+
+
+# --------------------------------------------------------------------------- kernels
+def test_mean_field_potentials_are_exact_cost_increments_for_hard_assignments():
+    # For one-hot <M>, the potentials (26) (self-terms excluded, as in (24)) are the exact cost
+    # increments: H(z with z_i = v) - H(z with z_i = u) = E_iv - E_iu.
+    rng = np.random.default_rng()
+    n, k = 9, 3
+    data = uniform_dissimilarities(rng, n)
+    z = rng.integers(0, k, size=n)
+    E = pw._potentials(data.D, np.eye(k)[z])
+    for i in range(n):
+        moved = np.repeat(z[None], k, axis=0)
+        moved[:, i] = np.arange(k)
+        costs = pairwise_cost(data.D, moved, k)
+        np.testing.assert_allclose(costs - costs[z[i]], E[i] - E[i, z[i]], atol=1e-10)
+
+
+def test_sequential_sweep_keeps_its_running_sums_exact():
+    rng = np.random.default_rng()
+    n, k = 40, 4
+    D = np.ascontiguousarray(uniform_dissimilarities(rng, n).D)
+    resp = rng.dirichlet(np.ones(k), size=n)
+    a_t, sizes, within = pw._cluster_sums(D, resp)
+    pw._mf_sweep(D, resp, a_t, sizes, within, np.zeros((n, k)), 0.05, rng.permutation(n), 0.0)
+    fresh = pw._cluster_sums(D, resp)
+    for kept, exact in zip((a_t, sizes, within), fresh, strict=True):
+        np.testing.assert_allclose(kept, exact, rtol=1e-10, atol=1e-10)
+    # Iterated well below the transition, the sweeps solve eq. (25)-(26).
+    T = 0.3 * critical_temperature(Dissimilarities(D))
+    for _ in range(300):
+        pw._mf_sweep(D, resp, a_t, sizes, within, np.zeros((n, k)), T, rng.permutation(n), 0.0)
+    assert mean_field_residual(Dissimilarities(D), resp, T) < 1e-8
+
+
+def test_tap_fields_match_eq29_written_out():
+    rng = np.random.default_rng()
+    n, k, T = 6, 3, 0.7
+    D = uniform_dissimilarities(rng, n).D
+    r = rng.dirichlet(np.ones(k), size=n)
+    while r.sum(0).min() < 0.5:  # clusters of less than half an item get no field (documented)
+        r = rng.dirichlet(np.ones(k), size=n)
+    off = ~np.eye(n, dtype=bool)
+    centred = np.where(off, D - D[off].mean(), 0.0)
+    p = r.sum(0) / n
+    h = np.zeros((n, k))
+    for i in range(n):
+        for alpha in range(k):
+            total = 0.0
+            for kk in range(n):
+                for mu in range(k):
+                    delta = float(alpha == mu)
+                    total += (
+                        centred[i, kk] ** 2
+                        * r[kk, alpha]
+                        * (delta - r[kk, mu])
+                        / (p[alpha] * p[mu] * n**2)
+                        * (delta - 2 * r[i, mu])
+                    )
+            h[i, alpha] = total / (2 * T)
+    np.testing.assert_allclose(tap_fields(D, r, T), h, rtol=1e-10, atol=1e-14)
+
+
+# ----------------------------------------------------------------------- mean field
+def test_mean_field_assignments_are_uniform_at_high_temperature():
+    model = PairwiseClustering(4)
+    data, _ = model.simulate(seed(), n_items=30)
+    T = 20 * critical_temperature(data)
+    for tap in (False, True):
+        resp = mean_field(model, data, T, tap=tap, random_state=seed())
+        np.testing.assert_allclose(resp, 0.25, atol=1e-6)
+    # The annealing's first stages (above T_c) are one uniform cluster too.
+    result = pairwise_annealing(model, data, T0=T, random_state=seed())
+    assert result.trace["order_parameter"].iloc[0] == 1
+
+
+def test_tap_residuals_beat_naive_mean_field_near_the_transition_n6_k2():
+    # Seed section 4.2: insert exact expectations into the right sides of (25) and (28) and
+    # compare the residuals. Exact <M_iv> = 1/2 by symmetry, so item 0 is clamped to cluster 0
+    # by a field (the seed's footnote 2 breaks the symmetry the same way). On 40 random
+    # instances (uniform dissimilarities) at T = T_c and 0.8 T_c, TAP must win on most: measured
+    # 75-80 % of instances, so failing needs 20 or fewer of 40 (probability about 1e-4).
+    rng = np.random.default_rng()
+    model = PairwiseClustering(2)
+    for factor in (1.0, 0.8):
+        wins = 0
+        for _ in range(40):
+            data = uniform_dissimilarities(rng, 6)
+            T = factor * critical_temperature(data)
+            field = np.zeros((6, 2))
+            field[0, 1] = 10 * data.D.max()
+            exact = model.gibbs_expectations(data, T, field=field)["resp"]
+            naive = mean_field_residual(data, exact, T, field=field)
+            tap = mean_field_residual(data, exact, T, tap=True, field=field)
+            wins += tap < naive
+        assert wins > 20, (factor, wins)
+
+
+# ----------------------------------------------------------------- central clustering
+def test_first_phase_transition_of_central_clustering_is_at_twice_lambda_max():
+    model = CentralClustering(3)
+    data, _ = model.simulate(seed(), n_items=150, n_features=2)
+    T_c = critical_temperature(data)
+    eta = 0.95
+    result = central_annealing(model, data, eta=eta, T0=1.3 * T_c, random_state=seed())
+    first = result.transitions[0]
+    assert eta**2 * T_c <= first <= T_c * (1 + 1e-12)
+    above = result.trace[result.trace["temperature"] > T_c]
+    assert (above["order_parameter"] == 1).all()
+
+
+def test_central_em_never_increases_the_free_energy_at_fixed_temperature():
+    rng = np.random.default_rng()
+    model = CentralClustering(3)
+    data, _ = model.simulate(rng, n_items=80)
+    problem = pw._CentralProblem(data.X)
+    y = rng.normal(size=(3, 2)) * 3
+    beta = 1.0 / (0.3 * critical_temperature(data))
+    previous = np.inf
+    for _ in range(50):
+        y, stats = problem.step(y, beta)
+        assert stats.free_energy <= previous + 1e-9 * abs(previous if np.isfinite(previous) else 1)
+        previous = stats.free_energy
+
+
+def test_central_annealing_finds_well_separated_clusters():
+    model = CentralClustering(4)
+    data, truth = model.simulate(seed(), n_items=120, radius=8.0, variances=(0.3,))
+    result = central_annealing(model, data, random_state=seed())
+    assert result.cost <= model.cost(data, truth["z"]) + 1e-9
+    assert len(np.unique(result.labels)) == 4
+
+
+# ----------------------------------------------------------------- pairwise annealing
+def square_clusters(rng, n=60, spacing=5.0):
+    """Four equal Gaussian clusters (unit variance) on the corners of a square."""
+    centres = spacing * np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    z = rng.permutation(np.arange(n) % 4)
+    return Dissimilarities.from_features(centres[z] + rng.normal(size=(n, 2)), "sqeuclidean")
+
+
+@pytest.mark.parametrize("tap", [False, True])
+def test_annealing_is_not_worse_than_the_greedy_median_on_clustered_data(tap):
+    # Measured: 0 of 100 instances worse, naive and TAP. (On mixtures with random centres, some
+    # close together, 3 of 40 instances end 0.01-0.1 % above the median greedy cost at any
+    # cooling rate: deterministic annealing is not a global optimiser.)
+    model = PairwiseClustering(4)
+    data = square_clusters(np.random.default_rng())
+    baseline = greedy(model, data, n_init=20, random_state=seed())
+    result = pairwise_annealing(model, data, tap=tap, random_state=seed())
+    assert result.cost <= np.median(baseline.run_costs) + 1e-9
+    assert result.cost == pytest.approx(model.cost(data, result.labels))
+
+
+def test_annealing_beats_the_greedy_median_on_random_instances():
+    model = PairwiseClustering(5)
+    data = uniform_dissimilarities(seed(), 60)
+    baseline = greedy(model, data, n_init=20, random_state=seed())
+    result = pairwise_annealing(model, data, random_state=seed())
+    assert result.cost <= np.median(baseline.run_costs) + 1e-9
+
+
+def test_greedy_ends_at_a_local_minimum():
+    model = PairwiseClustering(3)
+    data, _ = model.simulate(seed(), n_items=25)
+    result = greedy(model, data, random_state=seed())
+    z = result.labels
+    moves = np.repeat(z[None], 25 * 3, axis=0)
+    moves[np.arange(75), np.repeat(np.arange(25), 3)] = np.tile(np.arange(3), 25)
+    assert model.cost(data, moves).min() >= result.cost - 1e-9 * abs(result.cost)
+    assert result.converged
+
+
+def test_ward_recovers_well_separated_clusters():
+    model = PairwiseClustering(3)
+    data, truth = model.simulate(seed(), n_items=30, separation=20.0)
+    result = ward(model, data)
+    assert result.cost == pytest.approx(model.cost(data, truth["z"]))
+    assert ward(model, data, method="average").cost == pytest.approx(result.cost)
+
+
+# ------------------------------------------------------------------------ Algorithm II
+def test_structure_preserving_mds_embeds_and_clusters():
+    model = PairwiseClustering(3)
+    data, truth = model.simulate(seed(), n_items=45, n_features=6, separation=6.0)
+    result = structure_preserving_mds(model, data, random_state=seed())
+    assert result.embedding.shape == (45, 2) and np.all(np.isfinite(result.embedding))
+    assert result.cost <= model.cost(data, truth["z"]) + 1e-6 * abs(result.cost)
+
+
+def test_embedding_update_handles_the_singular_zero_temperature_limit():
+    # Hard assignments make K_i = 0 in eq. (34); the update divided by 1 - max <M_iv> stays
+    # finite and fixes the coordinate along y_v - y_u of the nearest competitor v.
+    rng = np.random.default_rng()
+    y = rng.normal(size=(3, 2))
+    x = rng.normal(size=(5, 2))
+    logits = -((x[:, None] - y[None]) ** 2).sum(-1) / 1e-9  # T -> 0
+    log_resp = logits - logsumexp(logits, axis=1)[:, None]
+    assert np.all(np.exp(log_resp).max(axis=1) == 1.0)
+    potentials = rng.uniform(size=(5, 3))
+    new = pw._embedding_update(x, y, log_resp, potentials)
+    assert np.all(np.isfinite(new))
+    u = np.argmax(log_resp, axis=1)
+    competitor = np.argsort(-log_resp, axis=1)[:, 1]
+    g = (y**2).sum(1)[None] - potentials
+    rows = np.arange(5)
+    direction = y[competitor] - y[u]
+    target = (g[rows, competitor] - g[rows, u]) / 2
+    np.testing.assert_allclose(np.sum(new * direction, axis=1), target, rtol=1e-4, atol=1e-6)
+    # Coincident centroids (the high-temperature end): nothing to fit, x stays.
+    same = np.repeat(y[:1], 3, axis=0)
+    flat = np.full((5, 3), -np.log(3))
+    np.testing.assert_allclose(pw._embedding_update(x, same, flat, potentials), x)
+
+
+def test_structure_preserving_mds_down_to_a_tiny_temperature_stays_finite():
+    model = PairwiseClustering(2)
+    data, _ = model.simulate(seed(), n_items=20, separation=5.0)
+    T0 = critical_temperature(data)
+    result = structure_preserving_mds(
+        model, data, T0=T0, T_final=1e-9 * T0, eta=0.5, random_state=seed()
+    )
+    assert np.all(np.isfinite(result.embedding)) and np.all(np.isfinite(result.centroids))
+
+
+# ------------------------------------------------------------------------ determinism
+@pytest.mark.parametrize(
+    "run",
+    [
+        lambda m, d, s: pairwise_annealing(m, d, random_state=s),
+        lambda m, d, s: pairwise_annealing(m, d, tap=True, random_state=s),
+        lambda m, d, s: greedy(m, d, n_init=3, random_state=s),
+        lambda m, d, s: structure_preserving_mds(m, d, random_state=s),
+    ],
+)
+def test_same_random_state_same_result(run):
+    model = PairwiseClustering(3)
+    data, _ = model.simulate(seed(), n_items=30)
+    s = seed()
+    first, second = run(model, data, s), run(model, data, s)
+    np.testing.assert_array_equal(first.labels, second.labels)
+    np.testing.assert_array_equal(first.resp, second.resp)
+    assert first.cost == second.cost
+    if len(first.trace):
+        np.testing.assert_array_equal(
+            first.trace.drop(columns="stopped").to_numpy(),
+            second.trace.drop(columns="stopped").to_numpy(),
+        )
+
+
+def test_central_annealing_is_deterministic():
+    model = CentralClustering(3)
+    data, _ = model.simulate(seed(), n_items=60)
+    s = seed()
+    a, b = (
+        central_annealing(model, data, random_state=s),
+        central_annealing(model, data, random_state=s),
+    )
+    np.testing.assert_array_equal(a.centroids, b.centroids)
+    np.testing.assert_array_equal(a.labels, b.labels)
+
+
+# ------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda m, d: pairwise_annealing(m, d, eta=1.5), "eta"),
+        (lambda m, d: pairwise_annealing(m, d, T0=-1.0), "T0"),
+        (lambda m, d: pairwise_annealing(m, d, T0=1.0, T_final=2.0), "T_final"),
+        (lambda m, d: pairwise_annealing(m, d, max_iter=0), "max_iter"),
+        (lambda m, d: pairwise_annealing(m, d, tol=-1.0), "tol"),
+        (lambda m, d: pairwise_annealing(m, d, perturbation=np.nan), "perturbation"),
+        (lambda m, d: pairwise_annealing(m, d, random_state="abc"), "random_state"),
+        (lambda m, d: pairwise_annealing(CentralClustering(2), d), "model"),
+        (lambda m, d: central_annealing(m, d), "model"),
+        (lambda m, d: greedy(m, d, n_init=0), "n_init"),
+        (lambda m, d: ward(m, d, method="median"), "method"),
+        (lambda m, d: structure_preserving_mds(m, d, init="pca"), "init"),
+        (lambda m, d: structure_preserving_mds(PairwiseClustering(1), d), "n_components"),
+        (lambda m, d: structure_preserving_mds(m, d, n_dims=0), "n_dims"),
+        (lambda m, d: structure_preserving_mds(m, d, relax=0.0), "relax"),
+        (lambda m, d: mean_field(m, d, temperature=0.0), "temperature"),
+        (lambda m, d: mean_field(m, d, 1.0, resp=np.ones((2, 2))), "resp"),
+        (lambda m, d: pairwise_annealing(m, d, tap=True, tap_damping=0.0), "tap_damping"),
+        (lambda m, d: mean_field_residual(d, np.ones((3, 2)), 1.0), "resp"),
+        (lambda m, d: mean_field_residual(d, np.ones((6, 2)) / 2, 1.0, field=[1.0]), "field"),
+        (lambda m, d: pairwise_annealing(PairwiseClustering(9), d), "n_components=9"),
+    ],
+)
+def test_bad_input_raises_value_error_naming_it(call, message):
+    model = PairwiseClustering(2)
+    data, _ = model.simulate(0, n_items=6)
+    with pytest.raises(ValueError, match=message):
+        call(model, data)
