@@ -135,6 +135,8 @@ class ClusteringResult:
         The final cost of every random start (:func:`greedy` with ``n_init > 1``).
     settings : dict
         The options the method ran with.
+    item_names : numpy.ndarray of str or None
+        The names of the clustered items (coordinates of :meth:`to_inference_data`).
 
     Examples
     --------
@@ -159,6 +161,7 @@ class ClusteringResult:
     embedding: np.ndarray | None = None
     run_costs: np.ndarray | None = None
     settings: dict = field(default_factory=dict)
+    item_names: np.ndarray | None = None
 
     @property
     def labels_(self) -> np.ndarray:
@@ -173,6 +176,94 @@ class ClusteringResult:
     def invariants(self, data) -> dict:
         """The model's label-invariant quantities of the hard labels (co-assignments, cost)."""
         return self.model.invariants({"z": self.labels}, data)
+
+    @property
+    def params(self) -> dict:
+        """The estimate: hard labels ``z``, soft assignments ``resp`` and, where the method has
+        them, ``centroids`` and the ``embedding``."""
+        out = {"z": self.labels, "resp": self.resp}
+        if self.centroids is not None:
+            out["centroids"] = self.centroids
+        if self.embedding is not None:
+            out["embedding"] = self.embedding
+        return out
+
+    def to_inference_data(self, data=None):
+        """The estimate as a one-draw ``InferenceData`` (the package's convention for point
+        estimates, as :meth:`latentzoo.inference.EMResult.to_inference_data`).
+
+        ``posterior``: ``z`` (item), ``resp`` (item, cluster), ``cost``, and ``centroids``
+        (cluster, dimension) / ``embedding`` (item, dimension) where the method has them;
+        ``clustering_trace``: the per-temperature trace. The attributes of every group record the
+        model and its hyperparameters, the method and its settings, the cost, convergence, the
+        phase-transition temperatures and ``point_estimate=1``. Item names come from ``data``
+        when given (default ``"0", "1", ...``).
+
+        Examples
+        --------
+        >>> from latentzoo.models import PairwiseClustering
+        >>> model = PairwiseClustering(2)
+        >>> data, _ = model.simulate(0, n_items=10)
+        >>> idata = greedy(model, data, random_state=0).to_inference_data(data)
+        >>> idata.posterior["resp"].dims, idata.posterior.attrs["method"]
+        (('chain', 'draw', 'item', 'cluster'), 'greedy')
+        """
+        import arviz as az
+        import xarray as xr
+
+        from latentzoo.models.base import model_attrs, netcdf_attr
+
+        n, k = self.resp.shape
+        items = np.arange(n).astype(str) if self.item_names is None else self.item_names
+        if data is not None:
+            data = self.model.check_data(data)
+            if data.n_items != n:
+                raise ValueError(f"data has {data.n_items} items, but the fit has {n}")
+            items = np.asarray(data.item_names).astype(str)
+        variables = {
+            "z": (("chain", "draw", "item"), self.labels[None, None]),
+            "resp": (("chain", "draw", "item", "cluster"), self.resp[None, None]),
+            "cost": (("chain", "draw"), np.array([[self.cost]])),
+        }
+        if self.centroids is not None:
+            rows = "cluster" if self.centroids.shape[0] == k else "centroid"
+            variables["centroids"] = (
+                ("chain", "draw", rows, "dimension"), self.centroids[None, None]
+            )  # fmt: skip
+        if self.embedding is not None:
+            variables["embedding"] = (
+                ("chain", "draw", "item", "embedding_dim"), self.embedding[None, None]
+            )  # fmt: skip
+        attrs = {
+            **model_attrs(self.model),
+            "method": self.method,
+            "point_estimate": 1,
+            "cost": float(self.cost),
+            "converged": int(self.converged),
+            "sampling_time": float(self.seconds),
+            "transitions": np.asarray(self.transitions, dtype=float),
+        }
+        for name, value in self.settings.items():
+            value = netcdf_attr(value)
+            if value is not None:
+                attrs[name] = value
+        posterior = xr.Dataset(
+            variables, coords={"chain": [0], "draw": [0], "item": items, "cluster": np.arange(k)}
+        )
+        groups = {"posterior": posterior}
+        if len(self.trace):
+            trace = self.trace.rename_axis("step").to_xarray()
+            # Text columns as fixed-width strings: netCDF reads an object column back otherwise.
+            groups["clustering_trace"] = trace.assign(
+                {
+                    name: var.astype(str)
+                    for name, var in trace.data_vars.items()
+                    if var.dtype == object
+                }
+            )
+        for group in groups.values():
+            group.attrs.update(attrs)
+        return az.InferenceData(**groups, warn_on_custom_groups=False)
 
 
 # ----------------------------------------------------------------------------- checks
@@ -431,6 +522,7 @@ def central_annealing(
         y = np.vstack([y, np.repeat(y[:1], k - y.shape[0], axis=0)])
         resp = _pad(resp, k)
     return ClusteringResult(
+        item_names=np.asarray(data.item_names).astype(str),
         model=model,
         labels=labels,
         resp=resp,
@@ -927,6 +1019,7 @@ def pairwise_annealing(
         settings["quench_sweeps"] = sweeps
         converged = converged and done
     return ClusteringResult(
+        item_names=np.asarray(data.item_names).astype(str),
         model=model,
         labels=labels,
         resp=resp,
@@ -1035,6 +1128,7 @@ def greedy(
     resp = np.zeros((n, k))
     resp[np.arange(n), best] = 1.0
     return ClusteringResult(
+        item_names=np.asarray(data.item_names).astype(str),
         model=model,
         labels=best,
         resp=resp,
@@ -1084,6 +1178,7 @@ def ward(model: PairwiseClustering, data, method: str = "ward") -> ClusteringRes
     resp = np.zeros((n, k))
     resp[np.arange(n), labels] = 1.0
     return ClusteringResult(
+        item_names=np.asarray(data.item_names).astype(str),
         model=model,
         labels=labels,
         resp=resp,
@@ -1283,6 +1378,7 @@ def structure_preserving_mds(
         y = np.vstack([y, np.repeat(y[:1], k - y.shape[0], axis=0)])
         resp = _pad(resp, k)
     return ClusteringResult(
+        item_names=np.asarray(data.item_names).astype(str),
         model=model,
         labels=labels,
         resp=resp,

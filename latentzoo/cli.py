@@ -324,6 +324,8 @@ def _cmd_list(args):
 
 
 def _cmd_fit(args):
+    import numpy as np
+
     from latentzoo.zoo import entry_for
 
     out = check_writable(args.out)
@@ -372,7 +374,12 @@ def _cmd_fit(args):
         )
     if not args.quiet:
         print(f"fitted {model} with {method} on {data}; saved to {out}")
-        if hasattr(result, "trace"):
+        if hasattr(result, "cost"):  # a cost model (pairwise / central clustering)
+            print(
+                f"cost {result.cost:.6g}, {len(np.unique(result.labels))} clusters, phase "
+                f"transitions at T = {', '.join(f'{t:.3g}' for t in result.transitions) or '-'}"
+            )
+        elif hasattr(result, "trace"):
             last = result.trace.iloc[-1]
             print(
                 f"final beta {last['beta']:.3g}, log-likelihood {last['log_likelihood']:.1f}, "

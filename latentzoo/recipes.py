@@ -36,7 +36,17 @@ from latentzoo.validation import (
     exact_level,
 )
 
-__all__ = ["aspect", "bhc", "dpm", "finite_mixture", "one_sided", "product_space", "two_sided"]
+__all__ = [
+    "aspect",
+    "bhc",
+    "central",
+    "dpm",
+    "finite_mixture",
+    "one_sided",
+    "pairwise",
+    "product_space",
+    "two_sided",
+]
 
 
 def _smooth(matrix, floor):
@@ -1000,3 +1010,208 @@ def bhc() -> ValidationRecipe:
         },
         problems={"reference_items": 40, "real_classes": 3},
     )
+
+
+# ------------------------------------------------------------------ pairwise and central clustering
+PYMC_Z = 5.0
+"""Largest |PyMC - exact| in Monte Carlo standard errors on any co-assignment (15 pairs)."""
+
+
+def _pymc_against_enumeration(model, data, temperature, rng, draws=1500):
+    """PyMC's categorical Metropolis-within-Gibbs reference against the exact Gibbs expectations:
+    co-assignment probabilities of all pairs and the expected cost, in units of MCSE."""
+    import arviz as az
+    import pymc as pm
+
+    exact = model.gibbs_expectations(data, temperature)
+    with model.pymc_model(data, temperature) as pm_model:
+        idata = pm.sample(
+            draws=draws, tune=200, chains=2, cores=1, progressbar=False,
+            step=pm.CategoricalGibbsMetropolis([pm_model["z"]]),
+            random_seed=int(rng.integers(2**31)), compute_convergence_checks=False,
+        )  # fmt: skip
+    z = idata.posterior["z"].to_numpy()
+    n = z.shape[-1]
+    first, second = np.triu_indices(n, 1)
+    same = (z[..., first] == z[..., second]).astype(float)
+    estimate = same.mean(axis=(0, 1))
+    truth = exact["coassign"][first, second]
+    ess = np.array([float(az.ess(same[..., j])) for j in range(same.shape[-1])])
+    se = np.sqrt(np.maximum(truth * (1 - truth), 1e-3) / ess)
+    z_scores = np.abs(estimate - truth) / (se + 1e-12)
+    return exact, estimate, truth, z_scores
+
+
+def _cost_exact(entry, recipe, model, data, settings, rng, progressbar=False):
+    """Exact level of a cost model: PyMC's reference (``pymc_model``, sampled by
+    ``CategoricalGibbsMetropolis``) against the Gibbs distribution enumerated over all ``K^N``
+    assignments (``gibbs_expectations``) at the critical temperature, on three tiny problems."""
+    import pandas as pd
+
+    from latentzoo.models.pairwise import critical_temperature
+
+    local = dataclasses.replace(model, n_components=2)
+    rows = []
+    for problem in range(3):
+        data_small, _ = local.simulate(rng, **recipe.problems["exact"])
+        T = critical_temperature(data_small)
+        if "temperature" in {f.name for f in dataclasses.fields(local)}:
+            local = dataclasses.replace(local, temperature=T)
+        _log(progressbar, f"exact level: PyMC against enumeration, problem {problem + 1}")
+        _, estimate, truth, z_scores = _pymc_against_enumeration(local, data_small, T, rng)
+        rows.append({"problem": problem + 1, "items": data_small.n_items, "T": T,
+                     "max z": float(z_scores.max()),
+                     "max abs error": float(np.abs(estimate - truth).max())})  # fmt: skip
+    worst = max(row["max z"] for row in rows)
+    check = Check(
+        "exact", "PyMC reference = exact Gibbs distribution (co-assignments)",
+        bool(worst <= PYMC_Z),
+        f"largest |PyMC - exact| = {worst:.2f} MCSE over {len(rows)} problems x "
+        f"{truth.size} pairs (at most {PYMC_Z:g})", {"max_z": worst},
+    )  # fmt: skip
+    result = Comparison(checks=[check])
+    result.tables["PyMC against enumeration (exact level)"] = pd.DataFrame(rows).round(4)
+    result.problem = (
+        f"3 tiny problems drawn by {type(local).__name__}.simulate "
+        f"({recipe.problems['exact']}), K=2, at the critical temperature T_c; all 2^N "
+        "assignments enumerated; PyMC CategoricalGibbsMetropolis, 2 chains x 1500 draws"
+    )
+    return result
+
+
+def _pairwise_reference(entry, recipe, model, data, settings, rng, progressbar=False):
+    """Reference level of pairwise clustering, the seed's section 4.2: at fixed temperatures
+    (``T_c`` and ``0.8 T_c``), the exact Gibbs expectations (item 0 clamped by a field, footnote 2)
+    put into the naive mean-field equations (25) and into the TAP equations (28): TAP's residual
+    must be the smaller on most of 40 random instances per temperature (measured: 75-80%; failing
+    needs 20 or fewer of 40, probability about 1e-4)."""
+    import pandas as pd
+
+    from latentzoo.inference.pairwise import mean_field_residual
+    from latentzoo.models.pairwise import critical_temperature, uniform_dissimilarities
+
+    local = dataclasses.replace(model, n_components=2)
+    rows, checks = [], []
+    for factor in (1.0, 0.8):
+        wins, naive_all, tap_all = 0, [], []
+        for _ in range(40):
+            tiny = uniform_dissimilarities(rng, 6)
+            T = factor * critical_temperature(tiny)
+            field = np.zeros((6, 2))
+            field[0, 1] = 10 * tiny.D.max()
+            exact = local.gibbs_expectations(tiny, T, field=field)["resp"]
+            naive = mean_field_residual(tiny, exact, T, field=field)
+            tap = mean_field_residual(tiny, exact, T, tap=True, field=field)
+            wins += tap < naive
+            naive_all.append(naive)
+            tap_all.append(tap)
+        rows.append({"T / T_c": factor, "instances": 40, "TAP smaller": wins,
+                     "median naive residual": float(np.median(naive_all)),
+                     "median TAP residual": float(np.median(tap_all))})  # fmt: skip
+        checks.append(Check(
+            "reference", f"TAP residual below naive mean field at {factor:g} T_c", wins > 20,
+            f"TAP's residual is the smaller on {wins} of 40 instances (more than 20 needed); "
+            f"median residuals {np.median(naive_all):.3g} (naive), {np.median(tap_all):.3g} (TAP)",
+            {"wins": int(wins)},
+        ))  # fmt: skip
+    result = Comparison(checks=checks)
+    result.tables["Mean-field residuals at exact expectations (section 4.2)"] = pd.DataFrame(
+        rows
+    ).round(5)
+    result.problem = (
+        "80 random instances of 6 items with uniform dissimilarities, K=2, at T_c and 0.8 T_c; "
+        "exact expectations by enumeration with item 0 clamped by a field"
+    )
+    return result
+
+
+def _annealing_optimality(entry, recipe, model, data, settings, rng, progressbar=False):
+    """Optimality level of a cost model: deterministic annealing ends at a cost no worse than
+    the median of 20 greedy (zero-temperature) runs from random starts, on clustered data drawn
+    by the model's simulator and on uniform random dissimilarities (the seed's Fig. 1 claim is
+    stronger: the best of 100 runs)."""
+    from latentzoo.inference.pairwise import greedy
+    from latentzoo.models import PairwiseClustering
+
+    local = dataclasses.replace(model, n_components=4)
+    simulated, _ = local.simulate(rng, **recipe.problems["optimality"])
+    annealed = entry.methods["annealing"](local, simulated, random_state=rng)
+    pairwise = local if isinstance(local, PairwiseClustering) else None
+    if pairwise is None:  # central clustering: the K-means cost of greedy Lloyd runs (sklearn)
+        from sklearn.cluster import KMeans
+
+        X = np.asarray(simulated.X, dtype=float)
+        costs = [
+            KMeans(4, n_init=1, init="random", random_state=int(rng.integers(2**31)))
+            .fit(X)
+            .inertia_
+            for _ in range(20)
+        ]
+        baseline = "K-means (Lloyd) from 20 random starts"
+    else:
+        runs = greedy(local, simulated, n_init=20, random_state=rng)
+        costs = runs.run_costs
+        baseline = "greedy descent from 20 random starts"
+    median = float(np.median(costs))
+    slack = 1e-9 * max(1.0, abs(median))
+    check = Check(
+        "optimality", "annealing reaches the greedy median", annealed.cost <= median + slack,
+        f"annealing cost {annealed.cost:.6g}; {baseline}: median {median:.6g}, best "
+        f"{float(np.min(costs)):.6g}", {"annealing": float(annealed.cost), "median": median},
+    )  # fmt: skip
+    result = Comparison(checks=[check])
+    result.problem = f"{simulated} drawn by {type(local).__name__}(4).simulate"
+    return result
+
+
+def _central_reference(entry, recipe, model, data, settings, rng, progressbar=False):
+    """Reference level of central clustering: the first phase transition of deterministic
+    annealing happens where theory puts it, ``T_c = 2 lambda_max`` of the data covariance (Rose
+    et al.; seed section 3.1), within one cooling step."""
+    from latentzoo.models.pairwise import critical_temperature
+
+    local = dataclasses.replace(model, n_components=3)
+    simulated, _ = local.simulate(rng, **recipe.problems["optimality"])
+    eta = 0.9
+    result_fit = entry.methods["annealing"](local, simulated, eta=eta, random_state=rng)
+    T_c = critical_temperature(simulated)
+    first = float(result_fit.transitions[0]) if result_fit.transitions else float("nan")
+    ok = bool(eta**2 * T_c <= first <= T_c * (1 + 1e-9))
+    check = Check(
+        "reference", "first phase transition at T_c = 2 lambda_max", ok,
+        f"first split at T = {first:.4g}; theory T_c = {T_c:.4g} (accepted: [{eta**2:.2f} T_c, "
+        "T_c], one cooling step)", {"first": first, "T_c": T_c},
+    )  # fmt: skip
+    out = Comparison(checks=[check])
+    out.problem = f"{simulated} drawn by CentralClustering(3).simulate; cooling T <- {eta} T"
+    return out
+
+
+def _cost_recipe(reference) -> ValidationRecipe:
+    no_sampler = "no sampler of its own: annealing is deterministic (mean field)"
+    return ValidationRecipe(
+        checks={
+            "exact": _cost_exact,
+            "reference": reference,
+            "optimality": _annealing_optimality,
+        },
+        not_applicable={
+            "density": "no parameter prior (a Gibbs distribution over assignments); the PyMC "
+            "potential is tested to equal -(H(z') - H(z)) / T exactly",
+            "mode-matched": no_sampler,
+            "calibrated": no_sampler,
+        },
+        problems={"exact": {"n_items": 6}, "optimality": {"n_items": 60}},
+    )
+
+
+def pairwise() -> ValidationRecipe:
+    """Pairwise clustering (Hofmann & Buhmann 1997): PyMC against enumeration, TAP against naive
+    mean field at exact expectations (section 4.2), annealing against greedy descent."""
+    return _cost_recipe(_pairwise_reference)
+
+
+def central() -> ValidationRecipe:
+    """Central clustering: PyMC against enumeration, the first phase transition at
+    ``2 lambda_max``, annealing against K-means from random starts."""
+    return _cost_recipe(_central_reference)

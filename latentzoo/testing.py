@@ -368,16 +368,20 @@ def _finite_or_refused(call: Callable, what: str, model=None, data=None) -> str 
     bad = _non_finite(result)
     if bad:
         return f"{what}: non-finite values in {', '.join(bad)}"
-    if model is not None and hasattr(result, "params"):
+    if model is not None and hasattr(result, "params") and hasattr(model, "log_likelihood"):
         with np.errstate(all="ignore"):
             loglik = np.asarray(model.log_likelihood(result.params, model.check_data(data)))
         if not np.all(np.isfinite(loglik)):
             return f"{what}: the fit's log-likelihood of the data is {loglik.sum()}"
+    elif model is not None and hasattr(result, "cost") and not np.isfinite(result.cost):
+        return f"{what}: the fit's cost is {result.cost}"  # a cost model: no likelihood
     return None
 
 
 def _dense(data) -> np.ndarray:
-    return np.asarray(data.toarray() if hasattr(data, "toarray") else data.X)
+    if hasattr(data, "toarray"):
+        return np.asarray(data.toarray())
+    return np.asarray(data.X if hasattr(data, "X") else data.D)  # Features / Dissimilarities
 
 
 def _sparse_variants(dense: np.ndarray):
@@ -592,6 +596,8 @@ def _check_bad_entry(entry, value, words: tuple[str, ...], label: str):
         model = small_model(entry, 1)
         matrix = _base_matrix(entry)
         matrix[0, 1] = value
+        if entry.data.__name__ == "Dissimilarities":  # both halves: input is symmetrised
+            matrix[1, 0] = value
         failures = []
         for form, data in (("dense", matrix), ("csr", sp.csr_matrix(matrix))):
             try:
@@ -1197,6 +1203,8 @@ def _labelled_data(entry, data):
     dense = _dense(data)
     if entry.data.__name__ == "CoOccurrence":
         return entry.data(dense, row_labels=rows, col_labels=cols), [rows, cols]
+    if entry.data.__name__ == "Dissimilarities":
+        return entry.data(dense, item_names=rows), [rows]
     return entry.data(dense, item_names=rows, feature_names=cols), [rows]
 
 

@@ -24,13 +24,15 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from latentzoo.data import CoOccurrence, Features
+from latentzoo.data import CoOccurrence, Dissimilarities, Features
 from latentzoo.models import (
     AspectModel,
     BayesianHierarchicalClustering,
     BayesianMixture,
+    CentralClustering,
     DirichletProcessMixture,
     OneSidedClustering,
+    PairwiseClustering,
     ProductSpaceMixture,
     TwoSidedClustering,
 )
@@ -113,6 +115,11 @@ class Family:
     skipped_checks : dict[str, str]
         Common checks of :mod:`latentzoo.testing` that do not apply to the family: check name
         (``"<method>:<check>"`` for one method only) -> the reason, reported when it is skipped.
+    kind : str
+        ``"generative"``: a model of the data (:class:`latentzoo.models.Model`, with a
+        likelihood); ``"cost"``: a Gibbs distribution over cluster assignments given the data,
+        ``exp(-H(M) / T)`` (pairwise and central clustering), which has a cost, exact expectations
+        by enumeration and a PyMC reference, but no likelihood of the data.
     check_options : dict[str, dict]
         Method name -> options that the common checks of :mod:`latentzoo.testing` pass to it, so
         that it runs its own path on their small data (RBHC and EMBHC: a subsample smaller than
@@ -137,6 +144,7 @@ class Family:
     description: str
     reference: str = "pymc"
     skipped_checks: dict[str, str] = field(default_factory=dict)
+    kind: str = "generative"
     check_options: dict = field(default_factory=dict)
     fit_defaults: dict = field(default_factory=dict)
     label_axes: str = ""
@@ -321,6 +329,66 @@ register(
             "simulate_round_trip": "a tree has no parameters whose log-likelihood could be set"
             " against the truth's; recovering simulated clusters is checked through the exact DPM"
             " posterior by `latentzoo validate bhc` and by purity in tests/inference/test_bhc.py",
+        },
+    )
+)
+
+_COST_CHECKS = {
+    "pymc:density": "a Gibbs distribution over assignments has no parameter prior to draw from;"
+    " its PyMC potential is checked to equal -(H(z') - H(z)) / T exactly in"
+    " tests/models/test_pairwise.py, and its samples against enumeration by `validate`",
+    "simulate_round_trip": "a cost model has no likelihood to compare with the truth's; recovery"
+    " of simulated clusters is tested in tests/inference/test_pairwise.py",
+    "data:sparse_formats": "a sparse matrix of dissimilarities means the observed pairs"
+    " (Dissimilarities.from_sparse, section 6.3), not the dense matrix without its zeros",
+    "memory:huge_counts": "the models take dissimilarities or real vectors, not counts; the"
+    " memory of large inputs is checked by memory:huge_k",
+}
+_REAL_VALUED = "the model takes real values: negative and fractional entries are valid data"
+_WARD = "ward is deterministic (scipy linkage) and takes no random_state"
+register(
+    Family(
+        name="pairwise",
+        model=PairwiseClustering,
+        data=Dissimilarities,
+        methods=_Methods(
+            {
+                "annealing": "latentzoo.inference.pairwise:pairwise_annealing",
+                "greedy": "latentzoo.inference.pairwise:greedy",
+                "ward": "latentzoo.inference.pairwise:ward",
+                "mds": "latentzoo.inference.pairwise:structure_preserving_mds",
+            }
+        ),
+        recipe=_recipe("pairwise"),
+        sizes=("n_components",),
+        dataset="globins",
+        notebook="notebooks/pairwise_clustering.ipynb",
+        kind="cost",
+        description="pairwise clustering by deterministic annealing (Hofmann & Buhmann 1997)",
+        skipped_checks={
+            **_COST_CHECKS,
+            "data:fractional": "dissimilarities are real numbers: fractional entries are valid",
+            "ward:random_state": _WARD,
+            "ward:determinism": _WARD,
+        },
+    )
+)
+register(
+    Family(
+        name="central",
+        model=CentralClustering,
+        data=Features,
+        methods=_Methods({"annealing": "latentzoo.inference.pairwise:central_annealing"}),
+        recipe=_recipe("central"),
+        sizes=("n_components",),
+        dataset="glass",
+        notebook="notebooks/pairwise_clustering.ipynb",
+        kind="cost",
+        description="central clustering (K-means) by deterministic annealing (Rose et al.; H&B 1997)",
+        skipped_checks={
+            **{key: value for key, value in _COST_CHECKS.items() if key != "data:sparse_formats"},
+            "data:negative": _REAL_VALUED,
+            "data:fractional": _REAL_VALUED,
         },
     )
 )

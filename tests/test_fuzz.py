@@ -125,9 +125,24 @@ def features(draw):
     return sp.csr_matrix(matrix) if draw(st.booleans()) else matrix
 
 
+@st.composite
+def dissimilarities(draw):
+    """Small dissimilarity matrices: zero diagonal, non-negative, symmetric or not (the container
+    symmetrises), with ties, zeros off the diagonal and a rare huge value."""
+    n = draw(st.integers(1, 8))
+    cell = st.one_of(
+        st.floats(0, 10, allow_nan=False, allow_subnormal=False), st.sampled_from([0.0, 1e6])
+    )
+    matrix = draw(arrays(np.float64, (n, n), elements=cell))
+    np.fill_diagonal(matrix, 0.0)
+    return matrix
+
+
 def data_strategy(entry):
     if entry.data.__name__ == "CoOccurrence":
         return counts()
+    if entry.data.__name__ == "Dissimilarities":
+        return dissimilarities()
     return features()
 
 
@@ -283,7 +298,11 @@ def check_result(model, data, result, options):
         assert np.allclose(total, 1.0, atol=1e-9), f"r_k + (1 - r_k) = {total.min()}"
         assert np.isfinite(result.log_marginal) and np.isfinite(result.lower_bound())
         assert result.children.size == 0 or is_valid_linkage(result.to_linkage())
-    if point and data is not None:
+    if hasattr(result, "cost"):  # a cost model: a finite cost, assignments on the simplex
+        assert np.isfinite(result.cost), f"the cost is {result.cost}"
+        assert np.allclose(result.resp.sum(axis=1), 1.0, atol=atol), "resp rows do not sum to 1"
+        assert result.labels.min() >= 0 and result.labels.max() < result.resp.shape[1]
+    elif point and data is not None:
         # A point estimate gives every observed cell a positive probability (the issue's
         # over-relaxed and predictive EMs ended with a log-likelihood of -inf).
         with np.errstate(all="ignore"):

@@ -1,0 +1,90 @@
+"""Pairwise and central clustering on the face of the package: ``latentzoo fit`` and
+``latentzoo validate``, whose levels fail on realistic mutants."""
+
+import dataclasses
+
+import arviz as az
+import numpy as np
+import pytest
+
+import latentzoo
+from latentzoo.cli import main
+from latentzoo.inference import pairwise as pairwise_inference
+from latentzoo.models import CentralClustering, PairwiseClustering
+from latentzoo.zoo import ZOO
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "variables"),
+    [
+        (["fit", "pairwise", "--data", "globins", "--k", "4"], {"z", "resp", "cost"}),
+        (["fit", "pairwise", "--data", "globins", "--k", "3", "--method", "mds"],
+         {"z", "resp", "cost", "embedding"}),
+        (["fit", "central", "--data", "glass", "--k", "3"], {"z", "resp", "cost", "centroids"}),
+    ],
+)  # fmt: skip
+def test_fit_saves_a_point_estimate_with_its_trace(capsys, tmp_path, argv, variables):
+    out = tmp_path / "fit.nc"
+    code, stdout, stderr = _run(capsys, *argv, "--out", str(out))
+    assert code == 0, stderr
+    assert "cost" in stdout and "phase transitions at T =" in stdout
+    idata = az.from_netcdf(str(out))
+    assert variables <= set(idata.posterior.data_vars)
+    assert idata.posterior.attrs["point_estimate"] == 1
+    assert idata.posterior["cost"].item() == pytest.approx(idata.posterior.attrs["cost"])
+    assert "clustering_trace" in idata.groups()
+
+
+@pytest.mark.parametrize(
+    ("model", "data"), [(PairwiseClustering(3), "globins"), (CentralClustering(3), "glass")]
+)
+def test_validate_reaches_exact_reference_and_optimality(model, data):
+    result = latentzoo.validate(model, data, quick=True, random_state=0)
+    assert result.levels_reached == ["exact", "reference", "optimality"], result.verdict()
+
+
+def test_exact_level_catches_a_reference_at_the_wrong_temperature(monkeypatch):
+    """A PyMC declaration that drops the 1/T of the Gibbs weight samples another distribution."""
+    original = PairwiseClustering.pymc_model
+
+    def untempered(self, data, temperature=1.0):
+        return original(self, data, 1.0)
+
+    monkeypatch.setattr(PairwiseClustering, "pymc_model", untempered)
+    result = latentzoo.validate(PairwiseClustering(2), "globins", levels=["exact"], quick=True)
+    assert not result.passed, result.verdict()
+
+
+def test_reference_level_catches_cavity_fields_of_the_wrong_sign(monkeypatch):
+    original = pairwise_inference.tap_fields
+    monkeypatch.setattr(pairwise_inference, "tap_fields", lambda *a, **k: -original(*a, **k))
+    result = latentzoo.validate(
+        PairwiseClustering(2), "globins", levels=["reference"], quick=True, random_state=0
+    )
+    assert not result.passed, result.verdict()
+
+
+def test_optimality_level_catches_an_annealing_that_stops_early(monkeypatch):
+    """An annealing that ends at a high temperature (a wrong default for T_final) leaves the
+    assignments nearly uniform: its hard labels cost more than greedy descent's."""
+
+    def stops_early(model, data, **options):
+        T = latentzoo.models.pairwise.critical_temperature(model.check_data(data))
+        return pairwise_inference.pairwise_annealing(
+            model, data, T0=2 * T, T_final=T, quench=False, **options
+        )
+
+    entry = ZOO["pairwise"]
+    methods = {**{name: entry.methods[name] for name in entry.methods}, "annealing": stops_early}
+    monkeypatch.setitem(ZOO, "pairwise", dataclasses.replace(entry, methods=methods))
+    result = latentzoo.validate(
+        PairwiseClustering(2), "globins", levels=["optimality"], quick=True, random_state=0
+    )
+    assert not result.passed, result.verdict()
+    assert np.isfinite(result.checks[0].numbers["annealing"])
