@@ -9,6 +9,7 @@ from latentzoo.inference.bayesian_sets import (
     relational_bayesian_sets,
     variational_logistic,
 )
+from latentzoo.inference.cluster_abstraction import GrowthResult, grow_tree, three_stage_em
 from latentzoo.inference.mcmc import add_invariants, chain_seeds, run_chains
 from latentzoo.inference.pairwise import (
     ClusteringResult,
@@ -29,6 +30,9 @@ __all__ = [
     "binarize",
     "relational_bayesian_sets",
     "variational_logistic",
+    "GrowthResult",
+    "grow_tree",
+    "three_stage_em",
     "add_invariants",
     "chain_seeds",
     "run_chains",

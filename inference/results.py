@@ -387,7 +387,7 @@ def _point_fit_shape(model, params) -> tuple[int | None, int | None]:
     """(rows, columns) or (None, features) a point estimate was fitted to."""
     if isinstance(model, _models.AspectModel):
         return np.shape(params["theta"])[0], np.shape(params["phi"])[-1]
-    if isinstance(model, _models.OneSidedClustering):
+    if isinstance(model, _models.OneSidedClustering | _models.ClusterAbstractionModel):
         rows = np.shape(params["resp"])[0] if "resp" in params else None
         return rows, np.shape(params["q"])[-1]
     if isinstance(model, _models.TwoSidedClustering):
