@@ -547,6 +547,11 @@ class RelationalBayesianSets:
     ----------
     smoothing : float or None
         The thesis's ``c``; ``None`` (default) is its choice, twice the number of relations.
+        That prior is stiff: on the synthetic relations of ``notebooks/bayesian_sets.ipynb``
+        (2,500 links), 10 query pairs barely move it, and relational Bayesian Sets ranks below
+        flat Bayesian Sets (mean AP 0.684 against 0.951); with ``smoothing=1.0`` it reaches 0.902,
+        and 0.950 (best of the three) when the relation depends on shared features. Try a small
+        ``smoothing`` when the query holds few pairs.
     n_unlinked : int or None
         Unlinked pairs drawn at random into the subset on which ``Theta_hat`` is fitted, next to
         all linked pairs; ``None`` draws as many as there are linked pairs (all of them if fewer).
