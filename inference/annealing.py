@@ -855,7 +855,12 @@ class EMResult:
         )
         idata.posterior.attrs.update(attrs)
         trace = self.trace.drop(columns=[c for c in ("score",) if c in self.trace])
-        groups = {"em_trace": trace.rename_axis("step").to_xarray()}
+        trace = trace.rename_axis("step").to_xarray()
+        # Text columns (the HACM's tau form per stage) as fixed-width strings, as for the stages.
+        trace = trace.assign(
+            {name: var.astype(str) for name, var in trace.data_vars.items() if var.dtype == object}
+        )
+        groups = {"em_trace": trace}
         if self.stages is not None:
             # Text columns (how each stage ended) as fixed-width strings: netCDF reads an
             # object column back with another dtype.

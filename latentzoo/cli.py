@@ -175,6 +175,8 @@ def _model(entry, args, default_k: int, data=None):
             raise UserError(f"--k must be a positive number of clusters, got {k}")
     else:
         k = default_k if k is None else k
+        if k < 1:
+            raise UserError(f"--k ({entry.sizes[0]}) must be a positive integer, got {k}")
         settings[entry.sizes[0]] = k
     k_cols = getattr(args, "k_cols", None)
     if k_cols is not None:

@@ -30,6 +30,7 @@ from latentzoo.models import (
     BayesianHierarchicalClustering,
     BayesianMixture,
     CentralClustering,
+    ClusterAbstractionModel,
     DirichletProcessMixture,
     OneSidedClustering,
     PairwiseClustering,
@@ -390,6 +391,27 @@ register(
             "data:negative": _REAL_VALUED,
             "data:fractional": _REAL_VALUED,
         },
+    )
+)
+
+register(
+    Family(
+        name="cluster-abstraction",
+        model=ClusterAbstractionModel,
+        data=CoOccurrence,
+        methods=_Methods(
+            {
+                "annealed_em": "latentzoo.inference.cluster_abstraction:annealed_em",
+                "three_stage": "latentzoo.inference.cluster_abstraction:three_stage_em",
+                "gibbs": "latentzoo.inference.cluster_abstraction:gibbs",
+            }
+        ),
+        recipe=_recipe("cluster_abstraction"),
+        sizes=("tree",),
+        dataset="reuters",
+        notebook="notebooks/cluster_abstraction.ipynb",
+        description="hierarchical cluster-abstraction model, HACM (Hofmann 1999, sec. 4); --k is"
+        " the depth of a complete binary tree",
     )
 )
 

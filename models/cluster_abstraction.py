@@ -355,7 +355,10 @@ def _as_tree(tree) -> TopicTree:
     if isinstance(tree, TopicTree):
         return tree
     if isinstance(tree, numbers.Integral) and not isinstance(tree, bool):
-        return TopicTree.complete_binary(int(tree))
+        try:
+            return TopicTree.complete_binary(int(tree))
+        except ValueError as error:  # name the model's argument, not the helper's
+            raise ValueError(f"tree: {error}") from None
     if isinstance(tree, list | tuple | np.ndarray):
         return TopicTree(tree)
     raise ValueError(

@@ -51,7 +51,7 @@ def test_bad_counts_file_is_a_one_line_error(capsys, tmp_path, rows, message):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["fit", "aspect", "--data", "toy", "--k", "0"], "n_components must be an integer >= 1"),
+        (["fit", "aspect", "--data", "toy", "--k", "0"], "--k (n_components) must be a positive integer"),
         (["fit", "aspect", "--data", "toy", "--k", "9"], "larger than the data supports"),
         (["fit", "aspect", "--data", "nowhere"], "unknown data 'nowhere'"),
         (["fit", "aspect", "--data", "missing.npz"], "does not exist"),
@@ -119,7 +119,7 @@ def test_console_entry_point_runs_in_a_subprocess(tmp_path):
     )  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        "latentzoo: error: n_components must be an integer >= 1, got 0"
+        "latentzoo: error: --k (n_components) must be a positive integer, got 0"
     ]
 
 

@@ -1,0 +1,45 @@
+"""The HACM on the face of the package: ``latentzoo fit cluster-abstraction`` and
+``latentzoo validate cluster-abstraction``, whose exact level fails on a wrong sampler."""
+
+import dataclasses
+
+import arviz as az
+import pytest
+
+import latentzoo
+from latentzoo.cli import main
+from latentzoo.inference import cluster_abstraction as hacm
+from latentzoo.models import ClusterAbstractionModel
+
+
+def test_fit_from_the_command_line_saves_the_tree_fit(capsys, tmp_path):
+    out = tmp_path / "hacm.nc"
+    code = main(["fit", "cluster-abstraction", "--data", "toy", "--k", "1", "--betas", "1",
+                 "--out", str(out), "--quiet"])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    idata = az.from_netcdf(str(out))
+    assert {"rho", "q", "tau"} <= set(idata.posterior.data_vars)
+    assert idata.posterior.attrs["model"] == "ClusterAbstractionModel"
+
+
+def test_exact_level_passes_and_catches_a_sampler_of_another_prior(monkeypatch):
+    model = ClusterAbstractionModel(1, alpha=0.8, eta=1.3, gamma=0.9)
+    honest = latentzoo.validate(model, "toy", levels=["exact"], quick=True, random_state=0)
+    assert honest.levels_reached == ["exact"], honest.verdict()
+
+    original = hacm.ClusterAbstractionGibbs.__init__
+
+    def wrong_eta(self, model, data):  # a sampler that adds the wrong word pseudo-count
+        original(self, dataclasses.replace(model, eta=0.3), data)
+
+    monkeypatch.setattr(hacm.ClusterAbstractionGibbs, "__init__", wrong_eta)
+    mutant = latentzoo.validate(model, "toy", levels=["exact"], quick=True, random_state=0)
+    assert not mutant.passed, mutant.verdict()
+
+
+@pytest.mark.slow
+def test_reference_level_gibbs_agrees_with_pymc():
+    result = latentzoo.validate(
+        ClusterAbstractionModel(1), "reuters", levels=["reference"], quick=True, random_state=0
+    )
+    assert result.levels_reached == ["reference"], result.verdict()
