@@ -51,7 +51,10 @@ def test_bad_counts_file_is_a_one_line_error(capsys, tmp_path, rows, message):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["fit", "aspect", "--data", "toy", "--k", "0"], "--k (n_components) must be a positive integer"),
+        (
+            ["fit", "aspect", "--data", "toy", "--k", "0"],
+            "--k (n_components) must be a positive integer",
+        ),
         (["fit", "aspect", "--data", "toy", "--k", "9"], "larger than the data supports"),
         (["fit", "aspect", "--data", "nowhere"], "unknown data 'nowhere'"),
         (["fit", "aspect", "--data", "missing.npz"], "does not exist"),
