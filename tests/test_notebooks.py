@@ -185,6 +185,46 @@ PROSE = {
         (("beta_ranges", "SCM / aspect"), "${0:.2f}$-${1:.2f}\\times$ the aspect model's"),
     ],
     "mixtures.ipynb": REFERENCE_VS_GIBBS,
+    "pairwise_clustering.ipynb": [
+        ("fig1/random/da_mean", "annealing run reaches {:.3f}, the worst"),
+        ("fig1/random/da_worst", "the worst {:.3f}, against"),
+        ("fig1/random/gd_best_of_first_100", "against {:.3f} for the best of the first 100"),
+        ("fig1/random/p_da_mean_beats_best_of_100", "greedy runs with probability {:.3f}. Ward"),
+        ("fig1/random_instances/da_mean_beats_best_of_100", "On {} of"),
+        ("fig1/random_instances/instances", "{} further instances"),
+        ("fig1/globins/da_mean", "The annealing runs average {:.1f}"),
+        ("fig1/globins/gd_best_of_first_100", "the best of the first 100 greedy runs is {:.1f}"),
+        ("fig1/globins/gd_share_at_or_below_da_mean_pct", "{:.1f} % of the greedy runs are at"),
+        ("fig1/globins/p_da_mean_beats_best_of_100", "with probability {:.3f} (the seed"),
+        ("fig1/globins/ward", "than Ward's method ({:.1f})"),
+        (
+            ("fig2", "seed_variances", "structure-preserving MDS (Alg. II)", "cost"),
+            "reaches a pairwise cost of {:.2f}",
+        ),
+        (("fig2", "seed_variances", "PCA + clustering", "cost"), "against {:.2f} for PCA"),
+        (
+            ("fig2", "seed_variances", "Kruskal MDS + clustering", "cost"),
+            "and {:.2f} for Kruskal's",
+        ),
+        (
+            ("fig2", "seed_variances", "Algorithm I on D (no embedding)", "cost"),
+            "reaches {:.2f}. So",
+        ),
+        (
+            ("fig2", "separated", "structure-preserving MDS (Alg. II)", "cost"),
+            "Algorithm II: {:.2f} (ARI",
+        ),
+        (("fig2", "separated", "structure-preserving MDS (Alg. II)", "ARI"), "(ARI {:.3f}); PCA"),
+        ("globins_2d/alg2_cost", "Algorithm II's clusters cost {:.1f}"),
+        ("globins_2d/alg2_ari_families", "families is ARI {:.3f}"),
+        ("mean_field/T=Tc/naive_residual_median", "median residual of {:.4f}"),
+        ("mean_field/T=Tc/tap_residual_median", "and {:.4f} in the TAP"),
+        ("mean_field/T=Tc/tap_wins_pct", "smaller on {:.1f} % of the"),
+        ("mean_field/T=0.5Tc/tap_coassign_error", "are the further off: {:.4f}"),
+        ("mean_field/T=0.5Tc/naive_coassign_error", "against {:.4f} for naive mean field"),
+        ("mean_field/pymc/max_abs_diff", "difference {:.3f}, at most"),
+        ("mean_field/pymc/max_abs_z", "at most {:.2f} Monte Carlo"),
+    ],
 }
 
 
