@@ -100,6 +100,7 @@ __all__ = [
     "gibbs",
     "grow_tree",
     "hacm_em_pass",
+    "plot_tree",
     "three_stage_em",
     "top_words",
     "word_node_distribution",
@@ -1428,3 +1429,98 @@ gibbs = gibbs_entry(
     (2, 20, 4, 2)
     """,
 )
+
+
+def plot_tree(
+    model: ClusterAbstractionModel,
+    params,
+    data=None,
+    max_depth: int = 3,
+    n_words: int = 4,
+    ax=None,
+    title: str | None = None,
+):
+    """Draw the top levels of the tree with the most probable words of every node (Fig. 9).
+
+    Nodes down to ``max_depth`` are boxes holding their ``n_words`` most probable words
+    (:func:`top_words`) and, when the fit has responsibilities, the expected number of documents
+    under them; leaves of the drawn tree sit in depth-first order, parents centred above their
+    children.
+
+    Parameters
+    ----------
+    model : ClusterAbstractionModel
+    params : dict with ``q`` (and optionally ``resp``), or an EMResult
+    data : CoOccurrence, optional
+        Word labels.
+    max_depth : int
+        Deepest level drawn (the root is level 0).
+    n_words : int
+    ax : matplotlib Axes, optional
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from latentzoo.data import load
+    >>> result = annealed_em(ClusterAbstractionModel(1), load("toy"), betas=[1.0], random_state=0)
+    >>> ax = plot_tree(result.model, result, load("toy"), n_words=2)
+    >>> len(ax.texts)  # the root and its two leaves
+    3
+    """
+    import matplotlib.pyplot as plt
+
+    params = params.params if isinstance(params, EMResult) else params
+    check_integer("max_depth", max_depth, low=0)
+    words = top_words(model, params, data, n_words=n_words)
+    tree = model.tree
+    depth = np.asarray(tree.depth)
+    shown = depth <= max_depth
+    docs = None
+    if "resp" in params:
+        # Expected documents per leaf column of resp, summed up the tree to every node.
+        per_leaf = np.asarray(params["resp"], dtype=float).sum(axis=0)
+        docs = np.array([per_leaf[tree.leaves_below(v)].sum() for v in range(tree.n_nodes)])
+    # x positions: drawn leaves in depth-first order (a tree of at most 2^(max_depth+1) nodes).
+    x = np.zeros(tree.n_nodes)
+    order: list = []
+
+    def place(node):
+        kids = [int(c) for c in tree.children(node)] if depth[node] < max_depth else []
+        if not kids:
+            x[node] = float(len(order))
+            order.append(node)
+            return
+        for child in kids:
+            place(child)
+        x[node] = float(np.mean(x[kids]))
+
+    place(tree.root)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(max(6.0, 2.2 * len(order)), 2.4 * (max_depth + 1)))
+    nodes = np.flatnonzero(shown)
+    for node in nodes:
+        parent = tree.parents[node]
+        if parent >= 0:
+            ax.plot([x[parent], x[node]], [-depth[parent], -depth[node]], color="0.6", lw=1,
+                    zorder=1)  # fmt: skip
+    for node in nodes:
+        head = f"node {node}" + ("" if docs is None else f" ({docs[node]:.0f} docs)")
+        text = head + "\n" + "\n".join(map(str, words.loc[node, "words"]))
+        ax.text(x[node], -depth[node], text, ha="center", va="center", fontsize=7.5, zorder=2,
+                bbox={"boxstyle": "round,pad=0.3", "fc": "lightyellow", "ec": "0.4"})  # fmt: skip
+    ax.set_xlim(-0.7, len(order) - 0.3)
+    ax.set_ylim(-min(max_depth, int(depth.max())) - 0.6, 0.6)
+    ax.axis("off")
+    ax.set_title(
+        title
+        if title is not None
+        else f"HACM: top {min(max_depth, int(depth.max())) + 1} levels of a tree with "
+        f"{tree.n_leaves} leaves, {n_words} most probable words per node"
+    )
+    return ax

@@ -366,6 +366,7 @@ def _cmd_fit(args):
         return _save_tree(result, data, model, method, args, out)
     idata = result.to_inference_data() if hasattr(result, "to_inference_data") else result
     write_atomically(out, lambda path: idata.to_netcdf(str(path)))
+    figure = _save_figure(entry, result, data, out)
     if options.get("chains") == 1:
         # Said even with --quiet: without a second chain nothing checks that the run converged.
         # Said once the result is saved, so that an error or Ctrl-C stays the only line.
@@ -375,7 +376,8 @@ def _cmd_fit(args):
             file=sys.stderr,
         )
     if not args.quiet:
-        print(f"fitted {model} with {method} on {data}; saved to {out}")
+        also = f" and {figure}" if figure else ""
+        print(f"fitted {model} with {method} on {data}; saved to {out}{also}")
         if hasattr(result, "cost"):  # a cost model (pairwise / central clustering)
             print(
                 f"cost {result.cost:.6g}, {len(np.unique(result.labels))} clusters, phase "
@@ -388,6 +390,26 @@ def _cmd_fit(args):
                 f"converged: {result.converged}"
             )
     return 0
+
+
+def _save_figure(entry, result, data, out: Path):
+    """The family's picture of a point estimate (``Family.figure``) as a PNG next to ``out``."""
+    import importlib
+
+    if not entry.figure or not hasattr(result, "params"):
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    module, _, function = entry.figure.partition(":")
+    draw = getattr(importlib.import_module(module), function)
+    ax = draw(result.model, result, data)
+    figure = out.with_suffix(".png")
+    write_atomically(figure, lambda path: ax.figure.savefig(path, format="png", dpi=110))
+    plt.close(ax.figure)
+    return figure
 
 
 def entry_name(model) -> str:

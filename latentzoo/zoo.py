@@ -116,6 +116,9 @@ class Family:
     skipped_checks : dict[str, str]
         Common checks of :mod:`latentzoo.testing` that do not apply to the family: check name
         (``"<method>:<check>"`` for one method only) -> the reason, reported when it is skipped.
+    figure : str
+        ``"module:function"`` of ``function(model, result, data) -> Axes``: the picture that
+        ``latentzoo fit`` saves as a PNG next to ``--out`` for a point estimate (empty: none).
     kind : str
         ``"generative"``: a model of the data (:class:`latentzoo.models.Model`, with a
         likelihood); ``"cost"``: a Gibbs distribution over cluster assignments given the data,
@@ -145,6 +148,7 @@ class Family:
     description: str
     reference: str = "pymc"
     skipped_checks: dict[str, str] = field(default_factory=dict)
+    figure: str = ""
     kind: str = "generative"
     check_options: dict = field(default_factory=dict)
     fit_defaults: dict = field(default_factory=dict)
@@ -410,6 +414,7 @@ register(
         sizes=("tree",),
         dataset="reuters",
         notebook="notebooks/cluster_abstraction.ipynb",
+        figure="latentzoo.inference.cluster_abstraction:plot_tree",
         description="hierarchical cluster-abstraction model, HACM (Hofmann 1999, sec. 4); --k is"
         " the depth of a complete binary tree",
     )

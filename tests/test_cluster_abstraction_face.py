@@ -20,6 +20,22 @@ def test_fit_from_the_command_line_saves_the_tree_fit(capsys, tmp_path):
     idata = az.from_netcdf(str(out))
     assert {"rho", "q", "tau"} <= set(idata.posterior.data_vars)
     assert idata.posterior.attrs["model"] == "ClusterAbstractionModel"
+    assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the tree
+
+
+def test_plot_tree_labels_every_drawn_node_with_its_documents_and_words():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from latentzoo.data import load
+
+    data = load("toy")
+    result = hacm.annealed_em(ClusterAbstractionModel(2), data, betas=[1.0], random_state=0)
+    ax = hacm.plot_tree(result.model, result, data, max_depth=1, n_words=2)
+    heads = [text.get_text().splitlines() for text in ax.texts]
+    assert len(heads) == 3 and all(len(lines) == 3 for lines in heads)  # root and its children
+    docs = [float(lines[0].split("(")[1].split()[0]) for lines in heads]
+    assert docs[0] == pytest.approx(data.n_rows) and docs[1] + docs[2] == pytest.approx(docs[0])
 
 
 def test_exact_level_passes_and_catches_a_sampler_of_another_prior(monkeypatch):
