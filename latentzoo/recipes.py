@@ -1304,13 +1304,14 @@ def _hacm_reference(entry, recipe, model, data, settings, rng, progressbar=False
 
 
 def cluster_abstraction() -> ValidationRecipe:
-    """The hierarchical Cluster-Abstraction Model: exact (enumerated leaf and level assignments)
-    and reference (PyMC NUTS against collapsed Gibbs) levels."""
+    """The hierarchical Cluster-Abstraction Model: exact (enumerated leaf and level assignments),
+    density (PyMC's log density at prior draws) and reference (PyMC NUTS against collapsed Gibbs)
+    levels, on a depth-1 tree with the user's priors and tau form."""
     return ValidationRecipe(
-        checks={"exact": _hacm_exact, "reference": _hacm_reference},
+        checks={"exact": _hacm_exact, "density": density_level, "reference": _hacm_reference},
+        small=lambda model, level: dataclasses.replace(model, tree=1),
+        problems={"reference": {"n_docs": 6, "n_words": 9, "doc_length": 15}},
         not_applicable={
-            "density": "checked by the tests (PyMC log density = log-likelihood + log prior, "
-            "tests/models/test_cluster_abstraction.py); not yet wired into validate",
             "optimality": "not yet wired into validate for the HACM",
             "mode-matched": "not yet wired into validate for the HACM",
             "calibrated": "not yet wired into validate for the HACM",

@@ -59,3 +59,17 @@ def test_reference_level_gibbs_agrees_with_pymc():
         ClusterAbstractionModel(1), "reuters", levels=["reference"], quick=True, random_state=0
     )
     assert result.levels_reached == ["reference"], result.verdict()
+
+
+def test_density_level_catches_a_reference_with_the_wrong_prior(monkeypatch):
+    model = ClusterAbstractionModel(1)
+    honest = latentzoo.validate(model, "toy", levels=["density"], quick=True, random_state=0)
+    assert honest.levels_reached == ["density"], honest.verdict()
+    original = ClusterAbstractionModel.pymc_model
+
+    def wrong_eta(self, data, temperature=1.0):  # the declaration's word prior off by one
+        return original(dataclasses.replace(self, eta=self.eta + 1.0), data, temperature)
+
+    monkeypatch.setattr(ClusterAbstractionModel, "pymc_model", wrong_eta)
+    mutant = latentzoo.validate(model, "toy", levels=["density"], quick=True, random_state=0)
+    assert not mutant.passed, mutant.verdict()
