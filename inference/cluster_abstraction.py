@@ -96,6 +96,7 @@ __all__ = [
     "ClusterAbstractionEM",
     "ClusterAbstractionGibbs",
     "GrowthResult",
+    "enumerated_posterior",
     "annealed_em",
     "gibbs",
     "grow_tree",
@@ -1370,6 +1371,41 @@ class ClusterAbstractionGibbs:
             self.data.n_cols, m.tree.n_nodes, float(m.alpha), float(m.eta), float(m.gamma),
             seeds, sweeps,
         )  # fmt: skip
+
+
+def enumerated_posterior(model: ClusterAbstractionModel, data) -> tuple[int, np.ndarray]:
+    """The collapsed posterior of every (leaf per document, level per token) state, for the exact
+    tests of the Gibbs sampler.
+
+    States are label vectors ``[z (N), v (T)]`` in the order of
+    :func:`~latentzoo.inference.compare.enumerate_assignments` with ``n_labels =
+    max(leaves, levels)`` labels; those outside the tree get ``-inf``; the others
+    ``collapsed_log_joint`` (unnormalised).
+
+    Returns
+    -------
+    n_labels : int
+    log_probs : numpy.ndarray (n_labels ** (N + T),)
+
+    Examples
+    --------
+    >>> from latentzoo.data import CoOccurrence
+    >>> n_labels, log_probs = enumerated_posterior(ClusterAbstractionModel(1), CoOccurrence([[1, 1]]))
+    >>> n_labels, log_probs.shape, int(np.isfinite(log_probs).sum())  # 2 leaves x 2 x 2 levels
+    (2, (8,), 8)
+    """
+    from latentzoo.inference.compare import enumerate_assignments
+
+    # Not check_data: a tiny exact problem may have fewer documents than leaves.
+    data = data if isinstance(data, CoOccurrence) else CoOccurrence(data)
+    n_rows, n_tokens = data.n_rows, data.total
+    n_labels = max(model.tree.n_leaves, model.tree.n_levels)
+    states = enumerate_assignments(n_rows + n_tokens, n_labels)
+    z, v = states[:, :n_rows], states[:, n_rows:]
+    log_probs = np.full(len(states), -np.inf)
+    ok = (z < model.tree.n_leaves).all(axis=1) & (v < model.tree.n_levels).all(axis=1)
+    log_probs[ok] = model.collapsed_log_joint(z[ok], v[ok], data)
+    return n_labels, log_probs
 
 
 def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto"):

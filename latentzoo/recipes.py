@@ -1219,25 +1219,14 @@ def central() -> ValidationRecipe:
 
 
 # ------------------------------------------------------------------ hierarchical cluster abstraction
-def _hacm_enumerated(model, data):
-    """The collapsed posterior of every (leaf per document, level per token) state, in the order
-    of :func:`~latentzoo.inference.compare.enumerate_assignments` (states outside the tree get
-    probability zero)."""
-    n_rows, n_tokens = data.n_rows, data.total
-    n_labels = max(model.tree.n_leaves, model.tree.n_levels)
-    states = enumerate_assignments(n_rows + n_tokens, n_labels)
-    z, v = states[:, :n_rows], states[:, n_rows:]
-    log_probs = np.full(len(states), -np.inf)
-    ok = (z < model.tree.n_leaves).all(axis=1) & (v < model.tree.n_levels).all(axis=1)
-    log_probs[ok] = model.collapsed_log_joint(z[ok], v[ok], data)
-    return n_labels, log_probs
-
-
 def _hacm_exact(entry, recipe, model, data, settings, rng, progressbar=False):
     """Exact level of the HACM: on two tiny corpora (a balanced and a ragged tree) and each form
     of ``tau``, the collapsed Gibbs sampler's final states of many independent chains against the
     posterior over every (leaf, level) assignment enumerated from ``collapsed_log_joint``."""
-    from latentzoo.inference.cluster_abstraction import ClusterAbstractionGibbs
+    from latentzoo.inference.cluster_abstraction import (
+        ClusterAbstractionGibbs,
+        enumerated_posterior,
+    )
     from latentzoo.inference.compare import exact_test
     from latentzoo.models.cluster_abstraction import ClusterAbstractionModel, TopicTree
 
@@ -1253,7 +1242,7 @@ def _hacm_exact(entry, recipe, model, data, settings, rng, progressbar=False):
             local = ClusterAbstractionModel(tree, alpha=model.alpha, eta=model.eta,
                                             gamma=model.gamma, tau=form)  # fmt: skip
             _log(progressbar, f"exact level: {label}, tau={form}")
-            n_labels, log_probs = _hacm_enumerated(local, tiny)
+            n_labels, log_probs = enumerated_posterior(local, tiny)
             z, v = ClusterAbstractionGibbs(local, tiny).exact_draws(
                 settings.exact_chains, settings.exact_sweeps, int(rng.integers(2**31))
             )

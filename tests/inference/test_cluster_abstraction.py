@@ -20,6 +20,7 @@ from latentzoo.inference.cluster_abstraction import (
     ClusterAbstractionEM,
     ClusterAbstractionGibbs,
     annealed_em,
+    enumerated_posterior,
     gibbs,
     grow_tree,
     hacm_em_pass,
@@ -27,7 +28,7 @@ from latentzoo.inference.cluster_abstraction import (
     top_words,
     word_node_distribution,
 )
-from latentzoo.inference.compare import agreement, enumerate_assignments, exact_test
+from latentzoo.inference.compare import agreement, exact_test
 from latentzoo.inference.mcmc import add_invariants
 from latentzoo.inference.one_sided import annealed_em as acm_annealed_em
 from latentzoo.models.cluster_abstraction import ClusterAbstractionModel, TopicTree
@@ -377,24 +378,13 @@ CORPORA = {
 }
 
 
-def enumerated(model, data):
-    n_rows, n_tokens = data.n_rows, data.total
-    n_labels = max(model.tree.n_leaves, model.tree.n_levels)
-    states = enumerate_assignments(n_rows + n_tokens, n_labels)
-    z, v = states[:, :n_rows], states[:, n_rows:]
-    log_probs = np.full(len(states), -np.inf)
-    ok = (z < model.tree.n_leaves).all(axis=1) & (v < model.tree.n_levels).all(axis=1)
-    log_probs[ok] = model.collapsed_log_joint(z[ok], v[ok], data)
-    return n_labels, log_probs
-
-
 @pytest.mark.parametrize("corpus", list(CORPORA))
 @pytest.mark.parametrize("form", FORMS)
 def test_gibbs_state_frequencies_match_the_enumerated_posterior(corpus, form):
     tree, counts = CORPORA[corpus]
     data = CoOccurrence(counts)
     model = ClusterAbstractionModel(tree, alpha=0.8, eta=1.3, gamma=0.9, tau=form)
-    n_labels, log_probs = enumerated(model, data)
+    n_labels, log_probs = enumerated_posterior(model, data)
     z, v = ClusterAbstractionGibbs(model, data).exact_draws(20_000, 30, 1)
     check = exact_test(log_probs, np.hstack([z, v]), n_labels=n_labels, alpha=1e-5)
     assert check.passed, check.detail
@@ -405,7 +395,7 @@ def test_exact_test_rejects_a_sampler_of_the_wrong_posterior(wrong):
     tree, counts = CORPORA["binary, 3 rows"]
     data = CoOccurrence(counts)
     settings = {"alpha": 0.8, "eta": 1.3, "gamma": 0.9, "tau": "leaf"}
-    n_labels, log_probs = enumerated(ClusterAbstractionModel(tree, **settings), data)
+    n_labels, log_probs = enumerated_posterior(ClusterAbstractionModel(tree, **settings), data)
     other = ClusterAbstractionGibbs(ClusterAbstractionModel(tree, **{**settings, **wrong}), data)
     z, v = other.exact_draws(20_000, 30, 0)
     assert not exact_test(log_probs, np.hstack([z, v]), n_labels=n_labels, alpha=1e-5).passed
