@@ -174,7 +174,7 @@ def _model(entry, args, default_k: int, data=None):
         if k is not None and k < 1:
             raise UserError(f"--k must be a positive number of clusters, got {k}")
     else:
-        k = default_k if k is None else k
+        k = entry.fit_defaults.get("k", default_k) if k is None else k
         if k < 1:
             raise UserError(f"--k ({entry.sizes[0]}) must be a positive integer, got {k}")
         settings[entry.sizes[0]] = k
@@ -412,7 +412,7 @@ def _save_figure(entry, result, data, out: Path):
     return figure
 
 
-def entry_name(model) -> str:
+def _family_name(model) -> str:
     """The registry name of ``model``'s family (``"bhc"``)."""
     from latentzoo.zoo import entry_for
 
@@ -459,11 +459,13 @@ def _save_tree(tree, data, model, method, args, out) -> int:
     write_atomically(out, write)
     figure = out.with_suffix(".png")
     ax = plot_dendrogram(tree, labels=data.labels)
-    ax.set_title(f"{entry_name(model)} ({method}) on {data}\n{ax.get_title()}", fontsize=9)
+    ax.set_title(f"{_family_name(model)} ({method}) on {data}\n{ax.get_title()}", fontsize=9)
     write_atomically(figure, lambda path: ax.figure.savefig(path, format="png", dpi=110))
     plt.close(ax.figure)
     if not args.quiet:
-        described = f"{entry_name(model)} (alpha={model.alpha:g}, {type(model.component).__name__})"
+        described = (
+            f"{_family_name(model)} (alpha={model.alpha:g}, {type(model.component).__name__})"
+        )
         print(f"fitted {described} with {method} on {data}; saved to {out} and {figure}")
         print(
             f"log p(D | T) {tree.log_marginal:.1f}, DPM lower bound {tree.lower_bound():.1f}, "
@@ -648,6 +650,10 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--k-cols", type=int)
     val.add_argument("--param", action="append", metavar="NAME=VALUE")
     val.add_argument("--component")
+    val.add_argument(
+        "--prior-scale", type=float, metavar="KAPPA", help="Beta-Bernoulli prior from the data "
+        "mean, as for fit (default 2 for bhc)",
+    )  # fmt: skip
     val.add_argument("--quick", action="store_true")
     val.add_argument("--seed", type=int, default=0)
     val.add_argument("--out", default="report/validate")

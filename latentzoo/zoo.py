@@ -129,8 +129,9 @@ class Family:
         that it runs its own path on their small data (RBHC and EMBHC: a subsample smaller than
         the data, else they are exact BHC).
     fit_defaults : dict
-        Command-line defaults of ``latentzoo fit`` that serve the family (``prior_scale``: the
-        empirical Beta-Bernoulli prior, :meth:`latentzoo.models.conjugate.BetaBernoulli.from_data`).
+        Command-line defaults that serve the family: ``prior_scale`` (the empirical
+        Beta-Bernoulli prior, :meth:`latentzoo.models.conjugate.BetaBernoulli.from_data`), ``k``
+        (the size ``--k`` gives when omitted; the HACM's is a tree depth, 3).
     label_axes : str
         ``"module:function"`` of ``label_axes(model)``, the labels that switch between chains
         (:class:`latentzoo.inference.mcmc.LabelAxis`), used to align the chains of the Gibbs and
@@ -415,6 +416,7 @@ register(
         dataset="reuters",
         notebook="notebooks/cluster_abstraction.ipynb",
         figure="latentzoo.inference.cluster_abstraction:plot_tree",
+        fit_defaults={"k": 3},
         description="hierarchical cluster-abstraction model, HACM (Hofmann 1999, sec. 4); --k is"
         " the depth of a complete binary tree",
     )
