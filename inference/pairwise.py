@@ -318,6 +318,20 @@ def _merge_centroids(y: np.ndarray, tol: float) -> np.ndarray:
     return merged / counts[:, None]
 
 
+def _resolve_centroid_twins(y: np.ndarray, room: int, scale: float, perturbation: float):
+    """After a stage with twinned centroids (``y`` = originals then twins, when ``room > 0``):
+    keep at most ``room`` pairs whose twins separated by more than ``10 perturbation scale``
+    (a split, Rose's phase transition), average the others back into one centroid; then
+    centroids that fell together are one cluster (and free a twin for a later split)."""
+    if room > 0:
+        half = y.shape[0] // 2
+        first, second = y[:half], y[half:]
+        separation = np.max(np.abs(first - second), axis=1) / scale
+        split = _keep_splits(separation, room, 10 * perturbation)
+        y = np.vstack([np.where(split[:, None], first, (first + second) / 2), second[split]])
+    return _merge_centroids(y, 10 * perturbation * scale)
+
+
 def _merge_columns(resp: np.ndarray, tol: float = 0.05) -> np.ndarray:
     """Columns of ``resp`` that are the same cluster (max-norm difference below ``tol`` of the
     larger column's maximum) summed into one."""
@@ -486,14 +500,7 @@ def central_annealing(
                 stopped = "tolerance"
                 break
         converged = stopped == "tolerance"
-        if room > 0:
-            half = y.shape[0] // 2
-            first, second = y[:half], y[half:]
-            separation = np.max(np.abs(first - second), axis=1) / scale
-            split = _keep_splits(separation, room, 10 * perturbation)
-            y = np.vstack([np.where(split[:, None], first, (first + second) / 2), second[split]])
-        # Centroids that fell together are one cluster (and free a twin for a later split).
-        y = _merge_centroids(y, 10 * perturbation * scale)
+        y = _resolve_centroid_twins(y, room, scale, perturbation)
         T = 1.0 / beta
         resp, lse = problem.assignments(y, beta)
         expected = float(np.sum(resp * problem.distortions(y)))
@@ -1338,13 +1345,7 @@ def structure_preserving_mds(
                 stopped = "tolerance"
                 break
         converged = stopped == "tolerance"
-        if room > 0:
-            half = y.shape[0] // 2
-            first, second = y[:half], y[half:]
-            separation = np.max(np.abs(first - second), axis=1) / spread
-            split = _keep_splits(separation, room, 10 * perturbation)
-            y = np.vstack([np.where(split[:, None], first, (first + second) / 2), second[split]])
-        y = _merge_centroids(y, 10 * perturbation * spread)
+        y = _resolve_centroid_twins(y, room, spread, perturbation)
         sq = np.maximum(
             (x**2).sum(axis=1)[:, None] - 2.0 * x @ y.T + (y**2).sum(axis=1)[None, :], 0.0
         )
