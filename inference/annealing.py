@@ -305,7 +305,8 @@ def run_schedule(
     max_iter : int or list of int
         Iterations per temperature (a list gives one budget per entry of ``betas``).
     tol : float
-        Stop a temperature when the relative free-energy change falls below ``tol``; 0 disables.
+        Stop a temperature when the relative free-energy change falls below ``tol`` (or the
+        problem's own ``change(old, new, stats)`` of a step, when it has one); 0 disables.
     overrelax : float
         ``eta`` of EM(eta), eq. (63); 1 is plain EM, values in (1, 2) accelerate.
     monitor : callable, optional
@@ -355,6 +356,9 @@ def run_schedule(
         raise ValueError("max_iter as a list needs one entry per beta")
     overrelax = check_interval("overrelax", overrelax, 0, 2)
     early = monitor is not None and patience is not None
+    # A problem whose free energy is no measure of progress (or not computed) says how far a
+    # step moved: ``change(old, new, stats)``, compared with ``tol`` as it stands.
+    measure = getattr(problem, "change", None)
     rows, stage_rows = [], []
     start = time.perf_counter()
     for beta, budget in zip(betas, budgets, strict=True):
@@ -380,6 +384,8 @@ def run_schedule(
                 continue
             plain = new_params
             following = _overrelaxed(params, new_params, omega, getattr(problem, "project", None))
+            if measure is not None:
+                change = measure(params, following, stats)
             row = {
                 "beta": beta,
                 "iteration": iteration,
@@ -395,7 +401,8 @@ def run_schedule(
             if progress is not None:
                 progress.update(1)
             iteration += 1
-            change = abs(previous_free - free) / max(abs(free), 1e-300)
+            if measure is None:
+                change = abs(previous_free - free) / max(abs(free), 1e-300)
             previous_free = free
             params = following
             if early:
@@ -523,6 +530,16 @@ def cool(problem: EMProblem, params: dict, schedule: GeometricCooling, max_iter=
          overrelax: float = 1.0, progress=None):  # fmt: skip
     """Run a :class:`GeometricCooling` schedule and find its phase transitions.
 
+    Each temperature is one :func:`run_schedule` stage. A problem may shape the cooling with
+    optional hooks, each called once per temperature:
+
+    - ``begin_stage(params, beta) -> params`` before the stage (e.g. give every cluster a twin,
+      so that clusters can split at a phase transition);
+    - ``end_stage(params, beta) -> params`` after it (e.g. merge the twins that stayed together);
+    - ``stage_summary(params, beta) -> dict``: columns of the stage's row, which take precedence
+      over the driver's (e.g. the expected cost and entropy of the final assignments);
+    - ``frozen(params) -> bool``: nothing is left to anneal, the schedule stops here.
+
     Returns
     -------
     run : AnnealingResult
@@ -546,15 +563,25 @@ def cool(problem: EMProblem, params: dict, schedule: GeometricCooling, max_iter=
     """
     rows, traces = [], []
     order = getattr(problem, "order_parameter", None)
+    begin = getattr(problem, "begin_stage", None)
+    end = getattr(problem, "end_stage", None)
+    summary = getattr(problem, "stage_summary", None)
+    frozen = getattr(problem, "frozen", None)
     run = None
     for beta in schedule.betas():
+        if begin is not None:
+            params = begin(params, beta)
         run = run_schedule(problem, params, [beta], max_iter, tol, overrelax, progress=progress)
-        params = run.params
+        params = run.params if end is None else end(run.params, beta)
         row = run.stages.iloc[0].to_dict()
         if order is not None:
             row["order_parameter"] = float(order(params))
+        if summary is not None:
+            row.update(summary(params, beta))
         rows.append(row)
         traces.append(run.trace)
+        if frozen is not None and frozen(params):
+            break
     stages = pd.DataFrame(rows)
     trace = pd.concat(traces, ignore_index=True)
     result = AnnealingResult(params=params, trace=trace, converged=run.converged,

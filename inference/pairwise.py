@@ -75,7 +75,7 @@ from scipy.special import logsumexp
 
 from latentzoo.data import Dissimilarities
 from latentzoo.data.checks import as_rng
-from latentzoo.inference.annealing import EMStats, GeometricCooling
+from latentzoo.inference.annealing import EMStats, GeometricCooling, cool
 from latentzoo.models._checks import check_integer, check_interval, check_positive
 from latentzoo.models.pairwise import (
     CentralClustering,
@@ -385,32 +385,186 @@ def _pad(resp: np.ndarray, k: int) -> np.ndarray:
     return np.hstack([resp, np.zeros((resp.shape[0], k - resp.shape[1]))])
 
 
-# ----------------------------------------------------------------------------- central DA
-class _CentralProblem:
-    """EM at temperature ``T = 1/beta`` for the centroids of central clustering, eq. (14)-(15)."""
+def _one_hot(labels: np.ndarray, k: int) -> np.ndarray:
+    resp = np.zeros((labels.size, k))
+    resp[np.arange(labels.size), labels] = 1.0
+    return resp
 
-    def __init__(self, X: np.ndarray):
+
+def _fill_centroids(y: np.ndarray, resp: np.ndarray, k: int):
+    """Fewer distinct clusters than asked for even at the last temperature: the spare centroids
+    coincide with the first one (they hold no items of their own)."""
+    if y.shape[0] < k:
+        y = np.vstack([y, np.repeat(y[:1], k - y.shape[0], axis=0)])
+        resp = _pad(resp, k)
+    return y, resp
+
+
+def _squared_distances(x: np.ndarray, y: np.ndarray, x_sq: np.ndarray | None = None):
+    """``||x_i - y_v||^2`` (N, K), clipped at zero; ``x_sq`` the cached row norms of ``x``."""
+    x_sq = (x**2).sum(axis=1) if x_sq is None else x_sq
+    return np.maximum(x_sq[:, None] - 2.0 * x @ y.T + (y**2).sum(axis=1)[None, :], 0.0)
+
+
+def _expected_cost(within, sizes, offset: float) -> float:
+    """The plug-in estimate of ``<H^pc>``: eq. (16) with ``<M>`` in place of ``M``."""
+    ratio = np.divide(within, sizes, out=np.zeros_like(within), where=sizes > 1e-12)
+    return 0.5 * float(ratio.sum()) - offset
+
+
+def _pairwise_temperatures(data, D, T0, T_final):
+    """``T_c`` and the default schedule ends of pairwise clustering: ``T0 = 1.5 T_c`` (the
+    largest dissimilarity when ``T_c = 0``), ``T_final = 1e-3 T0``."""
+    T_c = critical_temperature(data)
+    if T0 is None:
+        T0 = 1.5 * T_c if T_c > 0 else max(float(D.max()), 1e-12)
+    T0 = float(T0)
+    T_final = 1e-3 * T0 if T_final is None else float(T_final)
+    return T_c, T0, T_final
+
+
+def _result(model, data, labels, resp, cost, method, start, **fields) -> ClusteringResult:
+    return ClusteringResult(
+        item_names=np.asarray(data.item_names).astype(str),
+        model=model,
+        labels=labels,
+        resp=resp,
+        cost=cost,
+        method=method,
+        seconds=time.perf_counter() - start,
+        **fields,
+    )
+
+
+# ----------------------------------------------------------------------------- cooling hooks
+_TRACE_COLUMNS = [
+    "temperature",
+    "beta",
+    "iterations",
+    "stopped",
+    "expected_cost",
+    "free_energy",
+    "entropy",
+    "cost",
+    "order_parameter",
+]
+"""The columns of :attr:`ClusteringResult.trace`, one row per temperature."""
+
+
+class _ClusterCooling:
+    """Rose's cluster splitting and the frozen stop, as hooks of the shared annealing driver
+    (:func:`~latentzoo.inference.annealing.cool`) for the three annealing loops of this module.
+
+    While fewer than ``n_clusters`` clusters are distinct, ``begin_stage`` gives every cluster a
+    twin (``room`` says how many may split); ``end_stage`` keeps the pairs that drifted apart
+    and merges the others back. Subclasses say what a twin is (a displaced centroid, half of an
+    assignment column). The schedule stops once ``n_clusters`` clusters exist and every
+    assignment is frozen. A step's change is the largest change of an assignment probability,
+    kept by the subclass's ``step`` in ``last_change``.
+    """
+
+    def __init__(self, n_clusters: int, rng, perturbation: float):
+        self.n_clusters = n_clusters
+        self.rng = rng
+        self.perturbation = perturbation
+        self.room = 0
+        self.last_change = np.inf
+
+    def change(self, old, new, stats) -> float:
+        return self.last_change
+
+    def frozen(self, params) -> bool:
+        resp = params["resp"]
+        return resp.shape[1] == self.n_clusters and bool(np.all(resp.max(axis=1) > 1 - _FROZEN))
+
+
+class _TwinCentroids(_ClusterCooling):
+    """Twins of centroids (central annealing, Algorithm II): displaced by ``perturbation scale``
+    in opposite directions, kept apart by :func:`_resolve_centroid_twins`."""
+
+    def __init__(self, n_clusters: int, rng, perturbation: float, scale: float):
+        super().__init__(n_clusters, rng, perturbation)
+        self.scale = scale
+
+    def begin_stage(self, params, beta):
+        y = params["centroids"]
+        self.room = self.n_clusters - y.shape[0]
+        if self.room > 0:
+            # The twins drift apart only below that cluster's critical temperature.
+            shift = self.perturbation * self.scale * self.rng.standard_normal(y.shape)
+            params = {**params, "centroids": np.vstack([y + shift, y - shift])}
+        return params
+
+    def resolve(self, y):
+        return _resolve_centroid_twins(y, self.room, self.scale, self.perturbation)
+
+
+def _assignment_summary(D, resp, beta, expected, n_clusters) -> dict:
+    """A stage's row of pairwise clustering from its final assignments ``<M_iv>``."""
+    T = 1.0 / beta
+    entropy = _entropy(resp)
+    return {
+        "temperature": T,
+        "expected_cost": expected,
+        "free_energy": expected - T * entropy,
+        "entropy": entropy,
+        "cost": pairwise_cost(D, np.argmax(resp, axis=1), n_clusters),
+        "order_parameter": resp.shape[1],
+    }
+
+
+# ----------------------------------------------------------------------------- central DA
+class _CentralProblem(_TwinCentroids):
+    """EM at temperature ``T = 1/beta`` for the centroids of central clustering, eq. (14)-(15),
+    with the twin-centroid cooling hooks. A step's change is the largest move of a centroid."""
+
+    monotone = True
+
+    def __init__(self, X: np.ndarray, n_clusters=1, rng=None, perturbation=0.0, scale=1.0,
+                 cost=None):  # fmt: skip
+        super().__init__(n_clusters, rng, perturbation, scale)
         self.X = X
         self.sq = (X**2).sum(axis=1)
+        self.cost = cost
 
     def distortions(self, y):
-        d = self.sq[:, None] - 2.0 * self.X @ y.T + (y**2).sum(axis=1)[None, :]
-        return np.maximum(d, 0.0)
+        return _squared_distances(self.X, y, self.sq)
 
     def assignments(self, y, beta):
         logits = -beta * self.distortions(y)
         lse = logsumexp(logits, axis=1)
         return np.exp(logits - lse[:, None]), lse
 
-    def step(self, y, beta):
-        """One EM step; returns the new centroids and the free energy (10) of ``y``."""
+    def step(self, params, beta):
+        """One EM step; returns the new centroids and the free energy (10) of the old ones."""
+        y = params["centroids"]
         resp, lse = self.assignments(y, beta)
         free = -float(lse.sum()) / beta
         sizes = resp.sum(axis=0)
         new = (resp.T @ self.X) / np.maximum(sizes, 1e-300)[:, None]
         # A centroid with no mass keeps its place (it can only happen far below T_c).
         new[sizes <= 1e-300] = y[sizes <= 1e-300]
-        return new, EMStats(free_energy=free, log_likelihood=np.nan)
+        return {"centroids": new}, EMStats(free_energy=free, log_likelihood=np.nan)
+
+    def change(self, old, new, stats) -> float:
+        return float(np.max(np.abs(new["centroids"] - old["centroids"])))
+
+    def end_stage(self, params, beta):
+        y = self.resolve(params["centroids"])
+        return {"centroids": y, "resp": self.assignments(y, beta)[0]}
+
+    def stage_summary(self, params, beta):
+        y = params["centroids"]
+        T = 1.0 / beta
+        resp, lse = self.assignments(y, beta)
+        return {
+            "temperature": T,
+            "expected_cost": float(np.sum(resp * self.distortions(y))),
+            "free_energy": -T * float(lse.sum()),
+            "entropy": _entropy(resp),
+            "cost": float(self.cost(np.argmax(resp, axis=1))),
+            "order_parameter": y.shape[0],
+        }
 
 
 def central_annealing(
@@ -478,67 +632,31 @@ def central_annealing(
     T_final = min(1e-3 * T_c, T0) if T_final is None else float(T_final)
     if T0 <= 0:
         raise ValueError("the data have zero variance: every item is the same point")
-    problem = _CentralProblem(X)
     k = model.n_components
-    y = X.mean(axis=0)[None, :]
-    schedule = _schedule(T0, T_final, eta)
-    rows = []
-    converged = True
-    for beta in schedule.betas():
-        room = k - y.shape[0]
-        if room > 0:
-            # Rose's splitting: every centroid gets a twin, displaced in opposite directions;
-            # the twins drift apart only below that cluster's critical temperature.
-            shift = perturbation * scale * rng.standard_normal(y.shape)
-            y = np.vstack([y + shift, y - shift])
-        stopped, iterations = "max_iter", 0
-        for iterations in range(1, max_iter + 1):  # noqa: B007
-            new, stats = problem.step(y, beta)
-            move = float(np.max(np.abs(new - y)))
-            y, _free = new, stats.free_energy
-            if move < tol * scale:
-                stopped = "tolerance"
-                break
-        converged = stopped == "tolerance"
-        y = _resolve_centroid_twins(y, room, scale, perturbation)
-        T = 1.0 / beta
-        resp, lse = problem.assignments(y, beta)
-        expected = float(np.sum(resp * problem.distortions(y)))
-        rows.append(
-            {
-                "temperature": T,
-                "beta": beta,
-                "iterations": iterations,
-                "stopped": stopped,
-                "expected_cost": expected,
-                "free_energy": -T * float(lse.sum()),
-                "entropy": _entropy(resp),
-                "cost": float(model.cost(data, np.argmax(resp, axis=1))),
-                "order_parameter": y.shape[0],
-            }
-        )
-        if y.shape[0] == k and np.all(resp.max(axis=1) > 1 - _FROZEN):
-            break
-    trace = pd.DataFrame(rows)
-    transitions = [1.0 / b for b in schedule.transitions(trace)]
+    problem = _CentralProblem(
+        X, k, rng, perturbation, scale, cost=lambda labels: model.cost(data, labels)
+    )
+    start_params = {"centroids": X.mean(axis=0)[None, :]}
+    # The driver's tolerance is on the largest centroid move, in units of the data's scale.
+    run, stages, transitions = cool(
+        problem, start_params, _schedule(T0, T_final, eta), max_iter, tol * scale
+    )
+    trace = stages[_TRACE_COLUMNS]
+    y = run.params["centroids"]
     resp, _ = problem.assignments(y, 1.0 / trace["temperature"].iloc[-1])
     labels = np.argmax(resp, axis=1).astype(np.int64)
-    if y.shape[0] < k:
-        # Fewer distinct clusters than asked for even at T_final: the spare centroids coincide
-        # with the first one (they hold no items of their own).
-        y = np.vstack([y, np.repeat(y[:1], k - y.shape[0], axis=0)])
-        resp = _pad(resp, k)
-    return ClusteringResult(
-        item_names=np.asarray(data.item_names).astype(str),
-        model=model,
-        labels=labels,
-        resp=resp,
-        cost=float(model.cost(data, labels)),
+    y, resp = _fill_centroids(y, resp, k)
+    return _result(
+        model,
+        data,
+        labels,
+        resp,
+        float(model.cost(data, labels)),
+        "central_annealing",
+        start,
         trace=trace,
-        transitions=transitions,
-        method="central_annealing",
-        seconds=time.perf_counter() - start,
-        converged=converged,
+        transitions=[1.0 / b for b in transitions],
+        converged=run.converged,
         centroids=y,
         settings={"T0": T0, "T_final": T_final, "eta": eta, "T_c": T_c},
     )
@@ -786,8 +904,9 @@ def mean_field_residual(data, resp, temperature: float, tap: bool = False, field
 
 
 # ----------------------------------------------------------------------------- Algorithm I
-class _MeanFieldProblem:
-    """Sequential mean-field sweeps (Algorithm I) at ``T = 1/beta``, as an annealing problem.
+class _MeanFieldProblem(_ClusterCooling):
+    """Sequential mean-field sweeps (Algorithm I) at ``T = 1/beta``, as an annealing problem,
+    with the cooling hooks whose twins are halves of assignment columns.
 
     The running sums of the last sweep are kept with the assignments it returned, so a sweep
     costs one pass over ``D`` (they are rebuilt when the driver hands in other assignments, e.g.
@@ -796,23 +915,20 @@ class _MeanFieldProblem:
 
     monotone = False  # the plug-in free energy is monitored, not guaranteed to decrease
 
-    def __init__(self, D, rng, tap: bool):
+    def __init__(self, D, rng, tap: bool, n_clusters: int = 1, perturbation: float = 0.0):
+        super().__init__(n_clusters, rng, perturbation)
         self.D = np.ascontiguousarray(D, dtype=np.float64)
-        self.rng = rng
         self.tap = tap
         self.offset = float(self.D.sum()) / (2 * self.D.shape[0])
         self.items = np.arange(self.D.shape[0], dtype=np.int64)
         self.state = None
-        self.last_change = np.inf
         self.groups = None
         self.skip = 0.0
         self.damping = 1.0
         self.fields, self.fields_T = None, None
 
     def expected_cost(self, within, sizes) -> float:
-        """The plug-in estimate of ``<H^pc>``: eq. (16) with ``<M>`` in place of ``M``."""
-        ratio = np.divide(within, sizes, out=np.zeros_like(within), where=sizes > 1e-12)
-        return 0.5 * float(ratio.sum()) - self.offset
+        return _expected_cost(within, sizes, self.offset)
 
     def sums(self, resp):
         if self.state is not None and self.state[0] is resp:
@@ -851,9 +967,28 @@ class _MeanFieldProblem:
         self.state = (resp, a_t, sizes, within)
         return {"resp": resp}, EMStats(free_energy=free, log_likelihood=-expected)
 
-    @staticmethod
-    def order_parameter(params) -> float:
-        return float(params["resp"].shape[1])
+    def begin_stage(self, params, beta):
+        resp = params["resp"]
+        self.room = self.n_clusters - resp.shape[1]
+        if self.room <= 0:
+            self.groups = None
+            return params
+        # Every cluster gets a twin (half of its probabilities each, perturbed in opposite
+        # directions); a pair drifts apart only below that cluster's critical temperature.
+        self.groups = np.tile(np.arange(resp.shape[1]), 2)
+        return {"resp": _duplicate_resp(resp, self.rng, self.perturbation)}
+
+    def end_stage(self, params, beta):
+        resp = params["resp"]
+        if self.room > 0:
+            resp = _resolve_resp(resp, resp.shape[1] // 2, self.room, 10 * self.perturbation)
+        return {"resp": _merge_columns(resp, 10 * self.perturbation)}
+
+    def stage_summary(self, params, beta):
+        resp = params["resp"]
+        _, sizes, within = self.sums(resp)
+        expected = self.expected_cost(within, sizes)
+        return _assignment_summary(self.D, resp, beta, expected, self.n_clusters)
 
 
 def _initial_resp(rng, n, k, perturbation):
@@ -861,42 +996,9 @@ def _initial_resp(rng, n, k, perturbation):
     return _perturb_resp(resp, rng, max(perturbation, 1e-6))
 
 
-def _stage_row(model, D, problem, resp, beta, iterations, stopped):
-    T = 1.0 / beta
-    _, sizes, within = problem.sums(resp)
-    expected = problem.expected_cost(within, sizes)
-    entropy = _entropy(resp)
-    labels = np.argmax(resp, axis=1)
-    return {
-        "temperature": T,
-        "beta": beta,
-        "iterations": iterations,
-        "stopped": stopped,
-        "expected_cost": expected,
-        "free_energy": expected - T * entropy,
-        "entropy": entropy,
-        "cost": pairwise_cost(D, labels, model.n_components),
-        "order_parameter": resp.shape[1],
-    }
-
-
-def _solve_stage(problem, resp, beta, max_iter, tol):
-    """Sequential sweeps at ``T = 1/beta`` until no assignment probability changes by ``tol``."""
-    stopped, iterations = "max_iter", 0
-    for iterations in range(1, max_iter + 1):  # noqa: B007
-        params, _ = problem.step({"resp": resp}, beta)
-        resp = params["resp"]
-        if problem.last_change < tol:
-            stopped = "tolerance"
-            break
-    return resp, iterations, stopped
-
-
 def _quench(D, labels, k, rng, max_sweeps=1000):
     labels = labels.astype(np.int64).copy()
-    resp = np.zeros((labels.size, k))
-    resp[np.arange(labels.size), labels] = 1.0
-    a_t, sizes, within = _cluster_sums(D, resp)
+    a_t, sizes, within = _cluster_sums(D, _one_hot(labels, k))
     order = rng.permutation(labels.size).astype(np.int64)
     sweeps, done = _greedy_sweeps(D, labels, a_t, sizes, within, order, max_sweeps)
     return labels, int(sweeps), bool(done)
@@ -979,40 +1081,17 @@ def pairwise_annealing(
     rng = as_rng(random_state)
     D = np.ascontiguousarray(data.D)
     n, k = data.n_items, model.n_components
-    T_c = critical_temperature(data)
-    if T0 is None:
-        T0 = 1.5 * T_c if T_c > 0 else max(float(D.max()), 1e-12)
-    T0 = float(T0)
-    T_final = 1e-3 * T0 if T_final is None else float(T_final)
-    problem = _MeanFieldProblem(D, rng, bool(tap))
+    T_c, T0, T_final = _pairwise_temperatures(data, D, T0, T_final)
+    problem = _MeanFieldProblem(D, rng, bool(tap), k, perturbation)
     problem.damping = tap_damping
     # Updates a thousand times below the stage's tolerance cannot decide it: skip them.
     problem.skip = 1e-3 * tol
-    resp = np.ones((n, 1))
-    schedule = _schedule(T0, T_final, eta)
-    rows = []
-    converged = True
-    for beta in schedule.betas():
-        room = k - resp.shape[1]
-        if room > 0:
-            # Every cluster gets a twin (half of its probabilities each, perturbed in opposite
-            # directions); a pair drifts apart only below that cluster's critical temperature.
-            problem.groups = np.tile(np.arange(resp.shape[1]), 2)
-            resp = _duplicate_resp(resp, rng, perturbation)
-        else:
-            problem.groups = None
-        resp, iterations, stopped = _solve_stage(problem, resp, beta, max_iter, tol)
-        converged = stopped == "tolerance"
-        if room > 0:
-            resp = _resolve_resp(resp, resp.shape[1] // 2, room, 10 * perturbation)
-        resp = _merge_columns(resp, 10 * perturbation)
-        rows.append(_stage_row(model, D, problem, resp, beta, iterations, stopped))
-        if resp.shape[1] == k and np.all(resp.max(axis=1) > 1 - _FROZEN):
-            break
-    trace = pd.DataFrame(rows)
-    transitions = [1.0 / b for b in schedule.transitions(trace)]
-    labels = np.argmax(resp, axis=1).astype(np.int64)
-    resp = _pad(resp, k)
+    run, stages, transitions = cool(
+        problem, {"resp": np.ones((n, 1))}, _schedule(T0, T_final, eta), max_iter, tol
+    )
+    converged = run.converged
+    labels = np.argmax(run.params["resp"], axis=1).astype(np.int64)
+    resp = _pad(run.params["resp"], k)
     settings = {
         "tap": bool(tap),
         "tap_damping": tap_damping,
@@ -1025,16 +1104,16 @@ def pairwise_annealing(
         labels, sweeps, done = _quench(D, labels, k, rng)
         settings["quench_sweeps"] = sweeps
         converged = converged and done
-    return ClusteringResult(
-        item_names=np.asarray(data.item_names).astype(str),
-        model=model,
-        labels=labels,
-        resp=resp,
-        cost=pairwise_cost(D, labels, k),
-        trace=trace,
-        transitions=transitions,
-        method="pairwise_annealing_tap" if tap else "pairwise_annealing",
-        seconds=time.perf_counter() - start,
+    return _result(
+        model,
+        data,
+        labels,
+        resp,
+        pairwise_cost(D, labels, k),
+        "pairwise_annealing_tap" if tap else "pairwise_annealing",
+        start,
+        trace=stages[_TRACE_COLUMNS],
+        transitions=[1.0 / b for b in transitions],
         converged=converged,
         settings=settings,
     )
@@ -1132,18 +1211,16 @@ def greedy(
         costs[run] = pairwise_cost(D, labels, k)
         if costs[run] < best_cost:
             best, best_cost = labels, costs[run]
-    resp = np.zeros((n, k))
-    resp[np.arange(n), best] = 1.0
-    return ClusteringResult(
-        item_names=np.asarray(data.item_names).astype(str),
-        model=model,
-        labels=best,
-        resp=resp,
-        cost=float(best_cost),
+    return _result(
+        model,
+        data,
+        best,
+        _one_hot(best, k),
+        float(best_cost),
+        "greedy",
+        start,
         trace=pd.DataFrame(),
         transitions=[],
-        method="greedy",
-        seconds=time.perf_counter() - start,
         converged=all_done,
         run_costs=costs,
         settings={"n_init": n_init, "max_sweeps": max_sweeps},
@@ -1182,18 +1259,16 @@ def ward(model: PairwiseClustering, data, method: str = "ward") -> ClusteringRes
         tree = linkage(data.condensed(), method=method)
         raw = fcluster(tree, t=k, criterion="maxclust")
         labels = (np.unique(raw, return_inverse=True)[1]).astype(np.int64)
-    resp = np.zeros((n, k))
-    resp[np.arange(n), labels] = 1.0
-    return ClusteringResult(
-        item_names=np.asarray(data.item_names).astype(str),
-        model=model,
-        labels=labels,
-        resp=resp,
-        cost=pairwise_cost(data.D, labels, k),
+    return _result(
+        model,
+        data,
+        labels,
+        _one_hot(labels, k),
+        pairwise_cost(data.D, labels, k),
+        method,
+        start,
         trace=pd.DataFrame(),
         transitions=[],
-        method=method,
-        seconds=time.perf_counter() - start,
         settings={"method": method},
     )
 
@@ -1233,6 +1308,52 @@ def _embedding_update(x, y, log_resp, potentials, ridge=1e-6):
     lam = ridge * scale
     system = A + lam[:, None, None] * np.eye(d)[None]
     return np.linalg.solve(system, (b + lam[:, None] * x)[..., None])[..., 0]
+
+
+class _EmbeddingProblem(_TwinCentroids):
+    """Algorithm II at ``T = 1/beta``: one step computes ``<M_iv>`` from the embedding
+    (eq. (15)), moves the coordinates ``relax`` of the way to the solution of eq. (34)-(35) and
+    the centroids to eq. (32); twin centroids split the clusters as in central annealing."""
+
+    monotone = False  # no free energy is tracked: the change of <M_iv> decides a stage
+
+    def __init__(self, D, relax, n_clusters, rng, perturbation, scale):
+        super().__init__(n_clusters, rng, perturbation, scale)
+        self.D = D
+        self.relax = relax
+        self.offset = float(D.sum()) / (2 * D.shape[0])
+
+    @staticmethod
+    def log_assignments(x, y, T):
+        logits = -_squared_distances(x, y) / T
+        return logits - logsumexp(logits, axis=1)[:, None]
+
+    def step(self, params, beta):
+        x, y, resp = params["embedding"], params["centroids"], params["resp"]
+        log_resp = self.log_assignments(x, y, 1.0 / beta)
+        new = np.exp(log_resp)
+        self.last_change = float(np.max(np.abs(new - resp))) if new.shape == resp.shape else np.inf
+        target = _embedding_update(x, y, log_resp, _potentials(self.D, new))
+        x = x + self.relax * (target - x)
+        sizes = new.sum(axis=0)
+        moved = (new.T @ x) / np.maximum(sizes, 1e-300)[:, None]
+        y = np.where(sizes[:, None] > 1e-300, moved, y)
+        stats = EMStats(free_energy=np.nan, log_likelihood=np.nan)
+        return {"embedding": x, "centroids": y, "resp": new}, stats
+
+    def end_stage(self, params, beta):
+        x, y = params["embedding"], self.resolve(params["centroids"])
+        return {
+            "embedding": x,
+            "centroids": y,
+            "resp": np.exp(self.log_assignments(x, y, 1.0 / beta)),
+        }
+
+    def stage_summary(self, params, beta):
+        resp = params["resp"]
+        _, sizes, within = _sums(self.D, resp)
+        expected = _expected_cost(within, sizes, self.offset)
+        return _assignment_summary(self.D, resp, beta, expected, self.n_clusters)
 
 
 def structure_preserving_mds(
@@ -1307,90 +1428,27 @@ def structure_preserving_mds(
     spread = float(np.sqrt(np.mean(np.sum((x - x.mean(axis=0)) ** 2, axis=1)))) or 1.0
     if init == "random":
         x = rng.normal(scale=spread / np.sqrt(n_dims), size=(n, n_dims))
-    T_c = critical_temperature(data)
-    if T0 is None:
-        T0 = 1.5 * T_c if T_c > 0 else max(float(D.max()), 1e-12)
-    T0 = float(T0)
-    T_final = 1e-3 * T0 if T_final is None else float(T_final)
-    y = x.mean(axis=0)[None, :]
-    schedule = _schedule(T0, T_final, eta)
-    rows = []
-    converged = True
-    resp = np.ones((n, 1))
-    offset = D.sum() / (2 * n)
-    for beta in schedule.betas():
-        T = 1.0 / beta
-        room = k - y.shape[0]
-        if room > 0:
-            # Twin centroids, as in central_annealing: a pair separates below its cluster's
-            # critical temperature.
-            shift = perturbation * spread * rng.standard_normal(y.shape)
-            y = np.vstack([y + shift, y - shift])
-        stopped, iterations = "max_iter", 0
-        for iterations in range(1, max_iter + 1):  # noqa: B007
-            sq = np.maximum(
-                (x**2).sum(axis=1)[:, None] - 2.0 * x @ y.T + (y**2).sum(axis=1)[None, :], 0.0
-            )
-            logits = -sq / T
-            log_resp = logits - logsumexp(logits, axis=1)[:, None]
-            new = np.exp(log_resp)
-            change = float(np.max(np.abs(new - resp))) if new.shape == resp.shape else np.inf
-            resp = new
-            target = _embedding_update(x, y, log_resp, _potentials(D, resp))
-            x = x + relax * (target - x)
-            sizes = resp.sum(axis=0)
-            moved = (resp.T @ x) / np.maximum(sizes, 1e-300)[:, None]
-            y = np.where(sizes[:, None] > 1e-300, moved, y)
-            if change < tol:
-                stopped = "tolerance"
-                break
-        converged = stopped == "tolerance"
-        y = _resolve_centroid_twins(y, room, spread, perturbation)
-        sq = np.maximum(
-            (x**2).sum(axis=1)[:, None] - 2.0 * x @ y.T + (y**2).sum(axis=1)[None, :], 0.0
-        )
-        logits = -sq / T
-        resp = np.exp(logits - logsumexp(logits, axis=1)[:, None])
-        _, sizes, within = _sums(D, resp)
-        expected = 0.5 * float(
-            np.sum(np.divide(within, sizes, out=np.zeros_like(within), where=sizes > 1e-12))
-        )
-        expected -= offset
-        labels = np.argmax(resp, axis=1)
-        entropy = _entropy(resp)
-        rows.append(
-            {
-                "temperature": T,
-                "beta": beta,
-                "iterations": iterations,
-                "stopped": stopped,
-                "expected_cost": expected,
-                "free_energy": expected - T * entropy,
-                "entropy": entropy,
-                "cost": pairwise_cost(D, labels, k),
-                "order_parameter": y.shape[0],
-            }
-        )
-        if y.shape[0] == k and np.all(resp.max(axis=1) > 1 - _FROZEN):
-            break
-    trace = pd.DataFrame(rows)
-    labels = np.argmax(resp, axis=1).astype(np.int64)
-    if y.shape[0] < k:
-        y = np.vstack([y, np.repeat(y[:1], k - y.shape[0], axis=0)])
-        resp = _pad(resp, k)
-    return ClusteringResult(
-        item_names=np.asarray(data.item_names).astype(str),
-        model=model,
-        labels=labels,
-        resp=resp,
-        cost=pairwise_cost(D, labels, k),
-        trace=trace,
-        transitions=[1.0 / b for b in schedule.transitions(trace)],
-        method="structure_preserving_mds",
-        seconds=time.perf_counter() - start,
-        converged=converged,
+    T_c, T0, T_final = _pairwise_temperatures(data, D, T0, T_final)
+    problem = _EmbeddingProblem(D, relax, k, rng, perturbation, spread)
+    start_params = {"embedding": x, "centroids": x.mean(axis=0)[None, :], "resp": np.ones((n, 1))}
+    run, stages, transitions = cool(
+        problem, start_params, _schedule(T0, T_final, eta), max_iter, tol
+    )
+    labels = np.argmax(run.params["resp"], axis=1).astype(np.int64)
+    y, resp = _fill_centroids(run.params["centroids"], run.params["resp"], k)
+    return _result(
+        model,
+        data,
+        labels,
+        resp,
+        pairwise_cost(D, labels, k),
+        "structure_preserving_mds",
+        start,
+        trace=stages[_TRACE_COLUMNS],
+        transitions=[1.0 / b for b in transitions],
+        converged=run.converged,
         centroids=y,
-        embedding=x,
+        embedding=run.params["embedding"],
         settings={
             "n_dims": n_dims,
             "T0": T0,

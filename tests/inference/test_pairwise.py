@@ -144,7 +144,8 @@ def test_central_em_never_increases_the_free_energy_at_fixed_temperature():
     beta = 1.0 / (0.3 * critical_temperature(data))
     previous = np.inf
     for _ in range(50):
-        y, stats = problem.step(y, beta)
+        params, stats = problem.step({"centroids": y}, beta)
+        y = params["centroids"]
         assert stats.free_energy <= previous + 1e-9 * abs(previous if np.isfinite(previous) else 1)
         previous = stats.free_energy
 
