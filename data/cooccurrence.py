@@ -523,6 +523,67 @@ class CoOccurrence:
         """
         return {"counts": (("doc", "word"), self.toarray())}
 
+    @property
+    def n_heldout_units(self) -> int:
+        """Units a held-out score is counted in: tokens (``total``), as in the papers'
+        perplexity (``exp(-sum log p / tokens)``).
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 2], [0, 3]]).n_heldout_units
+        6
+        """
+        return self.total
+
+    def check_fit_shape(self, rows, cols, name: str = "test") -> None:
+        """``ValueError`` unless the matrix has the ``rows`` and ``cols`` of a fit (None: any):
+        held-out tokens belong to the training documents and words.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 2]]).check_fit_shape(2, 2)
+        Traceback (most recent call last):
+        ...
+        ValueError: test has 1 rows, the fit has 2 (documents); held-out data must be the same rows and columns as the training data
+        """
+        for axis, have, want, what in (("rows", self.n_rows, rows, "documents"),
+                                        ("columns", self.n_cols, cols, "words")):  # fmt: skip
+            if want is not None and have != want:
+                rule = (
+                    "held-out data must be"
+                    if name == "test"
+                    else "train must be the data of the fit:"
+                )
+                raise ValueError(
+                    f"{name} has {have} {axis}, the fit has {want} ({what}); {rule} the same rows "
+                    "and columns as the training data"
+                )
+
+    @classmethod
+    def from_observed_data(cls, group) -> CoOccurrence | None:
+        """The matrix stored by :meth:`observed_data` in an ``observed_data`` group (labels from
+        its coordinates), or None when the group holds no ``counts``.
+
+        Examples
+        --------
+        >>> import xarray as xr
+        >>> from latentzoo.data import CoOccurrence
+        >>> data = CoOccurrence([[1, 0], [0, 2]], row_labels=["a", "b"])
+        >>> group = xr.Dataset({k: v for k, v in data.observed_data().items()}, coords=data.coords())
+        >>> CoOccurrence.from_observed_data(group) == data
+        True
+        """
+        if "counts" not in group.data_vars:
+            return None
+        row_dim, col_dim = group["counts"].dims
+        return cls(
+            group["counts"].to_numpy(),
+            row_labels=group[row_dim].to_numpy(),
+            col_labels=group[col_dim].to_numpy(),
+        )
+
     # ------------------------------------------------------------------ dunder
     def __repr__(self) -> str:
         n_rows, n_cols = self.shape

@@ -274,6 +274,54 @@ class Features:
         """
         return {"x": (("item", "feature"), self.X)}
 
+    @property
+    def n_heldout_units(self) -> int:
+        """Units a held-out score is counted in: whole items (``n_items``; ``split`` holds out
+        items).
+
+        Examples
+        --------
+        >>> from latentzoo.data import Features
+        >>> Features([[0, 1], [1, 1]]).n_heldout_units
+        2
+        """
+        return self.n_items
+
+    def check_fit_shape(self, rows, cols, name: str = "test") -> None:
+        """``ValueError`` unless the items have the ``cols`` features of a fit (None: any); the
+        number of items is free, held-out items being new ones.
+
+        Examples
+        --------
+        >>> from latentzoo.data import Features
+        >>> Features([[0, 1]]).check_fit_shape(None, 3)
+        Traceback (most recent call last):
+        ...
+        ValueError: test has 2 features, the fit has 3; held-out items must have the same features as the training data
+        """
+        if cols is not None and self.n_features != cols:
+            raise ValueError(
+                f"{name} has {self.n_features} features, the fit has {cols}; held-out items "
+                "must have the same features as the training data"
+            )
+
+    @classmethod
+    def from_observed_data(cls, group) -> Features | None:
+        """The items stored by :meth:`observed_data` in an ``observed_data`` group, or None when
+        the group holds no ``x``.
+
+        Examples
+        --------
+        >>> import xarray as xr
+        >>> from latentzoo.data import Features
+        >>> group = xr.Dataset({k: v for k, v in Features([[0, 1]]).observed_data().items()})
+        >>> Features.from_observed_data(group).shape
+        (1, 2)
+        """
+        if "x" not in group.data_vars:
+            return None
+        return cls(group["x"].to_numpy())
+
     def subset(self, items) -> Features:
         """The items at ``items`` (positions, negative from the end, or a boolean mask).
 

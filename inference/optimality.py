@@ -41,7 +41,6 @@ error of one (measured 2.3 to 4.6). Likewise :data:`MAP_GAIN_TOL`: ``find_MAP`` 
 from __future__ import annotations
 
 import contextlib
-import inspect
 import warnings
 
 import numpy as np
@@ -99,8 +98,8 @@ def pymc_free_values(model, params, pm_model) -> dict[str, np.ndarray]:
     """The natural (constrained) values of the free variables of ``pm_model`` at ``params``.
 
     A free variable named like a parameter takes its value; ``<name>_flat`` the flattened
-    ``params[name]`` (the product-space mixture's ``pi_flat``); a model with a ``pymc_values``
-    method (the mixtures: stick fractions, Bartlett variables) supplies the others.
+    ``params[name]`` (the product-space mixture's ``pi_flat``); the model's ``pymc_values``
+    supplies the others (the mixtures: stick fractions, Bartlett variables).
 
     Parameters
     ----------
@@ -121,7 +120,7 @@ def pymc_free_values(model, params, pm_model) -> dict[str, np.ndarray]:
     >>> sorted(pymc_free_values(model, truth, model.pymc_model(data)))
     ['p_row', 'pi_flat', 'q_col']
     """
-    source = model.pymc_values(params) if hasattr(model, "pymc_values") else dict(params)
+    source = model.pymc_values(params)
     out = {}
     for rv in pm_model.free_RVs:
         name = rv.name
@@ -192,27 +191,7 @@ def prior_draw(model, data, rng) -> dict[str, np.ndarray]:
     >>> draw["rho"].shape, draw["q"].shape
     ((2,), (2, 8))
     """
-    from latentzoo.models import DirichletProcessMixture
-
-    rng = np.random.default_rng(rng)
-    if isinstance(model, DirichletProcessMixture):
-        k = model.n_components
-        v = rng.beta(1.0, model.alpha, size=k - 1)
-        rest = np.concatenate([[1.0], np.cumprod(1.0 - v)])
-        w = rest * np.concatenate([v, [1.0]])
-        params = model.component.sample_prior(rng, k, data.n_features)
-        return {"w": w, "v": v, **{name: np.asarray(x) for name, x in params.items()}}
-    keywords = inspect.signature(model.simulate).parameters
-    if "n_docs" in keywords:
-        sizes = {"n_docs": data.n_rows, "n_words": data.n_cols}
-    elif "n_rows" in keywords:
-        sizes = {"n_rows": data.n_rows, "n_cols": data.n_cols}
-    elif "n_items" in keywords:
-        sizes = {"n_items": data.n_items, "n_features": data.n_features}
-    else:
-        raise ValueError(f"cannot draw parameters of {type(model).__name__} at the data's sizes")
-    _, truth = model.simulate(rng, **sizes)
-    return truth
+    return model.prior_draw(data, np.random.default_rng(rng))
 
 
 # ----------------------------------------------------------------------------- density

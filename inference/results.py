@@ -36,18 +36,18 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import NamedTuple
+from typing import Protocol, runtime_checkable
 
+import arviz as az
 import numpy as np
-from scipy.special import logsumexp
 
 from latentzoo import models as _models
-from latentzoo.data import CoOccurrence, Features
 from latentzoo.models._checks import check_integer
-from latentzoo.models.two_sided import cell_dots, one_hot
+from latentzoo.models.base import REFIT_ADVICE, TwoSidedLabels, missing_draws_error
 
 __all__ = [
     "MAX_DRAWS",
+    "PointEstimate",
     "TwoSidedLabels",
     "heldout_log_likelihood",
     "heldout_score",
@@ -63,11 +63,14 @@ _ROW_DIMS = ("doc", "row", "item")
 _COL_DIMS = ("word", "col", "feature")
 
 
-class TwoSidedLabels(NamedTuple):
-    """Hard labels of a two-sided clustering: ``rows`` (N,) and ``cols`` (M,), int64."""
+@runtime_checkable
+class PointEstimate(Protocol):
+    """What a point-estimate result declares itself to be: it carries the fitted ``model`` and
+    its ``params`` (an :class:`~latentzoo.inference.EMResult`). A posterior sample is an
+    ``arviz.InferenceData`` instead; the functions here accept either."""
 
-    rows: np.ndarray
-    cols: np.ndarray
+    model: object
+    params: dict
 
 
 # ------------------------------------------------------------------------------ the model
@@ -138,7 +141,7 @@ def model_from_attrs(attrs) -> object:
 
 
 def _is_idata(result) -> bool:
-    return hasattr(result, "groups") and hasattr(result, "posterior")
+    return isinstance(result, az.InferenceData)
 
 
 def _model_of(result, model):
@@ -146,7 +149,7 @@ def _model_of(result, model):
         return model
     if _is_idata(result):
         return model_from_attrs(result.posterior.attrs)
-    if hasattr(result, "model") and hasattr(result, "params"):
+    if isinstance(result, PointEstimate):
         return result.model
     raise ValueError(
         "result must be an EMResult or an arviz.InferenceData from latentzoo.fit, got "
@@ -168,7 +171,7 @@ def _as_data(model, data, name: str):
 
 def _units(test) -> float:
     """Held-out units: tokens of a co-occurrence matrix, items of a feature matrix."""
-    units = test.total if isinstance(test, CoOccurrence) else test.n_items
+    units = test.n_heldout_units
     if units == 0:
         raise ValueError("test holds no observations: a held-out score needs at least one")
     return float(units)
@@ -204,24 +207,8 @@ def _posterior_shape(posterior) -> tuple[int | None, int | None]:
 
 
 def _check_test_shape(test, rows, cols, name="test") -> None:
-    """The one message for held-out data of the wrong shape."""
-    if isinstance(test, Features):
-        if cols is not None and test.n_features != cols:
-            raise ValueError(
-                f"{name} has {test.n_features} features, the fit has {cols}; held-out items "
-                "must have the same features as the training data"
-            )
-        return
-    for axis, have, want, what in (("rows", test.n_rows, rows, "documents"),
-                                    ("columns", test.n_cols, cols, "words")):  # fmt: skip
-        if want is not None and have != want:
-            rule = (
-                "held-out data must be" if name == "test" else "train must be the data of the fit:"
-            )
-            raise ValueError(
-                f"{name} has {have} {axis}, the fit has {want} ({what}); {rule} the same rows and "
-                "columns as the training data"
-            )
+    """The one message for held-out data of the wrong shape (the container's rule)."""
+    test.check_fit_shape(rows, cols, name)
 
 
 def _observed_train(result, model):
@@ -231,17 +218,7 @@ def _observed_train(result, model):
     attrs = result.posterior.attrs
     if attrs.get("method") == "gibbs" and attrs.get("log_likelihood_data", "") != "train":
         return None  # a Gibbs run with test= stores the test set there; old files do not say
-    group = result.observed_data
-    name = "counts" if model.data_type is CoOccurrence else "x"
-    if name not in group.data_vars:
-        return None
-    values = group[name].to_numpy()
-    if model.data_type is CoOccurrence:
-        row_dim, col_dim = group[name].dims
-        return CoOccurrence(
-            values, row_labels=group[row_dim].to_numpy(), col_labels=group[col_dim].to_numpy()
-        )
-    return Features(values)
+    return model.data_type.from_observed_data(result.observed_data)
 
 
 def _training_data(result, model, train):
@@ -250,86 +227,8 @@ def _training_data(result, model, train):
     return _observed_train(result, model)
 
 
-# ------------------------------------------------------------------ per-draw probabilities
-def _cell_probabilities(model, params, test: CoOccurrence, train) -> np.ndarray:
-    """``P(y_j | x_i)`` of one draw (or point estimate) on the non-zero cells of ``test``.
-
-    CSR order of ``test.counts``; one value per cell, no ``nnz x K`` array (the mixing sums run
-    in :func:`~latentzoo.models.two_sided.cell_dots`). The held-out rule of each family's
-    ``heldout_log_likelihood``.
-    """
-    csr = test.counts
-    indptr, indices = csr.indptr.astype(np.int64), csr.indices.astype(np.int64)
-    if isinstance(model, _models.AspectModel):
-        theta = np.ascontiguousarray(params["theta"], dtype=float)
-        phi_t = np.ascontiguousarray(np.asarray(params["phi"], dtype=float).T)
-        return cell_dots(indptr, indices, theta, phi_t)
-    if isinstance(model, _models.ProductSpaceMixture):
-        pi, p_row, q_col = model._unpack(params)
-        weights = np.ascontiguousarray(p_row.T @ pi)
-        p_i = weights @ q_col.sum(axis=1)
-        rows = test.cells()[0]
-        mixed = cell_dots(indptr, indices, weights, np.ascontiguousarray(q_col.T))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(p_i[rows] > 0, mixed / p_i[rows], 0.0)
-    if isinstance(model, _models.OneSidedClustering):
-        q = np.asarray(params["q"], dtype=float)
-        if "resp" in params:
-            resp = np.asarray(params["resp"], dtype=float)
-        elif "z" in params:
-            # The draw's own memberships: averaged over draws, E[q_{z_i j} | data].
-            resp = one_hot(np.asarray(params["z"], dtype=np.int64), q.shape[0])
-        elif train is not None:
-            resp = model.responsibilities(params, train)
-        else:
-            raise ValueError(
-                "the sample holds rho and q but no memberships z: pass train=, the training data, "
-                "so each row's cluster posterior can be computed"
-            )
-        return cell_dots(indptr, indices, np.ascontiguousarray(resp), np.ascontiguousarray(q.T))
-    if isinstance(model, _models.TwoSidedClustering):
-        if "c" in params or "pi" in params:
-            return model._cell_probabilities(
-                params, test, conditional=True, smoothing=max(model.eta - 1.0, 0.0)
-            )
-        if train is None:
-            raise ValueError(
-                "the sample holds the assignments I, J but no parameters: pass train=, the "
-                "training data, to score it by the posterior predictive given the partitions"
-            )
-        # Parameters integrated out given the partitions (TwoSidedClustering.conditional).
-        point = model.estimate(params["I"], params["J"], train)
-        soft_i, soft_j, c, q = model._point_tables(point, *train.shape, smoothing=model.eta)
-        cols = test.cells()[1]
-        left = np.ascontiguousarray(soft_i @ c)
-        return q[cols] * cell_dots(indptr, indices, left, np.ascontiguousarray(soft_j))
-    raise ValueError(f"no held-out rule for {type(model).__name__}")
-
-
-def _mixture_draws(model, posterior, names, positions, test, train) -> np.ndarray:
-    """``log p(x | draw)`` of each held-out item per draw, shape (draws, n_items): the mixture
-    density at the draw's parameters, or, for draws of the partition only (collapsed Gibbs), the
-    predictive given the partition and the training items (eq. (2.19)-(2.20))."""
-    logs = np.empty((len(positions), test.n_items))
-    if "w" in names:
-        for s, (c, d) in enumerate(positions):
-            logs[s] = model.heldout_log_likelihood(_draw_params(posterior, names, c, d), test)
-        return logs
-    from latentzoo.inference.mixture import MixtureGibbs
-
-    sampler = MixtureGibbs(model, train, test=test)
-    rng = np.random.default_rng(0)  # init draws nothing when z is given
-    sampled_alpha = "alpha" in posterior.data_vars
-    for s, (c, d) in enumerate(positions):
-        z = posterior["z"].isel(chain=c, draw=d).to_numpy().astype(np.int64)
-        state = sampler.init(rng, z=z)
-        if sampled_alpha:
-            state = state._replace(alpha=float(posterior["alpha"].isel(chain=c, draw=d)))
-        logs[s] = sampler.heldout_log_density(state)
-    return logs
-
-
-_EXTRA = ("z", "resp", "I", "J", "c", "p", "q", "n_obs", "pi", "psi_x", "psi_y")
+# ------------------------------------------------------------------ per-draw scores
+_EXTRA = ("z", "resp", "I", "J", "c", "p", "q", "n_obs", "pi", "psi_x", "psi_y", "alpha")
 """Variables besides ``model.param_names`` that a draw's held-out rule or labels read."""
 
 
@@ -338,6 +237,8 @@ def _draw_names(posterior, model) -> list[str]:
 
 
 def _sample_heldout(result, model, test, train, max_draws) -> np.ndarray:
+    """The posterior predictive of ``test`` over the kept draws: the model's own rule
+    (``model.heldout_posterior_predictive``) on the draws' parameters."""
     posterior = result.posterior
     names = _draw_names(posterior, model)
     rows, cols = _posterior_shape(posterior)
@@ -345,57 +246,14 @@ def _sample_heldout(result, model, test, train, max_draws) -> np.ndarray:
     if train is not None:
         _check_test_shape(train, rows, cols, name="train")
         _check_test_shape(test, *train.shape)
-    mixture = isinstance(test, Features)
-    if mixture:
-        usable = "w" in names or ("z" in names and train is not None)
-    elif isinstance(model, _models.TwoSidedClustering):
-        usable = {"I", "J"} <= set(names)
-    else:
-        usable = set(model.param_names) <= set(names)
-    if not usable:
+    if not model.heldout_draws_usable(names, train):
         kept = posterior.attrs.get("kept_params")
-        dropped = not mixture and kept is not None and not int(kept)
-        why = " (keep_params dropped them)" if dropped else ""
-        if mixture:
-            advice = (
-                "pass train=, the training items, or pass test= to gibbs, whose log_likelihood "
-                "group then scores the test items"
-            )
-        else:
-            advice = (
-                "refit with keep_params=True, or pass test= to gibbs, whose log_likelihood group "
-                "then scores the test set"
-            )
-        raise ValueError(
-            f"the sample holds no parameter draws of {type(model).__name__}{why}, so held-out "
-            f"data cannot be scored from it; {advice}"
-        )
+        refit = model.heldout_draws_advice is REFIT_ADVICE  # draws that keep_params can drop
+        why = " (keep_params dropped them)" if refit and kept is not None and not int(kept) else ""
+        raise missing_draws_error(model, why, model.heldout_draws_advice)
     positions = _draw_positions(posterior, max_draws)
-    if mixture:
-        logs = _mixture_draws(model, posterior, names, positions, test, train)
-        return logsumexp(logs, axis=0) - np.log(len(positions))
-    total = np.zeros(test.counts.nnz)
-    for c, d in positions:
-        total += _cell_probabilities(model, _draw_params(posterior, names, c, d), test, train)
-    rows, _, counts = test.cells()
-    with np.errstate(divide="ignore"):
-        terms = counts * np.log(total / len(positions))
-    return np.bincount(rows, weights=terms, minlength=test.n_rows)
-
-
-def _point_fit_shape(model, params) -> tuple[int | None, int | None]:
-    """(rows, columns) or (None, features) a point estimate was fitted to."""
-    if isinstance(model, _models.AspectModel):
-        return np.shape(params["theta"])[0], np.shape(params["phi"])[-1]
-    if isinstance(model, _models.OneSidedClustering | _models.ClusterAbstractionModel):
-        rows = np.shape(params["resp"])[0] if "resp" in params else None
-        return rows, np.shape(params["q"])[-1]
-    if isinstance(model, _models.TwoSidedClustering):
-        return np.shape(params["I"])[0], np.shape(params["J"])[0]
-    if isinstance(model, _models.ProductSpaceMixture):
-        return np.shape(params["p_row"])[-1], np.shape(params["q_col"])[-1]
-    first = model.component.param_names[0]
-    return None, np.shape(params[first])[1] if first in params else None
+    draws = (_draw_params(posterior, names, c, d) for c, d in positions)
+    return model.heldout_posterior_predictive(draws, test, train)
 
 
 # ------------------------------------------------------------------------------ the face
@@ -460,7 +318,7 @@ def heldout_log_likelihood(
     if _is_idata(result):
         return _sample_heldout(result, model, test, _training_data(result, model, train),
                                max_draws)  # fmt: skip
-    rows, cols = _point_fit_shape(model, result.params)
+    rows, cols = model.fit_shape(result.params)
     _check_test_shape(test, rows, cols)
     return np.asarray(model.heldout_log_likelihood(result.params, test), dtype=float)
 
@@ -529,33 +387,6 @@ def _best_draw(result) -> tuple[int, int]:
     return 0, posterior.sizes["draw"] - 1
 
 
-def _labels_of(model, params, train):
-    """Hard labels of one draw or point estimate."""
-    if isinstance(model, _models.AspectModel):
-        return np.asarray(params["theta"]).argmax(axis=1).astype(np.int64)
-    if isinstance(model, _models.TwoSidedClustering):
-        sides = []
-        for name in ("I", "J"):
-            value = np.asarray(params[name])
-            sides.append((value.argmax(axis=1) if value.ndim == 2 else value).astype(np.int64))
-        return TwoSidedLabels(*sides)
-    if isinstance(model, _models.ProductSpaceMixture):
-        pi, p_row, q_col = model._unpack(params)
-        rows = (p_row * pi.sum(axis=1)[:, None]).argmax(axis=0)
-        cols = (q_col * pi.sum(axis=0)[:, None]).argmax(axis=0)
-        return TwoSidedLabels(rows.astype(np.int64), cols.astype(np.int64))
-    if "z" in params:
-        return np.asarray(params["z"]).astype(np.int64)
-    if "resp" in params:
-        return np.asarray(params["resp"]).argmax(axis=1).astype(np.int64)
-    if train is not None and all(name in params for name in model.param_names):
-        return np.asarray(model.responsibilities(params, train)).argmax(axis=1).astype(np.int64)
-    raise ValueError(
-        f"the result holds no assignments of {type(model).__name__} (z or resp): pass train=, the "
-        "training data, to label the rows from the parameters"
-    )
-
-
 def labels(result, *, train=None, model=None):
     """Hard cluster labels of a result: the one way for every family and result kind.
 
@@ -599,18 +430,8 @@ def labels(result, *, train=None, model=None):
     """
     model = _model_of(result, model)
     if not _is_idata(result):
-        return _labels_of(model, result.params, None)
+        return model.labels(result.params, None)
     posterior = result.posterior
     c, d = _best_draw(result)
     params = _draw_params(posterior, _draw_names(posterior, model), c, d)
-    if isinstance(model, _models.AspectModel) and "theta" not in params:
-        raise ValueError(
-            "the sample holds no theta draws (keep_params dropped them); refit with "
-            "keep_params=True to label documents by their dominant topic"
-        )
-    if isinstance(model, _models.ProductSpaceMixture) and not all(
-        name in params for name in ("pi", "p_row", "q_col")
-    ):
-        raise ValueError("the sample holds no pi, p_row and q_col draws to label rows and columns")
-    train = _training_data(result, model, train)
-    return _labels_of(model, params, train)
+    return model.labels(params, _training_data(result, model, train))

@@ -33,12 +33,14 @@ from latentzoo.models._checks import (
     check_integer,
     check_positive,
 )
+from latentzoo.models.base import CellHeldout, CorpusPriorDraw, PlainPyMCValues
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
     log_multinomial_coefficient,
 )
 from latentzoo.models.invariants import default_dyads
+from latentzoo.models.two_sided import cell_dots
 
 __all__ = ["AspectModel", "PRIOR_DEFAULTS", "default_dyads", "row_log_likelihoods"]
 
@@ -131,7 +133,7 @@ def _check_table(name: str, table, shape) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class AspectModel:
+class AspectModel(CellHeldout, CorpusPriorDraw, PlainPyMCValues):
     """Aspect model / PLSA with Dirichlet priors (Hofmann & Puzicha 1998, eq. (1), (11)).
 
     Parameters
@@ -418,6 +420,48 @@ class AspectModel:
         return row_log_likelihoods(
             csr.indptr, csr.indices, csr.data, theta, np.ascontiguousarray(phi.T), _NO_NORM
         )
+
+    def heldout_cell_probabilities(self, params, test, train=None) -> np.ndarray:
+        """``P(y_j | x_i) = sum_k theta_ik phi_kj`` of one draw on the non-zero cells of ``test``
+        (CSR order, no ``nnz x K`` array; Hofmann 1999, eq. (2)). ``train`` is not needed.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> params = {"theta": [[1.0], [1.0]], "phi": [[0.25, 0.75]]}
+        >>> AspectModel(1).heldout_cell_probabilities(params, CoOccurrence([[1, 1], [0, 2]])).tolist()
+        [0.25, 0.75, 0.75]
+        """
+        csr = test.counts
+        indptr, indices = csr.indptr.astype(np.int64), csr.indices.astype(np.int64)
+        theta = np.ascontiguousarray(params["theta"], dtype=float)
+        phi_t = np.ascontiguousarray(np.asarray(params["phi"], dtype=float).T)
+        return cell_dots(indptr, indices, theta, phi_t)
+
+    def fit_shape(self, params) -> tuple[int | None, int | None]:
+        """``(documents, words)`` a point estimate was fitted to, from ``theta`` and ``phi``.
+
+        Examples
+        --------
+        >>> AspectModel(2).fit_shape({"theta": np.ones((5, 2)), "phi": np.ones((2, 7))})
+        (5, 7)
+        """
+        return np.shape(params["theta"])[0], np.shape(params["phi"])[-1]
+
+    def labels(self, params, train=None) -> np.ndarray:
+        """The dominant topic ``argmax_k theta[i, k]`` of each document (int64).
+
+        Examples
+        --------
+        >>> AspectModel(2).labels({"theta": [[0.9, 0.1], [0.3, 0.7]]}).tolist()
+        [0, 1]
+        """
+        if "theta" not in params:
+            raise ValueError(
+                "the sample holds no theta draws (keep_params dropped them); refit with "
+                "keep_params=True to label documents by their dominant topic"
+            )
+        return np.asarray(params["theta"]).argmax(axis=1).astype(np.int64)
 
     def heldout_log_likelihood(self, params, test) -> np.ndarray:
         """The held-out score of tempered schedules: :meth:`log_likelihood` of the test counts.

@@ -10,11 +10,24 @@ from __future__ import annotations
 
 import dataclasses
 import numbers
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Model", "model_attrs", "netcdf_attr"]
+__all__ = [
+    "REFIT_ADVICE",
+    "CellHeldout",
+    "CorpusPriorDraw",
+    "PlainPyMCValues",
+    "RowMemberships",
+    "Model",
+    "TwoSidedLabels",
+    "cell_posterior_predictive",
+    "labels_from_memberships",
+    "missing_draws_error",
+    "model_attrs",
+    "netcdf_attr",
+]
 
 
 @runtime_checkable
@@ -59,6 +72,185 @@ class Model(Protocol):
 
     def pymc_model(self, data, temperature: float = 1.0):
         """The PyMC reference declaration (likelihood tempered by ``temperature``)."""
+
+
+class TwoSidedLabels(NamedTuple):
+    """Hard labels of a two-sided clustering: ``rows`` (N,) and ``cols`` (M,), int64."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+
+
+def cell_posterior_predictive(model, draws, test, train=None) -> np.ndarray:
+    """``sum_j n_ij log mean_s P_s(y_j | x_i)`` per row of ``test``: the posterior predictive of
+    held-out counts from a sequence of draws (or one point estimate).
+
+    Each draw's ``model.heldout_cell_probabilities(params, test, train)`` (one value per non-zero
+    cell of ``test``, CSR order) is averaged over draws: averaging probabilities, not parameters,
+    makes the score invariant to label switching, and one draw gives the point rule.
+
+    Examples
+    --------
+    >>> from latentzoo.data import CoOccurrence
+    >>> from latentzoo.models import AspectModel
+    >>> test = CoOccurrence([[1, 0], [0, 2]])
+    >>> draw = {"theta": np.array([[1.0], [1.0]]), "phi": np.array([[0.5, 0.5]])}
+    >>> cell_posterior_predictive(AspectModel(1), [draw, draw], test).round(3).tolist()
+    [-0.693, -1.386]
+    """
+    total, n_draws = np.zeros(test.counts.nnz), 0
+    for params in draws:
+        total += model.heldout_cell_probabilities(params, test, train)
+        n_draws += 1
+    rows, _, counts = test.cells()
+    with np.errstate(divide="ignore"):
+        terms = counts * np.log(total / n_draws)
+    return np.bincount(rows, weights=terms, minlength=test.n_rows)
+
+
+def labels_from_memberships(model, params, train=None) -> np.ndarray:
+    """Hard labels of the rows (items) of a one-sided model's draw or point estimate: the draw's
+    assignments ``z``, else ``argmax`` of the memberships ``resp``, else ``argmax`` of
+    ``model.responsibilities(params, train)`` computed from the parameters and the training data.
+
+    Examples
+    --------
+    >>> from latentzoo.models import OneSidedClustering
+    >>> labels_from_memberships(OneSidedClustering(2), {"resp": [[0.9, 0.1], [0.2, 0.8]]}).tolist()
+    [0, 1]
+    """
+    if "z" in params:
+        return np.asarray(params["z"]).astype(np.int64)
+    if "resp" in params:
+        return np.asarray(params["resp"]).argmax(axis=1).astype(np.int64)
+    if train is not None and all(name in params for name in model.param_names):
+        return np.asarray(model.responsibilities(params, train)).argmax(axis=1).astype(np.int64)
+    raise ValueError(
+        f"the result holds no assignments of {type(model).__name__} (z or resp): pass train=, the "
+        "training data, to label the rows from the parameters"
+    )
+
+
+def missing_draws_error(model, why: str, advice: str) -> ValueError:
+    """The one message for a posterior sample whose draws cannot score held-out data."""
+    return ValueError(
+        f"the sample holds no parameter draws of {type(model).__name__}{why}, so held-out "
+        f"data cannot be scored from it; {advice}"
+    )
+
+
+REFIT_ADVICE = (
+    "refit with keep_params=True, or pass test= to gibbs, whose log_likelihood group "
+    "then scores the test set"
+)
+"""What to do when a sample of a co-occurrence model kept no parameter draws."""
+
+
+class CellHeldout:
+    """Held-out scoring shared by the co-occurrence families, whose held-out units are tokens of
+    the training rows: the posterior predictive averages each draw's
+    ``heldout_cell_probabilities(params, test, train)`` (which the family defines) over draws.
+
+    A family mixes this in; the two-sided model overrides :meth:`heldout_draws_usable` (its
+    partitions alone suffice).
+    """
+
+    heldout_draws_advice = REFIT_ADVICE
+    """What to do when :meth:`heldout_draws_usable` is False."""
+
+    def heldout_posterior_predictive(self, draws, test, train=None) -> np.ndarray:
+        """Per-row log posterior predictive of held-out counts over ``draws`` (parameter dicts):
+        ``sum_j n_ij log mean_s P_s(y_j | x_i)`` (:func:`cell_posterior_predictive`).
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> from latentzoo.models import AspectModel
+        >>> params = {"theta": [[1.0]], "phi": [[0.5, 0.5]]}
+        >>> AspectModel(1).heldout_posterior_predictive([params], CoOccurrence([[1, 1]])).round(3)
+        array([-1.386])
+        """
+        return cell_posterior_predictive(self, draws, test, train)
+
+    def heldout_draws_usable(self, names, train=None) -> bool:
+        """Whether draws holding the variables ``names`` can be scored on held-out data: they
+        must hold every parameter (``param_names``).
+
+        Examples
+        --------
+        >>> from latentzoo.models import AspectModel
+        >>> AspectModel(2).heldout_draws_usable(["theta", "phi"]), AspectModel(2).heldout_draws_usable(["z"])
+        (True, False)
+        """
+        return set(self.param_names) <= set(names)
+
+
+class RowMemberships:
+    """Labels and fit shape shared by the families whose point estimates hold row memberships
+    ``resp`` (N, K) and column distributions ``q`` (K', M): one-sided clustering and the cluster
+    abstraction model."""
+
+    def fit_shape(self, params) -> tuple[int | None, int | None]:
+        """``(rows, columns)`` a point estimate was fitted to (rows None without ``resp``).
+
+        Examples
+        --------
+        >>> from latentzoo.models import OneSidedClustering
+        >>> OneSidedClustering(2).fit_shape({"q": np.ones((2, 7)), "resp": np.ones((5, 2))})
+        (5, 7)
+        """
+        rows = np.shape(params["resp"])[0] if "resp" in params else None
+        return rows, np.shape(params["q"])[-1]
+
+    def labels(self, params, train=None) -> np.ndarray:
+        """Hard cluster label of each row: ``z``, else ``argmax resp``, else from the parameters
+        and ``train`` (:func:`labels_from_memberships`).
+
+        Examples
+        --------
+        >>> from latentzoo.models import OneSidedClustering
+        >>> OneSidedClustering(2).labels({"z": [1, 0]}).tolist()
+        [1, 0]
+        """
+        return labels_from_memberships(self, params, train)
+
+
+class PlainPyMCValues:
+    """``pymc_values`` of a family whose PyMC free variables are its parameters themselves (or
+    their flattenings ``<name>_flat``, which :func:`~latentzoo.inference.optimality.pymc_free_values`
+    reads from the parameter)."""
+
+    def pymc_values(self, params) -> dict:
+        """``params`` as the values of the PyMC declaration's free variables: no variable
+        besides the parameters.
+
+        Examples
+        --------
+        >>> from latentzoo.models import AspectModel
+        >>> AspectModel(2).pymc_values({"theta": [[1.0, 0.0]]})
+        {'theta': [[1.0, 0.0]]}
+        """
+        return dict(params)
+
+
+class CorpusPriorDraw:
+    """``prior_draw`` of a family simulated as documents x words (``simulate(rng, n_docs=,
+    n_words=)``)."""
+
+    def prior_draw(self, data, rng) -> dict:
+        """Parameters drawn from the prior at the sizes of ``data``: the truth of
+        :meth:`simulate` with ``n_docs = data.n_rows``, ``n_words = data.n_cols``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import load
+        >>> from latentzoo.models import OneSidedClustering
+        >>> draw = OneSidedClustering(2).prior_draw(load("toy"), np.random.default_rng(0))
+        >>> draw["rho"].shape, draw["q"].shape
+        ((2,), (2, 8))
+        """
+        _, truth = self.simulate(rng, n_docs=data.n_rows, n_words=data.n_cols)
+        return truth
 
 
 def netcdf_attr(value):

@@ -37,6 +37,7 @@ import numpy as np
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_data_shape, check_positive
+from latentzoo.models.base import CellHeldout, CorpusPriorDraw, PlainPyMCValues, RowMemberships
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
@@ -368,7 +369,7 @@ def _as_tree(tree) -> TopicTree:
 
 
 @dataclass(frozen=True)
-class ClusterAbstractionModel:
+class ClusterAbstractionModel(CellHeldout, RowMemberships, CorpusPriorDraw, PlainPyMCValues):
     """The HACM with Dirichlet priors (Hofmann & Puzicha 1998, section 4, eq. (50)-(51)).
 
     Parameters
@@ -939,6 +940,27 @@ class ClusterAbstractionModel:
         totals = np.asarray(data.counts[:, words].sum(axis=0)).ravel().astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(totals[:, None] > 0, out / totals[:, None], 0.0)
+
+    def heldout_cell_probabilities(self, params, test, train=None) -> np.ndarray:
+        """``P(y_j | x_i) = sum_a <I_ia> sum_nu tau_{nu|a,i} q_{j|nu}`` of one draw on the
+        non-zero cells of ``test`` (CSR order), the rule of :meth:`heldout_log_likelihood`
+        (eq. (59)): memberships ``resp`` of the training rows, else the prior ``rho``.
+
+        Examples
+        --------
+        >>> model = ClusterAbstractionModel(1)
+        >>> data, truth = model.simulate(0, n_docs=3, n_words=5, doc_length=8)
+        >>> p = model.heldout_cell_probabilities(truth, data)
+        >>> p.shape == (data.counts.nnz,), bool(np.all((p > 0) & (p <= 1)))
+        (True, True)
+        """
+        resp = params.get("resp")
+        if resp is None:
+            rho = np.asarray(params["rho"], dtype=float)
+            resp = np.broadcast_to(rho, (test.n_rows, len(rho)))
+        resp = np.asarray(resp, dtype=float)
+        rows, cols, _ = test.cells()
+        return np.einsum("ck,ck->c", resp[rows], self._cell_mixtures(params, rows, cols))
 
     def heldout_log_likelihood(self, params, test) -> np.ndarray:
         """Per-row log predictive probability of held-out observations, eq. (59).

@@ -50,7 +50,7 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import gammaln
+from scipy.special import betaln, gammaln, xlogy
 
 from latentzoo.data.checks import as_rng, check_entries
 from latentzoo.models._checks import check_integer, check_positive
@@ -737,6 +737,26 @@ def _categorical_loglik(X, theta, with_complement):
     return out
 
 
+NIW_EXTRA_DIM = "feature2"
+"""Name of the second feature axis of a covariance matrix (xarray forbids a repeated dimension)."""
+
+
+def _own_features(comp, n_clusters: int, n_features: int) -> np.ndarray:
+    """``(K, D)`` mask of each cluster's own features ``d % K == k`` (separated simulations)."""
+    if n_features < n_clusters:
+        raise ValueError(
+            f"separated clusters need n_features={n_features} >= n_clusters={n_clusters} for "
+            f"{type(comp).__name__}"
+        )
+    return (np.arange(n_features)[None, :] % n_clusters) == np.arange(n_clusters)[:, None]
+
+
+def _separated_means(n_clusters: int, n_features: int) -> np.ndarray:
+    """``(K, D)`` means ``5 (k - (K - 1) / 2)``, the same on every feature."""
+    centres = 5.0 * (np.arange(n_clusters) - (n_clusters - 1) / 2.0)
+    return np.repeat(centres[:, None], n_features, axis=1)
+
+
 class _Component:
     """Methods shared by the four conjugate components (not part of the public API)."""
 
@@ -793,6 +813,45 @@ class _Component:
         labels = _check_labels(labels, X.shape[0], n_clusters)
         counts = np.bincount(labels, minlength=n_clusters).astype(np.float64)
         return X, labels, counts, np.asarray(_one_hot(labels, n_clusters) @ X)
+
+    # -- the PyMC reference and the prior (what a mixture's declaration asks its component)
+    has_pymc_initvals: ClassVar[bool] = True
+    """Whether :meth:`pymc_initvals` has a rule for starting PyMC at a partition."""
+
+    takes_prior_from_data: ClassVar[bool] = False
+    """Whether the class has ``from_data(X, scale)``, an empirical prior (the CLI's
+    ``--prior-scale``)."""
+
+    def pymc_coords(self, feature_names) -> dict:
+        """Coordinates the component's PyMC variables need besides ``cluster`` and ``feature``.
+
+        Examples
+        --------
+        >>> BetaBernoulli().pymc_coords(["f0", "f1"])
+        {}
+        """
+        return {}
+
+    def pymc_dims(self) -> dict[str, list[str]]:
+        """Dimensions of the component's variables in the PyMC declaration and ``InferenceData``.
+
+        Examples
+        --------
+        >>> NormalGamma().pymc_dims()
+        {'mu': ['cluster', 'feature'], 'tau': ['cluster', 'feature']}
+        """
+        return {name: ["cluster", "feature"] for name in self.param_names}
+
+    def pymc_values(self, values) -> dict:
+        """``values`` (parameters by name) with the component's free PyMC variables that are not
+        parameters added (none here; a Normal-inverse-Wishart adds its Bartlett variables).
+
+        Examples
+        --------
+        >>> BetaBernoulli().pymc_values({"theta": [[0.5]]})
+        {'theta': [[0.5]]}
+        """
+        return dict(values)
 
 
 # ------------------------------------------------------------------------------ components
@@ -981,6 +1040,86 @@ class BetaBernoulli(_Component):
         labels = _sim_labels(labels, len(theta))
         return (rng.random((labels.size, theta.shape[1])) < theta[labels]).astype(np.float64)
 
+    takes_prior_from_data: ClassVar[bool] = True
+
+    def pymc_parameters(self, n_clusters: int, n_features: int) -> dict:
+        """Declare ``theta ~ Beta(a, b)`` (dims ``(cluster, feature)``) in the current PyMC model.
+
+        Must be called inside a ``pymc.Model`` context; returns ``{"theta": tensor}``.
+
+        Examples
+        --------
+        >>> import pymc as pm
+        >>> with pm.Model(coords={"cluster": [0, 1], "feature": [0, 1, 2]}):
+        ...     variables = BetaBernoulli().pymc_parameters(2, 3)
+        >>> sorted(variables)
+        ['theta']
+        """
+        import pymc as pm
+
+        h = self.hyperparameters(n_features)
+        tile = (n_clusters, 1)
+        theta = pm.Beta(
+            "theta", alpha=np.tile(h["a"], tile), beta=np.tile(h["b"], tile),
+            dims=("cluster", "feature"),
+        )  # fmt: skip
+        return {"theta": theta}
+
+    def pymc_log_likelihood(self, variables: dict, x):
+        """``(N, K)`` tensor ``log f(x_i | theta_k) = x log theta + (1 - x) log(1 - theta)``.
+
+        Examples
+        --------
+        >>> import pymc as pm
+        >>> with pm.Model(coords={"cluster": [0], "feature": [0]}):
+        ...     v = BetaBernoulli().pymc_parameters(1, 1)
+        ...     loglik = BetaBernoulli().pymc_log_likelihood(v, np.ones((2, 1)))
+        >>> loglik.ndim
+        2
+        """
+        import pytensor.tensor as pt
+
+        theta = variables["theta"]
+        return pt.dot(x, pt.log(theta).T) + pt.dot(1.0 - x, pt.log1p(-theta).T)
+
+    def log_prior(self, values) -> float:
+        """``sum_{k,d} log Beta(theta_kd | a_d, b_d)`` (normalised), the prior of :meth:`pymc_parameters`.
+
+        Examples
+        --------
+        >>> BetaBernoulli(1.0, 1.0).log_prior({"theta": [[0.2, 0.9]]})
+        0.0
+        """
+        theta = np.asarray(values["theta"], dtype=float)
+        h = self.hyperparameters(theta.shape[1])
+        a, b = h["a"][None], h["b"][None]
+        body = xlogy(a - 1.0, theta) + xlogy(b - 1.0, 1.0 - theta) - betaln(a, b)
+        return float(np.sum(body))
+
+    def pymc_initvals(self, stats) -> dict:
+        """PyMC starting values of clusters with stats rows ``stats``: the posterior mean
+        ``theta = (m + a) / (n + a + b)``.
+
+        Examples
+        --------
+        >>> BetaBernoulli(1.0, 1.0).pymc_initvals(np.array([[2.0, 1.0]]))["theta"].tolist()
+        [[0.5]]
+        """
+        stats, D = self._stats_dim(stats)
+        h = self.hyperparameters(D)
+        return {"theta": (stats[:, 1 : 1 + D] + h["a"]) / (stats[:, :1] + h["a"] + h["b"])}
+
+    def separated_params(self, n_clusters: int, n_features: int) -> dict:
+        """Well-separated ``theta`` for ``n_clusters`` clusters: 0.9 on the cluster's own
+        features (``d % K == k``), 0.1 elsewhere; needs ``n_features >= n_clusters``.
+
+        Examples
+        --------
+        >>> BetaBernoulli().separated_params(2, 2)["theta"].tolist()
+        [[0.9, 0.1], [0.1, 0.9]]
+        """
+        return {"theta": np.where(_own_features(self, n_clusters, n_features), 0.9, 0.1)}
+
 
 @dataclass(frozen=True)
 class DirichletMultinomial(_Component):
@@ -1135,6 +1274,78 @@ class DirichletMultinomial(_Component):
                 f"n_trials must be a non-negative integer or one per item, got {n_trials!r}"
             )
         return rng.multinomial(trials, theta[labels]).astype(np.float64)
+
+    def pymc_parameters(self, n_clusters: int, n_features: int) -> dict:
+        """Declare ``theta[k] ~ Dir(eta)`` (dims ``(cluster, feature)``) in the current PyMC model.
+
+        Examples
+        --------
+        >>> import pymc as pm
+        >>> with pm.Model(coords={"cluster": [0, 1], "feature": [0, 1, 2]}):
+        ...     variables = DirichletMultinomial().pymc_parameters(2, 3)
+        >>> sorted(variables)
+        ['theta']
+        """
+        import pymc as pm
+
+        eta = self.hyperparameters(n_features)["eta"]
+        theta = pm.Dirichlet("theta", a=np.tile(eta, (n_clusters, 1)), dims=("cluster", "feature"))
+        return {"theta": theta}
+
+    def pymc_log_likelihood(self, variables: dict, x):
+        """``(N, K)`` tensor ``sum_d x_id log theta_kd`` (sequence form, no multinomial coefficient).
+
+        Examples
+        --------
+        >>> import pymc as pm
+        >>> with pm.Model(coords={"cluster": [0], "feature": [0, 1]}):
+        ...     v = DirichletMultinomial().pymc_parameters(1, 2)
+        ...     loglik = DirichletMultinomial().pymc_log_likelihood(v, np.ones((3, 2)))
+        >>> loglik.ndim
+        2
+        """
+        import pytensor.tensor as pt
+
+        return pt.dot(x, pt.log(variables["theta"]).T)
+
+    def log_prior(self, values) -> float:
+        """``sum_k log Dir(theta_k | eta)`` (normalised), the prior of :meth:`pymc_parameters`.
+
+        Examples
+        --------
+        >>> DirichletMultinomial(1.0).log_prior({"theta": [[0.5, 0.5]]})  # Dir(1, 1): log 1! = 0
+        0.0
+        """
+        theta = np.asarray(values["theta"], dtype=float)
+        eta = self.hyperparameters(theta.shape[1])["eta"]
+        norm = gammaln(eta.sum()) - np.sum(gammaln(eta))
+        return float(theta.shape[0] * norm + np.sum(xlogy(eta[None] - 1.0, theta)))
+
+    def pymc_initvals(self, stats) -> dict:
+        """PyMC starting values of clusters with stats rows ``stats``: ``theta`` proportional to
+        ``m + eta + 1e-6`` (kept off the simplex boundary, where NUTS cannot start).
+
+        Examples
+        --------
+        >>> DirichletMultinomial(1.0).pymc_initvals(np.array([[1.0, 2.0, 0.0]]))["theta"].round(3)
+        array([[0.75, 0.25]])
+        """
+        stats, D = self._stats_dim(stats)
+        theta = stats[:, 1 : 1 + D] + self.hyperparameters(D)["eta"] + 1e-6
+        return {"theta": theta / theta.sum(axis=-1, keepdims=True)}
+
+    def separated_params(self, n_clusters: int, n_features: int) -> dict:
+        """Well-separated ``theta``: mass 0.9 spread over the cluster's own features
+        (``d % K == k``), 0.1 uniformly over all; needs ``n_features >= n_clusters``.
+
+        Examples
+        --------
+        >>> DirichletMultinomial().separated_params(2, 2)["theta"].round(3).tolist()
+        [[0.95, 0.05], [0.05, 0.95]]
+        """
+        own = _own_features(self, n_clusters, n_features)
+        theta = 0.1 / n_features + 0.9 * own / own.sum(axis=1, keepdims=True)
+        return {"theta": theta / theta.sum(axis=1, keepdims=True)}
 
 
 @dataclass(frozen=True)
@@ -1317,6 +1528,95 @@ class NormalGamma(_Component):
         tau = _param(params, "tau", 2)
         labels = _sim_labels(labels, len(mu))
         return mu[labels] + rng.standard_normal((labels.size, mu.shape[1])) / np.sqrt(tau[labels])
+
+    def pymc_parameters(self, n_clusters: int, n_features: int) -> dict:
+        """Declare ``tau ~ Gamma(a0, rate b0)`` and ``mu ~ N(mu0, 1 / (kappa0 tau))`` (dims
+        ``(cluster, feature)``) in the current PyMC model.
+
+        Examples
+        --------
+        >>> import pymc as pm
+        >>> with pm.Model(coords={"cluster": [0, 1], "feature": [0, 1, 2]}):
+        ...     variables = NormalGamma().pymc_parameters(2, 3)
+        >>> sorted(variables)
+        ['mu', 'tau']
+        """
+        import pymc as pm
+        import pytensor.tensor as pt
+
+        h = self.hyperparameters(n_features)
+        tile, dims = (n_clusters, 1), ("cluster", "feature")
+        tau = pm.Gamma("tau", alpha=np.tile(h["a0"], tile), beta=np.tile(h["b0"], tile), dims=dims)
+        sigma = 1.0 / pt.sqrt(h["kappa0"] * tau)
+        mu = pm.Normal("mu", mu=np.tile(h["mu0"], tile), sigma=sigma, dims=dims)
+        return {"tau": tau, "mu": mu}
+
+    def pymc_log_likelihood(self, variables: dict, x):
+        """``(N, K)`` tensor ``sum_d [log tau - log 2 pi - tau (x - mu)^2] / 2`` by three matrix
+        products.
+
+        Examples
+        --------
+        >>> import pymc as pm
+        >>> with pm.Model(coords={"cluster": [0], "feature": [0]}):
+        ...     v = NormalGamma().pymc_parameters(1, 1)
+        ...     loglik = NormalGamma().pymc_log_likelihood(v, np.zeros((2, 1)))
+        >>> loglik.ndim
+        2
+        """
+        import pytensor.tensor as pt
+
+        tau, mu = variables["tau"], variables["mu"]
+        d = x.shape[1]
+        quad = (
+            pt.dot(x**2, tau.T) - 2.0 * pt.dot(x, (tau * mu).T) + pt.sum(tau * mu**2, axis=1)[None]
+        )
+        const = 0.5 * pt.sum(pt.log(tau), axis=1)[None] - 0.5 * d * np.log(2.0 * np.pi)
+        return const - 0.5 * quad
+
+    def log_prior(self, values) -> float:
+        """``sum_{k,d} [log Gamma(tau | a0, rate b0) + log N(mu | mu0, 1 / (kappa0 tau))]``.
+
+        Examples
+        --------
+        >>> round(NormalGamma().log_prior({"mu": [[0.0]], "tau": [[1.0]]}), 4)  # -1 - log(2 pi)/2
+        -1.9189
+        """
+        mu = np.asarray(values["mu"], dtype=float)
+        tau = np.asarray(values["tau"], dtype=float)
+        h = self.hyperparameters(mu.shape[1])
+        mu0, kappa0, a0, b0 = (h[name][None] for name in ("mu0", "kappa0", "a0", "b0"))
+        gamma = a0 * np.log(b0) - gammaln(a0) + xlogy(a0 - 1.0, tau) - b0 * tau
+        precision = kappa0 * tau
+        normal = 0.5 * np.log(precision / (2.0 * np.pi)) - 0.5 * precision * (mu - mu0) ** 2
+        return float(np.sum(gamma + normal))
+
+    def pymc_initvals(self, stats) -> dict:
+        """PyMC starting values of clusters with stats rows ``stats``: ``mu`` the cluster mean
+        (``mu0`` for an empty cluster), ``tau = 1``.
+
+        Examples
+        --------
+        >>> NormalGamma().pymc_initvals(np.array([[2.0, 3.0, 0.5], [0.0, 0.0, 0.0]]))["mu"].tolist()
+        [[3.0], [0.0]]
+        """
+        stats, D = self._stats_dim(stats)
+        n = stats[:, :1]
+        mean = np.where(n > 0, stats[:, 1 : 1 + D], np.asarray(self.mu0))
+        return {"mu": mean, "tau": np.ones_like(mean)}
+
+    def separated_params(self, n_clusters: int, n_features: int) -> dict:
+        """Well-separated Normals: means ``5 (k - (K - 1) / 2)`` on every feature, unit precision.
+
+        Examples
+        --------
+        >>> NormalGamma().separated_params(2, 1)["mu"].tolist()
+        [[-2.5], [2.5]]
+        """
+        return {
+            "mu": _separated_means(n_clusters, n_features),
+            "tau": np.ones((n_clusters, n_features)),
+        }
 
 
 def _cholesky_rows(L):
@@ -1619,6 +1919,179 @@ class NormalInverseWishart(_Component):
         labels = _sim_labels(labels, len(mu))
         z = rng.standard_normal((labels.size, mu.shape[1]))
         return mu[labels] + np.einsum("nde,ne->nd", chol[labels], z)
+
+    has_pymc_initvals: ClassVar[bool] = False
+
+    def pymc_coords(self, feature_names) -> dict:
+        """``feature2`` (a covariance's second axis: xarray forbids a repeated dimension) and
+        ``offdiag`` (the ``D (D - 1) / 2`` entries below the diagonal of a Bartlett factor).
+
+        Examples
+        --------
+        >>> sorted(NormalInverseWishart().pymc_coords(["a", "b"]).items())
+        [('feature2', ['a', 'b']), ('offdiag', array([0]))]
+        """
+        d = len(feature_names)
+        return {NIW_EXTRA_DIM: list(feature_names), "offdiag": np.arange(d * (d - 1) // 2)}
+
+    def pymc_dims(self) -> dict[str, list[str]]:
+        """``mu``, ``cov`` and the free Bartlett variables ``bartlett_c``, ``bartlett_z``, ``mu_std``.
+
+        Examples
+        --------
+        >>> NormalInverseWishart().pymc_dims()["cov"]
+        ['cluster', 'feature', 'feature2']
+        """
+        return {
+            "mu": ["cluster", "feature"],
+            "cov": ["cluster", "feature", NIW_EXTRA_DIM],
+            "bartlett_c": ["cluster", "feature"],
+            "bartlett_z": ["cluster", "offdiag"],
+            "mu_std": ["cluster", "feature"],
+        }
+
+    def pymc_parameters(self, n_clusters: int, n_features: int) -> dict:
+        """Declare the component by the Bartlett decomposition of the precision matrix.
+
+        ``Sigma_k ~ IW(nu0, Psi0)`` is ``Lambda_k = Sigma_k^{-1} ~ Wishart(nu0, Psi0^{-1})``,
+        written as ``Lambda_k = B_k B_k^T`` with ``B_k = L A_k``, ``L = chol(Psi0^{-1})`` and
+        ``A_k`` lower triangular with ``A_jj = sqrt(c_j)``, ``c_j ~ chi2(nu0 - j)`` (``j =
+        0..D-1``) and standard normal entries below the diagonal (Bartlett 1933). Then ``mu_k = mu0
+        + B_k^{-T} e_k / sqrt(kappa0)`` with ``e_k ~ N(0, I)`` is ``N(mu0, Sigma_k / kappa0)``. The
+        free variables are ``bartlett_c`` (K, D), ``bartlett_z`` (K, D(D-1)/2) and ``mu_std``
+        (K, D), all unconstrained or positive, so NUTS can run; ``mu`` (K, D) and ``cov`` (K, D, D)
+        are deterministics, so the posterior is reported under the component's parameter names.
+        Returns them and ``precision_chol`` (the factors ``B``, not a PyMC variable).
+
+        Examples
+        --------
+        >>> import pymc as pm
+        >>> comp = NormalInverseWishart()
+        >>> with pm.Model(coords={"cluster": [0], "feature": [0, 1], **comp.pymc_coords([0, 1])}):
+        ...     variables = comp.pymc_parameters(1, 2)
+        >>> sorted(variables)
+        ['bartlett_c', 'bartlett_z', 'cov', 'mu', 'mu_std', 'precision_chol']
+        """
+        import pymc as pm
+        import pytensor.tensor as pt
+
+        k, d = n_clusters, n_features
+        h = self.hyperparameters(d)
+        mu0, kappa0 = h["mu0"], h["kappa0"]
+        chol_prec = np.linalg.cholesky(np.linalg.inv(h["psi0"]))
+        dof = h["nu0"] - np.arange(d, dtype=float)
+        c = pm.ChiSquared("bartlett_c", nu=np.tile(dof, (k, 1)), dims=("cluster", "feature"))
+        out = {"bartlett_c": c}
+        rows, cols = np.tril_indices(d, k=-1)
+        a = pt.zeros((k, d, d))
+        a = pt.set_subtensor(a[:, np.arange(d), np.arange(d)], pt.sqrt(c))
+        if rows.size:
+            off = pm.Normal("bartlett_z", 0.0, 1.0, dims=("cluster", "offdiag"))
+            a = pt.set_subtensor(a[:, rows, cols], off)
+            out["bartlett_z"] = off
+        b = pt.matmul(chol_prec[None], a)  # (K, D, D) lower triangular, precision = b b^T
+        e = pm.Normal("mu_std", 0.0, 1.0, dims=("cluster", "feature"))
+        b_t = pt.swapaxes(b, 1, 2)
+        shift = pt.linalg.solve_triangular(b_t, e[:, :, None], lower=False, b_ndim=2)[:, :, 0]
+        mu = pm.Deterministic(
+            "mu", mu0[None] + shift / np.sqrt(kappa0), dims=("cluster", "feature")
+        )
+        b_inv = pt.linalg.solve_triangular(
+            b, pt.eye(d)[None] + pt.zeros((k, 1, 1)), lower=True, b_ndim=2
+        )
+        cov = pm.Deterministic(
+            "cov",
+            pt.matmul(pt.swapaxes(b_inv, 1, 2), b_inv),
+            dims=("cluster", "feature", NIW_EXTRA_DIM),
+        )
+        return {**out, "mu_std": e, "mu": mu, "cov": cov, "precision_chol": b}
+
+    def pymc_log_likelihood(self, variables: dict, x):
+        """``(N, K)`` tensor ``log N(x_i | mu_k, (B_k B_k^T)^{-1})`` from the Bartlett factors.
+
+        Examples
+        --------
+        >>> import pymc as pm
+        >>> comp = NormalInverseWishart()
+        >>> with pm.Model(coords={"cluster": [0], "feature": [0], **comp.pymc_coords([0])}):
+        ...     loglik = comp.pymc_log_likelihood(comp.pymc_parameters(1, 1), np.zeros((2, 1)))
+        >>> loglik.ndim
+        2
+        """
+        import pytensor.tensor as pt
+
+        b, mu = variables["precision_chol"], variables["mu"]
+        d = x.shape[1]
+        diff = x[:, None, :] - mu[None]  # (N, K, D)
+        whitened = pt.sum(diff[:, :, :, None] * b[None], axis=2)  # B_k^T (x_i - mu_k)
+        log_det = pt.sum(pt.log(b[:, np.arange(d), np.arange(d)]), axis=1)  # log |Lambda_k|^(1/2)
+        return log_det[None] - 0.5 * d * np.log(2.0 * np.pi) - 0.5 * pt.sum(whitened**2, axis=2)
+
+    def pymc_values(self, values) -> dict:
+        """``values`` with the Bartlett variables of :meth:`pymc_parameters` added from ``(mu, cov)``.
+
+        ``B_k = chol(cov_k^{-1})`` (lower, positive diagonal), ``A_k = chol(Psi0^{-1})^{-1} B_k``,
+        ``bartlett_c = diag(A_k)^2``, ``bartlett_z`` its entries below the diagonal
+        (``numpy.tril_indices`` order) and ``mu_std = sqrt(kappa0) B_k^T (mu_k - mu0)``: the inverse
+        of the maps of :meth:`pymc_parameters`. Values already given are kept.
+
+        Examples
+        --------
+        >>> out = NormalInverseWishart().pymc_values({"mu": [[0.0]], "cov": [[[0.5]]]})
+        >>> out["bartlett_c"].round(6).tolist(), out["mu_std"].tolist()
+        ([[2.0]], [[0.0]])
+        """
+        out = dict(values)
+        if "bartlett_c" in out:
+            return out
+        mu = np.asarray(values["mu"], dtype=float)
+        cov = np.asarray(values["cov"], dtype=float)
+        d = mu.shape[-1]
+        h = self.hyperparameters(d)
+        chol_prec = np.linalg.cholesky(np.linalg.inv(h["psi0"]))
+        b = np.linalg.cholesky(np.linalg.inv(cov))  # (K, D, D): precision = b b^T
+        a = np.linalg.solve(chol_prec[None], b)
+        rows, cols = np.tril_indices(d, k=-1)
+        out["bartlett_c"] = np.diagonal(a, axis1=1, axis2=2) ** 2
+        if rows.size:
+            out["bartlett_z"] = a[:, rows, cols]
+        out["mu_std"] = np.sqrt(h["kappa0"]) * np.einsum("kde,kd->ke", b, mu - h["mu0"][None])
+        return out
+
+    def log_prior(self, values) -> float:
+        """Log density of the Bartlett variables: ``chi2(nu0 - j)`` for ``bartlett_c[:, j]``,
+        standard normal ``bartlett_z`` and ``mu_std`` (the density of ``(mu, cov)`` times the
+        Jacobian of the map; from ``(mu, cov)`` by :meth:`pymc_values` when not given).
+
+        Examples
+        --------
+        >>> round(NormalInverseWishart().log_prior({"mu": [[0.0]], "cov": [[[1.0]]]}), 4)
+        -2.3379
+        """
+        values = self.pymc_values(values)
+        c = np.asarray(values["bartlett_c"], dtype=float)
+        d = c.shape[1]
+        nu0 = self.hyperparameters(d)["nu0"]
+        half = 0.5 * (nu0 - np.arange(d, dtype=float))[None]  # chi2(nu0 - j): Gamma(k/2, 1/2)
+        chi2 = xlogy(half - 1.0, c) - 0.5 * c - half * np.log(2.0) - gammaln(half)
+        normals = [np.asarray(values["mu_std"], dtype=float)]
+        if "bartlett_z" in values:
+            normals.append(np.asarray(values["bartlett_z"], dtype=float))
+        squares = sum(float(np.sum(z**2)) for z in normals)
+        count = sum(z.size for z in normals)
+        return float(float(np.sum(chi2)) - 0.5 * squares - 0.5 * count * np.log(2.0 * np.pi))
+
+    def separated_params(self, n_clusters: int, n_features: int) -> dict:
+        """Well-separated Normals: means ``5 (k - (K - 1) / 2)`` on every feature, identity
+        covariances.
+
+        Examples
+        --------
+        >>> NormalInverseWishart().separated_params(2, 1)["cov"].tolist()
+        [[[1.0]], [[1.0]]]
+        """
+        cov = np.repeat(np.eye(n_features)[None], n_clusters, axis=0)
+        return {"mu": _separated_means(n_clusters, n_features), "cov": cov}
 
 
 def _mahalanobis(chol, centres, X):

@@ -40,20 +40,19 @@ Gibbs sampler of :mod:`latentzoo.inference.mixture` targets.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numba as nb
 import numpy as np
-from scipy.special import betaln, gammaln, logsumexp, xlogy
+from scipy.special import gammaln, logsumexp, xlogy
 
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_integer, check_positive
+from latentzoo.models.base import labels_from_memberships
 from latentzoo.models.conjugate import (
     BetaBernoulli,
-    DirichletMultinomial,
-    NormalGamma,
-    NormalInverseWishart,
     row_logsumexp,
 )
 from latentzoo.models.invariants import N_PAIR_ITEMS, coassignment_pairs
@@ -87,9 +86,6 @@ _COMPONENT_METHODS = (
     "simulate",
     "param_names",
 )
-
-_NIW_EXTRA_DIM = "feature2"
-"""Name of the second feature axis of a covariance matrix (xarray forbids a repeated dimension)."""
 
 
 # --------------------------------------------------------------------------- partitions
@@ -369,124 +365,6 @@ def default_pairs(data) -> np.ndarray:
     return coassignment_pairs(totals, N_PAIR_ITEMS)
 
 
-# --------------------------------------------------------------------------- PyMC components
-def _broadcast_hyper(value, n_features: int, name: str) -> np.ndarray:
-    """A scalar or (D,) hyperparameter as a float64 (D,) array."""
-    arr = np.asarray(value, dtype=float)
-    if arr.ndim == 0:
-        return np.full(n_features, float(arr))
-    if arr.shape != (n_features,):
-        raise ValueError(f"{name} has shape {arr.shape}, expected () or ({n_features},)")
-    return arr
-
-
-def _niw_hyper(comp, n_features: int):
-    """``(mu0 (D,), kappa0, nu0, Psi0 (D, D))`` of a Normal-inverse-Wishart component."""
-    d = n_features
-    mu0 = _broadcast_hyper(comp.mu0, d, "mu0")
-    kappa0 = float(comp.kappa0)
-    nu0 = float(d + 2) if comp.nu0 is None else float(comp.nu0)
-    psi0 = np.asarray(comp.psi0, dtype=float)
-    if psi0.ndim == 0:
-        psi0 = psi0 * np.eye(d)
-    elif psi0.ndim == 1:
-        psi0 = np.diag(_broadcast_hyper(psi0, d, "psi0"))
-    if psi0.shape != (d, d):
-        raise ValueError(f"psi0 has shape {psi0.shape}, expected () or ({d}, {d})")
-    if nu0 <= d - 1:
-        raise ValueError(f"nu0 must exceed n_features - 1 = {d - 1}, got {nu0}")
-    return mu0, kappa0, nu0, psi0
-
-
-def _pymc_component(comp, n_clusters: int, n_features: int, x):
-    """Declare the component parameters (inside a model context); return ``(N, K)`` log f(x|params).
-
-    Beta-Bernoulli: ``theta ~ Beta(a, b)``; Dirichlet-multinomial: ``theta[k] ~ Dir(eta)``
-    (sequence form, no multinomial coefficient); Normal-Gamma: ``tau ~ Gamma(a0, b0)`` (rate ``b0``),
-    ``mu ~ N(mu0, 1 / (kappa0 tau))``; Normal-inverse-Wishart: Bartlett decomposition of the
-    precision, see :func:`_pymc_niw`.
-    """
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    k, d = n_clusters, n_features
-    dims = ("cluster", "feature")
-    if isinstance(comp, BetaBernoulli):
-        a = _broadcast_hyper(comp.a, d, "a")
-        b = _broadcast_hyper(comp.b, d, "b")
-        theta = pm.Beta("theta", alpha=np.tile(a, (k, 1)), beta=np.tile(b, (k, 1)), dims=dims)
-        return pt.dot(x, pt.log(theta).T) + pt.dot(1.0 - x, pt.log1p(-theta).T)
-    if isinstance(comp, DirichletMultinomial):
-        eta = _broadcast_hyper(comp.eta, d, "eta")
-        theta = pm.Dirichlet("theta", a=np.tile(eta, (k, 1)), dims=dims)
-        return pt.dot(x, pt.log(theta).T)
-    if isinstance(comp, NormalGamma):
-        mu0 = _broadcast_hyper(comp.mu0, d, "mu0")
-        kappa0 = _broadcast_hyper(comp.kappa0, d, "kappa0")
-        a0 = _broadcast_hyper(comp.a0, d, "a0")
-        b0 = _broadcast_hyper(comp.b0, d, "b0")
-        tau = pm.Gamma("tau", alpha=np.tile(a0, (k, 1)), beta=np.tile(b0, (k, 1)), dims=dims)
-        mu = pm.Normal("mu", mu=np.tile(mu0, (k, 1)), sigma=1.0 / pt.sqrt(kappa0 * tau), dims=dims)
-        # sum_d [log tau - log 2 pi - tau (x - mu)^2] / 2 by three matrix products
-        quad = (
-            pt.dot(x**2, tau.T) - 2.0 * pt.dot(x, (tau * mu).T) + pt.sum(tau * mu**2, axis=1)[None]
-        )
-        const = 0.5 * pt.sum(pt.log(tau), axis=1)[None] - 0.5 * d * np.log(2.0 * np.pi)
-        return const - 0.5 * quad
-    if isinstance(comp, NormalInverseWishart):
-        return _pymc_niw(comp, k, d, x)
-    raise NotImplementedError(
-        f"no PyMC declaration for the component {type(comp).__name__}; "
-        "known: BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart"
-    )
-
-
-def _pymc_niw(comp, k: int, d: int, x):
-    """Normal-inverse-Wishart component by the Bartlett decomposition of the precision matrix.
-
-    ``Sigma_k ~ IW(nu0, Psi0)`` is ``Lambda_k = Sigma_k^{-1} ~ Wishart(nu0, Psi0^{-1})``, written
-    as ``Lambda_k = B_k B_k^T`` with ``B_k = L A_k``, ``L = chol(Psi0^{-1})`` and ``A_k`` lower
-    triangular with ``A_jj = sqrt(c_j)``, ``c_j ~ chi2(nu0 - j)`` (``j = 0..D-1``) and standard
-    normal entries below the diagonal (Bartlett 1933). Then ``mu_k = mu0 + B_k^{-T} e_k /
-    sqrt(kappa0)`` with ``e_k ~ N(0, I)`` is ``N(mu0, Sigma_k / kappa0)``. The free variables are
-    ``bartlett_c`` (K, D), ``bartlett_z`` (K, D(D-1)/2) and ``mu_std`` (K, D), all unconstrained or
-    positive, so NUTS can run; ``mu`` (K, D) and ``cov`` (K, D, D) are deterministics, so the
-    posterior is reported under the component's parameter names. The log density of the model is
-    the density of the free variables (not of ``(mu, cov)``), the same distribution of ``(mu,
-    cov)``.
-    """
-    import pymc as pm
-    import pytensor.tensor as pt
-
-    mu0, kappa0, nu0, psi0 = _niw_hyper(comp, d)
-    chol_prec = np.linalg.cholesky(np.linalg.inv(psi0))
-    dof = nu0 - np.arange(d, dtype=float)
-    c = pm.ChiSquared("bartlett_c", nu=np.tile(dof, (k, 1)), dims=("cluster", "feature"))
-    rows, cols = np.tril_indices(d, k=-1)
-    a = pt.zeros((k, d, d))
-    a = pt.set_subtensor(a[:, np.arange(d), np.arange(d)], pt.sqrt(c))
-    if rows.size:
-        off = pm.Normal("bartlett_z", 0.0, 1.0, dims=("cluster", "offdiag"))
-        a = pt.set_subtensor(a[:, rows, cols], off)
-    b = pt.matmul(chol_prec[None], a)  # (K, D, D) lower triangular, precision = b b^T
-    e = pm.Normal("mu_std", 0.0, 1.0, dims=("cluster", "feature"))
-    b_t = pt.swapaxes(b, 1, 2)
-    shift = pt.linalg.solve_triangular(b_t, e[:, :, None], lower=False, b_ndim=2)[:, :, 0]
-    mu = pm.Deterministic("mu", mu0[None] + shift / np.sqrt(kappa0), dims=("cluster", "feature"))
-    b_inv = pt.linalg.solve_triangular(
-        b, pt.eye(d)[None] + pt.zeros((k, 1, 1)), lower=True, b_ndim=2
-    )
-    pm.Deterministic(
-        "cov",
-        pt.matmul(pt.swapaxes(b_inv, 1, 2), b_inv),
-        dims=("cluster", "feature", _NIW_EXTRA_DIM),
-    )
-    diff = x[:, None, :] - mu[None]  # (N, K, D)
-    whitened = pt.sum(diff[:, :, :, None] * b[None], axis=2)  # B_k^T (x_i - mu_k)
-    log_det = pt.sum(pt.log(b[:, np.arange(d), np.arange(d)]), axis=1)  # log |Lambda_k|^(1/2)
-    return log_det[None] - 0.5 * d * np.log(2.0 * np.pi) - 0.5 * pt.sum(whitened**2, axis=2)
-
-
 # --------------------------------------------------------------------------- shared behaviour
 class _MixtureMethods:
     """Methods shared by :class:`BayesianMixture` and :class:`DirichletProcessMixture`."""
@@ -593,10 +471,7 @@ class _MixtureMethods:
         }
         if self._is_dp:
             out["stick"] = np.arange(self.n_components - 1)
-        if isinstance(self.component, NormalInverseWishart):
-            out[_NIW_EXTRA_DIM] = list(data.feature_names)
-            d = data.n_features
-            out["offdiag"] = np.arange(d * (d - 1) // 2)
+        out.update(self.component.pymc_coords(list(data.feature_names)))
         return out
 
     @property
@@ -616,13 +491,7 @@ class _MixtureMethods:
         }
         if self._is_dp:
             out["v"] = ["stick"]
-        for name in self.component.param_names:
-            out[name] = ["cluster", "feature"]
-        if isinstance(self.component, NormalInverseWishart):
-            out["cov"] = ["cluster", "feature", _NIW_EXTRA_DIM]
-            out["bartlett_c"] = ["cluster", "feature"]
-            out["bartlett_z"] = ["cluster", "offdiag"]
-            out["mu_std"] = ["cluster", "feature"]
+        out.update(self.component.pymc_dims())
         return out
 
     # ------------------------------------------------------------------ reference
@@ -667,7 +536,8 @@ class _MixtureMethods:
         x = np.asarray(data.X, dtype=float)
         with pm.Model(coords=self.coords(data)) as model:
             log_w = self._pymc_log_weights(k)
-            per_cluster = _pymc_component(self.component, k, d, x) + log_w[None, :]
+            variables = self.component.pymc_parameters(k, d)
+            per_cluster = self.component.pymc_log_likelihood(variables, x) + log_w[None, :]
             loglik = pm.math.logsumexp(per_cluster, axis=1).sum()
             pm.Potential("marginal_loglik", loglik / temperature)
         return model
@@ -700,21 +570,7 @@ class _MixtureMethods:
                 )
             remaining = 1.0 - np.concatenate([[0.0], np.cumsum(w)[:-2]])
             out["v"] = w[:-1] / remaining
-        comp = self.component
-        if isinstance(comp, NormalInverseWishart) and "bartlett_c" not in out:
-            mu = np.asarray(params["mu"], dtype=float)
-            cov = np.asarray(params["cov"], dtype=float)
-            d = mu.shape[-1]
-            mu0, kappa0, _, psi0 = _niw_hyper(comp, d)
-            chol_prec = np.linalg.cholesky(np.linalg.inv(psi0))
-            b = np.linalg.cholesky(np.linalg.inv(cov))  # (K, D, D): precision = b b^T
-            a = np.linalg.solve(chol_prec[None], b)
-            rows, cols = np.tril_indices(d, k=-1)
-            out["bartlett_c"] = np.diagonal(a, axis1=1, axis2=2) ** 2
-            if rows.size:
-                out["bartlett_z"] = a[:, rows, cols]
-            out["mu_std"] = np.sqrt(kappa0) * np.einsum("kde,kd->ke", b, mu - mu0[None])
-        return out
+        return self.component.pymc_values(out)
 
     def log_prior(self, params) -> float:
         """Log density of the prior at ``params``, in the free variables of :meth:`pymc_model`.
@@ -755,45 +611,7 @@ class _MixtureMethods:
             w = np.asarray(values["w"], dtype=float)
             c = self.alpha / k
             total += float(gammaln(self.alpha) - k * gammaln(c) + np.sum(xlogy(c - 1.0, w)))
-        return total + self._component_log_prior(values)
-
-    def _component_log_prior(self, values) -> float:
-        """The component's prior density summed over clusters and features (see log_prior)."""
-        comp = self.component
-        if isinstance(comp, BetaBernoulli | DirichletMultinomial | NormalGamma):
-            d = np.shape(values[comp.param_names[0]])[1]
-            h = comp.hyperparameters(d)
-        if isinstance(comp, BetaBernoulli):
-            theta = np.asarray(values["theta"], dtype=float)
-            a, b = h["a"][None], h["b"][None]
-            body = xlogy(a - 1.0, theta) + xlogy(b - 1.0, 1.0 - theta) - betaln(a, b)
-            return float(np.sum(body))
-        if isinstance(comp, DirichletMultinomial):
-            theta = np.asarray(values["theta"], dtype=float)
-            eta = h["eta"]
-            norm = gammaln(eta.sum()) - np.sum(gammaln(eta))
-            return float(theta.shape[0] * norm + np.sum(xlogy(eta[None] - 1.0, theta)))
-        if isinstance(comp, NormalGamma):
-            mu = np.asarray(values["mu"], dtype=float)
-            tau = np.asarray(values["tau"], dtype=float)
-            mu0, kappa0, a0, b0 = (h[name][None] for name in ("mu0", "kappa0", "a0", "b0"))
-            gamma = a0 * np.log(b0) - gammaln(a0) + xlogy(a0 - 1.0, tau) - b0 * tau
-            precision = kappa0 * tau
-            normal = 0.5 * np.log(precision / (2.0 * np.pi)) - 0.5 * precision * (mu - mu0) ** 2
-            return float(np.sum(gamma + normal))
-        if isinstance(comp, NormalInverseWishart):
-            c = np.asarray(values["bartlett_c"], dtype=float)
-            d = c.shape[1]
-            _, _, nu0, _ = _niw_hyper(comp, d)
-            half = 0.5 * (nu0 - np.arange(d, dtype=float))[None]  # chi2(nu0 - j): Gamma(k/2, 1/2)
-            chi2 = xlogy(half - 1.0, c) - 0.5 * c - half * np.log(2.0) - gammaln(half)
-            normals = [np.asarray(values["mu_std"], dtype=float)]
-            if "bartlett_z" in values:
-                normals.append(np.asarray(values["bartlett_z"], dtype=float))
-            squares = sum(float(np.sum(z**2)) for z in normals)
-            count = sum(z.size for z in normals)
-            return float(np.sum(chi2)) - 0.5 * squares - 0.5 * count * np.log(2.0 * np.pi)
-        raise NotImplementedError(f"no prior density for the component {type(comp).__name__}")
+        return total + self.component.log_prior(values)
 
     # ------------------------------------------------------------------ likelihoods
     def _joint(self, params, data):
@@ -869,6 +687,125 @@ class _MixtureMethods:
         [-1.3863]
         """
         return self._log_likelihood(params, test, "test")
+
+    def prior_draw(self, data, rng) -> dict:
+        """Parameters drawn from the prior at the sizes of ``data``.
+
+        Finite mixture: the truth of :meth:`simulate` with ``n_items`` and ``n_features`` of
+        ``data``. DPM, whose PyMC declaration is truncated: the ``n_components - 1`` stick
+        fractions ``v ~ Beta(1, alpha)``, the weights they give and ``n_components`` component
+        draws.
+
+        Examples
+        --------
+        >>> draw = DirichletProcessMixture(n_components=4).prior_draw(np.eye(3), 0)
+        >>> draw["v"].shape, draw["w"].shape, bool(np.isclose(draw["w"].sum(), 1.0))
+        ((3,), (4,), True)
+        """
+        rng = np.random.default_rng(rng)
+        data = self.check_data(data)
+        if not self._is_dp:
+            _, truth = self.simulate(rng, n_items=data.n_items, n_features=data.n_features)
+            return truth
+        k = self.n_components
+        v = rng.beta(1.0, self.alpha, size=k - 1)
+        rest = np.concatenate([[1.0], np.cumprod(1.0 - v)])
+        w = rest * np.concatenate([v, [1.0]])
+        params = self.component.sample_prior(rng, k, data.n_features)
+        return {"w": w, "v": v, **{name: np.asarray(x) for name, x in params.items()}}
+
+    def partition_predictive_log_density(self, z, train, test, alpha=None) -> np.ndarray:
+        """``log p(x | z, X)`` of each test item: the predictive given a partition ``z`` of the
+        training items ``train`` (the parameters integrated out), eq. (2.19)-(2.20).
+
+        DPM: ``log[sum_k n_k/(n + alpha) p(x | D_k) + alpha/(n + alpha) p(x)]``; finite:
+        ``log sum_k (n_k + alpha/K)/(n + alpha) p(x | D_k)``, with the component's closed-form
+        predictive ``p(x | D_k)`` of cluster ``k``'s items. ``alpha`` defaults to the model's (pass
+        a draw's when the concentration was sampled).
+
+        Examples
+        --------
+        >>> model = DirichletProcessMixture(alpha=1.0)
+        >>> model.partition_predictive_log_density([0, 0], [[1, 0], [1, 0]], [[1, 0]]).round(4)
+        array([-0.7802])
+        """
+        train, test = self.check_data(train), self.check_data(test)
+        x = np.asarray(train.X, dtype=np.float64)
+        z = np.asarray(z).astype(np.int64)
+        alpha = self.alpha if alpha is None else float(alpha)
+        comp = self.component
+        if self._is_dp:
+            stats = comp.stats(x, z, int(z.max()) + 1 if z.size else 0)
+            occupied = np.flatnonzero(stats[:, 0])
+            rows = np.concatenate([stats[occupied], comp.empty_stats(1, train.n_features)])
+            weights = np.append(stats[occupied, 0], alpha)
+        else:
+            rows = comp.stats(x, z, self.n_components)
+            weights = rows[:, 0] + alpha / self.n_components
+        log_pred = comp.log_predictive(rows, np.asarray(test.X, dtype=np.float64))
+        return logsumexp(log_pred + np.log(weights)[None, :], axis=1) - math.log(x.shape[0] + alpha)
+
+    def heldout_posterior_predictive(self, draws, test, train=None) -> np.ndarray:
+        """``log mean_s p_s(x_i)`` per held-out item over ``draws`` (parameter dicts): each draw's
+        mixture density (:meth:`heldout_log_likelihood`) when it holds the weights ``w``, else the
+        predictive given its partition ``z`` (and concentration ``alpha``, if sampled) and the
+        training items (:meth:`partition_predictive_log_density`).
+
+        Examples
+        --------
+        >>> model = BayesianMixture(1)
+        >>> draw = {"w": [1.0], "theta": [[0.5, 0.5]]}
+        >>> model.heldout_posterior_predictive([draw, draw], [[1, 0]]).round(4).tolist()
+        [-1.3863]
+        """
+        draws = list(draws)
+        logs = np.empty((len(draws), self.check_data(test).n_items))
+        for s, params in enumerate(draws):
+            if "w" in params:
+                logs[s] = self.heldout_log_likelihood(params, test)
+            else:
+                alpha = params.get("alpha")
+                logs[s] = self.partition_predictive_log_density(params["z"], train, test, alpha)
+        return logsumexp(logs, axis=0) - np.log(len(draws))
+
+    def heldout_draws_usable(self, names, train=None) -> bool:
+        """Whether draws holding the variables ``names`` can be scored on held-out items: the
+        weights ``w`` (mixture density), or the partitions ``z`` with the training items.
+
+        Examples
+        --------
+        >>> DirichletProcessMixture().heldout_draws_usable(["z"]), DirichletProcessMixture().heldout_draws_usable(["z"], train=[[1]])
+        (False, True)
+        """
+        return "w" in names or ("z" in names and train is not None)
+
+    heldout_draws_advice = (
+        "pass train=, the training items, or pass test= to gibbs, whose log_likelihood "
+        "group then scores the test items"
+    )
+
+    def fit_shape(self, params) -> tuple[None, int | None]:
+        """``(None, features)`` of a point estimate: held-out items are new, only the features
+        must match.
+
+        Examples
+        --------
+        >>> BayesianMixture(2).fit_shape({"w": [0.5, 0.5], "theta": np.ones((2, 4))})
+        (None, 4)
+        """
+        first = self.component.param_names[0]
+        return None, np.shape(params[first])[1] if first in params else None
+
+    def labels(self, params, train=None) -> np.ndarray:
+        """Hard cluster label of each item: the draw's ``z``, else ``argmax resp``, else the most
+        probable cluster under the parameters (needs ``train``).
+
+        Examples
+        --------
+        >>> BayesianMixture(2).labels({"z": [1, 1, 0]}).tolist()
+        [1, 1, 0]
+        """
+        return labels_from_memberships(self, params, train)
 
     def responsibilities(self, params, data) -> np.ndarray:
         """``P(s_i = k | x_i, params)`` (eq. (2.17)), shape (N, K); for the DPM with weights summing
@@ -1134,7 +1071,7 @@ class _MixtureMethods:
             z = rng.permutation(np.arange(n_items) % k).astype(np.int64)
             if self._is_dp:
                 z = canonical_labels(z)
-            params = _separated_params(comp, k, n_features)
+            params = comp.separated_params(k, n_features)
         else:
             if n_clusters is not None:
                 raise ValueError("n_clusters is only used with separated=True")
@@ -1145,28 +1082,6 @@ class _MixtureMethods:
         data = Features(np.asarray(x), kind=kind)
         truth = {"z": z, "w": w, **{name: np.asarray(v) for name, v in params.items()}}
         return data, truth
-
-
-def _separated_params(comp, k: int, d: int) -> dict:
-    """Well-separated component parameters for ``k`` clusters of ``d`` features (see simulate)."""
-    if isinstance(comp, BetaBernoulli | DirichletMultinomial):
-        if d < k:
-            raise ValueError(
-                f"separated clusters need n_features={d} >= n_clusters={k} for "
-                f"{type(comp).__name__}"
-            )
-        own = (np.arange(d)[None, :] % k) == np.arange(k)[:, None]
-        if isinstance(comp, BetaBernoulli):
-            return {"theta": np.where(own, 0.9, 0.1)}
-        theta = 0.1 / d + 0.9 * own / own.sum(axis=1, keepdims=True)
-        return {"theta": theta / theta.sum(axis=1, keepdims=True)}
-    centres = 5.0 * (np.arange(k) - (k - 1) / 2.0)
-    mu = np.repeat(centres[:, None], d, axis=1)
-    if isinstance(comp, NormalGamma):
-        return {"mu": mu, "tau": np.ones((k, d))}
-    if isinstance(comp, NormalInverseWishart):
-        return {"mu": mu, "cov": np.repeat(np.eye(d)[None], k, axis=0)}
-    raise ValueError(f"no separated parameters for the component {type(comp).__name__}")
 
 
 # --------------------------------------------------------------------------- the two models

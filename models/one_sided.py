@@ -36,6 +36,7 @@ from latentzoo.models._checks import (
     check_integer,
     check_positive,
 )
+from latentzoo.models.base import CellHeldout, CorpusPriorDraw, PlainPyMCValues, RowMemberships
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
@@ -43,6 +44,7 @@ from latentzoo.models.conjugate import (
     row_logsumexp,
 )
 from latentzoo.models.invariants import N_PAIR_ITEMS, coassignment_pairs, default_dyads
+from latentzoo.models.two_sided import cell_dots, one_hot
 
 __all__ = ["OneSidedClustering", "default_pairs", "row_logsumexp"]
 
@@ -81,7 +83,7 @@ def _row_log_likelihood(joint, data) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class OneSidedClustering:
+class OneSidedClustering(CellHeldout, RowMemberships, CorpusPriorDraw, PlainPyMCValues):
     """Asymmetric clustering model with Dirichlet priors (Hofmann & Puzicha 1998, eq. (27)-(29)).
 
     Parameters
@@ -383,6 +385,38 @@ class OneSidedClustering:
         joint = self._joint(params, data, beta)
         with np.errstate(invalid="ignore"):
             return np.exp(joint - row_logsumexp(joint)[:, None])
+
+    def heldout_cell_probabilities(self, params, test, train=None) -> np.ndarray:
+        """``P(y_j | x_i) = sum_nu <I_i nu> q_{j|nu}`` of one draw on the non-zero cells of
+        ``test`` (CSR order; Hofmann & Puzicha 1998, eq. (32)).
+
+        The memberships are the draw's (or estimate's) ``resp``, else its assignments ``z`` (one
+        hot: averaged over draws, ``E[q_{z_i j} | data]``), else the cluster posterior of each
+        training row computed from ``rho``, ``q`` and ``train``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> params = {"q": [[0.5, 0.5], [0.9, 0.1]], "z": [1]}
+        >>> OneSidedClustering(2).heldout_cell_probabilities(params, CoOccurrence([[1, 1]])).tolist()
+        [0.9, 0.1]
+        """
+        csr = test.counts
+        indptr, indices = csr.indptr.astype(np.int64), csr.indices.astype(np.int64)
+        q = np.asarray(params["q"], dtype=float)
+        if "resp" in params:
+            resp = np.asarray(params["resp"], dtype=float)
+        elif "z" in params:
+            # The draw's own memberships: averaged over draws, E[q_{z_i j} | data].
+            resp = one_hot(np.asarray(params["z"], dtype=np.int64), q.shape[0])
+        elif train is not None:
+            resp = self.responsibilities(params, train)
+        else:
+            raise ValueError(
+                "the sample holds rho and q but no memberships z: pass train=, the training data, "
+                "so each row's cluster posterior can be computed"
+            )
+        return cell_dots(indptr, indices, np.ascontiguousarray(resp), np.ascontiguousarray(q.T))
 
     def heldout_log_likelihood(self, params, test) -> np.ndarray:
         """Per-row log predictive probability of held-out observations, eq. (32).

@@ -20,16 +20,18 @@ from latentzoo.models._checks import (
     check_positive,
 )
 from latentzoo.models.aspect import _NO_NORM, AspectModel, _check_table, row_log_likelihoods
+from latentzoo.models.base import CellHeldout, CorpusPriorDraw, PlainPyMCValues, TwoSidedLabels
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
 )
 from latentzoo.models.invariants import default_dyads
+from latentzoo.models.two_sided import cell_dots
 
 __all__ = ["ProductSpaceMixture"]
 
 
 @dataclass(frozen=True)
-class ProductSpaceMixture:
+class ProductSpaceMixture(CellHeldout, CorpusPriorDraw, PlainPyMCValues):
     """Product-space mixture model, PMM (Hofmann & Puzicha 1998, section 2.4, eq. (15)-(19)).
 
     The aspects of the separable mixture model (eq. (1)) are constrained to pairs ``(nu, mu)`` of a row
@@ -424,6 +426,58 @@ class ProductSpaceMixture:
         True
         """
         return self._row_log_likelihoods(params, data, conditional=False)
+
+    def heldout_cell_probabilities(self, params, test, train=None) -> np.ndarray:
+        """``P(y_j | x_i) = sum_{nu,mu} p_{i|nu} pi[nu, mu] q_{j|mu} / p_i`` of one draw on the
+        non-zero cells of ``test`` (CSR order; 0 for a row of zero probability).
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> params = {"pi": [[1.0]], "p_row": [[0.5, 0.5]], "q_col": [[0.25, 0.75]]}
+        >>> ProductSpaceMixture(1, 1).heldout_cell_probabilities(params, CoOccurrence([[1, 1], [0, 1]])).tolist()
+        [0.25, 0.75, 0.75]
+        """
+        csr = test.counts
+        indptr, indices = csr.indptr.astype(np.int64), csr.indices.astype(np.int64)
+        pi, p_row, q_col = self._unpack(params)
+        weights = np.ascontiguousarray(p_row.T @ pi)
+        p_i = weights @ q_col.sum(axis=1)
+        rows = test.cells()[0]
+        mixed = cell_dots(indptr, indices, weights, np.ascontiguousarray(q_col.T))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(p_i[rows] > 0, mixed / p_i[rows], 0.0)
+
+    def fit_shape(self, params) -> tuple[int | None, int | None]:
+        """``(rows, columns)`` a point estimate was fitted to, from ``p_row`` and ``q_col``.
+
+        Examples
+        --------
+        >>> ProductSpaceMixture(2, 2).fit_shape({"p_row": np.ones((2, 5)), "q_col": np.ones((2, 7))})
+        (5, 7)
+        """
+        return np.shape(params["p_row"])[-1], np.shape(params["q_col"])[-1]
+
+    def labels(self, params, train=None) -> TwoSidedLabels:
+        """The most probable row and column classes ``TwoSidedLabels(rows, cols)``:
+        ``argmax_nu P(nu | x_i)`` with ``P(nu | x_i) ∝ p_{i|nu} sum_mu pi[nu, mu]``, likewise for
+        the columns.
+
+        Examples
+        --------
+        >>> params = {"pi": [[0.5, 0.0], [0.0, 0.5]], "p_row": [[0.9, 0.1], [0.1, 0.9]],
+        ...           "q_col": [[0.8, 0.2], [0.2, 0.8]]}
+        >>> ProductSpaceMixture(2, 2).labels(params).rows.tolist()
+        [0, 1]
+        """
+        if not all(name in params for name in ("pi", "p_row", "q_col")):
+            raise ValueError(
+                "the sample holds no pi, p_row and q_col draws to label rows and columns"
+            )
+        pi, p_row, q_col = self._unpack(params)
+        rows = (p_row * pi.sum(axis=1)[:, None]).argmax(axis=0)
+        cols = (q_col * pi.sum(axis=0)[:, None]).argmax(axis=0)
+        return TwoSidedLabels(rows.astype(np.int64), cols.astype(np.int64))
 
     def heldout_log_likelihood(self, params, test) -> np.ndarray:
         """The held-out score of tempered schedules: :meth:`log_likelihood` of the test counts.

@@ -104,6 +104,7 @@ from latentzoo.models._checks import (
     check_integer,
     check_positive,
 )
+from latentzoo.models.base import CellHeldout, PlainPyMCValues, TwoSidedLabels
 from latentzoo.models.invariants import coassignment_pairs as default_pairs
 from latentzoo.models.invariants import default_dyads
 
@@ -229,7 +230,7 @@ def association(block_counts, row_mass, col_mass) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class TwoSidedClustering:
+class TwoSidedClustering(CellHeldout, PlainPyMCValues):
     """Symmetric clustering model (SCM) with Dirichlet priors (Hofmann & Puzicha 1998, eq. (34)).
 
     Parameters
@@ -545,6 +546,91 @@ class TwoSidedClustering:
         with np.errstate(divide="ignore"):
             terms = counts * np.log(probs)
         return np.bincount(rows, weights=terms, minlength=data.n_rows)
+
+    def prior_draw(self, data, rng) -> dict:
+        """Parameters drawn from the prior at the sizes of ``data``: the truth of
+        :meth:`simulate` with ``n_rows = data.n_rows``, ``n_cols = data.n_cols``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import load
+        >>> draw = TwoSidedClustering(2, 2).prior_draw(load("toy"), np.random.default_rng(0))
+        >>> draw["I"].shape, draw["J"].shape
+        ((6,), (8,))
+        """
+        _, truth = self.simulate(rng, n_rows=data.n_rows, n_cols=data.n_cols)
+        return truth
+
+    def heldout_cell_probabilities(self, params, test, train=None) -> np.ndarray:
+        """``P(y_j | x_i)`` of one draw on the non-zero cells of ``test`` (CSR order; Hofmann &
+        Puzicha 1998, eq. (47)).
+
+        A draw with parameters (``c`` or ``pi``) is scored conditionally on its tables, smoothed by
+        ``max(eta - 1, 0)``; a draw of the partitions ``I``, ``J`` only has its parameters
+        integrated out given the partitions and ``train`` (:meth:`estimate`, smoothed by ``eta``).
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> data = CoOccurrence([[2, 0], [0, 2]])
+        >>> params = {"I": [0, 1], "J": [0, 1]}
+        >>> p = TwoSidedClustering(2, 2).heldout_cell_probabilities(params, data, train=data)
+        >>> p.shape
+        (2,)
+        """
+        if "c" in params or "pi" in params:
+            return self._cell_probabilities(
+                params, test, conditional=True, smoothing=max(self.eta - 1.0, 0.0)
+            )
+        if train is None:
+            raise ValueError(
+                "the sample holds the assignments I, J but no parameters: pass train=, the "
+                "training data, to score it by the posterior predictive given the partitions"
+            )
+        # Parameters integrated out given the partitions (TwoSidedClustering.conditional).
+        csr = test.counts
+        indptr, indices = csr.indptr.astype(np.int64), csr.indices.astype(np.int64)
+        point = self.estimate(params["I"], params["J"], train)
+        soft_i, soft_j, c, q = self._point_tables(point, *train.shape, smoothing=self.eta)
+        cols = test.cells()[1]
+        left = np.ascontiguousarray(soft_i @ c)
+        return q[cols] * cell_dots(indptr, indices, left, np.ascontiguousarray(soft_j))
+
+    def heldout_draws_usable(self, names, train=None) -> bool:
+        """Whether draws holding the variables ``names`` can be scored: the partitions ``I`` and
+        ``J`` suffice (parameters integrated out given them and the training data).
+
+        Examples
+        --------
+        >>> TwoSidedClustering(2, 2).heldout_draws_usable(["I", "J"])
+        True
+        """
+        return {"I", "J"} <= set(names)
+
+    def fit_shape(self, params) -> tuple[int | None, int | None]:
+        """``(rows, columns)`` a point estimate was fitted to, from ``I`` and ``J``.
+
+        Examples
+        --------
+        >>> TwoSidedClustering(2, 2).fit_shape({"I": np.ones((5, 2)), "J": np.ones((7, 2))})
+        (5, 7)
+        """
+        return np.shape(params["I"])[0], np.shape(params["J"])[0]
+
+    def labels(self, params, train=None) -> TwoSidedLabels:
+        """Hard row and column clusters ``TwoSidedLabels(rows, cols)``: the assignments, or the
+        ``argmax`` of soft memberships ``I`` (N, Kx) and ``J`` (M, Ky).
+
+        Examples
+        --------
+        >>> TwoSidedClustering(2, 2).labels({"I": [0, 1], "J": [[0.2, 0.8]]})
+        TwoSidedLabels(rows=array([0, 1]), cols=array([1]))
+        """
+        sides = []
+        for name in ("I", "J"):
+            value = np.asarray(params[name])
+            sides.append((value.argmax(axis=1) if value.ndim == 2 else value).astype(np.int64))
+        return TwoSidedLabels(*sides)
 
     def heldout_log_likelihood(self, params, test) -> np.ndarray:
         """Per-row log predictive probability of held-out observations, eq. (47), conditional form.
