@@ -463,53 +463,6 @@ def _mixture_exact_moments(sampler, state):
     return out
 
 
-def _has_initvals(component) -> bool:
-    """Whether :func:`_mixture_initvals` can start PyMC for this component."""
-    from latentzoo.models.conjugate import BetaBernoulli, DirichletMultinomial, NormalGamma
-
-    return isinstance(component, BetaBernoulli | DirichletMultinomial | NormalGamma)
-
-
-def _mixture_initvals(model, items, z) -> dict:
-    """PyMC starting values at a partition: the clusters' posterior means, largest cluster first.
-
-    Beta-Bernoulli and Dirichlet-multinomial ``theta``, Normal-Gamma ``mu`` and ``tau``; the
-    weights are the cluster sizes (plus a little mass on empty clusters), as sticks ``v`` for the
-    DPM.
-    """
-    from latentzoo.models.conjugate import BetaBernoulli, DirichletMultinomial, NormalGamma
-    from latentzoo.models.mixture import DirichletProcessMixture
-
-    k = model.n_components
-    sizes = np.bincount(z, minlength=k).astype(float)
-    order = np.argsort(-sizes, kind="stable")
-    relabel = np.empty_like(order)
-    relabel[order] = np.arange(k)
-    z = relabel[z]
-    sizes = sizes[order]
-    comp = model.component
-    stats = comp.stats(items.X, z, k)
-    x_sum = stats[:, 1 : 1 + items.n_features]
-    n = stats[:, :1]
-    if isinstance(comp, BetaBernoulli):
-        a, b = (np.broadcast_to(v, items.n_features) for v in (comp.a, comp.b))
-        params = {"theta": (x_sum + a) / (n + a + b)}
-    elif isinstance(comp, DirichletMultinomial):
-        params = {"theta": _smooth(x_sum + np.asarray(comp.eta), 1e-6)}
-    elif isinstance(comp, NormalGamma):
-        mean = np.where(n > 0, stats[:, 1 : 1 + items.n_features], np.asarray(comp.mu0))
-        params = {"mu": mean, "tau": np.ones_like(mean)}
-    else:
-        raise ValueError(f"no PyMC starting point for a {type(comp).__name__} component")
-    w = _smooth(sizes, 0.5)
-    if isinstance(model, DirichletProcessMixture):
-        remaining = 1.0 - np.concatenate([[0.0], np.cumsum(w)[:-1]])
-        params["v"] = np.clip(w[:-1] / remaining[:-1], 1e-6, 1 - 1e-6)
-    else:
-        params["w"] = w
-    return params
-
-
 def _mixture_reference(entry, recipe, model, data, settings, rng, progressbar=False):
     """Reference level: PyMC (assignments marginalised; the DPM truncated) against Gibbs with
     split-merge moves on separated synthetic data, through co-assignment probabilities, the number
@@ -599,7 +552,7 @@ def _mixture_mode_matched(entry, recipe, model, data, settings, rng, progressbar
     from latentzoo.validation import compare_at_modes, distinct_modes
 
     local = recipe.small(model, "real")
-    if not _has_initvals(local.component):
+    if not local.component.has_pymc_initvals:
         reason = (
             f"not applicable: no PyMC starting point for a {type(local.component).__name__} "
             "component (its PyMC declaration is parametrised by Bartlett variables)"
@@ -624,7 +577,7 @@ def _mixture_mode_matched(entry, recipe, model, data, settings, rng, progressbar
     if recipe.problems["truncated"] and largest + 2 > local.n_components:
         # Leave the truncated reference room for every cluster plus one.
         local = dataclasses.replace(local, n_components=largest + 2)
-    initvals = [_mixture_initvals(local, items, z) for z in starts]
+    initvals = [local.pymc_initvals(items, z) for z in starts]
     # Single-site moves only: like NUTS they explore the mode they start in, whereas split-merge
     # moves jump between modes and would compare a global posterior with PyMC's local one.
     classes = recipe.problems["real_classes"]

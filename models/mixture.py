@@ -714,6 +714,36 @@ class _MixtureMethods:
         params = self.component.sample_prior(rng, k, data.n_features)
         return {"w": w, "v": v, **{name: np.asarray(x) for name, x in params.items()}}
 
+    def pymc_initvals(self, data, z) -> dict:
+        """PyMC starting values at a partition ``z`` of the items: the clusters' starting values
+        from the component (:meth:`~latentzoo.models.conjugate.BetaBernoulli.pymc_initvals`: the
+        posterior means), largest cluster first; the weights are the cluster sizes plus 1/2 each
+        (a little mass on empty clusters), normalised, as sticks ``v`` for the DPM (clipped to
+        ``[1e-6, 1 - 1e-6]``). Needs ``component.has_pymc_initvals``.
+
+        Examples
+        --------
+        >>> start = BayesianMixture(2).pymc_initvals(np.eye(2)[[0, 0, 1]], np.array([1, 1, 0]))
+        >>> start["theta"].round(2).tolist(), start["w"].round(2).tolist()
+        ([[0.75, 0.25], [0.33, 0.67]], [0.62, 0.38])
+        """
+        data = self.check_data(data)
+        z = np.asarray(z).astype(np.int64)
+        k = self.n_components
+        sizes = np.bincount(z, minlength=k).astype(float)
+        order = np.argsort(-sizes, kind="stable")
+        relabel = np.empty_like(order)
+        relabel[order] = np.arange(k)
+        params = self.component.pymc_initvals(self.component.stats(data.X, relabel[z], k))
+        w = sizes[order] + 0.5
+        w = w / w.sum(axis=-1, keepdims=True)
+        if self._is_dp:
+            remaining = 1.0 - np.concatenate([[0.0], np.cumsum(w)[:-1]])
+            params["v"] = np.clip(w[:-1] / remaining[:-1], 1e-6, 1 - 1e-6)
+        else:
+            params["w"] = w
+        return params
+
     def partition_predictive_log_density(self, z, train, test, alpha=None) -> np.ndarray:
         """``log p(x | z, X)`` of each test item: the predictive given a partition ``z`` of the
         training items ``train`` (the parameters integrated out), eq. (2.19)-(2.20).
