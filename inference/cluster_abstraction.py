@@ -24,7 +24,7 @@ it is the ACM's free energy, and the passes are the ACM's.
 leaf only, not on the observation (section 4.2), so the E-step needs them per ``(word, leaf)``:
 the leaf mixtures ``mix[a, j] = sum_l tau[a, l] q[path(a, l), j]``, then the ACM's fused numba pass
 over the non-zeros with ``log mix`` in place of ``log q``
-(:func:`~latentzoo.inference.one_sided.acm_em_pass`: no ``nnz x K`` array), which returns the
+(:func:`~latentzoo.inference.em.multinomial_mixture_pass`: no ``nnz x K`` array), which returns the
 expected counts ``c[a, j] = sum_i n_ij <I_ia>``; the node counts ``n_q[nu, j] = sum_a c[a, j]
 tau[a, l(nu)] q[nu, j] / mix[a, j]`` and the level counts (their sums over ``j``) follow. Both
 dense loops cost ``K x L x M`` whatever the number of observations, so an iteration costs little
@@ -76,6 +76,12 @@ from latentzoo.inference.annealing import (
     normalise_rows,
     run_schedule,
 )
+from latentzoo.inference.em import (
+    FASTMATH,
+    kl_kmeans_plus_plus,
+    multinomial_mixture_pass,
+    tempered_row_posterior,
+)
 from latentzoo.inference.mcmc import (
     GibbsSetup,
     dirichlet_rows,
@@ -85,7 +91,7 @@ from latentzoo.inference.mcmc import (
     next_uniform,
     splitmix_seeds,
 )
-from latentzoo.inference.one_sided import OneSidedEM, _em_pass_logs, _init_params
+from latentzoo.inference.one_sided import OneSidedEM
 from latentzoo.models._checks import check_integer, check_interval
 from latentzoo.models.cluster_abstraction import ClusterAbstractionModel, TopicTree
 from latentzoo.models.conjugate import dirichlet_multinomial_log
@@ -107,12 +113,11 @@ __all__ = [
     "word_node_distribution",
 ]
 
-_FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
 _FORM_CODE = {"constant": 0, "leaf": 1, "object": 2}
 
 
 # ---------------------------------------------------------------------------- EM kernels
-@nb.njit(cache=True, fastmath=_FASTMATH)
+@nb.njit(cache=True, fastmath=FASTMATH)
 def _object_pass(indptr, indices, counts, q_t, paths, lengths, tau, log_rho, beta, resp, acc_q,
                  n_tau, mix):  # fmt: skip
     """Fused E/M over all rows for the object-specific ``tau``.
@@ -141,31 +146,13 @@ def _object_pass(indptr, indices, counts, q_t, paths, lengths, tau, log_rho, bet
                     m += tau[i, k, level] * q_t[j, paths[k, level]]
                 mix[p - start, k] = m
                 s[k] += n * np.log(m)
-        top = -np.inf
+        row_energy, row_loglik = tempered_row_posterior(s, log_rho, beta, a)
+        energy += row_energy
+        loglik += row_loglik
         for k in range(n_leaves):
-            a[k] = log_rho[k] + beta * s[k]
-            top = max(top, a[k])
-        if top == -np.inf:
-            energy = -np.inf
-            loglik = -np.inf
-            for k in range(n_leaves):
-                resp[i, k] = 1.0 / n_leaves
-            continue
-        total = 0.0
-        for k in range(n_leaves):
-            a[k] = math.exp(a[k] - top)
-            total += a[k]
-        energy += top + math.log(total)
-        plain_top = -np.inf
-        for k in range(n_leaves):
-            plain_top = max(plain_top, log_rho[k] + s[k])
-        plain = 0.0
-        for k in range(n_leaves):
-            plain += math.exp(log_rho[k] + s[k] - plain_top)
-        loglik += plain_top + math.log(plain)
-        for k in range(n_leaves):
-            a[k] /= total
             resp[i, k] = a[k]
+        if row_energy == -np.inf:
+            continue
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]
             n = counts[p]
@@ -182,7 +169,7 @@ def _object_pass(indptr, indices, counts, q_t, paths, lengths, tau, log_rho, bet
     return energy, loglik
 
 
-@nb.njit(cache=True, fastmath=_FASTMATH)
+@nb.njit(cache=True, fastmath=FASTMATH)
 def _leaf_mixtures(q, tau, paths, lengths):
     """``mix[a, j] = sum_l tau[a, l] q[path(a, l), j]`` (K x M): the bracket of eq. (55).
 
@@ -202,7 +189,7 @@ def _leaf_mixtures(q, tau, paths, lengths):
     return mix
 
 
-@nb.njit(cache=True, fastmath=_FASTMATH)
+@nb.njit(cache=True, fastmath=FASTMATH)
 def _shared_counts(q, tau, paths, lengths, mix, c_leaf):
     """Node and level counts from the per-(leaf, word) expected counts ``c_leaf`` (K x M).
 
@@ -299,7 +286,9 @@ def hacm_em_pass(model: ClusterAbstractionModel, data: CoOccurrence, params, bet
     mix = _leaf_mixtures(q, tau, paths, lengths)  # (K, M)
     with np.errstate(divide="ignore"):
         log_mix_t = np.ascontiguousarray(np.log(mix).T)
-    resp, c_leaf, energy, loglik = _em_pass_logs(data, log_rho, log_mix_t, beta, n_threads, counts)
+    resp, c_leaf, energy, loglik = multinomial_mixture_pass(
+        data, log_rho, log_mix_t, beta, n_threads, counts
+    )
     n_q, n_tau = _shared_counts(q, tau, paths, lengths, mix, c_leaf)
     if model.tau == "constant":
         n_tau[:] = 0.0
@@ -338,7 +327,7 @@ def initial_params(model: ClusterAbstractionModel, data: CoOccurrence, rng, tau=
     ((3, 8), (2, 2))
     """
     tree = model.tree
-    leaf_q = _init_params(data, tree.n_leaves, rng)["q"]
+    leaf_q = kl_kmeans_plus_plus(data, tree.n_leaves, rng)["q"]
     below = tree.path_matrix().astype(float)  # (n_nodes, K)
     q = (below @ leaf_q) / below.sum(axis=1, keepdims=True)
     q[tree.leaves] = leaf_q

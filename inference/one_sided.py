@@ -24,10 +24,11 @@ prior of ``rho`` counted on the prior side of (64) together with ``P(I | rho)`` 
 a constant, and as ``beta -> inf`` it tends to the hard-ACM objective, whose fixed points annealed
 EM therefore reaches at low temperature.
 
-One fused numba pass per iteration: for each row, ``s_k = sum_j n_ij log q_kj`` over its non-zeros,
-a row softmax, then ``n_ij <I_ik>`` added into the ``M x K`` table over the same non-zeros (still in
-cache); no ``nnz x K`` array exists. ``log q`` is held as ``M x K`` so each word's row is
-contiguous.
+One fused numba pass per iteration, the mixture-of-multinomials pass of
+:mod:`~latentzoo.inference.em` (which the cluster-abstraction model shares): for each row,
+``s_k = sum_j n_ij log q_kj`` over its non-zeros, a row softmax, then ``n_ij <I_ik>`` added into
+the ``M x K`` table over the same non-zeros (still in cache); no ``nnz x K`` array exists.
+``log q`` is held as ``M x K`` so each word's row is contiguous.
 
 **Collapsed Gibbs** for the Dirichlet-multinomial mixture: ``rho`` and ``q`` integrated out, each
 ``z_i`` is resampled from
@@ -57,12 +58,11 @@ from latentzoo.data.checks import as_rng
 from latentzoo.inference.annealing import (
     EMResult,
     EMStats,
-    balanced_row_chunks,
     check_map_priors,
     em_entry,
     normalise_rows,
-    numba_threads,
 )
+from latentzoo.inference.em import kl_kmeans_plus_plus, multinomial_mixture_pass
 from latentzoo.inference.mcmc import (
     GibbsSetup,
     LabelAxis,
@@ -89,89 +89,12 @@ __all__ = [
     "hard_acm",
 ]
 
-# Reassociation lets the loops over clusters vectorise; no-NaN/no-inf assumptions are left out
-# because log q = -inf is legitimate under maximum likelihood (eta = 1).
-_FASTMATH = {"reassoc", "contract", "nsz", "arcp"}
-
 
 # ---------------------------------------------------------------------------- EM kernels
-@nb.njit(cache=True, fastmath=_FASTMATH)
-def _acm_rows(first, last, indptr, indices, counts, log_q_t, log_rho, beta, resp, acc):
-    """Fused E/M over rows ``first:last``; returns (sum_i log sum_k rho L**beta, sum_i log P(S_i)).
-
-    Writes the tempered posteriors into ``resp[first:last]`` and adds ``n_ij resp[i]`` into
-    ``acc[j]`` (``M x K``).
-    """
-    n_clusters = log_q_t.shape[1]
-    s = np.empty(n_clusters)
-    a = np.empty(n_clusters)
-    energy = 0.0
-    loglik = 0.0
-    for i in range(first, last):
-        for k in range(n_clusters):
-            s[k] = 0.0
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            n = counts[p]
-            for k in range(n_clusters):
-                s[k] += n * log_q_t[j, k]
-        top = -np.inf
-        for k in range(n_clusters):
-            a[k] = log_rho[k] + beta * s[k]
-            top = max(top, a[k])
-        if top == -np.inf:
-            # No cluster can produce this row (possible only after an over-relaxed step): the
-            # energy is -inf, so the free energy is +inf and the driver rejects the step.
-            energy = -np.inf
-            loglik = -np.inf
-            for k in range(n_clusters):
-                resp[i, k] = 1.0 / n_clusters
-            continue
-        total = 0.0
-        for k in range(n_clusters):
-            a[k] = math.exp(a[k] - top)
-            total += a[k]
-        energy += top + math.log(total)
-        if beta == 1.0:
-            loglik += top + math.log(total)
-        else:
-            plain_top = -np.inf
-            for k in range(n_clusters):
-                plain_top = max(plain_top, log_rho[k] + s[k])
-            plain = 0.0
-            for k in range(n_clusters):
-                plain += math.exp(log_rho[k] + s[k] - plain_top)
-            loglik += plain_top + math.log(plain)
-        inverse = 1.0 / total
-        for k in range(n_clusters):
-            a[k] *= inverse
-            resp[i, k] = a[k]
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            n = counts[p]
-            for k in range(n_clusters):
-                acc[j, k] += n * a[k]
-    return energy, loglik
-
-
-@nb.njit(cache=True, parallel=True)
-def _acm_parallel(bounds, indptr, indices, counts, log_q_t, log_rho, beta, resp, buffers):
-    n_chunks = bounds.shape[0] - 1
-    energies = np.zeros(n_chunks)
-    logliks = np.zeros(n_chunks)
-    for c in nb.prange(n_chunks):
-        buffers[c, :, :] = 0.0
-        e, ll = _acm_rows(
-            bounds[c], bounds[c + 1], indptr, indices, counts, log_q_t, log_rho, beta, resp,
-            buffers[c],
-        )  # fmt: skip
-        energies[c] = e
-        logliks[c] = ll
-    return energies.sum(), logliks.sum()
-
-
 def acm_em_pass(data: CoOccurrence, rho, q, beta=1.0, n_threads=1, counts=None):
     """One fused E/M pass of the ACM; the computational core, exposed for benchmarks.
+
+    :func:`~latentzoo.inference.em.multinomial_mixture_pass` on ``log rho`` and ``log q``.
 
     Parameters
     ----------
@@ -206,69 +129,7 @@ def acm_em_pass(data: CoOccurrence, rho, q, beta=1.0, n_threads=1, counts=None):
     with np.errstate(divide="ignore"):
         log_q_t = np.ascontiguousarray(np.log(np.asarray(q, dtype=np.float64)).T)
         log_rho = np.log(np.asarray(rho, dtype=np.float64))
-    return _em_pass_logs(data, log_rho, log_q_t, beta, n_threads, counts)
-
-
-def _em_pass_logs(data, log_rho, log_q_t, beta, n_threads=1, counts=None):
-    """:func:`acm_em_pass` on ``log rho`` and ``log q`` (M x K) already computed."""
-    csr = data.counts
-    if counts is None:
-        counts = csr.data.astype(np.float64)
-    n_rows, n_clusters = data.n_rows, log_q_t.shape[1]
-    resp = np.empty((n_rows, n_clusters))
-    beta = float(beta)
-    if n_threads <= 1:
-        acc = np.zeros_like(log_q_t)
-        energy, loglik = _acm_rows(
-            0, n_rows, csr.indptr, csr.indices, counts, log_q_t, log_rho, beta, resp, acc
-        )
-    else:
-        with numba_threads(n_threads):
-            bounds = balanced_row_chunks(csr.indptr, n_threads)
-            buffers = np.empty((len(bounds) - 1, *log_q_t.shape))
-            energy, loglik = _acm_parallel(
-                bounds, csr.indptr, csr.indices, counts, log_q_t, log_rho, beta, resp, buffers
-            )
-        acc = buffers.sum(axis=0)
-    return resp, acc.T.copy(), float(energy), float(loglik)
-
-
-def _init_params(data: CoOccurrence, n_clusters: int, rng: np.random.Generator) -> dict:
-    """Seed the clusters on ``K`` rows chosen by k-means++ in Kullback-Leibler divergence.
-
-    The first seed row is uniform among the rows with observations; each next one is drawn with
-    probability proportional to ``n_i D[n_{.|i} || q_nearest]``, the divergence (eq. (23)) of row
-    ``i`` from its nearest seed so far (the analogue of k-means++'s squared distance for a Bregman
-    divergence), so seeds tend to come from different clusters. Each seed's centroid is
-    ``q_k ∝ n_{r_k .} + nbar * background``, with ``background`` the add-one column distribution and
-    ``nbar`` the mean row length (no observed word starts at probability ~0); ``rho`` is uniform.
-    """
-    totals = data.row_totals
-    observed = totals > 0
-    background = (data.col_totals + 1.0) / (data.total + data.n_cols)
-    mean_length = data.total / max(int(observed.sum()), 1)
-    counts = data.counts
-    rows, _, cell_counts = data.cells()
-    # sum_j n_ij log(n_ij / n_i): the entropy part of n_i D[n_{.|i} || q], constant in q.
-    self_term = np.bincount(
-        rows, weights=cell_counts * np.log(cell_counts / totals[rows]), minlength=data.n_rows
-    )
-    chosen = []
-    cost = np.where(observed, 1.0, 0.0)
-    q = np.empty((n_clusters, data.n_cols))
-    for k in range(n_clusters):
-        weights = cost.copy()
-        weights[chosen] = 0.0
-        if weights.sum() <= 0:
-            weights = np.ones(data.n_rows)
-            weights[chosen] = 0.0
-        seed = int(rng.choice(data.n_rows, p=weights / weights.sum()))
-        chosen.append(seed)
-        centroid = counts[seed].toarray()[0] + mean_length * background
-        q[k] = centroid / centroid.sum()
-        divergence = np.maximum(self_term - counts @ np.log(q[k]), 0.0)
-        cost = divergence if k == 0 else np.minimum(cost, divergence)
-    return {"rho": np.full(n_clusters, 1.0 / n_clusters), "q": q}
+    return multinomial_mixture_pass(data, log_rho, log_q_t, beta, n_threads, counts)
 
 
 class OneSidedEM:
@@ -308,7 +169,7 @@ class OneSidedEM:
 
     def init(self, rng: np.random.Generator) -> dict:
         """Starting parameters (k-means++ seeding in KL divergence) and their posteriors."""
-        params = _init_params(self.data, self.model.n_clusters, rng)
+        params = kl_kmeans_plus_plus(self.data, self.model.n_clusters, rng)
         params["resp"] = self.model.responsibilities(params, self.data)
         return params
 
@@ -319,7 +180,7 @@ class OneSidedEM:
         with np.errstate(divide="ignore"):
             log_q_t = np.ascontiguousarray(np.log(q).T)
             log_rho = np.log(rho)
-        resp, n_q, energy, loglik = _em_pass_logs(
+        resp, n_q, energy, loglik = multinomial_mixture_pass(
             self.data, log_rho, log_q_t, beta, self.n_threads, self.counts
         )
         # The prior side of F_beta: (1/beta)(alpha - 1) sum log rho + (eta - 1) sum log q.
@@ -484,7 +345,9 @@ def hard_acm(
     start = time.perf_counter()
     best = None
     for _ in tqdm(range(n_init), desc="hard ACM starts", disable=not progressbar, leave=False):
-        q0 = init["q"] if init is not None else _init_params(data, model.n_clusters, rng)["q"]
+        q0 = (
+            init["q"] if init is not None else kl_kmeans_plus_plus(data, model.n_clusters, rng)["q"]
+        )
         run = _hard_run(model, data, np.asarray(q0, dtype=float), max_iter)
         if best is None or run[2]["objective"].iloc[-1] < best[2]["objective"].iloc[-1]:
             best = run
