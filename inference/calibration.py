@@ -25,17 +25,14 @@ import math
 import textwrap
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from latentzoo.data.checks import as_rng
+from latentzoo.inference.checks import Check
 from latentzoo.models._checks import check_integer
-
-if TYPE_CHECKING:
-    from latentzoo.inference.compare import Check
 
 __all__ = [
     "SBCResult",
@@ -484,9 +481,6 @@ def sbc(model, sampler, n_sims: int = 1000, *, random_state=None, n_draws: int =
     (True, (300, 1), [0.25, 0.5])
     """
     from tqdm.auto import tqdm
-
-    # compare re-exports sbc for its users, so it imports this module: import its Check lazily.
-    from latentzoo.inference.compare import Check
 
     check_integer("n_sims", n_sims)
     check_integer("n_draws", n_draws)

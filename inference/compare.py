@@ -24,6 +24,7 @@ import pandas as pd
 from scipy import stats
 
 from latentzoo.inference.calibration import SBCResult, sbc
+from latentzoo.inference.checks import Check
 
 __all__ = [
     "Check",
@@ -176,29 +177,6 @@ def quantity_definitions(model) -> dict:
     """
     formula = P_DYAD_FORMULAS.get(type(model).__name__)
     return {"p_dyad": f"{P_DYAD} ({type(model).__name__}: {formula})."} if formula else {}
-
-
-@dataclass
-class Check:
-    """One verdict: its level, whether it passed, a one-line reason and the numbers behind it.
-
-    An ``inconclusive`` check (``passed`` False) could not decide, e.g. chains that did not stay
-    in the mode they were started in: it is no evidence of a bug, but its level is not reached.
-    """
-
-    level: str
-    name: str
-    passed: bool
-    detail: str
-    numbers: dict = field(default_factory=dict)
-    inconclusive: bool = False
-
-    @property
-    def outcome(self) -> str:
-        """``"pass"``, ``"FAIL"`` or ``"inconclusive"``."""
-        if self.inconclusive:
-            return "inconclusive"
-        return "pass" if self.passed else "FAIL"
 
 
 @dataclass

@@ -33,7 +33,7 @@ from latentzoo.models._checks import (
     check_integer,
     check_positive,
 )
-from latentzoo.models.base import CellHeldout, CorpusPriorDraw, PlainPyMCValues
+from latentzoo.models.base import CellHeldout, CorpusPriorDraw, LikelihoodModel, PlainPyMCValues
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
@@ -182,6 +182,7 @@ class AspectModel(CellHeldout, CorpusPriorDraw, PlainPyMCValues):
 
     name = "aspect"
     data_type = CoOccurrence
+    protocol = LikelihoodModel
     param_names = ("theta", "phi")
     invariant_names = ("loglik", "p_dyad")
 

@@ -1,9 +1,18 @@
-"""What every model of the zoo provides: the :class:`Model` protocol.
+"""What the models of the zoo provide: a protocol for each kind of model, and shared pieces.
 
-The face (``latentzoo.fit``, ``validate``, the CLI), the annealing driver, the chain runner and the
-comparison talk to models only through these members, so a new family that provides them works with
-all of them. A model is a frozen dataclass of hyperparameters; its main size argument is called
-``n_components`` where it has one size (the two-sided families name both of theirs).
+Protocols by what a family is (``typing.Protocol``, ``runtime_checkable``): every model is a
+:class:`Model` (name, container, kind); a :class:`LikelihoodModel` (the generative families with an
+exact likelihood), a :class:`CostModel` (Gibbs distributions over assignments: pairwise and
+central clustering), a :class:`TreeModel` (Bayesian hierarchical clustering) or a
+:class:`RetrievalModel` (Bayesian Sets). A model class names its kind in the class attribute
+``protocol`` and meets it in full. The face (``latentzoo.fit``, ``validate``, the CLI), the annealing
+driver, the chain runner and the comparison talk to models only through these members, so a new
+family that provides them works with all of them. A model is a frozen dataclass of hyperparameters;
+its main size argument is called ``n_components`` where it has one size (the two-sided families name
+both of theirs).
+
+The mixins (:class:`CellHeldout`, :class:`RowMemberships`, :class:`PlainPyMCValues`,
+:class:`CorpusPriorDraw`) write once a member that several families share.
 """
 
 from __future__ import annotations
@@ -16,6 +25,10 @@ import numpy as np
 
 __all__ = [
     "REFIT_ADVICE",
+    "CostModel",
+    "LikelihoodModel",
+    "RetrievalModel",
+    "TreeModel",
     "CellHeldout",
     "CorpusPriorDraw",
     "PlainPyMCValues",
@@ -32,46 +45,194 @@ __all__ = [
 
 @runtime_checkable
 class Model(Protocol):
-    """The contract of a latentzoo model (the README's "Adding a family" checklist, step 2).
+    """What every model of the zoo is: a frozen dataclass of hyperparameters that names its family,
+    the data container it takes and the protocol of its kind.
+
+    The kinds differ in what they answer, so each has its own protocol (``typing.Protocol``,
+    checked by ``isinstance``) that its models meet in full: :class:`LikelihoodModel`,
+    :class:`CostModel`, :class:`TreeModel`, :class:`RetrievalModel`. A model class declares its
+    kind as the class attribute ``protocol``.
 
     Attributes
     ----------
+    name : str
+        The family's name (the registry's and the command line's).
     data_type : type
         The data container the model takes (a :class:`latentzoo.data.Dataset`).
-    param_names : tuple of str
-        The parameters of a posterior draw or point estimate, named as in :meth:`pymc_model`.
-    invariant_names : tuple of str
-        The label-invariant quantities returned by :meth:`invariants`.
+    protocol : type
+        The protocol of the model's kind, which the model meets.
 
     Examples
     --------
-    >>> from latentzoo.models import AspectModel, DirichletProcessMixture, OneSidedClustering
-    >>> all(isinstance(m, Model) for m in (AspectModel(2), OneSidedClustering(2),
-    ...                                      DirichletProcessMixture()))
+    >>> from latentzoo.models import AspectModel, BayesianSets, PairwiseClustering
+    >>> all(isinstance(m, Model) for m in (AspectModel(2), PairwiseClustering(2), BayesianSets()))
     True
     """
 
+    name: str
     data_type: type
-    param_names: tuple
-    invariant_names: tuple
+    protocol: type
 
     def check_data(self, data) -> Any:
         """Validate ``data`` (or an array the container accepts) and return the container."""
 
+
+@runtime_checkable
+class LikelihoodModel(Model, Protocol):
+    """A generative model with an exact likelihood: the aspect model, one- and two-sided
+    clustering, the product-space mixture, the cluster abstraction model, the finite and
+    Dirichlet process mixtures.
+
+    Everything the shared code (annealing driver, chain runner, comparison, held-out scores,
+    labels, the density level of validation) asks of it is a member here.
+
+    Attributes
+    ----------
+    param_names : tuple of str
+        The parameters of a posterior draw or point estimate, named as in :meth:`pymc_model`.
+    invariant_names : tuple of str
+        The label-invariant quantities returned by :meth:`invariants`.
+    dims : dict
+        ArviZ dimensions of every variable.
+    heldout_draws_advice : str
+        What to do when :meth:`heldout_draws_usable` is False.
+
+    Examples
+    --------
+    >>> from latentzoo.models import AspectModel, DirichletProcessMixture, PairwiseClustering
+    >>> isinstance(AspectModel(2), LikelihoodModel), isinstance(DirichletProcessMixture(), LikelihoodModel)
+    (True, True)
+    >>> isinstance(PairwiseClustering(2), LikelihoodModel)
+    False
+    """
+
+    param_names: tuple
+    invariant_names: tuple
+    dims: dict
+    heldout_draws_advice: str
+
+    def coords(self, data) -> dict:
+        """Coordinates of the ArviZ / PyMC dimensions for ``data``."""
+
     def simulate(self, random_state, **sizes) -> tuple[Any, dict]:
         """Draw ``(data, truth)`` from the generative process of the paper."""
+
+    def prior_draw(self, data, rng) -> dict:
+        """Parameters drawn from the prior at the sizes of ``data``."""
 
     def log_likelihood(self, params: dict, data) -> np.ndarray:
         """Exact log-likelihood per observation unit (row, item), in log space."""
 
+    def log_prior(self, params: dict) -> float:
+        """Log prior density at ``params`` (in the free variables of :meth:`pymc_model`)."""
+
     def heldout_log_likelihood(self, params: dict, test) -> np.ndarray:
-        """The held-out score that tempered schedules and perplexities use."""
+        """The held-out score of a point estimate, per row (item) of ``test``."""
+
+    def heldout_posterior_predictive(self, draws, test, train=None) -> np.ndarray:
+        """The held-out score of a posterior sample: the posterior predictive over ``draws``."""
+
+    def heldout_draws_usable(self, names, train=None) -> bool:
+        """Whether draws holding the variables ``names`` can be scored on held-out data."""
+
+    def fit_shape(self, params: dict) -> tuple:
+        """``(rows or None, columns or None)`` a point estimate was fitted to."""
+
+    def labels(self, params: dict, train=None):
+        """Hard cluster labels of a draw or point estimate."""
 
     def invariants(self, params: dict, data) -> dict:
         """Label-invariant quantities through which every method is compared."""
 
     def pymc_model(self, data, temperature: float = 1.0):
         """The PyMC reference declaration (likelihood tempered by ``temperature``)."""
+
+    def pymc_values(self, params: dict) -> dict:
+        """``params`` with the values of the other free variables of :meth:`pymc_model`."""
+
+
+@runtime_checkable
+class CostModel(Model, Protocol):
+    """A Gibbs distribution over assignments ``P(z) ∝ exp(-cost(z) / T)``: pairwise clustering
+    and central clustering (Hofmann & Buhmann 1997). No likelihood: the cost and its Gibbs
+    expectations are what the fast methods and the reference share.
+
+    Examples
+    --------
+    >>> from latentzoo.models import CentralClustering, PairwiseClustering
+    >>> isinstance(PairwiseClustering(2), CostModel), isinstance(CentralClustering(2), CostModel)
+    (True, True)
+    """
+
+    param_names: tuple
+    invariant_names: tuple
+
+    def coords(self, data) -> dict:
+        """Coordinates of the ArviZ / PyMC dimensions for ``data``."""
+
+    def simulate(self, random_state, **sizes) -> tuple[Any, dict]:
+        """Draw ``(data, truth)``: data with a planted clustering."""
+
+    def cost(self, data, assignments):
+        """The cost of each assignment vector (the energy of the Gibbs distribution)."""
+
+    def gibbs_expectations(self, data, temperature, **options) -> dict:
+        """Exact expectations under the Gibbs distribution at ``temperature`` (enumeration)."""
+
+    def invariants(self, params: dict, data) -> dict:
+        """Label-invariant quantities of assignments (co-assignment, cost)."""
+
+    def pymc_model(self, data, temperature=1.0):
+        """The PyMC reference declaration of the Gibbs distribution over assignments."""
+
+
+@runtime_checkable
+class TreeModel(Model, Protocol):
+    """A model whose fit is a tree: Bayesian hierarchical clustering (Heller & Ghahramani 2005),
+    a fast approximation of the Dirichlet process mixture it names (:attr:`dpm`).
+
+    Examples
+    --------
+    >>> from latentzoo.models import BayesianHierarchicalClustering
+    >>> isinstance(BayesianHierarchicalClustering(), TreeModel)
+    True
+    """
+
+    reference_family: str
+
+    @property
+    def dpm(self) -> Any:
+        """The model the tree approximates (its reference)."""
+
+    def simulate(self, random_state=None, **sizes) -> tuple[Any, dict]:
+        """Draw ``(data, truth)`` from the model the tree approximates."""
+
+    def evaluate(self, children, data) -> Any:
+        """The tree's quantities (``p(D | T)``, merge posteriors) on a given tree."""
+
+
+@runtime_checkable
+class RetrievalModel(Model, Protocol):
+    """A model that scores items against a query set: Bayesian Sets (Ghahramani & Heller 2005).
+
+    Examples
+    --------
+    >>> from latentzoo.models import BayesianSets
+    >>> isinstance(BayesianSets(), RetrievalModel)
+    True
+    """
+
+    def coords(self, data) -> dict:
+        """Coordinates of the ArviZ / PyMC dimensions for ``data``."""
+
+    def prior(self, data) -> Any:
+        """The prior (conjugate component) used for ``data``."""
+
+    def log_score(self, data, query) -> np.ndarray:
+        """``log p(x | query) / p(x)`` of every item (the Bayesian Sets score)."""
+
+    def pymc_model(self, data, query, temperature: float = 1.0):
+        """The PyMC reference declaration of the score."""
 
 
 class TwoSidedLabels(NamedTuple):

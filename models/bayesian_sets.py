@@ -47,6 +47,7 @@ from scipy.special import logsumexp
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng, check_entries
 from latentzoo.models._checks import check_integer, check_positive
+from latentzoo.models.base import RetrievalModel
 from latentzoo.models.conjugate import (
     BetaBernoulli,
     DirichletMultinomial,
@@ -215,6 +216,8 @@ class BayesianSets:
     scale: float = 2.0
 
     data_type: ClassVar[type] = Features
+    name: ClassVar[str] = "bayesian_sets"
+    protocol: ClassVar[type] = RetrievalModel
 
     def __post_init__(self):
         object.__setattr__(self, "component", _resolve_component(self.component))

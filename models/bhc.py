@@ -51,6 +51,7 @@ from scipy.special import gammaln, logsumexp
 
 from latentzoo.data import Features
 from latentzoo.models._checks import check_positive
+from latentzoo.models.base import TreeModel
 from latentzoo.models.conjugate import COMPONENTS as _COMPONENT_NAMES
 from latentzoo.models.conjugate import BetaBernoulli, log_marginal_one
 from latentzoo.models.mixture import DirichletProcessMixture
@@ -1044,6 +1045,7 @@ class BayesianHierarchicalClustering:
 
     name = "bhc"
     data_type = Features
+    protocol = TreeModel
 
     def __post_init__(self):
         check_positive("alpha", self.alpha)

@@ -37,7 +37,13 @@ import numpy as np
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_data_shape, check_positive
-from latentzoo.models.base import CellHeldout, CorpusPriorDraw, PlainPyMCValues, RowMemberships
+from latentzoo.models.base import (
+    CellHeldout,
+    CorpusPriorDraw,
+    LikelihoodModel,
+    PlainPyMCValues,
+    RowMemberships,
+)
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
@@ -406,6 +412,7 @@ class ClusterAbstractionModel(CellHeldout, RowMemberships, CorpusPriorDraw, Plai
 
     name = "cluster_abstraction"
     data_type = CoOccurrence
+    protocol = LikelihoodModel
     param_names = ("rho", "q", "tau")
     invariant_names = ("loglik", "p_dyad", "coassign", "level_share")
     invariant_dims = {

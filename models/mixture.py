@@ -50,7 +50,7 @@ from scipy.special import gammaln, logsumexp, xlogy
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_integer, check_positive
-from latentzoo.models.base import labels_from_memberships
+from latentzoo.models.base import LikelihoodModel, labels_from_memberships
 from latentzoo.models.conjugate import (
     BetaBernoulli,
     row_logsumexp,
@@ -370,6 +370,7 @@ class _MixtureMethods:
     """Methods shared by :class:`BayesianMixture` and :class:`DirichletProcessMixture`."""
 
     data_type = Features
+    protocol = LikelihoodModel
     invariant_names = ("loglik", "coassign", "n_occupied")
     invariant_dims = {"coassign": ["pair"]}
 

@@ -36,7 +36,13 @@ from latentzoo.models._checks import (
     check_integer,
     check_positive,
 )
-from latentzoo.models.base import CellHeldout, CorpusPriorDraw, PlainPyMCValues, RowMemberships
+from latentzoo.models.base import (
+    CellHeldout,
+    CorpusPriorDraw,
+    LikelihoodModel,
+    PlainPyMCValues,
+    RowMemberships,
+)
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
@@ -115,6 +121,7 @@ class OneSidedClustering(CellHeldout, RowMemberships, CorpusPriorDraw, PlainPyMC
 
     name = "one_sided"
     data_type = CoOccurrence
+    protocol = LikelihoodModel
     param_names = ("rho", "q")
     invariant_names = ("loglik", "p_dyad", "coassign")
     invariant_dims = {"p_dyad": ["dyad"], "coassign": ["pair"]}

@@ -42,6 +42,7 @@ from scipy.special import logsumexp
 from latentzoo.data import Dissimilarities, Features
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_fits_data, check_integer, check_positive
+from latentzoo.models.base import CostModel
 
 __all__ = [
     "MAX_STATES",
@@ -334,6 +335,7 @@ class PairwiseClustering:
 
     name = "pairwise"
     data_type = Dissimilarities
+    protocol = CostModel
     param_names = ("z",)
     invariant_names = ("coassign", "cost")
     invariant_dims = {"coassign": ["pair"]}
@@ -620,6 +622,7 @@ class CentralClustering:
 
     name = "central"
     data_type = Features
+    protocol = CostModel
     param_names = ("z",)
     invariant_names = ("coassign", "cost")
     invariant_dims = {"coassign": ["pair"]}

@@ -20,7 +20,13 @@ from latentzoo.models._checks import (
     check_positive,
 )
 from latentzoo.models.aspect import _NO_NORM, AspectModel, _check_table, row_log_likelihoods
-from latentzoo.models.base import CellHeldout, CorpusPriorDraw, PlainPyMCValues, TwoSidedLabels
+from latentzoo.models.base import (
+    CellHeldout,
+    CorpusPriorDraw,
+    LikelihoodModel,
+    PlainPyMCValues,
+    TwoSidedLabels,
+)
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
 )
@@ -94,6 +100,7 @@ class ProductSpaceMixture(CellHeldout, CorpusPriorDraw, PlainPyMCValues):
 
     name = "product_space"
     data_type = CoOccurrence
+    protocol = LikelihoodModel
     param_names = ("pi", "p_row", "q_col")
     invariant_names = ("loglik", "p_dyad")
 

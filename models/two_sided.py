@@ -104,7 +104,7 @@ from latentzoo.models._checks import (
     check_integer,
     check_positive,
 )
-from latentzoo.models.base import CellHeldout, PlainPyMCValues, TwoSidedLabels
+from latentzoo.models.base import CellHeldout, LikelihoodModel, PlainPyMCValues, TwoSidedLabels
 from latentzoo.models.invariants import coassignment_pairs as default_pairs
 from latentzoo.models.invariants import default_dyads
 
@@ -266,6 +266,7 @@ class TwoSidedClustering(CellHeldout, PlainPyMCValues):
 
     name = "two_sided"
     data_type = CoOccurrence
+    protocol = LikelihoodModel
     param_names = ("I", "J")
     invariant_names = ("loglik", "p_dyad", "coassign_rows", "coassign_cols")
     invariant_dims = {
