@@ -487,6 +487,50 @@ class CoOccurrence:
     # ------------------------------------------------------------------ Dataset protocol
     #: ArviZ dimension of the items (rows); the columns are ``"word"``.
     item_dim = "doc"
+    #: File formats ``latentzoo fit --data`` reads into this container (:meth:`from_npz`).
+    file_formats = ("npz", "csv")
+    #: Whether entry ``[i, j]`` and ``[j, i]`` are one value (False: rows and columns differ).
+    symmetric = False
+
+    def with_names(self, item_names, column_names=None) -> CoOccurrence:
+        """The same counts with rows named ``item_names`` and columns ``column_names``.
+
+        Examples
+        --------
+        >>> CoOccurrence([[1, 2]]).with_names(["d"], ["cat", "dog"]).col_labels.tolist()
+        ['cat', 'dog']
+        """
+        return CoOccurrence(self.counts, row_labels=item_names, col_labels=column_names)
+
+    @classmethod
+    def edge_cases(cls) -> dict[str, list[np.ndarray]]:
+        """Valid but awkward count matrices, by name, that every method must fit (finitely) or
+        refuse: ``"empty_rows_and_columns"`` and ``"single_item"`` (a single row, column or
+        cell).
+
+        Examples
+        --------
+        >>> [len(cases) for cases in CoOccurrence.edge_cases().values()]
+        [1, 3]
+        """
+        return {
+            "empty_rows_and_columns": [np.array([[2, 0, 1, 0], [0, 0, 0, 0], [1, 0, 3, 0]])],
+            "single_item": [np.array([[3, 1, 2]]), np.array([[3], [1], [2]]), np.array([[5]])],
+        }
+
+    @classmethod
+    def supporting(cls, n_components: int) -> CoOccurrence | None:
+        """Small-memory counts on which ``n_components`` components are not too many for the
+        data: ``n_components`` rows and columns with 1e6 observations on the diagonal (enough for
+        every size, the product-space mixture's ``Kx * Ky`` included). The common checks give
+        it a huge ``n_components`` to test the methods' memory guards.
+
+        Examples
+        --------
+        >>> CoOccurrence.supporting(3)
+        CoOccurrence(3 x 3, 3000000 observations, 3 non-zeros)
+        """
+        return cls(sp.identity(n_components, dtype=np.int64, format="csr") * 10**6)
 
     @property
     def n_items(self) -> int:

@@ -28,7 +28,7 @@ import numpy as np
 
 from .checks import as_rng, check_fraction
 
-__all__ = ["Dataset", "holdout_items"]
+__all__ = ["Dataset", "holdout_items", "matrix_edge_cases"]
 
 
 @runtime_checkable
@@ -40,6 +40,12 @@ class Dataset(Protocol):
     item_dim : str
         ArviZ dimension name of the items: ``"doc"`` for the rows of a co-occurrence matrix,
         ``"item"`` for feature vectors and dissimilarities.
+    file_formats : tuple of str
+        File formats (suffixes without the dot) that ``latentzoo fit --data FILE`` reads into the
+        container: ``"csv"`` for every container, ``"npz"`` where it has ``from_npz``.
+    symmetric : bool
+        Whether entries ``[i, j]`` and ``[j, i]`` are one value (dissimilarities, whose input is
+        symmetrised): a corrupted entry must then be corrupted on both sides.
 
     Notes
     -----
@@ -58,6 +64,8 @@ class Dataset(Protocol):
     """
 
     item_dim: str
+    file_formats: tuple[str, ...]
+    symmetric: bool
 
     @property
     def n_items(self) -> int:
@@ -78,6 +86,27 @@ class Dataset(Protocol):
 
     def observed_data(self) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
         """``{variable: (dims, array)}``: what goes into the InferenceData ``observed_data``."""
+        ...
+
+    def toarray(self) -> np.ndarray:
+        """The values as a dense numpy array (counts, features or dissimilarities)."""
+        ...
+
+    def with_names(self, item_names, column_names=None):
+        """The same data with its items (and, where the columns are not the items, its columns)
+        renamed."""
+        ...
+
+    @classmethod
+    def edge_cases(cls) -> dict[str, list[np.ndarray]]:
+        """Valid but awkward matrices of this kind, by name (``"empty_rows_and_columns"``,
+        ``"single_item"``): a method fits them finitely or refuses them."""
+        ...
+
+    @classmethod
+    def supporting(cls, n_components: int):
+        """Small-memory data on which ``n_components`` components are not too many for the
+        container, or None when the container sets no bound (the model may)."""
         ...
 
 
@@ -122,3 +151,18 @@ def holdout_items(n_items: int, test_fraction, random_state=None) -> tuple[np.nd
     n_test = int(np.clip(round(test_fraction * n_items), 1, n_items - 1))
     order = as_rng(random_state).permutation(n_items)
     return np.sort(order[n_test:]).astype(np.int64), np.sort(order[:n_test]).astype(np.int64)
+
+
+def matrix_edge_cases() -> dict[str, list[np.ndarray]]:
+    """Valid but awkward real matrices (the :meth:`Dataset.edge_cases` of feature vectors and
+    dissimilarities): an empty row and column, a single row, a single column.
+
+    Examples
+    --------
+    >>> [case.shape for case in matrix_edge_cases()["single_item"]]
+    [(1, 3), (3, 1)]
+    """
+    return {
+        "empty_rows_and_columns": [np.array([[1, 0, 1], [0, 0, 0], [1, 0, 0]], dtype=float)],
+        "single_item": [np.array([[1.0, 0.0, 1.0]]), np.array([[1.0], [0.0], [1.0]])],
+    }

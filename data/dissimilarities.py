@@ -38,7 +38,7 @@ from .checks import (
     normalise_index,
     normalise_names,
 )
-from .dataset import holdout_items
+from .dataset import holdout_items, matrix_edge_cases
 
 __all__ = ["DissimilarityRows", "Dissimilarities"]
 
@@ -90,6 +90,11 @@ class Dissimilarities:
 
     #: ArviZ dimension of the items; the second axis of ``D`` is ``"other_item"``.
     item_dim = "item"
+    #: File formats ``latentzoo fit --data`` reads into this container.
+    file_formats = ("csv",)
+    #: Whether entry ``[i, j]`` and ``[j, i]`` are one value: input is symmetrised as
+    #: ``(D + D^T) / 2``, so a corrupted entry must be corrupted on both sides.
+    symmetric = True
 
     def __init__(self, D, labels=None, item_names=None):
         if isinstance(D, pd.DataFrame) and item_names is None:
@@ -583,6 +588,45 @@ class Dissimilarities:
             labels=labels,
         )
         return self.subset(train), rows
+
+    def toarray(self) -> np.ndarray:
+        """The dissimilarities as a dense array (:attr:`D`; dense data only).
+
+        Examples
+        --------
+        >>> Dissimilarities([[0, 1], [1, 0]]).toarray()
+        array([[0., 1.],
+               [1., 0.]])
+        """
+        return np.asarray(self.D)
+
+    def with_names(self, item_names, column_names=None) -> Dissimilarities:
+        """The same dissimilarities with items named ``item_names`` (the columns are the items:
+        ``column_names`` is ignored).
+
+        Examples
+        --------
+        >>> Dissimilarities([[0, 1], [1, 0]]).with_names(["a", "b"]).item_names.tolist()
+        ['a', 'b']
+        """
+        return Dissimilarities(self.D, labels=self.labels, item_names=item_names)
+
+    @classmethod
+    def edge_cases(cls) -> dict[str, list[np.ndarray]]:
+        """Valid but awkward matrices, by name, that every method must fit (finitely) or
+        refuse (:func:`~latentzoo.data.dataset.matrix_edge_cases`).
+
+        Examples
+        --------
+        >>> sorted(Dissimilarities.edge_cases())
+        ['empty_rows_and_columns', 'single_item']
+        """
+        return matrix_edge_cases()
+
+    @classmethod
+    def supporting(cls, n_components: int) -> None:
+        """None: dissimilarities put no bound on the number of clusters (the model may)."""
+        return None
 
     def copy(self) -> Dissimilarities:
         """An independent copy."""

@@ -13,7 +13,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .checks import as_matrix, check_entries, check_vector, normalise_index, normalise_names
-from .dataset import holdout_items
+from .dataset import holdout_items, matrix_edge_cases
 
 __all__ = ["KINDS", "Features"]
 
@@ -93,6 +93,10 @@ class Features:
 
     #: ArviZ dimension of the items; the columns are ``"feature"``.
     item_dim = "item"
+    #: File formats ``latentzoo fit --data`` reads into this container.
+    file_formats = ("csv",)
+    #: Whether entry ``[i, j]`` and ``[j, i]`` are one value (False: items x features).
+    symmetric = False
 
     def __init__(self, X, labels=None, feature_names=None, item_names=None, kind=None):
         _check_kind(kind)
@@ -419,6 +423,44 @@ class Features:
         return Features._trusted(
             dense, sparse, "binary", self._labels, self._feature_names, self._item_names
         )
+
+    def toarray(self) -> np.ndarray:
+        """The features as a dense float64 array (:attr:`X`).
+
+        Examples
+        --------
+        >>> Features([[0, 2]]).toarray()
+        array([[0., 2.]])
+        """
+        return np.asarray(self.X)
+
+    def with_names(self, item_names, column_names=None) -> Features:
+        """The same features with items named ``item_names`` and features ``column_names``.
+
+        Examples
+        --------
+        >>> Features([[0, 1]]).with_names(["a"], ["x", "y"]).feature_names.tolist()
+        ['x', 'y']
+        """
+        return Features(self.sparse if self.is_sparse else self.X, labels=self._labels,
+                        feature_names=column_names, item_names=item_names, kind=self.kind)  # fmt: skip
+
+    @classmethod
+    def edge_cases(cls) -> dict[str, list[np.ndarray]]:
+        """Valid but awkward matrices, by name, that every method must fit (finitely) or
+        refuse (:func:`~latentzoo.data.dataset.matrix_edge_cases`).
+
+        Examples
+        --------
+        >>> sorted(Features.edge_cases())
+        ['empty_rows_and_columns', 'single_item']
+        """
+        return matrix_edge_cases()
+
+    @classmethod
+    def supporting(cls, n_components: int) -> None:
+        """None: feature vectors put no bound on the number of components (the model may)."""
+        return None
 
     def copy(self) -> Features:
         """An independent copy (``load`` hands these out)."""

@@ -719,6 +719,23 @@ def tempered_schedule(
     return schedule, trace, pd.DataFrame(stage_rows)
 
 
+def estimate_arrays(params: dict, trace: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The arrays of a point estimate keyed ``"params.<name>"`` and ``"trace.<column>"``, the
+    timings (``seconds``) left out: what two runs with the same seed must share bit for bit.
+
+    Examples
+    --------
+    >>> trace = pd.DataFrame({"beta": [1.0], "seconds": [0.25]})
+    >>> sorted(estimate_arrays({"theta": np.ones((2, 1))}, trace))
+    ['params.theta', 'trace.beta']
+    """
+    out = {f"params.{name}": np.asarray(value) for name, value in params.items()}
+    for column in trace.columns:
+        if column != "seconds":
+            out[f"trace.{column}"] = trace[column].to_numpy()
+    return out
+
+
 @dataclass
 class EMResult:
     """A point estimate from annealed EM, with its trace and convergence flag.
@@ -780,6 +797,7 @@ class EMResult:
     transitions: list | None = None
     coords: dict | None = None
     settings: dict = field(default_factory=dict)
+    plot: Callable | None = field(default=None, repr=False, compare=False)
 
     def log_likelihood(self, data) -> np.ndarray:
         """Per-row log-likelihood of ``data`` under the estimate (the model's exact function).
@@ -823,6 +841,50 @@ class EMResult:
 
     def invariants(self, data) -> dict:
         return self.model.invariants(self.params, data)
+
+    def summary_lines(self) -> list[str]:
+        """What ``latentzoo fit`` prints: the final inverse temperature, the log-likelihood there
+        and whether the last temperature converged.
+
+        Examples
+        --------
+        >>> import latentzoo
+        >>> from latentzoo.data import load
+        >>> from latentzoo.models import AspectModel
+        >>> fit = latentzoo.fit(AspectModel(2), load("toy"), betas=[1.0], random_state=0)
+        >>> fit.summary_lines()  # doctest: +ELLIPSIS
+        ['final beta 1, log-likelihood ..., converged: True']
+        """
+        last = self.trace.iloc[-1]
+        return [
+            f"final beta {last['beta']:.3g}, log-likelihood {last['log_likelihood']:.1f}, "
+            f"converged: {self.converged}"
+        ]
+
+    def save(self, path, data=None) -> None:
+        """Write the fit to ``path`` as netCDF (:meth:`to_inference_data`)."""
+        self.to_inference_data(data).to_netcdf(str(path))
+
+    def figure(self, data=None):
+        """The family's picture of the estimate (``plot(model, result, data) -> Axes``, set by
+        the family's method, e.g. the HACM's tree), as a matplotlib ``Figure``; None without."""
+        if self.plot is None:
+            return None
+        return self.plot(self.model, self, data).figure
+
+    def point_estimate(self) -> dict:
+        """The parameters, as saved in the one posterior draw."""
+        return self.params
+
+    def arrays(self) -> dict:
+        """Every array of the fit (:func:`estimate_arrays`), to compare two fits bit for bit."""
+        return estimate_arrays(self.params, self.trace)
+
+    def objective(self, data) -> tuple[str, float]:
+        """``("log-likelihood of the data", value)``: the estimate's log-likelihood of ``data``."""
+        with np.errstate(all="ignore"):
+            loglik = np.asarray(self.model.log_likelihood(self.params, self.model.check_data(data)))
+        return "log-likelihood of the data", float(loglik.sum())
 
     def to_inference_data(self, data=None):
         """The estimate as a one-draw ``InferenceData`` (posterior: chain=1, draw=1) that a reader

@@ -48,12 +48,11 @@ from latentzoo.models.bhc import (
     BayesianHierarchicalClustering,
     Tree,
     _bernoulli_tables,
-    _class_counts,
     _merge_rows,
     _pair_log_h1,
     _row_log_h1,
-    dendrogram_purity,
     merge_quantities,
+    plot_dendrogram,
 )
 
 __all__ = ["LineSearchResult", "bhc", "embhc", "learn_hyperparameters", "plot_dendrogram", "rbhc"]
@@ -345,6 +344,8 @@ def _memory_estimate(n_leaves: int, row_size: int, n_features: int, kind: int, n
 
 
 def _check_memory(estimate: int, memory_limit):
+    if memory_limit is not None:
+        check_integer("memory_limit", memory_limit)  # embhc's too, not only bhc's
     limit = _available_memory() // 2 if memory_limit is None else memory_limit
     if estimate > limit:
         raise ValueError(
@@ -872,128 +873,3 @@ def learn_hyperparameters(
                     x2 = lo + _GOLDEN * (hi - lo)
                     f2 = evaluate(x2)
     return LineSearchResult(best_model, best_tree, history)
-
-
-# ------------------------------------------------------------------------------ plotting
-def plot_dendrogram(
-    tree,
-    labels=None,
-    ax=None,
-    threshold: float = 0.5,
-    title: str | None = None,
-    max_leaves: int = 150,
-):
-    """Draw a BHC tree (or any scipy linkage) as a dendrogram, as in Heller (2007) Fig. 3.3-3.5.
-
-    Merges with ``r_k < threshold`` (those the tree cut of Algorithm 3.2 keeps apart) are drawn
-    dashed in red; leaves are coloured by class when ``labels`` are given. A tree with more than
-    ``max_leaves`` leaves is drawn down to its last ``max_leaves - 1`` merges: each drawn leaf is
-    then a subtree, coloured by its most frequent class (as is an EMBHC leaf, a cluster of items)
-    and sized by its number of items. Heights are the merge order for a tree
-    (:meth:`~latentzoo.models.bhc.Tree.to_linkage`), the linkage's own heights otherwise.
-
-    Parameters
-    ----------
-    tree : Tree or numpy.ndarray
-        A :class:`~latentzoo.models.bhc.Tree`, or a scipy linkage matrix (no merge is dashed).
-    labels : array_like (n_items,), optional
-        Class of each item.
-    ax : matplotlib Axes, optional
-        Where to draw (default: a new figure, wider with more leaves).
-    threshold : float
-        ``r_k`` below which a merge is dashed.
-    title : str, optional
-        Default: the number of dashed merges and of clusters of the cut, and the dendrogram
-        purity when ``labels`` are given.
-    max_leaves : int
-        Most leaves drawn (at least 2).
-
-    Returns
-    -------
-    matplotlib.axes.Axes
-
-    Examples
-    --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> X = np.repeat(np.eye(3), 4, axis=0)
-    >>> tree = bhc(BayesianHierarchicalClustering(), X)
-    >>> ax = plot_dendrogram(tree, labels=np.repeat([0, 1, 2], 4))
-    >>> ax.get_title()
-    'BHC: 2 merges with r_k < 0.5 (dashed), 3 clusters; purity 1.000'
-    >>> ax = plot_dendrogram(tree, labels=np.repeat([0, 1, 2], 4), max_leaves=3)
-    >>> len(ax.collections[0].get_segments())  # the last two merges
-    2
-    """
-    import matplotlib.pyplot as plt
-    from matplotlib.collections import LineCollection
-    from matplotlib.lines import Line2D
-    from scipy.cluster.hierarchy import dendrogram
-
-    check_integer("max_leaves", max_leaves, low=2)
-    is_tree = isinstance(tree, Tree)
-    Z = tree.to_linkage() if is_tree else np.asarray(tree, dtype=np.float64)
-    n_leaves = Z.shape[0] + 1
-    shown = min(n_leaves, max_leaves)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(4 + 0.12 * shown, 5))
-    if n_leaves < 2:
-        return ax
-    options = {}
-    if shown < n_leaves:
-        options = {"truncate_mode": "lastp", "p": shown}
-        if is_tree:  # the drawn merges at heights 1..shown-1, the hidden ones at 0
-            Z = Z.copy()
-            Z[:, 2] = np.maximum(Z[:, 2] - (n_leaves - shown), 0.0)
-    # link_color_func receives each link's node id: the "colours" say which merge each link is.
-    layout = dendrogram(Z, no_plot=True, link_color_func=str, **options)
-    merge = np.asarray(layout["color_list"], dtype=np.int64) - n_leaves
-    dashed = (
-        tree.log_r[merge] < math.log(threshold) if is_tree else np.zeros(merge.size, dtype=bool)
-    )
-    segments = np.stack([np.asarray(layout["icoord"]), np.asarray(layout["dcoord"])], axis=-1)
-    ax.add_collection(
-        LineCollection(
-            segments,
-            colors=np.where(dashed[:, None], [[0.84, 0.15, 0.16, 1.0]], [[0.3, 0.3, 0.3, 1.0]]),
-            linestyles=["--" if d else "-" for d in dashed],
-            linewidths=0.8,
-        )
-    )
-    drawn = np.asarray(layout["leaves"])  # leaves, or subtrees (node ids >= n_leaves) if truncated
-    leaf_x = 5.0 + 10.0 * np.arange(drawn.size)
-    children = Z[:, :2].astype(np.int64)
-    parts = []
-    if is_tree:
-        parts.append(
-            f"BHC: {int(dashed.sum())} merges with r_k < {threshold:g} (dashed), "
-            f"{int(tree.cut(threshold).max()) + 1} clusters"
-        )
-    leaf_of = tree.leaf_of if is_tree and tree.leaf_of is not None else None
-    if labels is not None:
-        labels = np.asarray(labels)
-        names, codes = np.unique(labels, return_inverse=True)
-        leaf_counts = np.zeros((n_leaves, names.size))
-        np.add.at(leaf_counts, (np.arange(codes.size) if leaf_of is None else leaf_of, codes), 1)
-        counts = _class_counts(children, leaf_counts)[drawn]
-        colours = plt.cm.tab10(counts.argmax(axis=1) % 10)
-        sizes = counts.sum(axis=1)
-        ax.scatter(leaf_x, np.zeros(drawn.size), c=colours, s=10 + 40 * sizes / sizes.max(),
-                   zorder=3)  # fmt: skip
-        handles = [
-            Line2D([], [], marker="o", ls="", color=plt.cm.tab10(i % 10), label=str(name))
-            for i, name in enumerate(names[:20])
-        ]
-        ax.legend(handles=handles, title="class", fontsize=8, loc="upper left",
-                  bbox_to_anchor=(1.0, 1.0))  # fmt: skip
-        purity = tree.purity(labels) if is_tree else dendrogram_purity(tree, labels)
-        parts.append(f"purity {purity:.3f}")
-    if shown < n_leaves:
-        parts.append(f"last {shown - 1} of {n_leaves - 1} merges")
-    top = float(np.max(np.asarray(layout["dcoord"])))
-    ax.set_xlim(0, 10.0 * drawn.size)
-    ax.set_ylim(-0.02 * top, top * 1.05)
-    ax.set_xticks([])
-    ax.set_ylabel("merge order" if is_tree else "height")
-    ax.set_title(title if title is not None else "; ".join(parts))
-    return ax

@@ -499,6 +499,7 @@ def _final_responsibilities(model, data, result):
     data = model.check_data(data)
     final = model.responsibilities(result.params, data, result.betas[-1])
     result.params = {**result.params, "resp": final}
+    result.plot = plot_tree  # what the fit's figure() draws: the top levels of the tree (Fig. 9)
     return result
 
 

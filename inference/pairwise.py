@@ -75,7 +75,7 @@ from scipy.special import logsumexp
 
 from latentzoo.data import Dissimilarities
 from latentzoo.data.checks import as_rng
-from latentzoo.inference.annealing import EMStats, GeometricCooling, cool
+from latentzoo.inference.annealing import EMStats, GeometricCooling, cool, estimate_arrays
 from latentzoo.models._checks import check_integer, check_interval, check_positive
 from latentzoo.models.pairwise import (
     CentralClustering,
@@ -187,6 +187,45 @@ class ClusteringResult:
         if self.embedding is not None:
             out["embedding"] = self.embedding
         return out
+
+    def summary_lines(self) -> list[str]:
+        """What ``latentzoo fit`` prints: the cost, the number of clusters and the temperatures
+        of the phase transitions.
+
+        Examples
+        --------
+        >>> from latentzoo.models import PairwiseClustering
+        >>> model = PairwiseClustering(2)
+        >>> data, _ = model.simulate(0, n_items=10)
+        >>> greedy(model, data, random_state=0).summary_lines()  # doctest: +ELLIPSIS
+        ['cost ..., 2 clusters, phase transitions at T = -']
+        """
+        temperatures = ", ".join(f"{t:.3g}" for t in self.transitions) or "-"
+        return [
+            f"cost {self.cost:.6g}, {len(np.unique(self.labels))} clusters, phase "
+            f"transitions at T = {temperatures}"
+        ]
+
+    def save(self, path, data=None) -> None:
+        """Write the fit to ``path`` as netCDF (:meth:`to_inference_data`)."""
+        self.to_inference_data(data).to_netcdf(str(path))
+
+    def figure(self, data=None):
+        """None: ``latentzoo fit`` saves no picture of a clustering."""
+        return None
+
+    def point_estimate(self) -> dict:
+        """The estimate (:attr:`params`), as saved in the one posterior draw."""
+        return self.params
+
+    def arrays(self) -> dict:
+        """Every array of the fit keyed ``"params.<name>"`` and ``"trace.<column>"``
+        (:func:`~latentzoo.inference.annealing.estimate_arrays`)."""
+        return estimate_arrays(self.params, self.trace)
+
+    def objective(self, data) -> tuple[str, float]:
+        """``("cost", value)``: the cost of the hard labels (a cost model has no likelihood)."""
+        return "cost", float(self.cost)
 
     def to_inference_data(self, data=None):
         """The estimate as a one-draw ``InferenceData`` (the package's convention for point

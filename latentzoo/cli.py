@@ -28,23 +28,27 @@ def _load_data(spec: str, entry):
     if path.suffix in (".npz", ".csv", ".txt", ".tsv") and not path.exists():
         raise UserError(f"data file {spec} does not exist")
     if path.suffix == ".npz":
-        if not hasattr(container, "from_npz"):
+        if "npz" not in container.file_formats:
             raise UserError(f"{entry.name} takes {container.__name__} data: give a .csv file")
         return container.from_npz(path)
     if path.suffix in (".csv", ".txt", ".tsv"):
         return container(read_table(path, delimiter="\t" if path.suffix == ".tsv" else ","))
     if spec in set(list_datasets()["name"]):
-        data = load(spec)
-        if not isinstance(data, container):
-            raise UserError(
-                f"dataset {spec!r} holds {type(data).__name__} data, but {entry.name} takes "
-                f"{container.__name__} data"
-            )
-        return data
+        return _of_container(load(spec), container, f"dataset {spec!r}", f"{entry.name} takes")
     raise UserError(
         f"unknown data {spec!r}: give a dataset name ({', '.join(list_datasets()['name'])}) "
         "or a .npz/.csv file"
     )
+
+
+def _of_container(data, container, what: str, wanted: str):
+    """``data`` if it is held in ``container`` (the class a family declares), else a one-line
+    error: ``"<what> holds <kind> data, but <wanted> <container> data"``."""
+    if not isinstance(data, container):
+        raise UserError(
+            f"{what} holds {type(data).__name__} data, but {wanted} {container.__name__} data"
+        )
+    return data
 
 
 def read_table(path, delimiter=","):
@@ -174,7 +178,9 @@ def _model(entry, args, default_k: int, data=None):
         if k is not None and k < 1:
             raise UserError(f"--k must be a positive number of clusters, got {k}")
     else:
-        k = entry.fit_defaults.get("k", default_k) if k is None else k
+        if k is None:
+            declared = entry.option("k")
+            k = default_k if declared is None else declared.default
         if k < 1:
             raise UserError(f"--k ({entry.sizes[0]}) must be a positive integer, got {k}")
         settings[entry.sizes[0]] = k
@@ -202,15 +208,14 @@ def _model(entry, args, default_k: int, data=None):
         settings["component"] = component_named(args.component)
     scale = getattr(args, "prior_scale", None)
     if scale is None:
-        scale = entry.fit_defaults.get("prior_scale")
+        declared = entry.option("prior_scale")
+        scale = None if declared is None else declared.default
     if scale is not None and scale != 0 and data is not None:
-        from latentzoo.models.conjugate import BetaBernoulli
-
         component = settings.get("component")
         if component is None and "component" in fields:
             component = next(f for f in dataclasses.fields(entry.model) if f.name == "component")
             component = component.default_factory()
-        if not isinstance(component, BetaBernoulli):
+        if component is None or not component.takes_prior_from_data:
             if args.prior_scale is not None:
                 raise UserError(
                     "--prior-scale sets a Beta-Bernoulli prior from the data: "
@@ -219,7 +224,7 @@ def _model(entry, args, default_k: int, data=None):
                 )
         else:
             try:
-                settings["component"] = BetaBernoulli.from_data(data.X, scale=scale)
+                settings["component"] = type(component).from_data(data.X, scale=scale)
             except ValueError as error:
                 raise UserError(f"--prior-scale: {error}") from None
     try:
@@ -228,28 +233,42 @@ def _model(entry, args, default_k: int, data=None):
         raise UserError(f"cannot build {entry.name}: {error}") from None
 
 
-def _call(entry, method, model, data, options):
-    """Run a fast method with the options the user gave; an option it does not take is an error."""
-    import latentzoo
-
-    try:
-        return latentzoo.fit(model, data, method=method, **options)
-    except TypeError as error:
-        match = re.search(r"unexpected keyword argument '(\w+)'", str(error))
-        if match is None:
-            raise
-        name = match.group(1)
-        raise UserError(f"{entry.name} {method} does not take --{name.replace('_', '-')}") from None
+_FLAGS = ("betas", "max_iter", "tol", "overrelax", "predictive", "chains", "draws", "tune")
+"""Options with a flag of their own (``--max-iter``); any other is given as ``--option``."""
 
 
-def _takes(function, name: str) -> bool:
-    """Whether ``function`` accepts the keyword ``name`` (or any keyword)."""
-    import inspect
-
-    parameters = inspect.signature(function).parameters
-    return name in parameters or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-    )
+def _method_options(entry, method: str, args) -> dict:
+    """The options the user gave ``method``, checked against its declared options
+    (:class:`~latentzoo.inference.family.Option`): only what the user set is passed, so each
+    method keeps its own defaults; ``--seed`` and progress bars go to the methods that take
+    them. An option the method does not declare, or a value its declaration refuses, is a
+    one-line error naming the flag.
+    """
+    given = {name: getattr(args, name) for name in _FLAGS}
+    given["betas"] = None if args.betas is None else _parse_betas(args.betas)
+    given["predictive"] = True if args.predictive else None
+    options = {name: value for name, value in given.items() if value is not None}
+    texts = {}
+    for item in args.option or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise UserError(f"--option takes NAME=VALUE, e.g. split_merge=true; got {item!r}")
+        texts[name] = value
+    if method == "pymc":  # the reference's options are checked by latentzoo.fit
+        options.update({name: _parse_value(text) for name, text in texts.items()})
+        return {**options, "random_state": args.seed, "progressbar": not args.quiet}
+    declared = entry.methods[method]
+    for name in [*options, *texts]:
+        if name not in declared.options:
+            flag = name.replace("_", "-") if name in _FLAGS else name
+            raise UserError(f"{entry.name} {method} does not take --{flag}")
+    options = declared.validate(options)
+    options.update({name: declared.option(name).parse(text) for name, text in texts.items()})
+    if declared.takes_random_state:
+        options["random_state"] = args.seed
+    if declared.takes_progressbar:
+        options["progressbar"] = not args.quiet
+    return options
 
 
 def check_writable(out, folder=False) -> Path:
@@ -326,8 +345,7 @@ def _cmd_list(args):
 
 
 def _cmd_fit(args):
-    import numpy as np
-
+    from latentzoo.inference import fitted
     from latentzoo.zoo import entry_for
 
     out = check_writable(args.out)
@@ -335,38 +353,26 @@ def _cmd_fit(args):
     data = _load_data(args.data or entry.dataset, entry)
     model = _model(entry, args, default_k=10, data=data)
     method = args.method or next(iter(entry.methods))
-    # Only what the user set is passed: each method keeps its own defaults.
-    given = {
-        "betas": None if args.betas is None else _parse_betas(args.betas),
-        "max_iter": args.max_iter,
-        "tol": args.tol,
-        "overrelax": args.overrelax,
-        "predictive": True if args.predictive else None,
-        "chains": args.chains,
-        "draws": args.draws,
-        "tune": args.tune,
-    }
-    options = {name: value for name, value in given.items() if value is not None}
-    for item in args.option or []:
-        name, sep, value = item.partition("=")
-        if not sep or not name.isidentifier():
-            raise UserError(f"--option takes NAME=VALUE, e.g. split_merge=true; got {item!r}")
-        options[name] = _parse_value(value)
     if method != "pymc" and method not in entry.methods:
         known = ", ".join([*entry.methods, *(["pymc"] if entry.reference == "pymc" else [])])
         raise UserError(f"unknown method {method!r} for {entry.name}; known methods: {known}")
     if args.seed < 0:
         raise UserError(f"--seed must be a non-negative integer, got {args.seed}")
-    # --seed and progress bars go to the methods that take them (BHC is deterministic).
-    for name, value in (("random_state", args.seed), ("progressbar", not args.quiet)):
-        if method == "pymc" or _takes(entry.methods[method], name):
-            options[name] = value
-    result = _call(entry, method, model, data, options)
-    if hasattr(result, "to_arrays"):  # a BHC tree
-        return _save_tree(result, data, model, method, args, out)
-    idata = result.to_inference_data() if hasattr(result, "to_inference_data") else result
-    write_atomically(out, lambda path: idata.to_netcdf(str(path)))
-    figure = _save_figure(entry, result, data, out)
+    options = _method_options(entry, method, args)
+    import latentzoo
+
+    result = latentzoo.fit(model, data, method=method, **options)
+    save_options = {}
+    if args.k is not None and not entry.sizes:
+        # A family without sizes (a tree) takes --k as the number of clusters to cut into.
+        save_options["n_clusters"] = args.k
+    try:
+        write_atomically(out, lambda path: fitted.save(result, path, data, **save_options))
+    except ValueError as error:
+        if not save_options:
+            raise
+        raise UserError(f"--k {args.k}: {error}") from None
+    figure = _save_figure(result, data, out)
     if options.get("chains") == 1:
         # Said even with --quiet: without a second chain nothing checks that the run converged.
         # Said once the result is saved, so that an error or Ctrl-C stays the only line.
@@ -377,101 +383,36 @@ def _cmd_fit(args):
         )
     if not args.quiet:
         also = f" and {figure}" if figure else ""
-        print(f"fitted {model} with {method} on {data}; saved to {out}{also}")
-        if hasattr(result, "cost"):  # a cost model (pairwise / central clustering)
-            print(
-                f"cost {result.cost:.6g}, {len(np.unique(result.labels))} clusters, phase "
-                f"transitions at T = {', '.join(f'{t:.3g}' for t in result.transitions) or '-'}"
-            )
-        elif hasattr(result, "trace"):
-            last = result.trace.iloc[-1]
-            print(
-                f"final beta {last['beta']:.3g}, log-likelihood {last['log_likelihood']:.1f}, "
-                f"converged: {result.converged}"
-            )
+        print(f"fitted {_described(model)} with {method} on {data}; saved to {out}{also}")
+        for line in fitted.summary_lines(result):
+            print(line)
     return 0
 
 
-def _save_figure(entry, result, data, out: Path):
-    """The family's picture of a point estimate (``Family.figure``) as a PNG next to ``out``."""
-    import importlib
+def _described(model, width: int = 100) -> str:
+    """``repr(model)``, cut to ``width`` characters (a prior set from the data is an array)."""
+    text = repr(model)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
-    if not entry.figure or not hasattr(result, "params"):
+
+def _save_figure(result, data, out: Path):
+    """The family's picture of the fit (its ``figure(data)``), as a PNG next to ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from latentzoo.inference import fitted
+
+    drawing = fitted.figure(result, data)
+    if drawing is None:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    module, _, function = entry.figure.partition(":")
-    draw = getattr(importlib.import_module(module), function)
-    ax = draw(result.model, result, data)
     figure = out.with_suffix(".png")
-    write_atomically(figure, lambda path: ax.figure.savefig(path, format="png", dpi=110))
-    plt.close(ax.figure)
+    try:
+        write_atomically(figure, lambda path: drawing.savefig(path, format="png", dpi=110))
+    finally:
+        plt.close(drawing)
     return figure
-
-
-def _family_name(model) -> str:
-    """The registry name of ``model``'s family (``"bhc"``)."""
-    from latentzoo.zoo import entry_for
-
-    return entry_for(model).name
-
-
-def _save_tree(tree, data, model, method, args, out) -> int:
-    """Save a BHC tree (netCDF, or npz for a ``.npz`` ``--out``) and its dendrogram PNG next to it.
-
-    ``--k K`` adds the partition into ``K`` clusters (``cluster_k``) to the saved file.
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    from latentzoo.inference.bhc import plot_dendrogram
-
-    extra = {}
-    if args.k is not None:
-        try:
-            extra["cluster_k"] = tree.cut_into(args.k)
-        except ValueError as error:
-            raise UserError(f"--k {args.k}: {error}") from None
-    if out.suffix == ".npz":
-        arrays = {**tree.to_arrays(), "cluster": tree.cut(), **extra}
-        arrays["item"] = np.asarray(data.item_names, dtype=str)
-        if data.labels is not None:
-            arrays["labels"] = np.asarray(data.labels)
-
-        def write(path):
-            with open(path, "wb") as handle:  # np.savez adds ".npz" to a path without it
-                np.savez(handle, **arrays)
-
-    else:
-        idata = tree.to_inference_data(data)
-        for name, labels in extra.items():
-            idata.posterior[name] = (("chain", "draw", "item"), labels[None, None])
-
-        def write(path):
-            idata.to_netcdf(str(path))
-
-    write_atomically(out, write)
-    figure = out.with_suffix(".png")
-    ax = plot_dendrogram(tree, labels=data.labels)
-    ax.set_title(f"{_family_name(model)} ({method}) on {data}\n{ax.get_title()}", fontsize=9)
-    write_atomically(figure, lambda path: ax.figure.savefig(path, format="png", dpi=110))
-    plt.close(ax.figure)
-    if not args.quiet:
-        described = (
-            f"{_family_name(model)} (alpha={model.alpha:g}, {type(model.component).__name__})"
-        )
-        print(f"fitted {described} with {method} on {data}; saved to {out} and {figure}")
-        print(
-            f"log p(D | T) {tree.log_marginal:.1f}, DPM lower bound {tree.lower_bound():.1f}, "
-            f"{int(tree.cut().max()) + 1} clusters where r_k < 0.5"
-        )
-    return 0
 
 
 def _cmd_validate(args):
@@ -493,26 +434,24 @@ def _cmd_validate(args):
 
 
 def _query_data(spec: str):
-    """The ``--data`` of ``latentzoo query``: a dataset name or a file, as ``Features``."""
-    from latentzoo.data import Features, list_datasets, load
+    """The ``--data`` of ``latentzoo query``: a dataset name or a file, in the container
+    Bayesian Sets declare (``Features``)."""
+    from latentzoo.data import list_datasets, load
+    from latentzoo.models.bayesian_sets import BayesianSets
 
     path = Path(spec)
     if path.suffix in (".csv", ".txt", ".tsv"):
         if not path.exists():
             raise UserError(f"data file {spec} does not exist")
-        return Features(read_table(path, delimiter="\t" if path.suffix == ".tsv" else ","))
+        table = read_table(path, delimiter="\t" if path.suffix == ".tsv" else ",")
+        return BayesianSets.data_type(table)
     if spec not in set(list_datasets()["name"]):
         raise UserError(
             f"unknown data {spec!r}: give a dataset name ({', '.join(list_datasets()['name'])}) "
             "or a .csv file"
         )
-    data = load(spec)
-    if not isinstance(data, Features):
-        raise UserError(
-            f"dataset {spec!r} holds {type(data).__name__} data; Bayesian Sets query feature "
-            "vectors (e.g. movielens, newsgroups4, digits, images)"
-        )
-    return data
+    wanted = "Bayesian Sets (e.g. on movielens, newsgroups4, digits, images) query"
+    return _of_container(load(spec), BayesianSets.data_type, f"dataset {spec!r}", wanted)
 
 
 def _binarised(data, how: str):
@@ -703,7 +642,8 @@ def write_atomically(out: Path, write) -> None:
     ('done', ['result.txt'])
     """
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(f".{out.name}.partial")
+    # The suffix stays last, so that a writer choosing its format by suffix (.npz) still can.
+    partial = out.with_name(f".{out.stem}.partial{out.suffix}")
     try:
         write(partial)
         os.replace(partial, out)

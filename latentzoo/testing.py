@@ -28,6 +28,7 @@ import contextlib
 import dataclasses
 import inspect
 import io
+import itertools
 import math
 import os
 import re
@@ -42,8 +43,8 @@ import numpy as np
 import scipy.sparse as sp
 
 __all__ = [
-    "BAD_OPTION_VALUES",
     "check_method",
+    "bad_option_values",
     "check_model",
     "method_checks",
     "method_kind",
@@ -87,31 +88,6 @@ observation of a fit is within a fraction of a percent of the truth's (measured:
 ROUND_TRIP_RTOL = 0.05
 """Largest relative gap between the fitted and the true log-likelihood of simulated data."""
 
-BAD_OPTION_VALUES = {
-    "random_state": ["abc", 1.5, -1],
-    "betas": [None, ["a"], [], [-1], [0], [math.nan], "bogus"],
-    "tol": ["a", -1, math.nan],
-    "max_iter": [0, -1, 1.5, "a"],
-    "overrelax": [math.nan, 0, 2, "a"],
-    "beta_decay": [math.nan, -1, 0, 1.5],
-    "min_beta": [-1, math.nan, "a"],
-    "patience": [-1, 1.5],
-    "beta_patience": [-1, 1.5],
-    "min_iter": [-1, 1.5],
-    "score_tol": [-0.1, 1, math.nan, "a"],
-    "validation_fraction": [1.5, 0, -0.1, math.nan],
-    "n_threads": [0, -1, 1.5],
-    "dtype": ["bogus", np.int32],
-    "chains": [0, -1, 1.5],
-    "draws": [0, -1, 1.5],
-    "tune": [-1, 1.5],
-    "thin": [0, -1, 1.5],
-    "n_init": [0, -1, 1.5],
-    "init": ["bogus"],
-}
-"""Invalid values of the options the methods share: each must raise ``ValueError`` naming the
-option, before any work is done."""
-
 PYMC_BAD_OPTIONS = [
     ("draws", 0),
     ("chains", 0),
@@ -121,9 +97,6 @@ PYMC_BAD_OPTIONS = [
     ("random_state", "abc"),
 ]
 """Invalid options of ``latentzoo.fit(..., method="pymc")``: refused before PyMC samples."""
-
-EXTRA_OPTIONS = ("n_threads", "dtype", "init", "predictive")
-"""Options of an annealed EM beyond the schedule, found in the method's docstring."""
 
 SPARSE_FORMATS = ("csr", "csc", "coo", "lil", "dok", "bsr", "dia")
 
@@ -187,7 +160,8 @@ def small_problem(entry, random_state=0, k: int = 2, sizes: dict | None = None, 
 
 
 def method_kind(entry, method: str) -> str:
-    """``"sampler"`` (takes ``chains``), ``"em"`` (an annealing schedule) or ``"point"``.
+    """``"sampler"``, ``"em"`` (an annealing schedule) or ``"point"``: what the method's declared
+    options make it (:attr:`latentzoo.inference.family.Method.kind`).
 
     Examples
     --------
@@ -195,22 +169,11 @@ def method_kind(entry, method: str) -> str:
     >>> [method_kind(ZOO["one_sided"], m) for m in ("hard", "annealed_em", "gibbs")]
     ['point', 'em', 'sampler']
     """
-    fn = entry.methods[method]
-    parameters = inspect.signature(fn).parameters
-    if "chains" in parameters:
-        return "sampler"
-    if "betas" in parameters or (
-        any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
-        and "betas" in (fn.__doc__ or "")
-    ):
-        return "em"
-    return "point"
+    return entry.methods[method].kind
 
 
 def method_options(entry, method: str) -> set[str]:
-    """The options ``method`` takes: its signature, the shared schedule options of an annealed
-    EM (:data:`~latentzoo.inference.annealing.SCHEDULE_DEFAULTS`) and those its docstring
-    documents (``n_threads``, ``dtype``, ...).
+    """The options ``method`` declares (:attr:`latentzoo.inference.family.Method.options`).
 
     Examples
     --------
@@ -220,23 +183,28 @@ def method_options(entry, method: str) -> set[str]:
     >>> "chains" in method_options(ZOO["aspect"], "gibbs")
     True
     """
-    from latentzoo.inference.annealing import SCHEDULE_DEFAULTS
+    return set(entry.methods[method].options)
 
-    fn = entry.methods[method]
-    parameters = list(inspect.signature(fn).parameters.values())[2:]
-    names = {p.name for p in parameters if p.kind is not inspect.Parameter.VAR_KEYWORD}
-    if method_kind(entry, method) == "em":
-        names |= set(SCHEDULE_DEFAULTS)
-        doc = fn.__doc__ or ""
-        for name in EXTRA_OPTIONS:
-            if re.search(rf"^\s*{name} :|``{name}``", doc, flags=re.MULTILINE):
-                names.add(name)
-    return names
+
+def bad_option_values(entry, method: str) -> dict[str, tuple]:
+    """Option name -> the values its declaration refuses (:attr:`Option.bad_values
+    <latentzoo.inference.family.Option.bad_values>`), for the options that have some: each must
+    raise ``ValueError`` naming the option, before any work is done.
+
+    Examples
+    --------
+    >>> from latentzoo.zoo import ZOO
+    >>> bad_option_values(ZOO["aspect"], "gibbs")["chains"]
+    (0, 1.5, 'x')
+    """
+    declared = entry.methods[method].options
+    return {name: option.bad_values for name, option in declared.items() if option.bad_values}
 
 
 def quick_options(entry, method: str) -> dict:
     """Options that make ``method`` fast on small data (one short chain, one temperature), and
-    the family's own ``check_options`` for it.
+    the quick values its options declare (:attr:`Option.quick
+    <latentzoo.inference.family.Option.quick>`, e.g. a subsample smaller than the data).
 
     Examples
     --------
@@ -244,13 +212,14 @@ def quick_options(entry, method: str) -> dict:
     >>> quick_options(ZOO["aspect"], "gibbs")["chains"]
     1
     """
-    kind = method_kind(entry, method)
-    own = dict(getattr(entry, "check_options", {}).get(method, {}))
+    declared = entry.methods[method]
+    own = declared.quick_options()
+    kind = declared.kind
     if kind == "sampler":
         return {"chains": 1, "draws": 3, "tune": 1, "progressbar": False, "random_state": 0, **own}
     if kind == "em":
         return {"betas": [1.0], "max_iter": 20, "random_state": 0, **own}
-    seed = {"random_state": 0} if "random_state" in method_options(entry, method) else {}
+    seed = {"random_state": 0} if declared.takes_random_state else {}
     return {**seed, **own}
 
 
@@ -275,9 +244,10 @@ def run_method(entry, method: str, model, data, **options):
 
 
 def result_arrays(result) -> dict[str, np.ndarray]:
-    """Every array of a fit: ``params`` and ``trace`` of an EM result, the groups of an
-    ``InferenceData`` (but its ``observed_data``), the arrays of a BHC tree, keyed
-    ``"group.name"``. Timings are left out.
+    """Every array of a fit keyed ``"group.name"``, timings left out: what the result's own
+    ``arrays()`` gives (``params`` and ``trace`` of a point estimate, the arrays of a tree), the
+    groups of an ``InferenceData`` but its ``observed_data``
+    (:func:`latentzoo.inference.fitted.result_arrays`).
 
     Examples
     --------
@@ -287,24 +257,9 @@ def result_arrays(result) -> dict[str, np.ndarray]:
     >>> sorted(result_arrays(run_method(entry, "annealed_em", model, data)))[:2]
     ['params.phi', 'params.theta']
     """
-    out = {}
-    if hasattr(result, "to_arrays"):  # a BHC tree
-        return {f"tree.{name}": np.asarray(value) for name, value in result.to_arrays().items()}
-    if hasattr(result, "params"):
-        for name, value in result.params.items():
-            out[f"params.{name}"] = np.asarray(value)
-        trace = getattr(result, "trace", None)
-        if trace is not None:
-            for column in trace.columns:
-                if column != "seconds":
-                    out[f"trace.{column}"] = trace[column].to_numpy()
-        return out
-    for group in result.groups():
-        if group == "observed_data":
-            continue
-        for name, variable in result[group].data_vars.items():
-            out[f"{group}.{name}"] = variable.to_numpy()
-    return out
+    from latentzoo.inference import fitted
+
+    return fitted.result_arrays(result)
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -357,31 +312,29 @@ def _non_finite(result) -> list[str]:
 
 
 def _finite_or_refused(call: Callable, what: str, model=None, data=None) -> str | None:
-    """None if ``call()`` raises ValueError or returns a fit without NaN or inf (and, for a point
-    estimate when ``model`` and ``data`` are given, a finite log-likelihood of ``data``)."""
+    """None if ``call()`` raises ValueError or returns a fit without NaN or inf (and, when
+    ``model`` and ``data`` are given, a finite objective of ``data``: the fit's own
+    ``objective(data)``, e.g. the log-likelihood of a point estimate or a clustering's cost)."""
     try:
         result = call()
     except ValueError:
         return None
     except Exception as error:
         return f"{what}: raised {_short(error)} (expected a finite fit or a ValueError)"
+    from latentzoo.inference import fitted
+
     bad = _non_finite(result)
     if bad:
         return f"{what}: non-finite values in {', '.join(bad)}"
-    if model is not None and hasattr(result, "params") and hasattr(model, "log_likelihood"):
-        with np.errstate(all="ignore"):
-            loglik = np.asarray(model.log_likelihood(result.params, model.check_data(data)))
-        if not np.all(np.isfinite(loglik)):
-            return f"{what}: the fit's log-likelihood of the data is {loglik.sum()}"
-    elif model is not None and hasattr(result, "cost") and not np.isfinite(result.cost):
-        return f"{what}: the fit's cost is {result.cost}"  # a cost model: no likelihood
+    # What the fit optimised (the log-likelihood of a point estimate, a clustering's cost).
+    score = None if model is None else fitted.objective(result, data)
+    if score is not None and not np.isfinite(score[1]):
+        return f"{what}: the fit's {score[0]} is {score[1]}"
     return None
 
 
 def _dense(data) -> np.ndarray:
-    if hasattr(data, "toarray"):
-        return np.asarray(data.toarray())
-    return np.asarray(data.X if hasattr(data, "X") else data.D)  # Features / Dissimilarities
+    return np.asarray(data.toarray())
 
 
 def _sparse_variants(dense: np.ndarray):
@@ -468,8 +421,8 @@ def _cli_error(
 
 
 def _write_data_file(data, folder: Path) -> Path:
-    """The data as a file the CLI reads: ``.npz`` where the container saves one, else ``.csv``."""
-    if hasattr(data, "to_npz"):
+    """The data as a file the CLI reads: ``.npz`` where the container reads one, else ``.csv``."""
+    if "npz" in data.file_formats:
         path = folder / "data.npz"
         data.to_npz(path)
         return path
@@ -596,7 +549,7 @@ def _check_bad_entry(entry, value, words: tuple[str, ...], label: str):
         model = small_model(entry, 1)
         matrix = _base_matrix(entry)
         matrix[0, 1] = value
-        if entry.data.__name__ == "Dissimilarities":  # both halves: input is symmetrised
+        if entry.data.symmetric:  # both halves: the input is symmetrised
             matrix[1, 0] = value
         failures = []
         for form, data in (("dense", matrix), ("csr", sp.csr_matrix(matrix))):
@@ -806,10 +759,11 @@ def _check_no_unpickling(entry):
         import arviz as az
 
         from latentzoo.data import load
+        from latentzoo.inference import fitted
 
         failures = []
         sources = {inspect.getsourcefile(entry.model), inspect.getsourcefile(entry.data)}
-        sources |= {inspect.getsourcefile(fn) for fn in entry.methods.values()}
+        sources |= {inspect.getsourcefile(inspect.unwrap(fn)) for fn in entry.methods.values()}
         for source in sorted(s for s in sources if s):
             text = Path(source).read_text()
             for match in _PICKLE_SOURCE.finditer(text):
@@ -822,12 +776,12 @@ def _check_no_unpickling(entry):
         model, data, _ = small_problem(entry)
         method = next(iter(entry.methods))
         result = run_method(entry, method, model, data)
-        idata = result.to_inference_data() if hasattr(result, "to_inference_data") else result
+        idata = fitted.as_inference_data(result)
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "fit.nc"
             idata.to_netcdf(str(path))
             saved = None
-            if hasattr(data, "to_npz"):
+            if "npz" in data.file_formats:
                 saved = Path(folder) / "data.npz"
                 data.to_npz(saved)
             with (
@@ -1010,7 +964,7 @@ def _check_random_state(entry, method):
     def check():
         model, data, _ = small_problem(entry)
         failures = []
-        for value in BAD_OPTION_VALUES["random_state"]:
+        for value in bad_option_values(entry, method).get("random_state", ("abc", 1.5, -1)):
             failure = _expect_refusal(
                 lambda value=value: run_method(entry, method, model, data, random_state=value),
                 "random_state",
@@ -1036,7 +990,7 @@ def _check_option(entry, method, name):
     def check():
         model, data, _ = small_problem(entry)
         failures = []
-        for value in BAD_OPTION_VALUES[name]:
+        for value in bad_option_values(entry, method)[name]:
             failure = _expect_refusal(
                 lambda value=value: run_method(entry, method, model, data, **{name: value}),
                 name,
@@ -1098,13 +1052,11 @@ def _check_memory_counts(entry, method):
 
 def _check_memory_k(entry, method):
     def check():
-        n = 200_000
-        if entry.data.__name__ == "CoOccurrence":
-            # 1e6 per diagonal cell: enough observations for every size (the product-space
-            # mixture needs Kx * Ky of them), so only memory can refuse the request.
-            data = entry.data(sp.identity(n, dtype=np.int64, format="csr") * 10**6)
-            k = n
-        else:
+        # Data on which 200,000 components are not too many, so that only memory can refuse the
+        # request; a container that sets no bound on the sizes: small data and 1e9 components.
+        k = 200_000
+        data = entry.data.supporting(k)
+        if data is None:
             _, data, _ = small_problem(entry, k=1)
             k = 10**9
         try:
@@ -1170,8 +1122,10 @@ def _check_sparse_fits(entry, method):
 
 
 def _fitted_loglik(entry, method, model, data, result) -> float:
-    if hasattr(result, "params"):
-        return float(model.invariants(result.params, data)["loglik"])
+    from latentzoo.inference import fitted
+
+    if not fitted.is_sample(result):
+        return float(result.invariants(data)["loglik"])
     if "loglik" not in result.posterior:
         raise AssertionError(f"{method}: the posterior has no 'loglik' invariant to compare")
     return float(result.posterior["loglik"].to_numpy().mean())
@@ -1199,26 +1153,22 @@ def _check_round_trip(entry, method):
 
 
 def _labelled_data(entry, data):
-    """``data`` with distinctive row/column (item/feature) labels, and the labels to look for."""
+    """``data`` with distinctive row/column (item/feature) names, and its coordinates."""
     n, m = data.shape
-    rows = [f"r{i}x" for i in range(n)]
-    cols = [f"c{j}y" for j in range(m)]
-    dense = _dense(data)
-    if entry.data.__name__ == "CoOccurrence":
-        return entry.data(dense, row_labels=rows, col_labels=cols), [rows, cols]
-    if entry.data.__name__ == "Dissimilarities":
-        return entry.data(dense, item_names=rows), [rows]
-    return entry.data(dense, item_names=rows, feature_names=cols), [rows]
+    renamed = data.with_names([f"r{i}x" for i in range(n)], [f"c{j}y" for j in range(m)])
+    return renamed, {dim: list(map(str, names)) for dim, names in renamed.coords().items()}
 
 
 def _check_netcdf(entry, method):
     def check():
         import arviz as az
 
+        from latentzoo.inference import fitted
+
         model, data, _ = small_problem(entry)
-        data, wanted = _labelled_data(entry, data)
+        data, names = _labelled_data(entry, data)
         result = run_method(entry, method, model, data)
-        idata = result.to_inference_data() if hasattr(result, "to_inference_data") else result
+        idata = fitted.as_inference_data(result)
         failures = []
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "fit.nc"
@@ -1233,12 +1183,11 @@ def _check_netcdf(entry, method):
                         failures.append(f"{group}.{name} lost")
                     elif not _same(variable.to_numpy(), back[group][name].to_numpy()):
                         failures.append(f"{group}.{name} differs after reading back")
-            if hasattr(result, "params"):
-                for name, value in result.params.items():
-                    if name not in back.posterior:
-                        failures.append(f"parameter {name} not in the saved posterior")
-                    elif not _same(np.asarray(value), back.posterior[name].to_numpy()[0, 0]):
-                        failures.append(f"parameter {name} differs from the saved one")
+            for name, value in fitted.point_estimate(result).items():
+                if name not in back.posterior:
+                    failures.append(f"parameter {name} not in the saved posterior")
+                elif not _same(np.asarray(value), back.posterior[name].to_numpy()[0, 0]):
+                    failures.append(f"parameter {name} differs from the saved one")
             posterior = back.posterior
             generic = sorted(
                 {
@@ -1251,6 +1200,13 @@ def _check_netcdf(entry, method):
             if generic:
                 failures.append(f"unnamed dimensions {generic} in the posterior")
             coordinates = [list(map(str, posterior[d].to_numpy())) for d in posterior.dims]
+            # The item names always; the column names where the posterior has their dimension.
+            wanted = [names[data.item_dim]]
+            wanted += [
+                labels
+                for dim, labels in names.items()
+                if dim != data.item_dim and dim in posterior.dims
+            ]
             for labels in wanted:
                 if labels not in coordinates:
                     failures.append(f"labels {labels[:2]}... are not a coordinate of the posterior")
@@ -1280,18 +1236,16 @@ def _check_netcdf(entry, method):
 
 def _check_empty_rows_cols(entry, method):
     def check():
-        if entry.data.__name__ == "CoOccurrence":
-            matrix = np.array([[2, 0, 1, 0], [0, 0, 0, 0], [1, 0, 3, 0]])
-        else:
-            matrix = np.array([[1, 0, 1], [0, 0, 0], [1, 0, 0]], dtype=float)
         failures = []
-        for k in (1, 2):
+        for matrix, k in itertools.product(
+            entry.data.edge_cases()["empty_rows_and_columns"], (1, 2)
+        ):
             try:
                 model = small_model(entry, k)
             except ValueError:
                 continue
             failure = _finite_or_refused(
-                lambda model=model: run_method(entry, method, model, matrix),
+                lambda model=model, matrix=matrix: run_method(entry, method, model, matrix),
                 f"sizes {k} on {matrix.tolist()}",
                 model,
                 matrix,
@@ -1305,10 +1259,7 @@ def _check_empty_rows_cols(entry, method):
 
 def _check_single_item(entry, method):
     def check():
-        if entry.data.__name__ == "CoOccurrence":
-            cases = [np.array([[3, 1, 2]]), np.array([[3], [1], [2]]), np.array([[5]])]
-        else:
-            cases = [np.array([[1.0, 0.0, 1.0]]), np.array([[1.0], [0.0], [1.0]])]
+        cases = entry.data.edge_cases()["single_item"]
         model = small_model(entry, 1)
         failures = []
         for matrix in cases:
@@ -1491,8 +1442,8 @@ def method_checks(entry, method: str) -> list[tuple[str, Check]]:
 
     * ``random_state``: ``'abc'``, 1.5 and -1 refused naming it; an int, a ``RandomState``, a
       ``Generator`` and None taken;
-    * ``option[<name>]`` for every option in :data:`BAD_OPTION_VALUES` that the method takes
-      (:func:`method_options`), and ``option[unknown]``;
+    * ``option[<name>]`` for every option the method declares with values its constraint
+      refuses (:func:`bad_option_values`), and ``option[unknown]``;
     * ``memory:huge_counts`` (4 x 5 counts of 1e9), ``memory:huge_k`` (sizes of 200,000 on
       200,000 x 200,000 counts, or 1e9 components): run, or refused up front with the estimate;
     * ``determinism``: the same seed gives the same bits, different seeds differ;
@@ -1517,8 +1468,8 @@ def method_checks(entry, method: str) -> list[tuple[str, Check]]:
     """
     options = method_options(entry, method)
     checks = [("random_state", _check_random_state(entry, method))]
-    for name in BAD_OPTION_VALUES:
-        if name != "random_state" and name in options:
+    for name in bad_option_values(entry, method):
+        if name != "random_state":
             checks.append((f"option[{name}]", _check_option(entry, method, name)))
     checks += [
         ("option[unknown]", _check_unknown_option(entry, method)),

@@ -50,7 +50,7 @@ from scipy.cluster.hierarchy import fcluster
 from scipy.special import gammaln, logsumexp
 
 from latentzoo.data import Features
-from latentzoo.models._checks import check_positive
+from latentzoo.models._checks import check_integer, check_positive
 from latentzoo.models.base import TreeModel
 from latentzoo.models.conjugate import COMPONENTS as _COMPONENT_NAMES
 from latentzoo.models.conjugate import BetaBernoulli, log_marginal_one
@@ -61,6 +61,7 @@ __all__ = [
     "Tree",
     "dendrogram_purity",
     "merge_quantities",
+    "plot_dendrogram",
 ]
 
 _LOG_HALF = math.log(0.5)
@@ -687,6 +688,88 @@ class Tree:
         idata = az.InferenceData(**groups, warn_on_custom_groups=False)
         return idata
 
+    def summary_lines(self) -> list[str]:
+        """What ``latentzoo fit`` prints: ``log p(D | T)``, the DPM lower bound (Corollary 3.1)
+        and the number of clusters of the cut at ``r_k < 0.5``.
+
+        Examples
+        --------
+        >>> from latentzoo.inference.bhc import bhc
+        >>> bhc(BayesianHierarchicalClustering(), [[1, 1], [1, 1], [0, 0]]).summary_lines()
+        ['log p(D | T) -4.2, DPM lower bound -4.7, 2 clusters where r_k < 0.5']
+        """
+        return [
+            f"log p(D | T) {self.log_marginal:.1f}, DPM lower bound {self.lower_bound():.1f}, "
+            f"{int(self.cut().max()) + 1} clusters where r_k < 0.5"
+        ]
+
+    def save(self, path, data=None, n_clusters: int | None = None, format: str | None = None):
+        """Write the tree to ``path``: ``.npz`` (every array of :meth:`to_arrays`, the cut
+        ``cluster``, the item names and the data's labels; ``numpy.load`` reads it with
+        ``allow_pickle=False``) or netCDF (:meth:`to_inference_data`) for any other suffix.
+
+        Parameters
+        ----------
+        path : str or Path
+        data : Features, optional
+            The clustered data (names, labels, the ``observed_data``).
+        n_clusters : int, optional
+            Also save the partition into ``n_clusters`` clusters (:meth:`cut_into`) as
+            ``cluster_k``.
+        format : {"npz", "netcdf"}, optional
+            Default: from the suffix of ``path``.
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> from latentzoo.inference.bhc import bhc
+        >>> tree = bhc(BayesianHierarchicalClustering(), [[1, 1], [1, 1], [0, 0]])
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "tree.npz"
+        >>> tree.save(path, n_clusters=1)
+        >>> np.load(path, allow_pickle=False)["cluster_k"].tolist()
+        [0, 0, 0]
+        """
+        from pathlib import Path
+
+        path = Path(path)
+        extra = {} if n_clusters is None else {"cluster_k": self.cut_into(n_clusters)}
+        if (format or path.suffix.lstrip(".")) == "npz":
+            arrays = {**self.to_arrays(), "cluster": self.cut(), **extra}
+            if data is not None:
+                arrays["item"] = np.asarray(data.item_names, dtype=str)
+                if data.labels is not None:
+                    arrays["labels"] = np.asarray(data.labels)
+            with open(path, "wb") as handle:  # np.savez adds ".npz" to a path without it
+                np.savez(handle, **arrays)
+            return
+        idata = self.to_inference_data(data)
+        for name, labels in extra.items():
+            idata.posterior[name] = (("chain", "draw", "item"), labels[None, None])
+        idata.to_netcdf(str(path))
+
+    def figure(self, data=None):
+        """The dendrogram (:func:`plot_dendrogram`, leaves coloured by the data's labels) as a
+        matplotlib ``Figure``."""
+        labels = None if data is None else data.labels
+        ax = plot_dendrogram(self, labels=labels)
+        method = self.info.get("method", "evaluate")
+        ax.set_title(f"{method} on {data}\n{ax.get_title()}", fontsize=9)
+        return ax.figure
+
+    def point_estimate(self) -> dict:
+        """The partition of :meth:`cut` and ``log_marginal``, as saved in the one posterior
+        draw."""
+        return {"cluster": self.cut(), "log_marginal": np.asarray(self.log_marginal)}
+
+    def arrays(self) -> dict:
+        """Every array of the tree (:meth:`to_arrays`) keyed ``"tree.<name>"``."""
+        return {f"tree.{name}": np.asarray(value) for name, value in self.to_arrays().items()}
+
+    def objective(self, data) -> tuple[str, float]:
+        """``("log p(D | T)", value)``: the tree's marginal likelihood (of the data it was built
+        on)."""
+        return "log p(D | T)", self.log_marginal
+
     def alpha_gradient(self) -> float:
         """``d log p(D | T) / d alpha`` for this fixed tree, bottom-up (section 3.4.1).
 
@@ -1184,3 +1267,129 @@ class BayesianHierarchicalClustering:
         )
         tree = self._tree(children, rows, log_d, log_ev, log_h1, log_r, log_1mr, log_pi, hyper)
         return dataclasses.replace(tree, coords=data.coords())
+
+
+# ------------------------------------------------------------------------------ plotting
+def plot_dendrogram(
+    tree,
+    labels=None,
+    ax=None,
+    threshold: float = 0.5,
+    title: str | None = None,
+    max_leaves: int = 150,
+):
+    """Draw a BHC tree (or any scipy linkage) as a dendrogram, as in Heller (2007) Fig. 3.3-3.5.
+
+    Merges with ``r_k < threshold`` (those the tree cut of Algorithm 3.2 keeps apart) are drawn
+    dashed in red; leaves are coloured by class when ``labels`` are given. A tree with more than
+    ``max_leaves`` leaves is drawn down to its last ``max_leaves - 1`` merges: each drawn leaf is
+    then a subtree, coloured by its most frequent class (as is an EMBHC leaf, a cluster of items)
+    and sized by its number of items. Heights are the merge order for a tree
+    (:meth:`~latentzoo.models.bhc.Tree.to_linkage`), the linkage's own heights otherwise.
+
+    Parameters
+    ----------
+    tree : Tree or numpy.ndarray
+        A :class:`~latentzoo.models.bhc.Tree`, or a scipy linkage matrix (no merge is dashed).
+    labels : array_like (n_items,), optional
+        Class of each item.
+    ax : matplotlib Axes, optional
+        Where to draw (default: a new figure, wider with more leaves).
+    threshold : float
+        ``r_k`` below which a merge is dashed.
+    title : str, optional
+        Default: the number of dashed merges and of clusters of the cut, and the dendrogram
+        purity when ``labels`` are given.
+    max_leaves : int
+        Most leaves drawn (at least 2).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> X = np.repeat(np.eye(3), 4, axis=0)
+    >>> from latentzoo.inference.bhc import bhc
+    >>> tree = bhc(BayesianHierarchicalClustering(), X)
+    >>> ax = plot_dendrogram(tree, labels=np.repeat([0, 1, 2], 4))
+    >>> ax.get_title()
+    'BHC: 2 merges with r_k < 0.5 (dashed), 3 clusters; purity 1.000'
+    >>> ax = plot_dendrogram(tree, labels=np.repeat([0, 1, 2], 4), max_leaves=3)
+    >>> len(ax.collections[0].get_segments())  # the last two merges
+    2
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
+    from matplotlib.lines import Line2D
+    from scipy.cluster.hierarchy import dendrogram
+
+    check_integer("max_leaves", max_leaves, low=2)
+    is_tree = isinstance(tree, Tree)
+    Z = tree.to_linkage() if is_tree else np.asarray(tree, dtype=np.float64)
+    n_leaves = Z.shape[0] + 1
+    shown = min(n_leaves, max_leaves)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(4 + 0.12 * shown, 5))
+    if n_leaves < 2:
+        return ax
+    options = {}
+    if shown < n_leaves:
+        options = {"truncate_mode": "lastp", "p": shown}
+        if is_tree:  # the drawn merges at heights 1..shown-1, the hidden ones at 0
+            Z = Z.copy()
+            Z[:, 2] = np.maximum(Z[:, 2] - (n_leaves - shown), 0.0)
+    # link_color_func receives each link's node id: the "colours" say which merge each link is.
+    layout = dendrogram(Z, no_plot=True, link_color_func=str, **options)
+    merge = np.asarray(layout["color_list"], dtype=np.int64) - n_leaves
+    dashed = (
+        tree.log_r[merge] < math.log(threshold) if is_tree else np.zeros(merge.size, dtype=bool)
+    )
+    segments = np.stack([np.asarray(layout["icoord"]), np.asarray(layout["dcoord"])], axis=-1)
+    ax.add_collection(
+        LineCollection(
+            segments,
+            colors=np.where(dashed[:, None], [[0.84, 0.15, 0.16, 1.0]], [[0.3, 0.3, 0.3, 1.0]]),
+            linestyles=["--" if d else "-" for d in dashed],
+            linewidths=0.8,
+        )
+    )
+    drawn = np.asarray(layout["leaves"])  # leaves, or subtrees (node ids >= n_leaves) if truncated
+    leaf_x = 5.0 + 10.0 * np.arange(drawn.size)
+    children = Z[:, :2].astype(np.int64)
+    parts = []
+    if is_tree:
+        parts.append(
+            f"BHC: {int(dashed.sum())} merges with r_k < {threshold:g} (dashed), "
+            f"{int(tree.cut(threshold).max()) + 1} clusters"
+        )
+    leaf_of = tree.leaf_of if is_tree and tree.leaf_of is not None else None
+    if labels is not None:
+        labels = np.asarray(labels)
+        names, codes = np.unique(labels, return_inverse=True)
+        leaf_counts = np.zeros((n_leaves, names.size))
+        np.add.at(leaf_counts, (np.arange(codes.size) if leaf_of is None else leaf_of, codes), 1)
+        counts = _class_counts(children, leaf_counts)[drawn]
+        colours = plt.cm.tab10(counts.argmax(axis=1) % 10)
+        sizes = counts.sum(axis=1)
+        ax.scatter(leaf_x, np.zeros(drawn.size), c=colours, s=10 + 40 * sizes / sizes.max(),
+                   zorder=3)  # fmt: skip
+        handles = [
+            Line2D([], [], marker="o", ls="", color=plt.cm.tab10(i % 10), label=str(name))
+            for i, name in enumerate(names[:20])
+        ]
+        ax.legend(handles=handles, title="class", fontsize=8, loc="upper left",
+                  bbox_to_anchor=(1.0, 1.0))  # fmt: skip
+        purity = tree.purity(labels) if is_tree else dendrogram_purity(tree, labels)
+        parts.append(f"purity {purity:.3f}")
+    if shown < n_leaves:
+        parts.append(f"last {shown - 1} of {n_leaves - 1} merges")
+    top = float(np.max(np.asarray(layout["dcoord"])))
+    ax.set_xlim(0, 10.0 * drawn.size)
+    ax.set_ylim(-0.02 * top, top * 1.05)
+    ax.set_xticks([])
+    ax.set_ylabel("merge order" if is_tree else "height")
+    ax.set_title(title if title is not None else "; ".join(parts))
+    return ax

@@ -61,7 +61,7 @@ def test_bad_counts_file_is_a_one_line_error(capsys, tmp_path, rows, message):
         (["fit", "nomodel", "--data", "toy"], "unknown model 'nomodel'"),
         (["fit", "aspect", "--data", "toy", "--k", "2", "--method", "magic"], "unknown method"),
         (["fit", "aspect", "--data", "toy", "--k", "2", "--betas", "x,1"], "--betas"),
-        (["fit", "aspect", "--data", "toy", "--k", "2", "--betas", "-1"], "betas[0]"),
+        (["fit", "aspect", "--data", "toy", "--k", "2", "--betas", "-1"], "betas must be"),
         (["fit", "aspect", "--data", "toy", "--k", "2", "--draws", "5"], "does not take --draws"),
         (
             ["fit", "one_sided", "--data", "toy", "--k", "2", "--method", "hard", "--betas", "1"],
@@ -279,12 +279,12 @@ def _unwritable_cases(tmp_path):
 
 def test_unwritable_out_is_one_line_before_fitting(capsys, tmp_path, monkeypatch):
     # Before: the fit ran, then h5py failed with a raw message (or `[Errno 17] File exists`).
-    import latentzoo.cli as cli
+    import latentzoo
 
     def no_fit(*args, **kwargs):
         pytest.fail("the fit ran although --out cannot be written")
 
-    monkeypatch.setattr(cli, "_call", no_fit)
+    monkeypatch.setattr(latentzoo, "fit", no_fit)
     for case, out in _unwritable_cases(tmp_path).items():
         code, _, err = _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2",
                             "--out", str(out), "--quiet")  # fmt: skip
