@@ -44,6 +44,12 @@ from latentzoo.inference.annealing import (
     normalise_rows,
     numba_threads,
 )
+from latentzoo.inference.em import (
+    FINITE_FASTMATH,
+    kernel_dtype,
+    kernel_floor,
+    log_posterior,
+)
 from latentzoo.inference.mcmc import (
     GibbsSetup,
     LabelAxis,
@@ -64,26 +70,6 @@ _F64_TINY = 1e-250
 
 
 # ---------------------------------------------------------------------------- EM kernels
-@nb.njit(cache=True, inline="always")
-def _accumulate_log(energy, product, n, s):
-    """Add ``n log s`` to ``energy``; unit counts are batched into the float64 ``product``.
-
-    The logarithm is taken once per run of ``s`` values multiplied into ``product``, which is
-    flushed before it can underflow or overflow: it stays within [1e-200, 1e200] before each
-    multiplication by ``1e-100 < s < 1e100``, so within [1e-300, 1e300] after. (``s`` exceeds 1
-    at ``beta < 1``, e.g. ``K (theta phi)**beta``; flushing only on underflow let the product
-    overflow to inf there.) The aspect model's kernels use :func:`_log_factor` instead.
-    """
-    if n == 1 and 1e-100 < s < 1e100:
-        product *= s
-        if product < 1e-200 or product > 1e200:
-            energy += np.log(product)
-            product = 1.0
-    else:
-        energy += n * np.log(np.float64(s))
-    return energy, product
-
-
 @nb.njit(cache=True, inline="always")
 def _log_factor(product, n, s):
     """Account for ``n log s`` without a logarithm: returns ``(product, value, weight)``, the
@@ -222,31 +208,7 @@ def _em_parallel(
     return energies.sum(), logliks.sum()
 
 
-#: fastmath without ``nnan``/``ninf`` for the predictive kernel, which must see the inf and 0 that
-#: its powers reach far from ``beta = 1`` (and the -inf of a log of 0) to route them to log space.
-_FINITE_FAST = {"nsz", "arcp", "contract", "afn", "reassoc"}
-
-
-@nb.njit(cache=True, fastmath=_FINITE_FAST, error_model="numpy")
-def _log_posterior(weights, out):
-    """Normalise the log weights ``weights`` (K) into ``out`` (max-shifted); returns the log of
-    their sum, -inf (and ``out`` all 0) when every weight is -inf."""
-    top = -np.inf
-    for k in range(weights.shape[0]):
-        top = max(top, weights[k])
-    if top == -np.inf:
-        out[:] = 0.0
-        return -np.inf
-    total = 0.0
-    for k in range(weights.shape[0]):
-        out[k] = np.exp(weights[k] - top)
-        total += out[k]
-    for k in range(weights.shape[0]):
-        out[k] /= total
-    return top + np.log(total)
-
-
-@nb.njit(cache=True, fastmath=_FINITE_FAST, error_model="numpy")
+@nb.njit(cache=True, fastmath=FINITE_FASTMATH, error_model="numpy")
 def _table_terms(i, j, t_theta, t_phi, theta, phi_t, beta, weights, out):
     """The terms ``out[k] = t_theta[i, k] t_phi[j, k]`` of the tempered tables of ``theta`` and
     ``phi_t`` and their sum, ``P(k | i, j) = out[k] / sum``; returns ``(sum, log sum)``.
@@ -264,10 +226,10 @@ def _table_terms(i, j, t_theta, t_phi, theta, phi_t, beta, weights, out):
         return total, np.log(total)
     for k in range(out.shape[0]):
         weights[k] = beta * (np.log(theta[i, k]) + np.log(phi_t[j, k]))
-    return 1.0, _log_posterior(weights, out)
+    return 1.0, log_posterior(weights, out)
 
 
-@nb.njit(cache=True, fastmath=_FINITE_FAST, error_model="numpy")
+@nb.njit(cache=True, fastmath=FINITE_FASTMATH, error_model="numpy")
 def _predictive_fallback(
     i, j, n, old, total_old, c_theta, c_phi, c_topic, a1, e1, m_e1, beta, t_theta, t_phi, theta,
     phi_t, weights, new, n_theta, acc_phi,
@@ -281,7 +243,7 @@ def _predictive_fallback(
         num *= max(c_phi[j, k] - own, 0.0) + e1
         den = max(c_topic[k] - own, 0.0) + m_e1
         weights[k] = beta * np.log(num / den) if den > 0 and num > 0 else -np.inf
-    log_s = _log_posterior(weights, new)
+    log_s = log_posterior(weights, new)
     r = n
     if log_s == -np.inf:
         total, log_s = _table_terms(i, j, t_theta, t_phi, theta, phi_t, beta, weights, new)
@@ -293,7 +255,7 @@ def _predictive_fallback(
     return n * log_s
 
 
-@nb.njit(cache=True, fastmath=_FINITE_FAST, error_model="numpy")
+@nb.njit(cache=True, fastmath=FINITE_FASTMATH, error_model="numpy")
 def _predictive_rows(
     indptr, indices, counts, old_t_theta, old_t_phi, old_theta, old_phi_t, t_theta, t_phi,
     theta, phi_t, c_theta, c_phi, c_topic, a1, e1, m_e1, beta, n_theta, acc_phi,
@@ -547,7 +509,7 @@ def _em_fallback(positions, rows, indices, counts, log_theta, log_phi, n_theta, 
         n = np.float64(counts[p])
         for k in range(n_topics):
             weights[k] = log_theta[i, k] + log_phi[j, k]
-        log_s = _log_posterior(weights, posterior)
+        log_s = log_posterior(weights, posterior)
         energy += n * log_s if log_s > -np.inf else -np.inf
         for k in range(n_topics):
             value = n * posterior[k]
@@ -666,7 +628,7 @@ def em_pass(
     >>> bool(np.isclose(n_theta.sum(), data.total))
     True
     """
-    dtype = _kernel_dtype(dtype)
+    dtype = kernel_dtype(dtype)
     if dtype is np.float32:
         return _em_pass_float32(data, theta, phi_t, beta, track_loglik, n_threads)
     csr = data.counts
@@ -678,7 +640,7 @@ def em_pass(
     else:
         t_theta = theta.astype(dtype) ** dtype(beta)
         t_phi = phi_t.astype(dtype) ** dtype(beta)
-    floor = _kernel_floor(dtype)
+    floor = kernel_floor(dtype)
     dummy = np.empty((0, theta.shape[1]))
     plain_theta = np.ascontiguousarray(theta, dtype=np.float64) if track_loglik else dummy
     plain_phi = np.ascontiguousarray(phi_t, dtype=np.float64) if track_loglik else dummy
@@ -710,23 +672,6 @@ def em_pass(
         n_theta.astype(np.float64, copy=False), n_phi.astype(np.float64, copy=False),
         float(energy), float(loglik),
     )  # fmt: skip
-
-
-def _kernel_dtype(dtype):
-    """The numpy scalar type of the EM kernels' tables: float32 or float64, else ValueError."""
-    dtype = np.dtype(dtype).type
-    if dtype not in (np.float32, np.float64):
-        raise ValueError(f"dtype must be float32 or float64, got {dtype.__name__}")
-    return dtype
-
-
-def _kernel_floor(dtype):
-    """The smallest normaliser ``s`` the EM kernels use, in the tables' ``dtype``.
-
-    float32 keeps ``s`` above the smallest normal number (subnormals are slow and lose precision);
-    float64 needs no floor.
-    """
-    return dtype(1e-30) if dtype is np.float32 else dtype(0.0)
 
 
 class AspectEM:
@@ -765,7 +710,7 @@ class AspectEM:
         self.predictive = predictive
         self.monotone = not predictive
         self.n_threads = n_threads
-        self.dtype = _kernel_dtype(dtype)
+        self.dtype = kernel_dtype(dtype)
         # The float32 kernel reads the int64 counts (exact beyond 2**24) and needs no copy.
         self.counts = data.counts.data.astype(np.float64) if self.dtype is np.float64 else None
         self._previous = None

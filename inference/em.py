@@ -1,6 +1,8 @@
 """EM machinery that several families share: the tempered posterior of one row over mixture
 components, and the fused E/M pass of a mixture of multinomials over the rows of a count matrix
-with its k-means++ start.
+with its k-means++ start; the pieces of the fused per-non-zero kernels of the aspect and
+product-space models (their table dtypes, the log-space posterior of one non-zero's terms and the
+batched ``n log s`` of the energy).
 
 The asymmetric clustering model (:mod:`~latentzoo.inference.one_sided`) is such a mixture, with one
 word distribution ``q_k`` per cluster; the hierarchical cluster-abstraction model
@@ -26,7 +28,12 @@ from latentzoo.inference.annealing import balanced_row_chunks, numba_threads
 
 __all__ = [
     "FASTMATH",
+    "FINITE_FASTMATH",
+    "accumulate_log",
+    "kernel_dtype",
+    "kernel_floor",
     "kl_kmeans_plus_plus",
+    "log_posterior",
     "multinomial_mixture_pass",
     "tempered_row_posterior",
 ]
@@ -237,3 +244,90 @@ def kl_kmeans_plus_plus(data: CoOccurrence, n_components: int, rng: np.random.Ge
         divergence = np.maximum(self_term - counts @ np.log(q[k]), 0.0)
         cost = divergence if k == 0 else np.minimum(cost, divergence)
     return {"rho": np.full(n_components, 1.0 / n_components), "q": q}
+
+
+# --------------------------------------------------------------- per-non-zero kernels' pieces
+#: fastmath without ``nnan``/``ninf`` for the kernels that must see the inf and 0 that their
+#: powers reach far from ``beta = 1`` (and the -inf of a log of 0) to route them to log space.
+FINITE_FASTMATH = {"nsz", "arcp", "contract", "afn", "reassoc"}
+
+
+@nb.njit(cache=True, inline="always")
+def accumulate_log(energy, product, n, s):
+    """Add ``n log s`` to ``energy``; unit counts are batched into the float64 ``product``.
+
+    The logarithm is taken once per run of ``s`` values multiplied into ``product``, which is
+    flushed before it can underflow or overflow: it stays within [1e-200, 1e200] before each
+    multiplication by ``1e-100 < s < 1e100``, so within [1e-300, 1e300] after. (``s`` exceeds 1
+    at ``beta < 1``, e.g. ``K (theta phi)**beta``; flushing only on underflow let the product
+    overflow to inf there.) The aspect model's own kernels queue their logarithms instead.
+
+    Examples
+    --------
+    >>> energy, product = accumulate_log(0.0, 1.0, 1, 0.5)
+    >>> energy, product = accumulate_log(energy, product, 3, 0.25)
+    >>> bool(np.isclose(energy + np.log(product), np.log(0.5) + 3 * np.log(0.25)))
+    True
+    """
+    if n == 1 and 1e-100 < s < 1e100:
+        product *= s
+        if product < 1e-200 or product > 1e200:
+            energy += np.log(product)
+            product = 1.0
+    else:
+        energy += n * np.log(np.float64(s))
+    return energy, product
+
+
+@nb.njit(cache=True, fastmath=FINITE_FASTMATH, error_model="numpy")
+def log_posterior(weights, out):
+    """Normalise the log weights ``weights`` (K) into ``out`` (max-shifted); returns the log of
+    their sum, -inf (and ``out`` all 0) when every weight is -inf.
+
+    Examples
+    --------
+    >>> out = np.empty(2)
+    >>> bool(np.isclose(log_posterior(np.log([1.0, 3.0]), out), np.log(4.0))), out.tolist()
+    (True, [0.25, 0.75])
+    """
+    top = -np.inf
+    for k in range(weights.shape[0]):
+        top = max(top, weights[k])
+    if top == -np.inf:
+        out[:] = 0.0
+        return -np.inf
+    total = 0.0
+    for k in range(weights.shape[0]):
+        out[k] = np.exp(weights[k] - top)
+        total += out[k]
+    for k in range(weights.shape[0]):
+        out[k] /= total
+    return top + np.log(total)
+
+
+def kernel_dtype(dtype):
+    """The numpy scalar type of the EM kernels' tables: float32 or float64, else ValueError.
+
+    Examples
+    --------
+    >>> kernel_dtype("float32").__name__
+    'float32'
+    """
+    dtype = np.dtype(dtype).type
+    if dtype not in (np.float32, np.float64):
+        raise ValueError(f"dtype must be float32 or float64, got {dtype.__name__}")
+    return dtype
+
+
+def kernel_floor(dtype):
+    """The smallest normaliser ``s`` the EM kernels use, in the tables' ``dtype``.
+
+    float32 keeps ``s`` above the smallest normal number (subnormals are slow and lose precision);
+    float64 needs no floor.
+
+    Examples
+    --------
+    >>> kernel_floor(np.float32).dtype.name, float(kernel_floor(np.float64))
+    ('float32', 0.0)
+    """
+    return dtype(1e-30) if dtype is np.float32 else dtype(0.0)

@@ -19,12 +19,7 @@ from latentzoo.inference.annealing import (
     normalise_rows,
     numba_threads,
 )
-from latentzoo.inference.aspect import (
-    _accumulate_log,
-    _kernel_dtype,
-    _kernel_floor,
-    _log_posterior,
-)
+from latentzoo.inference.em import accumulate_log, kernel_dtype, kernel_floor, log_posterior
 from latentzoo.models.product_space import ProductSpaceMixture
 
 __all__ = ["ProductSpaceEM", "product_space_em", "product_space_pass"]
@@ -99,7 +94,7 @@ def _pmm_rows(
                 continue
             fallback[p] = False
             s = max(s, floor)
-            energy, product = _accumulate_log(energy, product, n, s)
+            energy, product = accumulate_log(energy, product, n, s)
             r = n / s
             for mu in range(ky):
                 acc[mu] += r * t_b[j, mu]
@@ -157,7 +152,7 @@ def _pmm_fallback(positions, rows, indices, counts, lt_pi, lt_a, lt_b, n_pi, n_a
         for nu in range(kx):
             for mu in range(ky):
                 weights[nu * ky + mu] = lt_a[i, nu] + lt_pi[nu, mu] + lt_b[j, mu]
-        log_s = _log_posterior(weights, posterior)
+        log_s = log_posterior(weights, posterior)
         energy += n * log_s if log_s > -np.inf else -np.inf
         for nu in range(kx):
             for mu in range(ky):
@@ -211,7 +206,7 @@ def product_space_pass(
     >>> [bool(np.isclose(x.sum(), data.total)) for x in (n_pi, n_a, n_b)]
     [True, True, True]
     """
-    dtype = _kernel_dtype(dtype)
+    dtype = kernel_dtype(dtype)
     csr = data.counts
     if counts is None:
         # float64 whatever the tables: float32 would round counts above 2**24.
@@ -239,7 +234,7 @@ def product_space_pass(
             scales[0][0] * data.total + data.row_totals @ scales[1] + data.col_totals @ scales[2]
         )
     t_pi, t_a, t_b = tables
-    floor = _kernel_floor(dtype)
+    floor = kernel_floor(dtype)
     if track_loglik:
         plain = [np.ascontiguousarray(x, dtype=np.float64) for x in (pi, a, b)]
     else:
@@ -343,7 +338,7 @@ class ProductSpaceEM(EMProblem):
         self.model = model
         self.data = data
         self.n_threads = n_threads
-        self.dtype = _kernel_dtype(dtype)
+        self.dtype = kernel_dtype(dtype)
         self.counts = data.counts.data.astype(np.float64)
         self.observed_rows = np.flatnonzero(data.row_totals > 0)
 
