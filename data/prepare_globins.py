@@ -51,7 +51,6 @@ rebuild stores identical arrays, which is what ``--check`` verifies.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import shutil
 import subprocess
@@ -59,6 +58,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+from .rebuild import PrepareError, rebuild, rebuild_parser
 
 __all__ = [
     "DEBIAN_PATH",
@@ -95,10 +96,6 @@ DERIVATION = (
     "PairwiseAligner mode='local'); D_ij = s_ii + s_jj - 2 s_ij; built by python -m "
     "latentzoo.data.prepare_globins"
 )
-
-
-class PrepareError(RuntimeError):
-    """A source of this script is missing; the message says how to install it."""
 
 
 def find_fasta() -> Path:
@@ -231,32 +228,19 @@ def write_npz(arrays: dict[str, np.ndarray], out: Path) -> None:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = rebuild_parser(__doc__, OUTPUT, "target .npz file")
     parser.add_argument("--fasta", type=Path, help="globins45.fa (default: hmmer-examples')")
-    parser.add_argument("--out", type=Path, default=OUTPUT, help="target .npz file")
-    parser.add_argument(
-        "--check", action="store_true", help="rebuild and compare with --out, write nothing"
-    )
     args = parser.parse_args(argv)
-    try:
+
+    def build_from_fasta():
         source = find_fasta() if args.fasta is None else args.fasta
         if not source.is_file():
             raise PrepareError(f"{source} does not exist")
         arrays = build(source)
-    except (PrepareError, ValueError) as error:
-        print(f"prepare_globins: {error}", file=sys.stderr)
-        return 1
-    print(f"{arrays['D'].shape[0]} sequences from {source}")
-    if args.check:
-        with np.load(args.out, allow_pickle=False) as npz:
-            same = set(npz.files) == set(arrays) and all(
-                np.array_equal(npz[key], value) for key, value in arrays.items()
-            )
-        print(f"{args.out}: {'identical' if same else 'DIFFERENT'}")
-        return 0 if same else 1
-    write_npz(arrays, args.out)
-    print(f"wrote {args.out} ({args.out.stat().st_size / 1e3:.1f} kB)")
-    return 0
+        print(f"{arrays['D'].shape[0]} sequences from {source}")
+        return arrays
+
+    return rebuild("prepare_globins", build_from_fasta, args.out, args.check)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,6 @@ two steps)::
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import struct
 import subprocess
@@ -55,6 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from .image_features import feature_names, image_features
+from .rebuild import PrepareError, rebuild, rebuild_parser
 
 __all__ = [
     "CROP",
@@ -99,10 +99,6 @@ GIMP_LICENCE = (
     "GIMP's pattern data as packaged by Debian gimp-data; its copyright file lists 'Files: *' "
     "under GPL-3+ and GPL-2+ and LGPL-3+ and MIT and Expat and BSD-2-clause"
 )
-
-
-class PrepareError(RuntimeError):
-    """A source is missing; the message says how to install it."""
 
 
 def read_gimp_pattern(path) -> np.ndarray:
@@ -287,29 +283,19 @@ def build() -> dict[str, np.ndarray]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=OUTPUT, help="the .npz file")
-    parser.add_argument(
-        "--check", action="store_true", help="rebuild and compare with --out, write nothing"
-    )
-    args = parser.parse_args(argv)
-    try:
-        arrays = build()
-    except (PrepareError, ValueError) as error:
-        print(f"prepare_images: {error}", file=sys.stderr)
-        return 1
-    if args.check:
-        with np.load(args.out, allow_pickle=False) as npz:
-            # JPEG decoders and resampling may differ in the last bits between versions.
-            same = np.allclose(npz["X"], arrays["X"], rtol=1e-6, atol=1e-9) and all(
-                np.array_equal(npz[key], arrays[key])
-                for key in ("item_names", "label_codes", "classes", "crop_origin")
-            )
-        print(f"{args.out}: {'identical' if same else 'DIFFERENT'}")
-        return 0 if same else 1
-    np.savez_compressed(args.out, **arrays)
-    print(f"wrote {args.out} ({args.out.stat().st_size / 1e3:.1f} kB, {len(arrays['X'])} images)")
-    return 0
+    args = rebuild_parser(__doc__, OUTPUT).parse_args(argv)
+
+    def same(npz, arrays):
+        # JPEG decoders and resampling may differ in the last bits between versions.
+        return np.allclose(npz["X"], arrays["X"], rtol=1e-6, atol=1e-9) and all(
+            np.array_equal(npz[key], arrays[key])
+            for key in ("item_names", "label_codes", "classes", "crop_origin")
+        )
+
+    def detail(arrays):
+        return f", {len(arrays['X'])} images"
+
+    return rebuild("prepare_images", build, args.out, args.check, same, detail)
 
 
 if __name__ == "__main__":

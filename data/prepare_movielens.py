@@ -36,16 +36,15 @@ last step)::
 
 from __future__ import annotations
 
-import argparse
 import io
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+
+from .rebuild import rebuild, rebuild_parser, rscript
 
 __all__ = ["LIKED", "MIN_MOVIE_LIKES", "MIN_USER_LIKES", "build", "keep_active", "main"]
 
@@ -63,29 +62,15 @@ LICENCE = (
 )
 
 
-class PrepareError(RuntimeError):
-    """R or dslabs is missing; the message says how to install it."""
-
-
-def _rscript(code: str) -> str:
-    if shutil.which("Rscript") is None:
-        raise PrepareError(f"Rscript not found: install R and dslabs with: {APT}")
-    done = subprocess.run(
-        ["Rscript", "-e", code], capture_output=True, encoding="utf-8", check=False
-    )
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise PrepareError(f"Rscript failed ({last}); install R and dslabs with: {APT}")
-    return done.stdout
-
-
 def read_movielens() -> pd.DataFrame:
     """``dslabs::movielens`` as a DataFrame (columns movieId, title, year, genres, userId,
     rating), via ``write.csv`` in R."""
-    text = _rscript(
+    text = rscript(
         "data('movielens', package = 'dslabs'); "
         "write.csv(movielens[, c('movieId', 'title', 'year', 'genres', 'userId', 'rating')], "
-        "stdout(), row.names = FALSE, fileEncoding = 'UTF-8')"
+        "stdout(), row.names = FALSE, fileEncoding = 'UTF-8')",
+        "R and dslabs",
+        APT,
     )
     return pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=["NA"])
 
@@ -145,8 +130,10 @@ def build() -> dict[str, np.ndarray]:
     names = np.where(
         shared, np.char.add(names, np.char.add(" [", np.char.add(ids.astype(str), "]"))), names
     )
-    versions = _rscript(
-        "cat(R.version.string, '/ dslabs', as.character(packageVersion('dslabs')))"
+    versions = rscript(
+        "cat(R.version.string, '/ dslabs', as.character(packageVersion('dslabs')))",
+        "R and dslabs",
+        APT,
     ).strip()
     return {
         "shape": np.array(matrix.shape, dtype=np.int64),
@@ -173,34 +160,21 @@ def build() -> dict[str, np.ndarray]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=OUTPUT, help="the .npz file")
-    parser.add_argument(
-        "--check", action="store_true", help="rebuild and compare with --out, write nothing"
-    )
-    args = parser.parse_args(argv)
-    try:
-        arrays = build()
-    except (PrepareError, ValueError) as error:
-        print(f"prepare_movielens: {error}", file=sys.stderr)
-        return 1
-    if args.check:
+    args = rebuild_parser(__doc__, OUTPUT).parse_args(argv)
+
+    def same(npz, arrays):
         # The versions in "source" may differ on another machine: compare the data.
-        with np.load(args.out, allow_pickle=False) as npz:
-            same = all(
-                np.array_equal(npz[key], arrays[key])
-                for key in arrays
-                if key not in ("source", "licence", "derivation")
-            )
-        print(f"{args.out}: {'identical' if same else 'DIFFERENT'}")
-        return 0 if same else 1
-    np.savez_compressed(args.out, **arrays)
-    n_movies, n_users = (int(n) for n in arrays["shape"])
-    print(
-        f"wrote {args.out} ({args.out.stat().st_size / 1e3:.1f} kB: {n_movies} movies x "
-        f"{n_users} users, {arrays['indices'].size} likes)"
-    )
-    return 0
+        return all(
+            np.array_equal(npz[key], arrays[key])
+            for key in arrays
+            if key not in ("source", "licence", "derivation")
+        )
+
+    def detail(arrays):
+        n_movies, n_users = (int(n) for n in arrays["shape"])
+        return f": {n_movies} movies x {n_users} users, {arrays['indices'].size} likes"
+
+    return rebuild("prepare_movielens", build, args.out, args.check, same, detail)
 
 
 if __name__ == "__main__":

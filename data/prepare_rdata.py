@@ -28,15 +28,14 @@ last step)::
 
 from __future__ import annotations
 
-import argparse
 import io
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from .rebuild import PrepareError, check_or_write, rebuild_parser, rscript
 
 __all__ = ["DATASETS", "build", "main", "party", "read_r_matrix"]
 
@@ -62,19 +61,7 @@ DATASETS = {
     ),
 }
 
-
-class PrepareError(RuntimeError):
-    """R or an R package is missing; the message says how to install it."""
-
-
-def _rscript(code: str) -> str:
-    if shutil.which("Rscript") is None:
-        raise PrepareError(f"Rscript not found: install R and HSAUR3 with: {APT}")
-    done = subprocess.run(["Rscript", "-e", code], capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise PrepareError(f"Rscript failed ({last}); install R and HSAUR3 with: {APT}")
-    return done.stdout
+_NEEDS = "R and HSAUR3"
 
 
 def read_r_matrix(expression: str) -> pd.DataFrame:
@@ -87,7 +74,7 @@ def read_r_matrix(expression: str) -> pd.DataFrame:
     a  1  3
     b  2  4
     """
-    text = _rscript(f"write.csv({expression}, stdout())")
+    text = rscript(f"write.csv({expression}, stdout())", _NEEDS, APT)
     return pd.read_csv(io.StringIO(text), index_col=0)
 
 
@@ -118,8 +105,10 @@ def build(name: str) -> dict[str, np.ndarray]:
         and (D >= 0).all()
     ):
         raise ValueError(f"{name}: R did not give a symmetric non-negative zero-diagonal matrix")
-    versions = _rscript(
-        f"cat(R.version.string, '/ {package}', as.character(packageVersion('{package}')))"
+    versions = rscript(
+        f"cat(R.version.string, '/ {package}', as.character(packageVersion('{package}')))",
+        _NEEDS,
+        APT,
     ).strip()
     arrays = {
         "D": D,
@@ -137,12 +126,16 @@ def build(name: str) -> dict[str, np.ndarray]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=FOLDER, help="folder of the .npz files")
-    parser.add_argument(
-        "--check", action="store_true", help="rebuild and compare with --out, write nothing"
-    )
-    args = parser.parse_args(argv)
+    args = rebuild_parser(__doc__, FOLDER, "folder of the .npz files").parse_args(argv)
+
+    def same(npz, arrays):
+        # The versions in "source" may differ on another machine: compare the data.
+        return all(
+            np.array_equal(npz[key], arrays[key])
+            for key in ("D", "names", "labels")
+            if key in arrays
+        )
+
     status = 0
     for name in DATASETS:
         try:
@@ -150,20 +143,7 @@ def main(argv=None) -> int:
         except (PrepareError, ValueError) as error:
             print(f"prepare_rdata: {error}", file=sys.stderr)
             return 1
-        out = args.out / f"{name}.npz"
-        if args.check:
-            # The versions in "source" may differ on another machine: compare the data.
-            with np.load(out, allow_pickle=False) as npz:
-                same = all(
-                    np.array_equal(npz[key], arrays[key])
-                    for key in ("D", "names", "labels")
-                    if key in arrays
-                )
-            print(f"{out}: {'identical' if same else 'DIFFERENT'}")
-            status = status or (0 if same else 1)
-        else:
-            np.savez_compressed(out, **arrays)
-            print(f"wrote {out} ({out.stat().st_size / 1e3:.1f} kB)")
+        status = max(status, check_or_write(args.out / f"{name}.npz", arrays, args.check, same))
     return status
 
 

@@ -201,7 +201,7 @@ def test_prepare_rdata_party_and_one_line_failure(monkeypatch, tmp_path, capsys)
     assert prepare_rdata.party("Freylinghuysen(R)") == "R"
     with pytest.raises(ValueError, match="does not end with a party"):
         prepare_rdata.party("Hunt")
-    monkeypatch.setattr(prepare_rdata.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     assert prepare_rdata.main(["--out", str(tmp_path)]) == 1
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "apt-get install r-base-core r-cran-hsaur3" in error

@@ -255,7 +255,7 @@ def test_prepare_movielens_rebuilds_the_shipped_file(capsys):
 
 
 def test_prepare_movielens_says_what_is_missing(monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(prepare_movielens.shutil, "which", lambda name: None)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
     assert prepare_movielens.main(["--out", str(tmp_path / "out.npz")]) == 1
     err = capsys.readouterr().err.strip()
     assert err == (
