@@ -236,8 +236,25 @@ def _completion_score(counts, posterior_of, predictive_right) -> tuple[float, in
     return float(loglik.sum()), total
 
 
+def _store_arguments(estimator, arguments: dict) -> None:
+    """scikit-learn's rule for ``__init__``: every argument stored unchanged under its own name
+    (validated in ``fit``); ``arguments`` is the ``locals()`` of that ``__init__``."""
+    for name, value in arguments.items():
+        if name != "self":
+            setattr(estimator, name, value)
+
+
 class _CountsMixin:
-    """Input handling, tags and the completion score shared by the co-occurrence estimators."""
+    """Input handling, tags, the annealed-EM fit and the completion score shared by the
+    co-occurrence estimators."""
+
+    def _fit_schedule(self, model, data):
+        """``latentzoo.fit`` with ``method``, the schedule options that are set, ``fit_options``
+        and ``random_state``."""
+        options = _options(betas=self.betas, max_iter=self.max_iter, tol=self.tol)
+        options.update(_extra_options(self.fit_options))
+        options["random_state"] = self.random_state
+        return _fit(model, data, method=self.method, **options)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -394,17 +411,7 @@ class AspectEstimator(
         transform_tol=1e-6,
         random_state=None,
     ):
-        self.n_components = n_components
-        self.alpha = alpha
-        self.eta = eta
-        self.method = method
-        self.betas = betas
-        self.max_iter = max_iter
-        self.tol = tol
-        self.fit_options = fit_options
-        self.transform_max_iter = transform_max_iter
-        self.transform_tol = transform_tol
-        self.random_state = random_state
+        _store_arguments(self, locals())
 
     def fit(self, X, y=None):
         """Fit the topics to the count matrix ``X``.
@@ -448,10 +455,7 @@ class AspectEstimator(
             # have no interior mode.
             self._pseudo = float(model.alpha)
         else:
-            options = _options(betas=self.betas, max_iter=self.max_iter, tol=self.tol)
-            options.update(_extra_options(self.fit_options))
-            options["random_state"] = self.random_state
-            result = _fit(model, data, method=self.method, **options)
+            result = self._fit_schedule(model, data)
             phi = np.asarray(result.params["phi"], dtype=np.float64)
             self.n_iter_ = len(result.trace)
             # The MAP fold-in: at an EM fixed point it returns the fitted theta of a training
@@ -672,15 +676,7 @@ class OneSidedClusterer(_CountsClusterer):
         fit_options=None,
         random_state=None,
     ):
-        self.n_components = n_components
-        self.alpha = alpha
-        self.eta = eta
-        self.method = method
-        self.betas = betas
-        self.max_iter = max_iter
-        self.tol = tol
-        self.fit_options = fit_options
-        self.random_state = random_state
+        _store_arguments(self, locals())
 
     def fit(self, X, y=None):
         """Cluster the rows of the count matrix ``X``.
@@ -702,10 +698,7 @@ class OneSidedClusterer(_CountsClusterer):
         """
         data = self._fit_counts(X)
         model = OneSidedClustering(self.n_components, **_options(alpha=self.alpha, eta=self.eta))
-        options = _options(betas=self.betas, max_iter=self.max_iter, tol=self.tol)
-        options.update(_extra_options(self.fit_options))
-        options["random_state"] = self.random_state
-        result = _fit(model, data, method=self.method, **options)
+        result = self._fit_schedule(model, data)
         params = result.params
         return self._finish(result, model, params["rho"], params["q"], result_labels(result))
 
@@ -731,11 +724,8 @@ class TwoSidedClusterer(_CountsClusterer):
         Dirichlet concentrations (``None``: the model's defaults).
     method : {"mean_field", "hard"}, default="mean_field"
         Mean-field annealed EM (eq. (44)-(49)) or the hard SCM.
-    betas, max_iter, tol : default=None
-        Schedule options of ``mean_field`` (``None``: the library's defaults).
-    fit_options : dict or None, default=None
-        Further options passed to :func:`latentzoo.fit`.
-    random_state : int, numpy Generator, RandomState or None, default=None
+    betas, max_iter, tol, fit_options, random_state
+        As for :class:`OneSidedClusterer` (the schedule options are those of ``mean_field``).
 
     Attributes
     ----------
@@ -745,10 +735,8 @@ class TwoSidedClusterer(_CountsClusterer):
         Row-cluster profiles ``P(word | row cluster)``; the rows of occupied clusters sum to one.
     weights_ : ndarray of shape (n_components,)
         Row-cluster weights ``rho_x``.
-    n_features_in_ : int
-    model_ : TwoSidedClustering
-    result_ : EMResult
-    n_iter_ : int
+    n_features_in_, model_, result_, n_iter_
+        As for :class:`OneSidedClusterer` (``model_`` is a :class:`TwoSidedClustering`).
 
     Examples
     --------
@@ -772,16 +760,7 @@ class TwoSidedClusterer(_CountsClusterer):
         fit_options=None,
         random_state=None,
     ):
-        self.n_components = n_components
-        self.n_column_clusters = n_column_clusters
-        self.alpha = alpha
-        self.eta = eta
-        self.method = method
-        self.betas = betas
-        self.max_iter = max_iter
-        self.tol = tol
-        self.fit_options = fit_options
-        self.random_state = random_state
+        _store_arguments(self, locals())
 
     def fit(self, X, y=None):
         """Co-cluster the rows and columns of the count matrix ``X``.
@@ -806,10 +785,7 @@ class TwoSidedClusterer(_CountsClusterer):
         model = TwoSidedClustering(
             self.n_components, n_cols, **_options(alpha=self.alpha, eta=self.eta)
         )
-        options = _options(betas=self.betas, max_iter=self.max_iter, tol=self.tol)
-        options.update(_extra_options(self.fit_options))
-        options["random_state"] = self.random_state
-        result = _fit(model, data, method=self.method, **options)
+        result = self._fit_schedule(model, data)
         params = result.params
         # The smoothed point tables of the model's held-out predictive (one definition).
         soft_i, soft_j, c, q = model._point_tables(
@@ -894,16 +870,7 @@ class MixtureClusterer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cluste
         fit_options=None,
         random_state=None,
     ):
-        self.n_components = n_components
-        self.alpha = alpha
-        self.component = component
-        self.dirichlet_process = dirichlet_process
-        self.chains = chains
-        self.draws = draws
-        self.tune = tune
-        self.split_merge = split_merge
-        self.fit_options = fit_options
-        self.random_state = random_state
+        _store_arguments(self, locals())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
