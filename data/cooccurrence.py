@@ -25,6 +25,7 @@ from .checks import (
     normalise_index,
     normalise_names,
 )
+from .dataset import Coercible
 
 __all__ = ["CoOccurrence"]
 
@@ -270,7 +271,7 @@ def _npz_matrix(arrays: dict[str, np.ndarray], name: str) -> sp.csr_matrix:
     return sp.csr_matrix((data, indices, indptr), shape=(n_rows, n_cols))
 
 
-class CoOccurrence:
+class CoOccurrence(Coercible):
     """Co-occurrence counts of ``N`` row objects with ``M`` column objects.
 
     Entry ``n_ij`` counts how often row object ``x_i`` (a document, an adjective) was observed
@@ -627,6 +628,29 @@ class CoOccurrence:
             row_labels=group[row_dim].to_numpy(),
             col_labels=group[col_dim].to_numpy(),
         )
+
+    def copy(self) -> CoOccurrence:
+        """An independent copy (counts and labels).
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> data = CoOccurrence([[1, 2]])
+        >>> data.copy() == data, data.copy() is data
+        (True, False)
+        """
+        return CoOccurrence(self.counts.copy(), self.row_labels, self.col_labels)
+
+    def table_sizes(self) -> tuple[int, int, int]:
+        """``(rows, columns, observations)``, the sizes ``list_datasets`` shows.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 2], [0, 3]]).table_sizes()
+        (2, 2, 6)
+        """
+        return self.n_rows, self.n_cols, self.total
 
     # ------------------------------------------------------------------ dunder
     def __repr__(self) -> str:

@@ -28,7 +28,26 @@ import numpy as np
 
 from .checks import as_rng, check_fraction
 
-__all__ = ["Dataset", "holdout_items", "matrix_edge_cases"]
+__all__ = ["Coercible", "Dataset", "holdout_items", "matrix_edge_cases"]
+
+
+class Coercible:
+    """What a container offers the layers above to take data that may already be one of its
+    kind, without testing its class there (``data/<container>.py`` owns that test)."""
+
+    @classmethod
+    def coerce(cls, data, **options):
+        """``data`` itself when it is already this container, else ``cls(data, **options)``
+        (validated on construction).
+
+        Examples
+        --------
+        >>> from latentzoo.data import Features
+        >>> items = Features([[0, 1]])
+        >>> Features.coerce(items) is items, Features.coerce([[0, 1]]).shape
+        (True, (1, 2))
+        """
+        return data if isinstance(data, cls) else cls(data, **options)
 
 
 @runtime_checkable

@@ -837,9 +837,7 @@ def load(name: str) -> CoOccurrence | Features | Dissimilarities:
     """
     cached = _load_cached(_check_name(name))
     # The cache holds one shared object; hand out a copy so callers cannot corrupt it.
-    if isinstance(cached, Features | Dissimilarities):
-        return cached.copy()
-    return CoOccurrence(cached.counts.copy(), cached.row_labels, cached.col_labels)
+    return cached.copy()
 
 
 def load_labels(name: str) -> np.ndarray:
@@ -915,13 +913,7 @@ def list_datasets() -> pd.DataFrame:
     records = []
     for name, entry in _REGISTRY.items():
         if entry.size is None:
-            data = _load_cached(name)
-            if isinstance(data, Features):
-                (n_rows, n_cols), observations = data.shape, data.nnz
-            elif isinstance(data, Dissimilarities):
-                (n_rows, n_cols), observations = data.shape, data.n_pairs
-            else:
-                n_rows, n_cols, observations = data.n_rows, data.n_cols, data.total
+            n_rows, n_cols, observations = _load_cached(name).table_sizes()
         else:
             n_rows, n_cols, observations = entry.size
         records.append(

@@ -38,12 +38,12 @@ from .checks import (
     normalise_index,
     normalise_names,
 )
-from .dataset import holdout_items, matrix_edge_cases
+from .dataset import Coercible, holdout_items, matrix_edge_cases
 
 __all__ = ["DissimilarityRows", "Dissimilarities"]
 
 
-class Dissimilarities:
+class Dissimilarities(Coercible):
     """Dissimilarities ``D_ij`` between ``N`` items.
 
     Parameters
@@ -355,13 +355,12 @@ class Dissimilarities:
         """
         from .features import Features
 
-        if isinstance(X, Features):
-            labels = X.labels if labels is None else labels
-            item_names = X.item_names if item_names is None else item_names
-            X = X.X
-        else:
-            X = Features(X).X
-        return cls(squareform(pdist(X, metric=metric)), labels=labels, item_names=item_names)
+        features = Features.coerce(X)
+        labels = features.labels if labels is None else labels
+        item_names = features.item_names if item_names is None else item_names
+        return cls(
+            squareform(pdist(features.X, metric=metric)), labels=labels, item_names=item_names
+        )
 
     # ------------------------------------------------------------------ properties
     @property
@@ -627,6 +626,50 @@ class Dissimilarities:
     def supporting(cls, n_components: int) -> None:
         """None: dissimilarities put no bound on the number of clusters (the model may)."""
         return None
+
+    def top_centred_eigenvalue(self) -> float:
+        """``lambda_max(-J D J) / N`` (``J`` the centring matrix; 0 if negative): classical
+        scaling's leading eigenvalue per item (Torgerson 1952). Dense below 300 items, else
+        Lanczos on ``-J D J v`` computed in two ``O(N^2)`` products, ``J D J`` never formed.
+
+        Examples
+        --------
+        >>> from latentzoo.data import Dissimilarities
+        >>> Dissimilarities.from_features([[-1.0, 0.0], [1.0, 0.0]], "sqeuclidean").top_centred_eigenvalue()
+        2.0
+        """
+        D = self.D
+        n = D.shape[0]
+        means = D.mean(axis=0)
+        grand = means.mean()
+        if n <= 300:
+            B = D - means[None, :] - means[:, None] + grand
+            return float(max(np.linalg.eigvalsh(-B)[-1], 0.0) / n)
+        from scipy.sparse.linalg import LinearOperator, eigsh
+
+        def centred(v):
+            # -J D J v without forming J D J: two O(N^2) products at most.
+            v = np.ravel(v)
+            w = v - v.mean()
+            dw = D @ w
+            return -(dw - dw.mean())
+
+        operator = LinearOperator((n, n), matvec=centred, dtype=np.float64)
+        top = eigsh(operator, k=1, which="LA", v0=np.ones(n) / np.sqrt(n) + np.arange(n) / n**2,
+                    return_eigenvectors=False)  # fmt: skip
+        return float(max(top[0], 0.0) / n)
+
+    def table_sizes(self) -> tuple[int, int, int]:
+        """``(items, items, pairs)``, the sizes ``list_datasets`` shows.
+
+        Examples
+        --------
+        >>> from latentzoo.data import Dissimilarities
+        >>> Dissimilarities([[0, 1], [1, 0]]).table_sizes()
+        (2, 2, 1)
+        """
+        n_rows, n_cols = self.shape
+        return n_rows, n_cols, self.n_pairs
 
     def copy(self) -> Dissimilarities:
         """An independent copy."""

@@ -13,7 +13,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .checks import as_matrix, check_entries, check_vector, normalise_index, normalise_names
-from .dataset import holdout_items, matrix_edge_cases
+from .dataset import Coercible, holdout_items, matrix_edge_cases
 
 __all__ = ["KINDS", "Features"]
 
@@ -51,7 +51,7 @@ def _check_values(values, kind, shape, rows=None, cols=None) -> str:
     return _infer_kind(np.asarray(values)) if kind is None else kind
 
 
-class Features:
+class Features(Coercible):
     """Feature vectors of ``N`` items: an ``N x D`` matrix of binary, count or real values.
 
     Parameters
@@ -461,6 +461,64 @@ class Features:
     def supporting(cls, n_components: int) -> None:
         """None: feature vectors put no bound on the number of components (the model may)."""
         return None
+
+    @classmethod
+    def matrix_of(cls, X):
+        """The matrix of ``X``: ``X.X`` for :class:`Features`, ``X`` itself (unchecked) otherwise.
+
+        Examples
+        --------
+        >>> Features.matrix_of(Features([[0, 1]])).tolist(), Features.matrix_of([[2]])
+        ([[0.0, 1.0]], [[2]])
+        """
+        return X.X if isinstance(X, cls) else X
+
+    @classmethod
+    def like(cls, source, X, **options):
+        """``X`` as :class:`Features` with the labels and names of ``source`` when ``source`` is
+        one; ``X`` itself otherwise (a transform returns what it was given).
+
+        Examples
+        --------
+        >>> items = Features([[0, 2]], feature_names=["a", "b"])
+        >>> Features.like(items, [[0, 1]], kind="binary").feature_names.tolist()
+        ['a', 'b']
+        >>> Features.like([[0, 2]], [[0, 1]])
+        [[0, 1]]
+        """
+        if not isinstance(source, cls):
+            return X
+        return cls(
+            X,
+            labels=source.labels,
+            feature_names=source.feature_names,
+            item_names=source.item_names,
+            **options,
+        )
+
+    def top_centred_eigenvalue(self) -> float:
+        """``lambda_max(-J D J) / N`` for ``D`` the squared Euclidean distances between the items
+        (``J`` the centring matrix), computed without ``D`` as ``2 lambda_max`` of the covariance.
+
+        Examples
+        --------
+        >>> Features([[-1.0, 0.0], [1.0, 0.0]]).top_centred_eigenvalue()
+        2.0
+        """
+        X = self.X - self.X.mean(axis=0)
+        cov = X.T @ X / X.shape[0]
+        return float(2.0 * np.linalg.eigvalsh(np.atleast_2d(cov))[-1])
+
+    def table_sizes(self) -> tuple[int, int, int]:
+        """``(items, features, non-zero entries)``, the sizes ``list_datasets`` shows.
+
+        Examples
+        --------
+        >>> Features([[0, 1], [1, 1]]).table_sizes()
+        (2, 2, 3)
+        """
+        n_rows, n_cols = self.shape
+        return n_rows, n_cols, self.nnz
 
     def copy(self) -> Features:
         """An independent copy (``load`` hands these out)."""

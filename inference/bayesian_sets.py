@@ -284,7 +284,7 @@ class BayesianSetsIndex:
             self._X = self.data.sparse
         else:
             self._X = np.ascontiguousarray(self.data.X)
-        self.linear = isinstance(self.component, BetaBernoulli)
+        self.linear = self.component.linear_log_score
         if self.linear:
             h = self.component.hyperparameters(self.data.n_features)
             self._hyper = (h["a"], h["b"], float(np.sum(np.log(h["a"] + h["b"]))))
@@ -511,8 +511,7 @@ def binarize(X, percentile: float = 80.0, thresholds=None):
            [1., 1.],
            [0., 0.]])
     """
-    container = X if isinstance(X, Features) else None
-    dense = _real_matrix(X.X if container is not None else X)
+    dense = _real_matrix(Features.matrix_of(X))
     if thresholds is None:
         t, upper = skewness_thresholds(dense, percentile)
     else:
@@ -525,15 +524,7 @@ def binarize(X, percentile: float = 80.0, thresholds=None):
         upper = upper.astype(bool)
     on = np.where(upper, dense > t, dense < t)
     out = sp.csr_matrix(on, dtype=np.float64)
-    if container is None:
-        return out
-    return Features(
-        out,
-        labels=container.labels,
-        feature_names=container.feature_names,
-        item_names=container.item_names,
-        kind="binary",
-    )
+    return Features.like(X, out, kind="binary")
 
 
 def _real_matrix(X) -> np.ndarray:

@@ -92,6 +92,7 @@ from latentzoo.inference.mcmc import (
     splitmix_seeds,
 )
 from latentzoo.inference.one_sided import OneSidedEM
+from latentzoo.inference.results import PointEstimate
 from latentzoo.models._checks import check_integer, check_interval
 from latentzoo.models.cluster_abstraction import ClusterAbstractionModel, TopicTree
 from latentzoo.models.conjugate import dirichlet_multinomial_log
@@ -841,7 +842,7 @@ def top_words(model: ClusterAbstractionModel, params, data=None, n_words: int = 
     >>> table.columns.tolist(), len(table)
     (['node', 'depth', 'parent', 'words', 'probabilities'], 3)
     """
-    params = params.params if isinstance(params, EMResult) else params
+    params = params.params if isinstance(params, PointEstimate) else params
     check_integer("n_words", n_words)
     q = np.asarray(params["q"], dtype=float)
     tree = model.tree
@@ -889,7 +890,7 @@ def word_node_distribution(model: ClusterAbstractionModel, params, data, word) -
     >>> len(share), round(float(share.sum()), 6)
     (3, 1.0)
     """
-    params = params.params if isinstance(params, EMResult) else params
+    params = params.params if isinstance(params, PointEstimate) else params
     data = model.check_data(data)
     if isinstance(word, str):
         matches = np.flatnonzero(np.asarray(data.col_labels).astype(str) == word)
@@ -1387,7 +1388,7 @@ def enumerated_posterior(model: ClusterAbstractionModel, data) -> tuple[int, np.
     from latentzoo.inference.compare import enumerate_assignments
 
     # Not check_data: a tiny exact problem may have fewer documents than leaves.
-    data = data if isinstance(data, CoOccurrence) else CoOccurrence(data)
+    data = CoOccurrence.coerce(data)
     n_rows, n_tokens = data.n_rows, data.total
     n_labels = max(model.tree.n_leaves, model.tree.n_levels)
     states = enumerate_assignments(n_rows + n_tokens, n_labels)
@@ -1404,7 +1405,7 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
         raise ValueError(f"model must be a ClusterAbstractionModel, got {type(model).__name__}")
     data = model.check_data(data)
     if test is not None:
-        test = CoOccurrence(test) if not isinstance(test, CoOccurrence) else test
+        test = CoOccurrence.coerce(test)
         if test.shape != data.shape:
             raise ValueError(f"test has shape {test.shape}, expected {data.shape}")
     sampler = ClusterAbstractionGibbs(model, data)
@@ -1501,7 +1502,7 @@ def plot_tree(
     """
     import matplotlib.pyplot as plt
 
-    params = params.params if isinstance(params, EMResult) else params
+    params = params.params if isinstance(params, PointEstimate) else params
     check_integer("max_depth", max_depth, low=0)
     words = top_words(model, params, data, n_words=n_words)
     tree = model.tree

@@ -703,8 +703,8 @@ def _check_dense_size(data, name: str) -> None:
 
 def _dense(model, data, name: str):
     """``(Features, dense float64 (N, D) array)``, the size checked before anything densifies."""
-    if isinstance(data, Features):
-        _check_dense_size(data, name)
+    data = Features.coerce(data)
+    _check_dense_size(data, name)
     data = model.check_data(data)
     _check_dense_size(data, name)
     return data, np.ascontiguousarray(data.X, dtype=np.float64)

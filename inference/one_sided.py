@@ -615,7 +615,7 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
     """The family side of :func:`gibbs`: checks, sampler, draw, coordinates."""
     data = model.check_data(data)
     if test is not None:
-        test = CoOccurrence(test) if not isinstance(test, CoOccurrence) else test
+        test = CoOccurrence.coerce(test)
         if test.shape != data.shape:
             raise ValueError(f"test has shape {test.shape}, expected {data.shape}")
     sampler = OneSidedGibbs(model, data)

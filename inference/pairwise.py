@@ -925,7 +925,7 @@ def mean_field_residual(data, resp, temperature: float, tap: bool = False, field
     0.0
     """
     check_positive("temperature", temperature)
-    D = data.D if isinstance(data, Dissimilarities) else Dissimilarities(data).D
+    D = Dissimilarities.coerce(data).D
     resp = np.asarray(resp, dtype=np.float64)
     if resp.ndim != 2 or resp.shape[0] != D.shape[0]:
         raise ValueError(f"resp must have shape (N, K) with N = {D.shape[0]}, got {resp.shape}")

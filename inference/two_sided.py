@@ -788,8 +788,7 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
     """The family side of :func:`gibbs`: checks, sampler, draw, coordinates."""
     data = model.check_data(data)
     if test is not None:
-        if not isinstance(test, CoOccurrence):
-            test = CoOccurrence(test)
+        test = CoOccurrence.coerce(test)
         if test.shape != data.shape:
             raise ValueError(f"test has shape {test.shape}, expected {data.shape}")
     sampler = TwoSidedGibbs(model, data)

@@ -230,8 +230,7 @@ class AspectModel(CellHeldout, CorpusPriorDraw, PlainPyMCValues):
         >>> AspectModel(2).check_data(load("toy")).shape
         (6, 8)
         """
-        if not isinstance(data, CoOccurrence):
-            data = CoOccurrence(data)
+        data = CoOccurrence.coerce(data)
         check_fits_data("n_components", self.n_components, data.n_cols, "columns")
         check_fits_data("n_components", self.n_components, data.total, "observations")
         return data

@@ -237,22 +237,12 @@ class BayesianSets:
         >>> BayesianSets().check_data([[0, 2]])
         Traceback (most recent call last):
         ...
-        ValueError: X must be binary (0 or 1) for Beta-Bernoulli Bayesian Sets, got counts data; binarise it first (e.g. X > 0, or latentzoo.inference.bayesian_sets.binarize for real features)
+        ValueError: X must be binary (0 or 1) for Bayesian Sets with a BetaBernoulli component, got counts data; binarise it first (e.g. X > 0, or latentzoo.inference.bayesian_sets.binarize for real features)
         """
-        data = data if isinstance(data, Features) else Features(data)
+        data = Features.coerce(data)
         comp = self.component
-        if comp is None or isinstance(comp, BetaBernoulli):
-            if data.kind != "binary":
-                raise ValueError(
-                    "X must be binary (0 or 1) for Beta-Bernoulli Bayesian Sets, got"
-                    f" {data.kind} data; binarise it first (e.g. X > 0, or"
-                    " latentzoo.inference.bayesian_sets.binarize for real features)"
-                )
-        elif isinstance(comp, DirichletMultinomial) and data.kind == "real":
-            raise ValueError(
-                "X must hold non-negative integer counts for the Dirichlet-multinomial component,"
-                " got real data"
-            )
+        # No component: the empirical Beta-Bernoulli prior of section 4.4.
+        (BetaBernoulli() if comp is None else comp).check_data_kind(data.kind, "Bayesian Sets")
         if comp is not None:
             comp.hyper(data.n_features)  # hyperparameter vectors must fit the features
         return data
@@ -333,7 +323,7 @@ class BayesianSets:
         >>> BayesianSets().coords(Features([[0, 1]], feature_names=["a", "b"]))
         {'cluster': [0], 'feature': ['a', 'b'], 'feature2': ['a', 'b'], 'offdiag': array([0])}
         """
-        data = data if isinstance(data, Features) else Features(data)
+        data = Features.coerce(data)
         names = [str(v) for v in data.feature_names.tolist()]
         d = data.n_features
         return {
@@ -373,15 +363,14 @@ class BayesianSets:
         """
         import pymc as pm
 
-        from latentzoo.models.mixture import _pymc_component
-
         data = self.check_data(data)
         check_positive("temperature", temperature)
         comp = self.prior(data)
         q = check_query(query, data.n_items, data.item_names)
         xq = _dense_rows(_matrix(data), q)
         with pm.Model(coords=self.coords(data)) as model:
-            loglik = _pymc_component(comp, 1, data.n_features, xq)
+            variables = comp.pymc_parameters(1, data.n_features)
+            loglik = comp.pymc_log_likelihood(variables, xq)
             pm.Potential("query_loglik", loglik.sum() / temperature)
         return model
 

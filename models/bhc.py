@@ -946,7 +946,7 @@ class Tree:
         (True, 1.0)
         """
         comp = self.component
-        X = comp.check_data(X.X if isinstance(X, Features) else X)
+        X = comp.check_data(Features.matrix_of(X))
         D = X.shape[1]
         expected = comp.stats_size(D)
         if expected != self.node_stats.shape[1]:

@@ -468,8 +468,7 @@ class ClusterAbstractionModel(CellHeldout, RowMemberships, CorpusPriorDraw, Plai
         ...
         ValueError: tree has 8 leaves, larger than the data supports: only 6 rows
         """
-        if not isinstance(data, CoOccurrence):
-            data = CoOccurrence(data)
+        data = CoOccurrence.coerce(data)
         k = self.tree.n_leaves
         for available, what in ((data.n_rows, "rows"), (data.total, "observations")):
             if k > available:

@@ -822,6 +822,34 @@ class _Component:
     """Whether the class has ``from_data(X, scale)``, an empirical prior (the CLI's
     ``--prior-scale``)."""
 
+    linear_log_score: ClassVar[bool] = False
+    """Whether the Bayesian Sets log score of an item is linear in ``x`` (Heller 2007, eq. (4.12)),
+    so one sparse matrix-vector product scores every item."""
+
+    data_description: ClassVar[str] = "real numbers"
+    """The data the component takes, as error messages name them."""
+
+    kind_advice: ClassVar[str] = ""
+    """What to do with data of a kind the component does not take (appended to the message)."""
+
+    def check_data_kind(self, kind: str, user: str = "this component") -> None:
+        """``ValueError`` unless data of ``kind`` (``"binary"``, ``"counts"``, ``"real"``) fit the
+        component, i.e. ``kind`` is one of :attr:`data_kinds`; ``user`` names who asks.
+
+        Examples
+        --------
+        >>> NormalGamma().check_data_kind("real")
+        >>> DirichletMultinomial().check_data_kind("real", "Bayesian Sets")
+        Traceback (most recent call last):
+        ...
+        ValueError: X must be non-negative integer counts for Bayesian Sets with a DirichletMultinomial component, got real data
+        """
+        if kind not in self.data_kinds:
+            raise ValueError(
+                f"X must be {self.data_description} for {user} with a "
+                f"{type(self).__name__} component, got {kind} data{self.kind_advice}"
+            )
+
     def pymc_coords(self, feature_names) -> dict:
         """Coordinates the component's PyMC variables need besides ``cluster`` and ``feature``.
 
@@ -1041,6 +1069,12 @@ class BetaBernoulli(_Component):
         return (rng.random((labels.size, theta.shape[1])) < theta[labels]).astype(np.float64)
 
     takes_prior_from_data: ClassVar[bool] = True
+    linear_log_score: ClassVar[bool] = True
+    data_description: ClassVar[str] = "binary (0 or 1)"
+    kind_advice: ClassVar[str] = (
+        "; binarise it first (e.g. X > 0, or "
+        "latentzoo.inference.bayesian_sets.binarize for real features)"
+    )
 
     def pymc_parameters(self, n_clusters: int, n_features: int) -> dict:
         """Declare ``theta ~ Beta(a, b)`` (dims ``(cluster, feature)``) in the current PyMC model.
@@ -1167,6 +1201,7 @@ class DirichletMultinomial(_Component):
 
     kind_code: ClassVar[int] = DIRICHLET_MULTINOMIAL
     data_kinds: ClassVar[tuple[str, ...]] = ("counts", "binary")
+    data_description: ClassVar[str] = "non-negative integer counts"
     param_names: ClassVar[tuple[str, ...]] = ("theta",)
 
     def __post_init__(self):

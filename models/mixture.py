@@ -414,8 +414,7 @@ class _MixtureMethods:
         ...
         ValueError: data of kind 'real' do not fit the BetaBernoulli component (it takes binary data)
         """
-        if not isinstance(data, Features):
-            data = Features(data)
+        data = Features.coerce(data)
         accepted = tuple(self.component.data_kinds)
         rank = _KIND_ORDER.get(data.kind, len(_KIND_ORDER))
         if not any(rank <= _KIND_ORDER.get(kind, -1) for kind in accepted):

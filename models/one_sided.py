@@ -154,8 +154,7 @@ class OneSidedClustering(CellHeldout, RowMemberships, CorpusPriorDraw, PlainPyMC
         ...
         ValueError: n_components=7 is larger than the data supports: only 6 rows
         """
-        if not isinstance(data, CoOccurrence):
-            data = CoOccurrence(data)
+        data = CoOccurrence.coerce(data)
         check_fits_data("n_components", self.n_components, data.n_rows, "rows")
         check_fits_data("n_components", self.n_components, data.total, "observations")
         return data

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-from latentzoo.data import Dissimilarities, Features
+from latentzoo.data import Dataset, Dissimilarities, Features
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_fits_data, check_integer, check_positive
 from latentzoo.models.base import CostModel
@@ -193,31 +193,8 @@ def critical_temperature(data) -> float:
     >>> round(critical_temperature(Dissimilarities.from_features(x, "sqeuclidean")), 6)
     2.0
     """
-    if isinstance(data, Dissimilarities):
-        D = data.D
-        n = D.shape[0]
-        means = D.mean(axis=0)
-        grand = means.mean()
-        if n <= 300:
-            B = D - means[None, :] - means[:, None] + grand
-            return float(max(np.linalg.eigvalsh(-B)[-1], 0.0) / n)
-        from scipy.sparse.linalg import LinearOperator, eigsh
-
-        def centred(v):
-            # -J D J v without forming J D J: two O(N^2) products at most.
-            v = np.ravel(v)
-            w = v - v.mean()
-            dw = D @ w
-            return -(dw - dw.mean())
-
-        operator = LinearOperator((n, n), matvec=centred, dtype=np.float64)
-        top = eigsh(operator, k=1, which="LA", v0=np.ones(n) / np.sqrt(n) + np.arange(n) / n**2,
-                    return_eigenvectors=False)  # fmt: skip
-        return float(max(top[0], 0.0) / n)
-    X = data.X if isinstance(data, Features) else np.asarray(data, dtype=np.float64)
-    X = X - X.mean(axis=0)
-    cov = X.T @ X / X.shape[0]
-    return float(2.0 * np.linalg.eigvalsh(np.atleast_2d(cov))[-1])
+    container = data if isinstance(data, Dataset) else Features(data, kind="real")
+    return container.top_centred_eigenvalue()
 
 
 def uniform_dissimilarities(random_state=None, n_items: int = 100, high: float = 1.0):
@@ -363,8 +340,7 @@ class PairwiseClustering:
         ...
         ValueError: n_components=3 is larger than the data supports: only 2 items
         """
-        if not isinstance(data, Dissimilarities):
-            data = Dissimilarities(data)
+        data = Dissimilarities.coerce(data)
         check_fits_data("n_components", self.n_components, data.n_items, "items")
         return data
 
@@ -648,8 +624,7 @@ class CentralClustering:
         ...
         ValueError: n_components=3 is larger than the data supports: only 2 items
         """
-        if not isinstance(data, Features):
-            data = Features(data, kind="real")
+        data = Features.coerce(data, kind="real")
         check_fits_data("n_components", self.n_components, data.n_items, "items")
         return data
 

@@ -160,8 +160,7 @@ class ProductSpaceMixture(CellHeldout, CorpusPriorDraw, PlainPyMCValues):
         ...
         ValueError: n_row_clusters=7 is larger than the data supports: only 6 rows
         """
-        if not isinstance(data, CoOccurrence):
-            data = CoOccurrence(data)
+        data = CoOccurrence.coerce(data)
         check_fits_data("n_row_clusters", self.n_row_clusters, data.n_rows, "rows")
         check_fits_data("n_col_clusters", self.n_col_clusters, data.n_cols, "columns")
         if self.n_classes > data.total:

@@ -343,8 +343,7 @@ class TwoSidedClustering(CellHeldout, PlainPyMCValues):
         ...
         ValueError: n_row_clusters=7 is larger than the data supports: only 6 rows
         """
-        if not isinstance(data, CoOccurrence):
-            data = CoOccurrence(data)
+        data = CoOccurrence.coerce(data)
         kx, ky = self.shape
         check_fits_data("n_row_clusters", kx, data.n_rows, "rows")
         check_fits_data("n_col_clusters", ky, data.n_cols, "columns")
