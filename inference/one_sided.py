@@ -94,28 +94,9 @@ __all__ = [
 def acm_em_pass(data: CoOccurrence, rho, q, beta=1.0, n_threads=1, counts=None):
     """One fused E/M pass of the ACM; the computational core, exposed for benchmarks.
 
-    :func:`~latentzoo.inference.em.multinomial_mixture_pass` on ``log rho`` and ``log q``.
-
-    Parameters
-    ----------
-    data : CoOccurrence
-    rho : (K,) array
-    q : (K, M) array
-    beta : float
-        Inverse temperature of the E-step, eq. (60).
-    n_threads : int
-        1 runs the serial kernel; more splits the rows into that many chunks run with ``prange``.
-    counts : float64 array, optional
-        ``data.counts.data`` already converted to float (saves a copy per pass).
-
-    Returns
-    -------
-    resp : (N, K) tempered posteriors ``<I_ik>``
-    n_q : (K, M) expected counts ``sum_i <I_ik> n_ij``
-    energy : float
-        ``sum_i log sum_k rho_k L_ik**beta``.
-    loglik : float
-        ``sum_i log sum_k rho_k L_ik`` (the untempered log-likelihood).
+    :func:`~latentzoo.inference.em.multinomial_mixture_pass` (whose parameters and returned
+    posteriors, expected counts, energy and log-likelihood these are) on ``log rho`` and
+    ``log q``, with ``rho`` (K,) and ``q`` (K x M) the cluster weights and word distributions.
 
     Examples
     --------
