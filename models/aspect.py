@@ -33,7 +33,13 @@ from latentzoo.models._checks import (
     check_integer,
     check_positive,
 )
-from latentzoo.models.base import CellHeldout, CorpusPriorDraw, LikelihoodModel, PlainPyMCValues
+from latentzoo.models.base import (
+    CellHeldout,
+    CorpusPriorDraw,
+    LikelihoodHeldout,
+    LikelihoodModel,
+    PlainPyMCValues,
+)
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
@@ -133,7 +139,7 @@ def _check_table(name: str, table, shape) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class AspectModel(CellHeldout, CorpusPriorDraw, PlainPyMCValues):
+class AspectModel(CellHeldout, LikelihoodHeldout, CorpusPriorDraw, PlainPyMCValues):
     """Aspect model / PLSA with Dirichlet priors (Hofmann & Puzicha 1998, eq. (1), (11)).
 
     Parameters
@@ -287,11 +293,13 @@ class AspectModel(CellHeldout, CorpusPriorDraw, PlainPyMCValues):
         Parameters
         ----------
         data : CoOccurrence
+            The counts ``n_ij`` of documents and words.
         temperature : float
 
         Returns
         -------
         pymc.Model
+            Free variables ``theta`` (doc, topic) and ``phi`` (topic, word).
 
         Examples
         --------

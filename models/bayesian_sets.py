@@ -726,6 +726,7 @@ class RelationalBayesianSets:
         Returns
         -------
         pymc.Model
+            The logistic regression's weights under the Gaussian prior.
 
         Examples
         --------

@@ -43,6 +43,7 @@ from latentzoo.models.base import (
     LikelihoodModel,
     PlainPyMCValues,
     RowMemberships,
+    TrainConditionedHeldout,
 )
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
@@ -375,7 +376,9 @@ def _as_tree(tree) -> TopicTree:
 
 
 @dataclass(frozen=True)
-class ClusterAbstractionModel(CellHeldout, RowMemberships, CorpusPriorDraw, PlainPyMCValues):
+class ClusterAbstractionModel(
+    CellHeldout, TrainConditionedHeldout, RowMemberships, CorpusPriorDraw, PlainPyMCValues
+):
     """The HACM with Dirichlet priors (Hofmann & Puzicha 1998, section 4, eq. (50)-(51)).
 
     Parameters
@@ -613,6 +616,8 @@ class ClusterAbstractionModel(CellHeldout, RowMemberships, CorpusPriorDraw, Plai
         Returns
         -------
         pymc.Model
+            Free variables ``rho`` (leaf), ``q`` (node, word) and, unless ``tau`` is constant,
+            the level weights.
 
         Examples
         --------

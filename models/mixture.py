@@ -50,7 +50,7 @@ from scipy.special import gammaln, logsumexp, xlogy
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_integer, check_positive
-from latentzoo.models.base import LikelihoodModel, labels_from_memberships
+from latentzoo.models.base import LikelihoodHeldout, LikelihoodModel, labels_from_memberships
 from latentzoo.models.conjugate import (
     BetaBernoulli,
     row_logsumexp,
@@ -366,7 +366,7 @@ def default_pairs(data) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- shared behaviour
-class _MixtureMethods:
+class _MixtureMethods(LikelihoodHeldout):
     """Methods shared by :class:`BayesianMixture` and :class:`DirichletProcessMixture`."""
 
     data_type = Features
@@ -516,11 +516,13 @@ class _MixtureMethods:
         Parameters
         ----------
         data : Features or array
+            The items to cluster, in the component's data kind.
         temperature : float
 
         Returns
         -------
         pymc.Model
+            The weights and the components' parameters; the memberships are marginalised.
 
         Examples
         --------

@@ -42,6 +42,7 @@ from latentzoo.models.base import (
     LikelihoodModel,
     PlainPyMCValues,
     RowMemberships,
+    TrainConditionedHeldout,
 )
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
@@ -89,7 +90,9 @@ def _row_log_likelihood(joint, data) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class OneSidedClustering(CellHeldout, RowMemberships, CorpusPriorDraw, PlainPyMCValues):
+class OneSidedClustering(
+    CellHeldout, TrainConditionedHeldout, RowMemberships, CorpusPriorDraw, PlainPyMCValues
+):
     """Asymmetric clustering model with Dirichlet priors (Hofmann & Puzicha 1998, eq. (27)-(29)).
 
     Parameters
@@ -231,11 +234,14 @@ class OneSidedClustering(CellHeldout, RowMemberships, CorpusPriorDraw, PlainPyMC
         Parameters
         ----------
         data : CoOccurrence
+            The documents to cluster, as counts of their words.
         temperature : float
 
         Returns
         -------
         pymc.Model
+            Free variables ``rho`` (cluster) and ``q`` (cluster, word); the memberships are
+            marginalised.
 
         Examples
         --------

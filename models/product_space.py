@@ -23,6 +23,7 @@ from latentzoo.models.aspect import _NO_NORM, AspectModel, _check_table, row_log
 from latentzoo.models.base import (
     CellHeldout,
     CorpusPriorDraw,
+    LikelihoodHeldout,
     LikelihoodModel,
     PlainPyMCValues,
     TwoSidedLabels,
@@ -37,7 +38,7 @@ __all__ = ["ProductSpaceMixture"]
 
 
 @dataclass(frozen=True)
-class ProductSpaceMixture(CellHeldout, CorpusPriorDraw, PlainPyMCValues):
+class ProductSpaceMixture(CellHeldout, LikelihoodHeldout, CorpusPriorDraw, PlainPyMCValues):
     """Product-space mixture model, PMM (Hofmann & Puzicha 1998, section 2.4, eq. (15)-(19)).
 
     The aspects of the separable mixture model (eq. (1)) are constrained to pairs ``(nu, mu)`` of a row
@@ -229,11 +230,13 @@ class ProductSpaceMixture(CellHeldout, CorpusPriorDraw, PlainPyMCValues):
         Parameters
         ----------
         data : CoOccurrence
+            The counts, clustered on both sides.
         temperature : float
 
         Returns
         -------
         pymc.Model
+            Free variables ``pi_flat`` (the cluster-pair weights) and the row and column profiles.
 
         Examples
         --------
