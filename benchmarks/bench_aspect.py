@@ -146,9 +146,30 @@ def load_average() -> str:
         return "n/a"
 
 
-def machine_rows(peer_versions: str) -> list[tuple[str, str]]:
-    """CPU, numba threads, load average and versions (python, numpy, numba, then the peers')."""
-    return [
+def version_of(module_name: str) -> str:
+    """A peer's version, or "not installed" (any import failure means not available)."""
+    try:
+        module = __import__(module_name)
+    except Exception:
+        return "not installed"
+    return getattr(module, "__version__", "?")
+
+
+def blas_threads() -> str:
+    """The BLAS libraries and their thread counts (threadpoolctl)."""
+    try:
+        import threadpoolctl
+
+        info = threadpoolctl.threadpool_info()
+    except ImportError:
+        return "n/a (threadpoolctl not installed)"
+    return ", ".join(f"{d['internal_api']} {d['num_threads']}" for d in info) or "n/a"
+
+
+def machine_rows(peer_versions: str, blas: bool = False) -> list[tuple[str, str]]:
+    """CPU, numba threads (and with ``blas`` the BLAS threads), load average and versions
+    (python, numpy, numba, then the peers')."""
+    rows = [
         ("CPU", f"{cpu_model()} ({os.cpu_count()} logical CPUs)"),
         ("numba threads", str(nb.config.NUMBA_NUM_THREADS)),
         ("load average (1, 5, 15 min) at start", load_average()),
@@ -158,6 +179,9 @@ def machine_rows(peer_versions: str) -> list[tuple[str, str]]:
             + peer_versions,
         ),
     ]
+    if blas:
+        rows.insert(2, ("BLAS threads (threadpoolctl)", blas_threads()))
+    return rows
 
 
 def machine_info() -> list[tuple[str, str]]:
@@ -241,20 +265,41 @@ def interleaved_best(cases: dict[str, Timed]) -> dict[str, tuple[float, float]]:
     return best
 
 
+def interleaved_rounds(cases: dict, rounds: int) -> tuple[dict, dict]:
+    """Wall and CPU (calling thread) seconds of every round of every case, as two dicts of
+    arrays; one warm-up call each, then the rounds interleaved across the cases (all serial)."""
+    for fn in cases.values():
+        fn()
+    wall = {key: np.empty(rounds) for key in cases}
+    cpu = {key: np.empty(rounds) for key in cases}
+    for round_ in range(rounds):
+        for key, fn in cases.items():
+            c0, w0 = time.thread_time(), time.perf_counter()
+            fn()
+            wall[key][round_] = time.perf_counter() - w0
+            cpu[key][round_] = time.thread_time() - c0
+    return wall, cpu
+
+
 class Stopwatch:
     """``with Stopwatch() as sw: ...`` then ``sw.wall`` and ``sw.cpu`` seconds.
 
-    ``cpu`` is the calling thread's CPU time: every sampler timed with it (ours, lda, tomotopy with
-    ``workers=1``) runs in the calling thread, and idle numba worker threads are not counted.
+    ``cpu`` is by default the calling thread's CPU time: every sampler timed with it (ours, lda,
+    tomotopy with ``workers=1``) runs in the calling thread, and idle numba worker threads are not
+    counted. ``Stopwatch(time.process_time)`` counts all threads of the process instead (dense
+    products on several BLAS threads, threaded kernels).
     """
 
+    def __init__(self, cpu_clock=time.thread_time):
+        self.cpu_clock = cpu_clock
+
     def __enter__(self):
-        self._wall, self._cpu = time.perf_counter(), time.thread_time()
+        self._wall, self._cpu = time.perf_counter(), self.cpu_clock()
         return self
 
     def __exit__(self, *exc):
         self.wall = time.perf_counter() - self._wall
-        self.cpu = time.thread_time() - self._cpu
+        self.cpu = self.cpu_clock() - self._cpu
         return False
 
 

@@ -42,7 +42,13 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # The shared helpers of the aspect-model benchmark: run header, markdown tables, the summary row
 # and the report writer.
-from bench_aspect import Ratio, machine_rows, markdown_table, run_suite  # noqa: E402
+from bench_aspect import (  # noqa: E402
+    Ratio,
+    interleaved_rounds,
+    machine_rows,
+    markdown_table,
+    run_suite,
+)
 
 from latentzoo.data import load, load_labels  # noqa: E402
 from latentzoo.inference.bayesian_sets import BayesianSetsIndex  # noqa: E402
@@ -73,22 +79,6 @@ def machine_info() -> list[tuple[str, str]]:
     except Exception:  # noqa: BLE001 - any failure means "not installed"
         peer = "bayessets not installed"
     return machine_rows(f"scipy {scipy.__version__}, {peer}")
-
-
-def interleaved_times(cases: dict, repeats: int) -> tuple[dict, dict]:
-    """Wall and CPU (calling thread) milliseconds of ``repeats`` calls of each case, rounds
-    interleaved across the cases, after one warm-up call each."""
-    for fn in cases.values():
-        fn()
-    wall = {name: np.empty(repeats) for name in cases}
-    cpu = {name: np.empty(repeats) for name in cases}
-    for r in range(repeats):
-        for name, fn in cases.items():
-            c0, w0 = time.thread_time(), time.perf_counter()
-            fn()
-            wall[name][r] = 1e3 * (time.perf_counter() - w0)
-            cpu[name][r] = 1e3 * (time.thread_time() - c0)
-    return wall, cpu
 
 
 def bench_query(cfg: Config):
@@ -132,7 +122,9 @@ def bench_query(cfg: Config):
             "bayessets` to add it."
         )
 
-    times, cpu = interleaved_times(cases, cfg.repeats)
+    wall, cpu = interleaved_rounds(cases, cfg.repeats)
+    times = {name: 1e3 * value for name, value in wall.items()}  # milliseconds
+    cpu = {name: 1e3 * value for name, value in cpu.items()}
     floor_name = "scipy CSR X @ q (floor, q precomputed)"
     rows = [
         [

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import platform
 import sys
-import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -40,7 +39,13 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # The shared helpers of the aspect-model benchmark: machine and run headers, markdown tables, the
 # summary row, the one driver of every benchmark script.
-from bench_aspect import Ratio, machine_rows, markdown_table, run_suite  # noqa: E402
+from bench_aspect import (  # noqa: E402
+    Ratio,
+    interleaved_rounds,
+    machine_rows,
+    markdown_table,
+    run_suite,
+)
 
 from latentzoo.data import load  # noqa: E402
 from latentzoo.inference.cluster_abstraction import ClusterAbstractionEM, hacm_em_pass  # noqa: E402
@@ -64,22 +69,6 @@ class Config:
     @classmethod
     def quick(cls) -> Config:
         return cls(rounds=10)
-
-
-def interleaved_times(cases: dict, rounds: int) -> dict[object, tuple[np.ndarray, np.ndarray]]:
-    """(wall, CPU) seconds of every round of every case; one warm-up call each, then the rounds
-    interleaved across the cases. CPU time is the calling thread's (all cases run serially)."""
-    for fn in cases.values():
-        fn()
-    wall = {key: np.empty(rounds) for key in cases}
-    cpu = {key: np.empty(rounds) for key in cases}
-    for round_ in range(rounds):
-        for key, fn in cases.items():
-            c0, w0 = time.thread_time(), time.perf_counter()
-            fn()
-            wall[key][round_] = time.perf_counter() - w0
-            cpu[key][round_] = time.thread_time() - c0
-    return {key: (wall[key], cpu[key]) for key in cases}
 
 
 def em_cases(cfg: Config, data) -> tuple[dict, list[str]]:
@@ -131,7 +120,8 @@ def bench_iteration(cfg: Config):
     k = 2**cfg.depth
     nnz = data.counts.nnz
     cases, checks = em_cases(cfg, data)
-    times = interleaved_times(cases, cfg.rounds)
+    wall, cpu = interleaved_rounds(cases, cfg.rounds)
+    times = {key: (wall[key], cpu[key]) for key in cases}
     lines = [
         f"## 1. One EM iteration: HACM (depth-{cfg.depth} binary tree) vs ACM ({k} clusters), "
         "Reuters, serial",

@@ -32,15 +32,12 @@ load average is printed: on a shared machine the wall-clock figures are pessimis
 
 from __future__ import annotations
 
-import os
-import platform
 import sys
 import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-import numba as nb
 import numpy as np
 import scipy
 import scipy.sparse as sp
@@ -50,15 +47,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # interleaved best-of timing, the summary row.
 from bench_aspect import (  # noqa: E402
     Ratio,
+    Stopwatch,
     Timed,
-    cpu_model,
+    blas_threads,
     emit,
     finish_report,
     interleaved_best,
-    load_average,
+    machine_rows,
     markdown_table,
     parse_run_arguments,
     report_header,
+    version_of,
 )
 
 from latentzoo.data import CoOccurrence, load  # noqa: E402
@@ -99,51 +98,12 @@ class Config:
 
 
 # ----------------------------------------------------------------------------------- helpers
-def blas_threads() -> str:
-    try:
-        import threadpoolctl
-
-        info = threadpoolctl.threadpool_info()
-    except ImportError:
-        return "n/a (threadpoolctl not installed)"
-    return ", ".join(f"{d['internal_api']} {d['num_threads']}" for d in info) or "n/a"
-
-
-def version_of(module_name: str) -> str:
-    try:
-        module = __import__(module_name)
-    except Exception:  # any import failure means "not available"
-        return "not installed"
-    return getattr(module, "__version__", "?")
-
-
 def machine_info() -> list[tuple[str, str]]:
-    return [
-        ("CPU", f"{cpu_model()} ({os.cpu_count()} logical CPUs)"),
-        ("numba threads", str(nb.config.NUMBA_NUM_THREADS)),
-        ("BLAS threads (threadpoolctl)", blas_threads()),
-        ("load average (1, 5, 15 min) at start", load_average()),
-        (
-            "versions",
-            f"python {platform.python_version()}, numpy {np.__version__}, scipy "
-            f"{scipy.__version__}, numba {nb.__version__}, scikit-learn {version_of('sklearn')}, "
-            f"coclust {version_of('coclust')}",
-        ),
-    ]
-
-
-class Clock:
-    """``with Clock() as c: ...`` then ``c.wall`` and ``c.cpu`` (process CPU time, all threads:
-    the SCM's dense products may run on several BLAS threads)."""
-
-    def __enter__(self):
-        self._wall, self._cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self._wall
-        self.cpu = time.process_time() - self._cpu
-        return False
+    return machine_rows(
+        f"scipy {scipy.__version__}, scikit-learn {version_of('sklearn')}, "
+        f"coclust {version_of('coclust')}",
+        blas=True,
+    )
 
 
 def run_calls(fn, times):
@@ -358,17 +318,17 @@ def bench_scm(cfg: Config):
         # The row initialisation of mean_field(init="acm") on its own: the call that
         # inference/two_sided.py's initial_partition makes, with a generator in the same state.
         acm = OneSidedClustering(k, alpha=max(model.alpha, 1.0), eta=max(model.eta, 1.0))
-        with Clock() as clock:
+        with Stopwatch(time.process_time) as clock:
             acm_fit = one_sided.annealed_em(
                 acm, data, betas=[1.0], max_iter=100, random_state=np.random.default_rng(cfg.seed)
             )
         acm_seconds = (clock.wall, len(acm_fit.trace), bool(acm_fit.converged))
-    with Clock() as clock:
+    with Stopwatch(time.process_time) as clock:
         result = mean_field(model, data, betas=[1.0], max_iter=cfg.scm_max_iter,
                             random_state=cfg.seed)  # fmt: skip
     fits.append(score(model, data, "`mean_field`, betas=[1.0]", result, clock))
     if cfg.auto:
-        with Clock() as clock:
+        with Stopwatch(time.process_time) as clock:
             result = mean_field(model, data, betas="auto", max_iter=cfg.scm_max_iter,
                                 random_state=cfg.seed)  # fmt: skip
         selection = result.selection_trace
@@ -376,7 +336,7 @@ def bench_scm(cfg: Config):
         note = (f"schedule chosen on a 10% validation split: {len(selection)} iterations over "
                 f"{selection['beta'].nunique()} temperatures; replayed betas [{chosen}]")  # fmt: skip
         fits.append(score(model, data, '`mean_field`, betas="auto"', result, clock, note))
-    with Clock() as clock:
+    with Stopwatch(time.process_time) as clock:
         result = hard_scm(model, data, max_iter=100, random_state=cfg.seed)
     fits.append(score(model, data, "`hard_scm`", result, clock, "init: hard ACM"))
 
@@ -467,7 +427,7 @@ def bench_peers(cfg: Config, context):
 
         estimator = CoclustInfo(n_row_clusters=k, n_col_clusters=k, n_init=1,
                                 max_iter=cfg.coclust_max_iter, random_state=cfg.seed)  # fmt: skip
-        with Clock() as clock:
+        with Stopwatch(time.process_time) as clock:
             estimator.fit(x)
         rows = np.asarray(estimator.row_labels_, dtype=np.int64)
         cols = np.asarray(estimator.column_labels_, dtype=np.int64)
@@ -483,7 +443,7 @@ def bench_peers(cfg: Config, context):
             from sklearn.cluster import SpectralCoclustering
 
             estimator = SpectralCoclustering(n_clusters=k, random_state=cfg.seed)
-            with Clock() as clock:
+            with Stopwatch(time.process_time) as clock:
                 estimator.fit(x)
             rows = np.asarray(estimator.row_labels_, dtype=np.int64)
             cols = np.asarray(estimator.column_labels_, dtype=np.int64)

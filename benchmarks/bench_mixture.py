@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import platform
 import sys
 import time
 import warnings
@@ -40,7 +38,6 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-import numba as nb
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -50,11 +47,11 @@ from bench_aspect import (  # noqa: E402
     Ratio,
     Stopwatch,
     Timed,
-    cpu_model,
     interleaved_best,
-    load_average,
+    machine_rows,
     markdown_table,
     run_suite,
+    version_of,
 )
 
 from latentzoo.inference.mixture import MixtureGibbs, gibbs  # noqa: E402
@@ -116,37 +113,12 @@ class Config:
 
 
 # ----------------------------------------------------------------------------------- helpers
-def version_of(module_name: str) -> str:
-    try:
-        module = __import__(module_name)
-    except Exception:  # any import failure means "not available"
-        return "not installed"
-    return getattr(module, "__version__", "?")
-
-
-def blas_threads() -> str:
-    try:
-        import threadpoolctl
-
-        info = threadpoolctl.threadpool_info()
-    except ImportError:
-        return "n/a (threadpoolctl not installed)"
-    return ", ".join(f"{d['internal_api']} {d['num_threads']}" for d in info) or "n/a"
-
-
 def machine_info() -> list[tuple[str, str]]:
-    return [
-        ("CPU", f"{cpu_model()} ({os.cpu_count()} logical CPUs)"),
-        ("numba threads", str(nb.config.NUMBA_NUM_THREADS)),
-        ("BLAS threads (threadpoolctl)", blas_threads()),
-        ("load average (1, 5, 15 min) at start", load_average()),
-        (
-            "versions",
-            f"python {platform.python_version()}, numpy {np.__version__}, numba {nb.__version__}, "
-            f"scikit-learn {version_of('sklearn')}, pymc {version_of('pymc')}, arviz "
-            f"{version_of('arviz')}",
-        ),
-    ]
+    return machine_rows(
+        f"scikit-learn {version_of('sklearn')}, pymc {version_of('pymc')}, arviz "
+        f"{version_of('arviz')}",
+        blas=True,
+    )
 
 
 def blas_limit(threads: int):

@@ -43,7 +43,7 @@ import scipy
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # The shared helpers of the aspect-model benchmark: run header, markdown tables, the summary row
 # and the report writer.
-from bench_aspect import Ratio, machine_rows, markdown_table, run_suite  # noqa: E402
+from bench_aspect import Ratio, Stopwatch, machine_rows, markdown_table, run_suite  # noqa: E402
 
 from latentzoo.inference.pairwise import (  # noqa: E402
     central_annealing,
@@ -84,24 +84,11 @@ def machine_info() -> list[tuple[str, str]]:
     return machine_rows(f"scipy {scipy.__version__}, scikit-learn {sklearn.__version__}")
 
 
-class Clock:
-    """``with Clock() as c: ...`` then ``c.wall`` and ``c.cpu`` (process CPU, all threads)."""
-
-    def __enter__(self):
-        self._wall, self._cpu = time.perf_counter(), time.process_time()
-        return self
-
-    def __exit__(self, *exc):
-        self.wall = time.perf_counter() - self._wall
-        self.cpu = time.process_time() - self._cpu
-        return False
-
-
 def best_of(fn, rounds: int):
     """(result of the fastest call, best wall seconds, CPU seconds of that call)."""
     best = (None, np.inf, np.inf)
     for _ in range(rounds):
-        with Clock() as clock:
+        with Stopwatch(time.process_time) as clock:
             out = fn()
         if clock.wall < best[1]:
             best = (out, clock.wall, clock.cpu)
