@@ -39,7 +39,6 @@ The output is deterministic (the tagger breaks ties by label), so a rebuild is i
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import importlib.util
 import json
@@ -52,6 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from .cooccurrence import CoOccurrence
+from .rebuild import rebuild_parser
 
 __all__ = ["extract_pairs", "ptb_sentences", "load_tagger", "build", "main"]
 
@@ -175,12 +175,7 @@ def build(sentences=None, tag: Tagger | None = None) -> CoOccurrence:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=OUTPUT, help="target .npz file")
-    parser.add_argument(
-        "--check", action="store_true", help="rebuild and compare with --out, write nothing"
-    )
-    args = parser.parse_args(argv)
+    args = rebuild_parser(__doc__, OUTPUT, "target .npz file").parse_args(argv)
     start = time.perf_counter()
     data = build()
     seconds = time.perf_counter() - start

@@ -40,7 +40,6 @@ timestamps differ), which is what ``--check`` verifies.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.util
 import sys
@@ -50,6 +49,7 @@ import numpy as np
 
 from .datasets import _read_spam_npz
 from .features import Features
+from .rebuild import rebuild_parser
 
 __all__ = ["FEATURE_NAMES", "build", "keel_spambase_file", "main", "write_npz"]
 
@@ -159,12 +159,7 @@ def _sha256(path: Path) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=OUTPUT, help="target .npz file")
-    parser.add_argument(
-        "--check", action="store_true", help="rebuild and compare with --out, write nothing"
-    )
-    args = parser.parse_args(argv)
+    args = rebuild_parser(__doc__, OUTPUT, "target .npz file").parse_args(argv)
     source = keel_spambase_file()
     data = build(source)
     print(f"{data!r} from {source}")
