@@ -6,7 +6,6 @@ when their sources are installed on this machine, and skipped otherwise.
 """
 
 import shutil
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -24,6 +23,7 @@ from latentzoo.data import (
 )
 from latentzoo.data import datasets as ds
 from latentzoo.data.datasets import DatasetUnavailableError
+from tests.helpers import run_without_sources
 
 DATA = Path(ds.__file__).parent
 NAMES = ["globins", "eurodist", "voting"]
@@ -135,14 +135,7 @@ def test_loading_needs_neither_biopython_nor_the_debian_package_nor_r(tmp_path):
         "print([load(n).n_items for n in ('globins', 'eurodist', 'voting')])\n"
         "assert not any(m == 'Bio' or m.startswith('Bio.') for m in sys.modules if sys.modules[m])\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={"PATH": str(tmp_path), "HOME": str(tmp_path)},
-        timeout=300,
-    )
+    done = run_without_sources(code, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[45, 21, 15]"
 

@@ -9,7 +9,6 @@ import importlib.util
 import shutil
 import struct
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from latentzoo.data import (
 from latentzoo.data import datasets as ds
 from latentzoo.data import image_features as imf
 from latentzoo.data.datasets import DatasetUnavailableError
+from tests.helpers import run_without_sources
 
 DATA = Path(ds.__file__).parent
 
@@ -274,14 +274,7 @@ def test_loading_needs_neither_scikit_image_nor_gimp_data_nor_r(tmp_path):
         "from latentzoo.data import load\n"
         "print([load(n).shape for n in ('images', 'movielens')])\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={"PATH": str(tmp_path), "HOME": str(tmp_path)},
-        timeout=300,
-    )
+    done = run_without_sources(code, tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[(1136, 240), (1255, 653)]"
 

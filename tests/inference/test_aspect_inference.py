@@ -20,6 +20,7 @@ from latentzoo.inference.aspect import AspectEM, AspectGibbs, annealed_em, em_pa
 from latentzoo.inference.compare import enumerate_assignments, exact_test, sbc
 from latentzoo.models import AspectModel
 from latentzoo.models.aspect import default_dyads
+from tests.helpers import assert_cooccurrence_idata, sbc_gibbs
 
 SEEDS = [0, 1, 2]
 
@@ -496,14 +497,7 @@ def test_gibbs_inference_data_layout(toy_idata):
     assert post["loglik"].dims == ("chain", "draw")
     assert post["p_dyad"].dims == ("chain", "draw", "dyad")
     assert post["theta"].shape == (2, 40, 6, 2) and post["phi"].shape == (2, 40, 2, 8)
-    assert list(post["doc"].values) == list(data.row_labels)
-    assert list(post["word"].values) == list(data.col_labels)
-    assert toy_idata.log_likelihood["counts"].dims == ("chain", "draw", "doc")
-    assert toy_idata.sample_stats["lp"].dims == ("chain", "draw")
-    assert np.array_equal(toy_idata.observed_data["counts"].values, data.toarray())
-    assert toy_idata.posterior.attrs["method"] == "gibbs"
-    np.testing.assert_allclose(post["theta"].sum("topic"), 1.0, rtol=1e-12)
-    np.testing.assert_allclose(post["phi"].sum("word"), 1.0, rtol=1e-12)
+    assert_cooccurrence_idata(toy_idata, data, {"theta": "topic", "phi": "word"})
 
 
 def test_gibbs_derived_quantities_are_consistent(toy_idata):
@@ -579,11 +573,7 @@ SBC_SIZES = {"n_docs": 4, "n_words": 5, "doc_length": 6}
 
 
 def gibbs_sampler(model):
-    def sampler(data, generator, n_draws):
-        return gibbs(model, data, chains=1, draws=n_draws, tune=50, thin=5,
-                     random_state=generator, progressbar=False)  # fmt: skip
-
-    return sampler
+    return sbc_gibbs(gibbs, model, tune=50, thin=5)
 
 
 @pytest.mark.parametrize("seed", [0])

@@ -31,6 +31,7 @@ from latentzoo.inference.one_sided import (
 )
 from latentzoo.models.aspect import default_dyads
 from latentzoo.models.one_sided import OneSidedClustering, default_pairs
+from tests.helpers import assert_cooccurrence_idata, sbc_gibbs
 
 SEEDS = [0, 1, 2]
 
@@ -403,14 +404,7 @@ def test_gibbs_inference_data_layout(toy_idata):
     assert post["p_dyad"].dims == ("chain", "draw", "dyad")
     assert post["coassign"].dims == ("chain", "draw", "pair")
     assert post["coassign"].shape == (2, 40, 15)
-    assert list(post["doc"].values) == list(data.row_labels)
-    assert list(post["word"].values) == list(data.col_labels)
-    assert toy_idata.log_likelihood["counts"].dims == ("chain", "draw", "doc")
-    assert toy_idata.sample_stats["lp"].dims == ("chain", "draw")
-    assert np.array_equal(toy_idata.observed_data["counts"].values, data.toarray())
-    assert toy_idata.posterior.attrs["method"] == "gibbs"
-    np.testing.assert_allclose(post["rho"].sum("cluster"), 1.0, rtol=1e-12)
-    np.testing.assert_allclose(post["q"].sum("word"), 1.0, rtol=1e-12)
+    assert_cooccurrence_idata(toy_idata, data, {"rho": "cluster", "q": "word"})
 
 
 def test_gibbs_derived_quantities_are_consistent(toy_idata):
@@ -495,11 +489,7 @@ SBC_SIZES = {"n_docs": 5, "n_words": 5, "doc_length": 6}
 
 
 def gibbs_sampler(model):
-    def sampler(data, generator, n_draws):
-        return gibbs(model, data, chains=1, draws=n_draws, tune=20, thin=3,
-                     random_state=generator, progressbar=False)  # fmt: skip
-
-    return sampler
+    return sbc_gibbs(gibbs, model, tune=20, thin=3)
 
 
 def test_sbc_of_gibbs_is_uniform():

@@ -34,6 +34,7 @@ from latentzoo.inference.two_sided import (
     mean_field,
 )
 from latentzoo.models.two_sided import TwoSidedClustering
+from tests.helpers import sbc_gibbs
 
 SEEDS = [0, 1, 2]
 
@@ -440,11 +441,7 @@ SBC_SIZES = {"n_rows": 4, "n_cols": 5, "n_tokens": 20}
 
 
 def gibbs_sampler(model):
-    def sampler(data, generator, n_draws):
-        return gibbs(model, data, chains=1, draws=n_draws, tune=50, thin=5,
-                     random_state=generator, progressbar=False)  # fmt: skip
-
-    return sampler
+    return sbc_gibbs(gibbs, model, tune=50, thin=5)
 
 
 @pytest.mark.parametrize("seed", [0])

@@ -1,0 +1,46 @@
+"""Helpers that several test files share: a fast sampler as ``sbc`` calls it, the layout every
+Gibbs ``InferenceData`` of co-occurrence data has, and a fresh interpreter without optional
+sources."""
+
+import subprocess
+import sys
+
+import numpy as np
+
+
+def sbc_gibbs(gibbs, model, tune: int = 50, thin: int = 5):
+    """``sampler(data, generator, n_draws)`` for :func:`~latentzoo.inference.calibration.sbc`: one
+    chain of ``gibbs(model, data, ...)`` per simulated data set."""
+
+    def sampler(data, generator, n_draws):
+        return gibbs(model, data, chains=1, draws=n_draws, tune=tune, thin=thin,
+                     random_state=generator, progressbar=False)  # fmt: skip
+
+    return sampler
+
+
+def assert_cooccurrence_idata(idata, data, simplices: dict) -> None:
+    """The coordinates, groups and attributes of a Gibbs fit of ``data`` (a CoOccurrence); every
+    ``simplices`` entry ``name: dim`` is a posterior variable whose draws sum to one over ``dim``."""
+    post = idata.posterior
+    assert list(post["doc"].values) == list(data.row_labels)
+    assert list(post["word"].values) == list(data.col_labels)
+    assert idata.log_likelihood["counts"].dims == ("chain", "draw", "doc")
+    assert idata.sample_stats["lp"].dims == ("chain", "draw")
+    assert np.array_equal(idata.observed_data["counts"].values, data.toarray())
+    assert post.attrs["method"] == "gibbs"
+    for name, dim in simplices.items():
+        np.testing.assert_allclose(post[name].sum(dim), 1.0, rtol=1e-12)
+
+
+def run_without_sources(code: str, tmp_path) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter whose PATH finds no program (no Rscript, no dpkg) and
+    whose HOME is empty, from ``tmp_path``."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": str(tmp_path), "HOME": str(tmp_path)},
+        timeout=300,
+    )
