@@ -209,6 +209,70 @@ class RetrievalResult:
             for i in best.tolist()
         ]
 
+    # ------------------------------------------------ what the face asks of a fit
+    def summary_lines(self, k: int = 5) -> list[str]:
+        """What ``latentzoo fit`` prints: the query and the ``k`` best other items.
+
+        Examples
+        --------
+        >>> bayesian_sets(np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1]]), [0]).summary_lines(1)
+        ['query: 0', 'best: 1 (0.547)']
+        """
+        query = ", ".join(str(self.item_names[i]) for i in self.query[self.query >= 0])
+        best = ", ".join(f"{name} ({score:.3f})" for name, score, _ in self.top(k, n_features=1))
+        return [f"query: {query}", f"best: {best}"]
+
+    def point_estimate(self) -> dict:
+        """The scores, as saved in the one posterior draw."""
+        return {"score": self.scores}
+
+    def arrays(self) -> dict:
+        """Every array of the result keyed ``"result.<name>"``."""
+        out = {"result.score": self.scores, "result.query": self.query}
+        if self.weights is not None:
+            out["result.weight"] = np.asarray(self.weights)
+        return out
+
+    def objective(self, data) -> tuple[str, float]:
+        """``("largest log score", value)``: the best item's score."""
+        return "largest log score", float(np.max(self.scores, initial=-np.inf))
+
+    def to_inference_data(self, data=None):
+        """The scores as a one-draw ``InferenceData`` (``posterior``: ``score`` per item and,
+        for a linear score, ``weight`` per feature), the query's items in the attributes.
+
+        Examples
+        --------
+        >>> idata = bayesian_sets(np.array([[1, 0], [1, 1]]), [0]).to_inference_data()
+        >>> idata.posterior["score"].dims, idata.posterior.attrs["query"].tolist()
+        (('chain', 'draw', 'item'), ['0'])
+        """
+        import arviz as az
+        import xarray as xr
+
+        variables = {"score": (("chain", "draw", "item"), self.scores[None, None])}
+        coords = {"chain": [0], "draw": [0], "item": np.asarray(self.item_names).astype(str)}
+        if self.weights is not None:
+            variables["weight"] = (
+                ("chain", "draw", "feature"),
+                np.asarray(self.weights)[None, None],
+            )
+            coords["feature"] = np.asarray(self.feature_names).astype(str)
+        query = np.asarray([str(self.item_names[i]) for i in self.query[self.query >= 0]])
+        attrs = {"method": "bayesian_sets", "point_estimate": 1, "query": query}
+        if self.constant is not None:
+            attrs["constant"] = float(self.constant)
+        posterior = xr.Dataset(variables, coords=coords, attrs=attrs)
+        return az.InferenceData(posterior=posterior)
+
+    def save(self, path, data=None) -> None:
+        """Write the result to ``path`` as netCDF (:meth:`to_inference_data`)."""
+        self.to_inference_data(data).to_netcdf(str(path))
+
+    def figure(self, data=None):
+        """None: ``latentzoo fit`` saves no picture of a ranking."""
+        return None
+
 
 # ============================================================================ Bayesian Sets
 def query_weights(component: BetaBernoulli, n_features: int, query_sums, n_query: int):
