@@ -553,12 +553,12 @@ def cool(problem: EMProblem, params: dict, schedule: GeometricCooling, max_iter=
     Examples
     --------
     >>> from latentzoo.data import load
-    >>> from latentzoo.inference.aspect import AspectEM
-    >>> from latentzoo.models import AspectModel
-    >>> problem = AspectEM(AspectModel(2), load("toy"))
+    >>> from latentzoo.inference.one_sided import OneSidedEM
+    >>> from latentzoo.models import OneSidedClustering
+    >>> problem = OneSidedEM(OneSidedClustering(2), load("toy"))
     >>> run, stages, _ = cool(problem, problem.init(np.random.default_rng(0)),
     ...                       GeometricCooling(0.5, 1.0, decay=0.5))
-    >>> stages["beta"].tolist(), run.converged
+    >>> stages["beta"].tolist(), "order_parameter" in stages
     ([0.5, 1.0], True)
     """
     rows, traces = [], []
@@ -1115,6 +1115,8 @@ def annealed_fit(
     Returns
     -------
     EMResult
+        The parameters, the trace of every iteration, one row per temperature (``stages``) and
+        whether the last temperature converged.
 
     Examples
     --------

@@ -1283,6 +1283,7 @@ annealed_em = em_entry(
     Returns
     -------
     EMResult
+        ``params`` holds ``theta`` (N x K) and ``phi`` (K x M).
 
     Examples
     --------

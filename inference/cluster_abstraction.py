@@ -713,6 +713,7 @@ def grow_tree(
     Returns
     -------
     GrowthResult
+        The grown tree, its splits and the HACM fitted on it.
 
     Examples
     --------

@@ -1102,6 +1102,7 @@ def pairwise_annealing(
     Returns
     -------
     ClusteringResult
+        With the per-temperature ``trace`` and the phase ``transitions``.
 
     Examples
     --------
