@@ -928,7 +928,7 @@ class EMResult:
         import arviz as az
 
         coords = self.coords
-        if data is not None and hasattr(self.model, "coords"):
+        if data is not None:
             coords = self.model.coords(self.model.check_data(data))
         dims = self._param_dims(coords or {})
         used = {dim for names in dims.values() for dim in names}
@@ -1215,7 +1215,7 @@ def annealed_fit(
                         min_beta=min_beta, patience=patience, beta_patience=beta_patience,
                         min_iter=min_iter, score_tol=score_tol)  # fmt: skip
     return EMResult(
-        coords=model.coords(data) if hasattr(model, "coords") else None,
+        coords=model.coords(data),
         settings=settings,
         model=model,
         params=run.params,

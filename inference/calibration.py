@@ -392,7 +392,9 @@ class SBCResult:
 # ------------------------------------------------------------------------------- SBC
 def _posterior_arrays(output) -> dict:
     """The sampler's draws as a dict of arrays ``(chains, draws, ...)``."""
-    if hasattr(output, "posterior"):
+    import arviz as az
+
+    if isinstance(output, az.InferenceData):
         return {name: value.to_numpy() for name, value in output.posterior.data_vars.items()}
     if isinstance(output, dict):
         return {name: np.asarray(value) for name, value in output.items()}

@@ -859,18 +859,9 @@ def heldout_lppd(model, idata, test, train=None) -> np.ndarray:
     arrays = {n: idata.posterior[n].to_numpy() for n in names}
     n_chains, n_draws = arrays[names[0]].shape[:2]
     # Clustering models predict a row's held-out tokens from its training tokens (seed eq. (32)).
-    if hasattr(model, "predictive_log_density") and train is not None:
-
-        def score(params):
-            return model.predictive_log_density(params, test, train)
-    else:
-
-        def score(params):
-            return model.log_likelihood(params, test)
-
     per_draw = np.stack(
         [
-            score({n: arrays[n][c, d] for n in names})
+            model.heldout_log_density({n: arrays[n][c, d] for n in names}, test, train)
             for c in range(n_chains)
             for d in range(n_draws)
         ]
@@ -1502,7 +1493,7 @@ def align_labels(idata, reference, var_name: str = "phi", label_dim: str = "topi
     from scipy.optimize import linear_sum_assignment
 
     posterior = idata.posterior
-    if hasattr(reference, "posterior"):
+    if isinstance(reference, az.InferenceData):
         target = reference.posterior[var_name].mean(("chain", "draw"))
         target = target.transpose(label_dim, ...).to_numpy()
     else:

@@ -31,6 +31,8 @@ __all__ = [
     "TreeModel",
     "CellHeldout",
     "CorpusPriorDraw",
+    "LikelihoodHeldout",
+    "TrainConditionedHeldout",
     "PlainPyMCValues",
     "RowMemberships",
     "Model",
@@ -135,6 +137,10 @@ class LikelihoodModel(Model, Protocol):
     def heldout_draws_usable(self, names, train=None) -> bool:
         """Whether draws holding the variables ``names`` can be scored on held-out data."""
 
+    def heldout_log_density(self, params: dict, test, train=None) -> np.ndarray:
+        """``log p(test_i | params)`` per row, given the training data where the family
+        predicts held-out counts from them (the comparison's held-out predictive density)."""
+
     def fit_shape(self, params: dict) -> tuple:
         """``(rows or None, columns or None)`` a point estimate was fitted to."""
 
@@ -197,8 +203,6 @@ class TreeModel(Model, Protocol):
     >>> isinstance(BayesianHierarchicalClustering(), TreeModel)
     True
     """
-
-    reference_family: str
 
     @property
     def dpm(self) -> Any:
@@ -412,6 +416,47 @@ class CorpusPriorDraw:
         """
         _, truth = self.simulate(rng, n_docs=data.n_rows, n_words=data.n_cols)
         return truth
+
+
+class LikelihoodHeldout:
+    """``heldout_log_density`` of a family whose held-out rows are scored by the likelihood of
+    the parameters alone (the aspect model, the product-space mixture, the feature mixtures)."""
+
+    def heldout_log_density(self, params, test, train=None) -> np.ndarray:
+        """``log p(test_i | params)`` per row (item): :meth:`log_likelihood` on ``test``; the
+        training data are not needed.
+
+        Examples
+        --------
+        >>> from latentzoo.models import BayesianMixture
+        >>> params = {"w": [1.0], "theta": [[0.5, 0.5]]}
+        >>> BayesianMixture(1).heldout_log_density(params, [[1, 0]]).round(4).tolist()
+        [-1.3863]
+        """
+        return self.log_likelihood(params, test)
+
+
+class TrainConditionedHeldout:
+    """``heldout_log_density`` of a clustering family, which predicts a row's held-out counts
+    from its training counts (Hofmann & Puzicha 1998, eq. (32)): ``predictive_log_density``."""
+
+    def heldout_log_density(self, params, test, train=None) -> np.ndarray:
+        """``log p(test_i | params, train_i)`` per row when ``train`` is given (the row's cluster
+        posterior from its training counts, :meth:`predictive_log_density`), else
+        :meth:`log_likelihood` on ``test``.
+
+        Examples
+        --------
+        >>> from latentzoo.models import OneSidedClustering
+        >>> model = OneSidedClustering(2)
+        >>> data, truth = model.simulate(0, n_docs=4, n_words=6)
+        >>> train, test = data.split(0.5, random_state=0)
+        >>> model.heldout_log_density(truth, test, train).shape
+        (4,)
+        """
+        if train is None:
+            return self.log_likelihood(params, test)
+        return self.predictive_log_density(params, test, train)
 
 
 def netcdf_attr(value):

@@ -104,7 +104,13 @@ from latentzoo.models._checks import (
     check_integer,
     check_positive,
 )
-from latentzoo.models.base import CellHeldout, LikelihoodModel, PlainPyMCValues, TwoSidedLabels
+from latentzoo.models.base import (
+    CellHeldout,
+    LikelihoodModel,
+    PlainPyMCValues,
+    TrainConditionedHeldout,
+    TwoSidedLabels,
+)
 from latentzoo.models.invariants import coassignment_pairs as default_pairs
 from latentzoo.models.invariants import default_dyads
 
@@ -230,7 +236,7 @@ def association(block_counts, row_mass, col_mass) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class TwoSidedClustering(CellHeldout, PlainPyMCValues):
+class TwoSidedClustering(CellHeldout, TrainConditionedHeldout, PlainPyMCValues):
     """Symmetric clustering model (SCM) with Dirichlet priors (Hofmann & Puzicha 1998, eq. (34)).
 
     Parameters
