@@ -42,13 +42,8 @@ import scipy.sparse as sp
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # The shared helpers of the aspect-model benchmark: run header, markdown tables, the summary row
 # and the report writer.
-from bench_aspect import (  # noqa: E402
-    Ratio,
-    interleaved_rounds,
-    machine_rows,
-    markdown_table,
-    run_suite,
-)
+from bench_aspect import Ratio, machine_rows, markdown_table, run_suite  # noqa: E402
+from bench_aspect import interleaved_rounds as interleaved_seconds  # noqa: E402
 
 from latentzoo.data import load, load_labels  # noqa: E402
 from latentzoo.inference.bayesian_sets import BayesianSetsIndex  # noqa: E402
@@ -122,7 +117,7 @@ def bench_query(cfg: Config):
             "bayessets` to add it."
         )
 
-    wall, cpu = interleaved_rounds(cases, cfg.repeats)
+    wall, cpu = interleaved_seconds(cases, cfg.repeats)
     times = {name: 1e3 * value for name, value in wall.items()}  # milliseconds
     cpu = {name: 1e3 * value for name, value in cpu.items()}
     floor_name = "scipy CSR X @ q (floor, q precomputed)"

@@ -1,6 +1,6 @@
 """Helpers that several test files share: a fast sampler as ``sbc`` calls it, the layout every
-Gibbs ``InferenceData`` of co-occurrence data has, and a fresh interpreter without optional
-sources."""
+Gibbs ``InferenceData`` of co-occurrence data has, and loading in a fresh interpreter without
+optional sources."""
 
 import subprocess
 import sys
@@ -33,10 +33,16 @@ def assert_cooccurrence_idata(idata, data, simplices: dict) -> None:
         np.testing.assert_allclose(post[name].sum(dim), 1.0, rtol=1e-12)
 
 
-def run_without_sources(code: str, tmp_path) -> subprocess.CompletedProcess:
-    """Run ``code`` in a fresh interpreter whose PATH finds no program (no Rscript, no dpkg) and
-    whose HOME is empty, from ``tmp_path``."""
-    return subprocess.run(
+def load_without(module: str, expression: str, tmp_path, then: str = "") -> str:
+    """What ``print(expression)`` prints (``load`` imported from ``latentzoo.data``) in a fresh
+    interpreter where ``module`` cannot be imported, no program is on PATH (no Rscript, no dpkg)
+    and HOME is empty; ``then`` is code run after it. Fails the test if the interpreter fails."""
+    code = (
+        f"import sys; sys.modules[{module!r}] = None\n"
+        "from latentzoo.data import load\n"
+        f"print({expression})\n{then}"
+    )
+    done = subprocess.run(
         [sys.executable, "-c", code],
         cwd=tmp_path,
         capture_output=True,
@@ -44,3 +50,5 @@ def run_without_sources(code: str, tmp_path) -> subprocess.CompletedProcess:
         env={"PATH": str(tmp_path), "HOME": str(tmp_path)},
         timeout=300,
     )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()

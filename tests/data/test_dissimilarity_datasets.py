@@ -23,7 +23,7 @@ from latentzoo.data import (
 )
 from latentzoo.data import datasets as ds
 from latentzoo.data.datasets import DatasetUnavailableError
-from tests.helpers import run_without_sources
+from tests.helpers import load_without
 
 DATA = Path(ds.__file__).parent
 NAMES = ["globins", "eurodist", "voting"]
@@ -129,15 +129,13 @@ def test_list_datasets_records_sizes_provenance_and_licences():
 
 def test_loading_needs_neither_biopython_nor_the_debian_package_nor_r(tmp_path):
     # A fresh interpreter in which Bio cannot be imported and no program (Rscript, dpkg) is found.
-    code = (
-        "import sys; sys.modules['Bio'] = None\n"
-        "from latentzoo.data import load\n"
-        "print([load(n).n_items for n in ('globins', 'eurodist', 'voting')])\n"
-        "assert not any(m == 'Bio' or m.startswith('Bio.') for m in sys.modules if sys.modules[m])\n"
+    printed = load_without(
+        "Bio",
+        "[load(n).n_items for n in ('globins', 'eurodist', 'voting')]",
+        tmp_path,
+        then="assert not any(m == 'Bio' or m.startswith('Bio.') for m in sys.modules if sys.modules[m])",
     )
-    done = run_without_sources(code, tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[45, 21, 15]"
+    assert printed == "[45, 21, 15]"
 
 
 def test_missing_file_names_the_rebuild_command(monkeypatch, tmp_path):

@@ -28,7 +28,7 @@ from latentzoo.data import (
 from latentzoo.data import datasets as ds
 from latentzoo.data import image_features as imf
 from latentzoo.data.datasets import DatasetUnavailableError
-from tests.helpers import run_without_sources
+from tests.helpers import load_without
 
 DATA = Path(ds.__file__).parent
 
@@ -269,14 +269,8 @@ def test_prepare_movielens_says_what_is_missing(monkeypatch, tmp_path, capsys):
 
 def test_loading_needs_neither_scikit_image_nor_gimp_data_nor_r(tmp_path):
     # A fresh interpreter where skimage cannot be imported and no program (Rscript) is found.
-    code = (
-        "import sys; sys.modules['skimage'] = None\n"
-        "from latentzoo.data import load\n"
-        "print([load(n).shape for n in ('images', 'movielens')])\n"
-    )
-    done = run_without_sources(code, tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[(1136, 240), (1255, 653)]"
+    printed = load_without("skimage", "[load(n).shape for n in ('images', 'movielens')]", tmp_path)
+    assert printed == "[(1136, 240), (1255, 653)]"
 
 
 def test_missing_files_name_the_rebuild_command(monkeypatch, tmp_path):
