@@ -728,12 +728,6 @@ class LineSearchResult(NamedTuple):
     history: list
 
 
-_SEARCHABLE = {
-    "BetaBernoulli": ("a", "b"),
-    "DirichletMultinomial": ("eta",),
-    "NormalGamma": ("kappa0", "a0", "b0"),
-    "NormalInverseWishart": ("kappa0", "psi0"),
-}
 _GOLDEN = (math.sqrt(5.0) - 1.0) / 2.0
 
 
@@ -813,7 +807,7 @@ def learn_hyperparameters(
     True
     """
     data, _ = _check_model_data(model, data)
-    allowed = ("alpha", *_SEARCHABLE.get(type(model.component).__name__, ()))
+    allowed = ("alpha", *model.component.searchable_hyperparameters)
     names = (parameters,) if isinstance(parameters, str) else tuple(parameters)
     bad = [p for p in names if p not in allowed]
     if not names or bad:

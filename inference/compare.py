@@ -66,22 +66,6 @@ P_DYAD = (
     "is the posterior predictive probability that a new observation of row i falls in column j"
 )
 """The definition of ``p_dyad`` common to the co-occurrence families (each adds its formula)."""
-
-P_DYAD_FORMULAS = {
-    "AspectModel": "sum_k theta[i, k] phi[k, j]",
-    "OneSidedClustering": (
-        "sum_k <I_ik> q[k, j], with <I_ik> the probability that row i is in cluster k given the "
-        "draw's (rho, q) and all of row i's training counts (eq. (32) without p_i)"
-    ),
-    "TwoSidedClustering": (
-        "pi[I_i, J_j] / sum_mu pi[I_i, mu] x psi_y[j] at a draw of (pi, psi_y, I, J); for "
-        "draws of the labels only, its conditional expectation given (I, J) and the data"
-    ),
-    "ProductSpaceMixture": (
-        "sum_b w_b q_col[b, j] / sum_b w_b with w_b = sum_a p_row[a, i] pi[a, b]: the joint "
-        "probability of (i, j) divided by that of row i"
-    ),
-}
 """Model class name -> the formula of ``p_dyad`` at one draw."""
 
 DEFINITIONS = {
@@ -167,7 +151,8 @@ DEFINITIONS = {
 
 
 def quantity_definitions(model) -> dict:
-    """Definitions that depend on the model: ``p_dyad``'s formula for its class.
+    """Definitions that depend on the model: ``p_dyad`` with the formula the model declares
+    (``model.p_dyad_formula``) when ``p_dyad`` is one of its invariants.
 
     Examples
     --------
@@ -175,8 +160,9 @@ def quantity_definitions(model) -> dict:
     >>> "theta[i, k] phi[k, j]" in quantity_definitions(AspectModel(2))["p_dyad"]
     True
     """
-    formula = P_DYAD_FORMULAS.get(type(model).__name__)
-    return {"p_dyad": f"{P_DYAD} ({type(model).__name__}: {formula})."} if formula else {}
+    if "p_dyad" not in model.invariant_names:
+        return {}
+    return {"p_dyad": f"{P_DYAD} ({type(model).__name__}: {model.p_dyad_formula})."}
 
 
 @dataclass

@@ -189,6 +189,8 @@ class AspectModel(CellHeldout, LikelihoodHeldout, CorpusPriorDraw, PlainPyMCValu
     name = "aspect"
     data_type = CoOccurrence
     protocol = LikelihoodModel
+    p_dyad_formula = "sum_k theta[i, k] phi[k, j]"
+    """``p_dyad`` (the predictive ``P(y_j | x_i)`` of a tracked dyad) at one draw, in words."""
     param_names = ("theta", "phi")
     invariant_names = ("loglik", "p_dyad")
 

@@ -416,6 +416,11 @@ class ClusterAbstractionModel(
     name = "cluster_abstraction"
     data_type = CoOccurrence
     protocol = LikelihoodModel
+    p_dyad_formula = (
+        "sum_a <I_ia> sum_nu tau[nu | a, i] q[j | nu], with <I_ia> the probability that row i "
+        "is in leaf a given the draw and row i's training counts (eq. (59))"
+    )
+    """``p_dyad`` (the predictive ``P(y_j | x_i)`` of a tracked dyad) at one draw, in words."""
     param_names = ("rho", "q", "tau")
     invariant_names = ("loglik", "p_dyad", "coassign", "level_share")
     invariant_dims = {

@@ -827,6 +827,8 @@ class _Component:
     so one sparse matrix-vector product scores every item."""
 
     data_description: ClassVar[str] = "real numbers"
+    searchable_hyperparameters: ClassVar[tuple[str, ...]] = ()
+    """Hyperparameters that an empirical-Bayes search may tune (BHC's ``optimise_hyperparameters``)."""
     """The data the component takes, as error messages name them."""
 
     kind_advice: ClassVar[str] = ""
@@ -1070,6 +1072,7 @@ class BetaBernoulli(_Component):
 
     takes_prior_from_data: ClassVar[bool] = True
     linear_log_score: ClassVar[bool] = True
+    searchable_hyperparameters: ClassVar[tuple[str, ...]] = ("a", "b")
     data_description: ClassVar[str] = "binary (0 or 1)"
     kind_advice: ClassVar[str] = (
         "; binarise it first (e.g. X > 0, or "
@@ -1202,6 +1205,7 @@ class DirichletMultinomial(_Component):
     kind_code: ClassVar[int] = DIRICHLET_MULTINOMIAL
     data_kinds: ClassVar[tuple[str, ...]] = ("counts", "binary")
     data_description: ClassVar[str] = "non-negative integer counts"
+    searchable_hyperparameters: ClassVar[tuple[str, ...]] = ("eta",)
     param_names: ClassVar[tuple[str, ...]] = ("theta",)
 
     def __post_init__(self):
@@ -1438,6 +1442,7 @@ class NormalGamma(_Component):
     kind_code: ClassVar[int] = NORMAL_GAMMA
     data_kinds: ClassVar[tuple[str, ...]] = ("real", "counts", "binary")
     param_names: ClassVar[tuple[str, ...]] = ("mu", "tau")
+    searchable_hyperparameters: ClassVar[tuple[str, ...]] = ("kappa0", "a0", "b0")
 
     def __post_init__(self):
         object.__setattr__(self, "mu0", _finite_hyper("mu0", self.mu0))
@@ -1739,6 +1744,7 @@ class NormalInverseWishart(_Component):
     kind_code: ClassVar[int] = NORMAL_INVERSE_WISHART
     data_kinds: ClassVar[tuple[str, ...]] = ("real", "counts", "binary")
     param_names: ClassVar[tuple[str, ...]] = ("mu", "cov")
+    searchable_hyperparameters: ClassVar[tuple[str, ...]] = ("kappa0", "psi0")
 
     def __post_init__(self):
         object.__setattr__(self, "mu0", _finite_hyper("mu0", self.mu0))

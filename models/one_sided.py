@@ -125,6 +125,11 @@ class OneSidedClustering(
     name = "one_sided"
     data_type = CoOccurrence
     protocol = LikelihoodModel
+    p_dyad_formula = (
+        "sum_k <I_ik> q[k, j], with <I_ik> the probability that row i is in cluster k given the "
+        "draw's (rho, q) and all of row i's training counts (eq. (32) without p_i)"
+    )
+    """``p_dyad`` (the predictive ``P(y_j | x_i)`` of a tracked dyad) at one draw, in words."""
     param_names = ("rho", "q")
     invariant_names = ("loglik", "p_dyad", "coassign")
     invariant_dims = {"p_dyad": ["dyad"], "coassign": ["pair"]}

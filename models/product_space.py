@@ -102,6 +102,11 @@ class ProductSpaceMixture(CellHeldout, LikelihoodHeldout, CorpusPriorDraw, Plain
     name = "product_space"
     data_type = CoOccurrence
     protocol = LikelihoodModel
+    p_dyad_formula = (
+        "sum_b w_b q_col[b, j] / sum_b w_b with w_b = sum_a p_row[a, i] pi[a, b]: the joint "
+        "probability of (i, j) divided by that of row i"
+    )
+    """``p_dyad`` (the predictive ``P(y_j | x_i)`` of a tracked dyad) at one draw, in words."""
     param_names = ("pi", "p_row", "q_col")
     invariant_names = ("loglik", "p_dyad")
 

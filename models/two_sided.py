@@ -273,6 +273,11 @@ class TwoSidedClustering(CellHeldout, TrainConditionedHeldout, PlainPyMCValues):
     name = "two_sided"
     data_type = CoOccurrence
     protocol = LikelihoodModel
+    p_dyad_formula = (
+        "pi[I_i, J_j] / sum_mu pi[I_i, mu] x psi_y[j] at a draw of (pi, psi_y, I, J); for "
+        "draws of the labels only, its conditional expectation given (I, J) and the data"
+    )
+    """``p_dyad`` (the predictive ``P(y_j | x_i)`` of a tracked dyad) at one draw, in words."""
     param_names = ("I", "J")
     invariant_names = ("loglik", "p_dyad", "coassign_rows", "coassign_cols")
     invariant_dims = {

@@ -149,6 +149,7 @@ def test_point_in_posterior_excludes_a_posterior_pinned_at_the_estimate():
 
     class Pinned:
         invariant_names = ("loglik", "p_dyad", "coassign")
+        p_dyad_formula = "0 at every draw"  # a model with p_dyad says what it is
 
         def invariants(self, params, data):
             return {"loglik": 0.0, "p_dyad": np.zeros(4), "coassign": np.ones(30)}
