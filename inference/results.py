@@ -44,6 +44,7 @@ import numpy as np
 from latentzoo import models as _models
 from latentzoo.models._checks import check_integer
 from latentzoo.models.base import REFIT_ADVICE, TwoSidedLabels, missing_draws_error
+from latentzoo.models.conjugate import COMPONENTS
 
 __all__ = [
     "MAX_DRAWS",
@@ -77,15 +78,17 @@ class PointEstimate(Protocol):
 def _component_from_text(text: str):
     """A conjugate component from the text ``model_attrs`` writes, e.g. ``BetaBernoulli(a=1.0)``.
 
-    Only a call of a component class of :mod:`latentzoo.models` with literal keyword arguments is
-    accepted (``ast.literal_eval`` on each value): nothing read from a file is executed.
+    Only a call of a component class (one of ``latentzoo.models.conjugate.COMPONENTS``) with
+    literal keyword arguments is accepted (``ast.literal_eval`` on each value): nothing read from a
+    file is executed.
     """
     try:
         node = ast.parse(text, mode="eval").body
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:
             raise ValueError
-        cls = getattr(_models, node.func.id, None)
-        if cls is None or not dataclasses.is_dataclass(cls) or not hasattr(cls, "param_names"):
+        known = {cls.__name__: cls for cls in COMPONENTS.values()}
+        cls = known.get(node.func.id)
+        if cls is None:
             raise ValueError
         kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
         return cls(**kwargs)
@@ -160,13 +163,10 @@ def _model_of(result, model):
 def _as_data(model, data, name: str):
     """``data`` as the model's container (converted, not re-checked against the model's sizes:
     a small test set may hold fewer tokens than the model has clusters)."""
-    kind = model.data_type
-    if not isinstance(data, kind):
-        try:
-            data = kind(data)
-        except ValueError as error:
-            raise ValueError(f"{name}: {error}") from error
-    return data
+    try:
+        return model.data_type.coerce(data)
+    except ValueError as error:
+        raise ValueError(f"{name}: {error}") from error
 
 
 def _units(test) -> float:
