@@ -52,3 +52,22 @@ def load_without(module: str, expression: str, tmp_path, then: str = "") -> str:
     )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
+
+
+def random_hacm_params(rng, model, n_rows: int, n_cols: int) -> dict:
+    """Random parameters of a cluster-abstraction model for ``n_rows x n_cols`` data: ``tau`` of
+    the model's form (positive on every path, zero below it), ``rho`` and ``q`` from flat
+    Dirichlets."""
+    tree = model.tree
+    valid = tree.paths >= 0
+    if model.tau == "constant":
+        tau = model.default_tau()
+    else:
+        lead = (n_rows,) if model.tau == "object" else ()
+        raw = np.where(valid, rng.random((*lead, *valid.shape)) + 0.05, 0.0)
+        tau = raw / raw.sum(axis=-1, keepdims=True)
+    return {
+        "rho": rng.dirichlet(np.ones(tree.n_leaves)),
+        "q": rng.dirichlet(np.ones(n_cols), size=tree.n_nodes),
+        "tau": tau,
+    }

@@ -33,6 +33,7 @@ from latentzoo.inference.mcmc import add_invariants
 from latentzoo.inference.one_sided import annealed_em as acm_annealed_em
 from latentzoo.models.cluster_abstraction import ClusterAbstractionModel, TopicTree
 from latentzoo.models.one_sided import OneSidedClustering
+from tests.helpers import random_hacm_params
 
 SEEDS = [0, 1, 2]
 FORMS = ["constant", "leaf", "object"]
@@ -45,19 +46,7 @@ def random_problem(seed, model, n_rows=9, n_cols=11):
     counts[2] = 0  # an empty row
     counts[:, 4] = 0  # an empty column
     counts[0, 0] += 1
-    tree = model.tree
-    valid = tree.paths >= 0
-    if model.tau == "constant":
-        tau = model.default_tau()
-    else:
-        lead = (n_rows,) if model.tau == "object" else ()
-        raw = np.where(valid, rng.random((*lead, *valid.shape)) + 0.05, 0.0)
-        tau = raw / raw.sum(axis=-1, keepdims=True)
-    params = {
-        "rho": rng.dirichlet(np.ones(tree.n_leaves)),
-        "q": rng.dirichlet(np.ones(n_cols), size=tree.n_nodes),
-        "tau": tau,
-    }
+    params = random_hacm_params(rng, model, n_rows, n_cols)
     return CoOccurrence(counts), counts, params
 
 

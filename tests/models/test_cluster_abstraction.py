@@ -23,26 +23,11 @@ from latentzoo.models.cluster_abstraction import (
 )
 from latentzoo.models.invariants import default_dyads
 from latentzoo.models.one_sided import OneSidedClustering
+from tests.helpers import random_hacm_params
 
 SEEDS = [0, 1, 2]
 FORMS = ["constant", "leaf", "object"]
 UNBALANCED = TopicTree([-1, 0, 0, 1, 1])  # leaves 2 (depth 1), 3 and 4 (depth 2)
-
-
-def random_params(rng, model, n_rows, n_cols):
-    tree = model.tree
-    valid = tree.paths >= 0
-    if model.tau == "constant":
-        tau = model.default_tau()
-    else:
-        lead = (n_rows,) if model.tau == "object" else ()
-        raw = np.where(valid, rng.random((*lead, *valid.shape)) + 0.05, 0.0)
-        tau = raw / raw.sum(axis=-1, keepdims=True)
-    return {
-        "rho": rng.dirichlet(np.ones(tree.n_leaves)),
-        "q": rng.dirichlet(np.ones(n_cols), size=tree.n_nodes),
-        "tau": tau,
-    }
 
 
 def random_counts(rng, n_rows, n_cols, zero_rows=()):
@@ -173,7 +158,7 @@ def test_check_data():
 def test_check_params():
     data = load("toy")
     model = ClusterAbstractionModel(UNBALANCED)
-    good = random_params(np.random.default_rng(0), model, data.n_rows, data.n_cols)
+    good = random_hacm_params(np.random.default_rng(0), model, data.n_rows, data.n_cols)
     assert model.check_params(good, data)[2].shape == (3, 3)
     with pytest.raises(ValueError, match="q has shape"):
         model.check_params({**good, "q": good["q"][:3]}, data)
@@ -197,7 +182,7 @@ def test_log_likelihood_matches_brute_force(form, tree):
     counts = random_counts(rng, 6, 9, zero_rows=[3])
     data = CoOccurrence(counts)
     model = ClusterAbstractionModel(tree, tau=form)
-    params = random_params(rng, model, 6, 9)
+    params = random_hacm_params(rng, model, 6, 9)
     per_leaf = brute_per_leaf(model, params, counts)
     want = logsumexp(np.log(params["rho"]) + per_leaf, axis=1)
     want[3] = 0.0
@@ -214,7 +199,7 @@ def test_delta_tau_is_the_acm():
     rng = np.random.default_rng(3)
     data = CoOccurrence(random_counts(rng, 7, 10))
     model = ClusterAbstractionModel(2, tau="leaf")
-    params = random_params(rng, model, 7, 10)
+    params = random_hacm_params(rng, model, 7, 10)
     params["tau"] = np.zeros((4, 3))
     params["tau"][:, 2] = 1.0
     acm = {"rho": params["rho"], "q": params["q"][model.tree.leaves]}
@@ -236,7 +221,7 @@ def test_level_posteriors_and_node_responsibility():
     counts = random_counts(rng, 5, 6)
     data = CoOccurrence(counts)
     model = ClusterAbstractionModel(UNBALANCED, tau="object")
-    params = random_params(rng, model, 5, 6)
+    params = random_hacm_params(rng, model, 5, 6)
     tree = model.tree
     post = model.level_posteriors(params, [1, 4], [2, 0])
     for c, (i, j) in enumerate([(1, 2), (4, 0)]):
@@ -264,7 +249,7 @@ def test_predictive_is_eq_59(form):
     rng = np.random.default_rng(11)
     data = CoOccurrence(random_counts(rng, 6, 7))
     model = ClusterAbstractionModel(UNBALANCED, tau=form)
-    params = random_params(rng, model, 6, 7)
+    params = random_hacm_params(rng, model, 6, 7)
     tree = model.tree
     resp = model.responsibilities(params, data)
     dyads = default_dyads(data)
@@ -284,7 +269,7 @@ def test_heldout_log_likelihood_uses_training_posteriors():
     data = CoOccurrence(random_counts(rng, 6, 7))
     train, test = data.split(0.4, random_state=0)
     model = ClusterAbstractionModel(1)
-    params = random_params(rng, model, 6, 7)
+    params = random_hacm_params(rng, model, 6, 7)
     resp = model.responsibilities(params, train)
     got = model.heldout_log_likelihood({**params, "resp": resp}, test)
     dense = test.toarray()
@@ -299,7 +284,7 @@ def test_heldout_log_likelihood_uses_training_posteriors():
 def test_log_prior_matches_scipy_dirichlet():
     rng = np.random.default_rng(4)
     model = ClusterAbstractionModel(UNBALANCED, alpha=1.3, eta=0.8, gamma=2.5, tau="leaf")
-    params = random_params(rng, model, 3, 5)
+    params = random_hacm_params(rng, model, 3, 5)
     want = stats.dirichlet(np.full(3, 1.3)).logpdf(params["rho"])
     want += sum(stats.dirichlet(np.full(5, 0.8)).logpdf(row) for row in params["q"])
     want += stats.dirichlet(np.full(2, 2.5)).logpdf(params["tau"][0, :2])
@@ -317,7 +302,7 @@ def test_invariants_are_unchanged_by_swapping_siblings(seed):
     rng = np.random.default_rng(seed)
     data = CoOccurrence(random_counts(rng, 8, 9))
     model = ClusterAbstractionModel(1, tau="object")
-    params = random_params(rng, model, 8, 9)
+    params = random_hacm_params(rng, model, 8, 9)
     swapped = {
         "rho": params["rho"][::-1],
         "q": params["q"][[0, 2, 1]],
@@ -508,11 +493,11 @@ def test_pymc_logp_equals_exact_likelihood_and_prior(form, tree):
     assert tuple(pm_model.named_vars_to_dims["q"]) == ("node", "word")
     assert tuple(pm_model.named_vars_to_dims["tau"]) == tuple(model.dims["tau"])
     for seed in SEEDS:
-        params = random_params(np.random.default_rng(seed), model, 4, 4)
+        params = random_hacm_params(np.random.default_rng(seed), model, 4, 4)
         want = model.log_likelihood(params, data).sum() + model.log_prior(params)
         assert float(fn(_values(pm_model, params, model))) == pytest.approx(want, rel=1e-9)
     tempered, potential = _compiled(model, data, temperature=2.0, potentials=True)
-    params = random_params(np.random.default_rng(9), model, 4, 4)
+    params = random_hacm_params(np.random.default_rng(9), model, 4, 4)
     assert float(potential(_values(tempered, params, model))) == pytest.approx(
         model.log_likelihood(params, data).sum() / 2, rel=1e-9
     )
