@@ -59,7 +59,7 @@ from latentzoo.inference.mcmc import (
     splitmix_seeds,
     uniform_labels,
 )
-from latentzoo.models.aspect import AspectModel, row_log_likelihoods
+from latentzoo.models.aspect import NO_ROW_NORM, AspectModel, row_log_likelihoods
 from latentzoo.models.invariants import default_dyads
 
 __all__ = ["AspectEM", "AspectGibbs", "em_bytes", "em_pass", "gibbs_bytes", "gibbs_sweep"]
@@ -984,7 +984,7 @@ def _draw_and_score(gammas, concentrations, n_docs, n_words, n_topics, indptr, i
     phi_t = np.empty((n_words, n_topics))
     _normalised_gammas(gammas, 0, concentrations, theta, False)
     _normalised_gammas(gammas, n_docs * n_topics, concentrations, phi_t, True)
-    per_row = row_log_likelihoods(indptr, indices, counts, theta, phi_t, _NO_NORM)
+    per_row = row_log_likelihoods(indptr, indices, counts, theta, phi_t, NO_ROW_NORM)
     p_dyad = np.empty(dyads.shape[0])
     for q in range(dyads.shape[0]):
         s = 0.0
@@ -1080,7 +1080,6 @@ def em_bytes(data: CoOccurrence, n_topics: int, n_threads: int = 1, predictive=F
 #: What :meth:`AspectGibbs.draw` scores: no dyads and no rows.
 _NO_DYADS = np.empty((0, 2), dtype=np.int64)
 _NO_CSR = sp.csr_matrix((0, 0))
-_NO_NORM = np.empty(0)
 
 
 class GibbsState(NamedTuple):
@@ -1316,7 +1315,7 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
         out = {"loglik": per_row.sum(), "p_dyad": p_dyad}
         if test is not None:
             per_row = row_log_likelihoods(
-                test.counts.indptr, test.counts.indices, test.counts.data, theta, phi_t, _NO_NORM
+                test.counts.indptr, test.counts.indices, test.counts.data, theta, phi_t, NO_ROW_NORM
             )
         out["counts"] = per_row + coefficient
         if keep_params:

@@ -99,7 +99,7 @@ from latentzoo.models import (
     TwoSidedClustering,
 )
 from latentzoo.models._checks import check_integer, check_interval
-from latentzoo.models.aspect import row_log_likelihoods
+from latentzoo.models.aspect import NO_ROW_NORM, row_log_likelihoods
 from latentzoo.models.conjugate import component_named
 
 __all__ = [
@@ -110,8 +110,6 @@ __all__ = [
     "completion_split",
     "EXPECTED_FAILED_CHECKS",
 ]
-
-_NO_NORM = np.empty(0)
 
 
 # --------------------------------------------------------------------------------- input
@@ -231,7 +229,7 @@ def _completion_score(counts, posterior_of, predictive_right) -> tuple[float, in
         )
     left = np.ascontiguousarray(posterior_of(fold_in), dtype=np.float64)
     loglik = row_log_likelihoods(
-        scored.indptr, scored.indices, scored.data, left, predictive_right, _NO_NORM
+        scored.indptr, scored.indices, scored.data, left, predictive_right, NO_ROW_NORM
     )
     return float(loglik.sum()), total
 

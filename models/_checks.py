@@ -139,3 +139,23 @@ def check_data_shape(name: str, shape, fit_shape, what=("documents", "words"), d
             f"{name} has {have} {axis}, the parameters have {want} ({noun}); {name} must have the "
             "rows and columns the parameters describe"
         )
+
+
+def check_table(name: str, table, shape) -> np.ndarray:
+    """``table`` as a C-contiguous float64 array of ``shape`` (ValueError naming it otherwise).
+
+    The fused kernels index without bounds checks, so shapes are checked before they run.
+
+    Examples
+    --------
+    >>> check_table("theta", [[0.5, 0.5]], (1, 2)).flags.c_contiguous
+    True
+    >>> check_table("theta", [[0.5, 0.5]], (2, 2))
+    Traceback (most recent call last):
+    ...
+    ValueError: theta has shape (1, 2), expected (2, 2)
+    """
+    array = np.ascontiguousarray(table, dtype=np.float64)
+    if array.shape != tuple(shape):
+        raise ValueError(f"{name} has shape {array.shape}, expected {tuple(shape)}")
+    return array

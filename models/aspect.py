@@ -32,6 +32,7 @@ from latentzoo.models._checks import (
     check_fits_data,
     check_integer,
     check_positive,
+    check_table,
 )
 from latentzoo.models.base import (
     CellHeldout,
@@ -48,9 +49,10 @@ from latentzoo.models.conjugate import (
 from latentzoo.models.invariants import default_dyads
 from latentzoo.models.two_sided import cell_dots
 
-__all__ = ["AspectModel", "PRIOR_DEFAULTS", "default_dyads", "row_log_likelihoods"]
+__all__ = ["AspectModel", "NO_ROW_NORM", "PRIOR_DEFAULTS", "default_dyads", "row_log_likelihoods"]
 
-_NO_NORM = np.empty(0)
+NO_ROW_NORM = np.empty(0)
+"""The ``row_norm`` of :func:`row_log_likelihoods` that divides by nothing."""
 _LOG2 = math.log(2.0)
 
 PRIOR_DEFAULTS = {
@@ -116,26 +118,6 @@ def row_log_likelihoods(indptr, indices, counts, left, right, row_norm):
                 direct += n * np.log(s)
         out[i] = direct + (np.log(mantissa) + exponent * _LOG2)
     return out
-
-
-def _check_table(name: str, table, shape) -> np.ndarray:
-    """``table`` as a C-contiguous float64 array of ``shape`` (ValueError naming it otherwise).
-
-    The fused kernels index without bounds checks, so shapes are checked before they run.
-
-    Examples
-    --------
-    >>> _check_table("theta", [[0.5, 0.5]], (1, 2)).flags.c_contiguous
-    True
-    >>> _check_table("theta", [[0.5, 0.5]], (2, 2))
-    Traceback (most recent call last):
-    ...
-    ValueError: theta has shape (1, 2), expected (2, 2)
-    """
-    array = np.ascontiguousarray(table, dtype=np.float64)
-    if array.shape != tuple(shape):
-        raise ValueError(f"{name} has shape {array.shape}, expected {tuple(shape)}")
-    return array
 
 
 @dataclass(frozen=True)
@@ -424,11 +406,11 @@ class AspectModel(CellHeldout, LikelihoodHeldout, CorpusPriorDraw, PlainPyMCValu
         if name == "test" and theta.ndim == 2 and phi.ndim == 2:
             check_data_shape(name, data.shape, (theta.shape[0], phi.shape[1]))
         width = theta.shape[1] if theta.ndim == 2 else self.n_components
-        theta = _check_table("theta", theta, (data.n_rows, width))
-        phi = _check_table("phi", params["phi"], (width, data.n_cols))
+        theta = check_table("theta", theta, (data.n_rows, width))
+        phi = check_table("phi", params["phi"], (width, data.n_cols))
         csr = data.counts
         return row_log_likelihoods(
-            csr.indptr, csr.indices, csr.data, theta, np.ascontiguousarray(phi.T), _NO_NORM
+            csr.indptr, csr.indices, csr.data, theta, np.ascontiguousarray(phi.T), NO_ROW_NORM
         )
 
     def heldout_cell_probabilities(self, params, test, train=None) -> np.ndarray:

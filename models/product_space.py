@@ -18,8 +18,9 @@ from latentzoo.models._checks import (
     check_fits_data,
     check_integer,
     check_positive,
+    check_table,
 )
-from latentzoo.models.aspect import _NO_NORM, AspectModel, _check_table, row_log_likelihoods
+from latentzoo.models.aspect import NO_ROW_NORM, AspectModel, row_log_likelihoods
 from latentzoo.models.base import (
     CellHeldout,
     CorpusPriorDraw,
@@ -383,10 +384,10 @@ class ProductSpaceMixture(CellHeldout, LikelihoodHeldout, CorpusPriorDraw, Plain
             check_data_shape(
                 name, data.shape, (p_row.shape[1], q_col.shape[1]), ("rows", "columns")
             )
-        p_row = _check_table("p_row", p_row, (kx, data.n_rows))
-        q_col = _check_table("q_col", q_col, (ky, data.n_cols))
+        p_row = check_table("p_row", p_row, (kx, data.n_rows))
+        q_col = check_table("q_col", q_col, (ky, data.n_cols))
         weights = np.ascontiguousarray(p_row.T @ pi)  # (N, Ky): sum_nu p_{i|nu} pi[nu, mu]
-        p_i = weights @ q_col.sum(axis=1) if conditional else _NO_NORM
+        p_i = weights @ q_col.sum(axis=1) if conditional else NO_ROW_NORM
         csr = data.counts
         return row_log_likelihoods(
             csr.indptr, csr.indices, csr.data, weights, np.ascontiguousarray(q_col.T), p_i
@@ -423,6 +424,11 @@ class ProductSpaceMixture(CellHeldout, LikelihoodHeldout, CorpusPriorDraw, Plain
         ((3,), True)
         """
         return self._row_log_likelihoods(params, data, conditional=True)
+
+    def reference_log_likelihood(self, params, data) -> np.ndarray:
+        """The log-likelihood as :meth:`pymc_model` (and EM) have it: the joint
+        :meth:`joint_log_likelihood`, not the conditional :meth:`log_likelihood`."""
+        return self.joint_log_likelihood(params, data)
 
     def joint_log_likelihood(self, params, data) -> np.ndarray:
         """Joint log-likelihood per row, ``sum_j n_ij log p_ij`` (eq. (2) with (16)).
