@@ -51,6 +51,7 @@ from latentzoo.inference.em import (
     log_posterior,
 )
 from latentzoo.inference.mcmc import (
+    GibbsInfo,
     GibbsSetup,
     LabelAxis,
     gibbs_entry,
@@ -1094,7 +1095,10 @@ class GibbsState(NamedTuple):
 
 
 class AspectGibbs:
-    """Collapsed Gibbs sampler of the Bayesian aspect model, as pure ``init``/``step``/``draw``.
+    """Collapsed Gibbs sampler of the Bayesian aspect model, as ``init``/``step``/``draw``.
+
+    ``step(state, rng) -> (state, info)`` with ``info`` a :class:`GibbsInfo` (the sampler contract
+    of :func:`~latentzoo.inference.mcmc.run_chains`).
 
     Parameters
     ----------
@@ -1107,9 +1111,9 @@ class AspectGibbs:
     >>> from latentzoo.data import load
     >>> sampler = AspectGibbs(AspectModel(2), load("toy"))
     >>> state = sampler.init(np.random.default_rng(0))
-    >>> state = sampler.step(state)
-    >>> int(state.n_topic.sum()) == load("toy").total
-    True
+    >>> state, info = sampler.step(state, np.random.default_rng(1))
+    >>> int(state.n_topic.sum()) == load("toy").total, info.lp < 0
+    (True, True)
     """
 
     def __init__(self, model: AspectModel, data: CoOccurrence):
@@ -1136,12 +1140,17 @@ class AspectGibbs:
         seed = splitmix_seeds(rng, 1)
         return GibbsState(z, *tables, seed)
 
-    def step(self, state: GibbsState) -> GibbsState:
+    def step(self, state: GibbsState, rng: np.random.Generator) -> tuple[GibbsState, GibbsInfo]:
+        """One sweep over every token (in place), and its :class:`GibbsInfo` (the log joint).
+
+        The sweep draws from the chain's splitmix64 stream ``state.rng_state`` (seeded from the
+        chain's ``rng`` by :meth:`init`; see :func:`~latentzoo.inference.mcmc.run_chains`).
+        """
         gibbs_sweep(
             self.doc_ptr, self.words, state.z, state.n_doc_topic, state.n_word_topic,
             state.n_topic, float(self.model.alpha), float(self.model.eta), state.rng_state,
         )  # fmt: skip
-        return state
+        return state, GibbsInfo(self.log_joint(state))
 
     def draw(self, state: GibbsState, rng: np.random.Generator) -> dict:
         """``theta | z ~ Dir(n_d + alpha)`` and ``phi | z ~ Dir(n_k + eta)``: exact joint draws.
@@ -1156,7 +1165,7 @@ class AspectGibbs:
         --------
         >>> from latentzoo.data import load
         >>> sampler = AspectGibbs(AspectModel(2), load("toy"))
-        >>> state = sampler.step(sampler.init(np.random.default_rng(0)))
+        >>> state = sampler.step(sampler.init(rng := np.random.default_rng(0)), rng)[0]
         >>> params = sampler.draw(state, np.random.default_rng(1))
         >>> params["theta"].shape, params["phi"].shape, bool(np.allclose(params["phi"].sum(1), 1))
         ((6, 2), (2, 8), True)
@@ -1177,7 +1186,7 @@ class AspectGibbs:
         >>> from latentzoo.data import load
         >>> data = load("toy")
         >>> sampler = AspectGibbs(AspectModel(2), data)
-        >>> state = sampler.step(sampler.init(np.random.default_rng(0)))
+        >>> state = sampler.step(sampler.init(rng := np.random.default_rng(0)), rng)[0]
         >>> theta, phi_t, per_row, p_dyad = sampler.scored_draw(
         ...     state, np.random.default_rng(1), np.array([[0, 0], [1, 2]]))
         >>> ll = AspectModel(2).log_likelihood({"theta": theta, "phi": phi_t.T}, data)
@@ -1203,7 +1212,7 @@ class AspectGibbs:
         >>> from latentzoo.data import load
         >>> from latentzoo.models.conjugate import dirichlet_multinomial_log
         >>> sampler = AspectGibbs(AspectModel(2), load("toy"))
-        >>> s = sampler.step(sampler.init(np.random.default_rng(0)))
+        >>> s = sampler.step(sampler.init(rng := np.random.default_rng(0)), rng)[0]
         >>> want = dirichlet_multinomial_log(s.n_doc_topic, 1.1) + dirichlet_multinomial_log(
         ...     s.n_word_topic.T, 1.01)
         >>> bool(np.isclose(sampler.log_joint(s), want))

@@ -103,6 +103,7 @@ __all__ = [
     "ClusterAbstractionEM",
     "ClusterAbstractionGibbs",
     "GrowthResult",
+    "LeafJumpInfo",
     "enumerated_posterior",
     "annealed_em",
     "gibbs",
@@ -925,20 +926,23 @@ def gibbs_sweep(doc_ptr, words, z, v, sizes, c_qt, c_node, c_lev, c_lev_tot, pat
     Metropolis-Hastings jump of the document to a random leaf with fresh levels
     (:func:`_jump_leaf`; it lets documents move between leaves of different depths). ``form``:
     0 constant, 1 leaf, 2 object. ``c_qt`` is ``M x n_nodes``; ``c_lev`` is per leaf (forms 0, 1)
-    or per row (form 2). ``state`` is the chain's splitmix64 generator state.
+    or per row (form 2). ``state`` is the chain's splitmix64 generator state. Returns the number
+    of leaf jumps proposed to another leaf and the number accepted.
 
     Examples
     --------
     >>> from latentzoo.data import load
     >>> sampler = ClusterAbstractionGibbs(ClusterAbstractionModel(1), load("toy"))
-    >>> s = sampler.init(np.random.default_rng(0))
-    >>> sampler.step(s) is s, int(s.c_node.sum()) == load("toy").total
+    >>> s = sampler.init(rng := np.random.default_rng(0))
+    >>> sampler.step(s, rng)[0] is s, int(s.c_node.sum()) == load("toy").total
     (True, True)
     """
     n_rows = doc_ptr.shape[0] - 1
     n_leaves, n_levels = paths.shape
     m_eta = eta * c_qt.shape[0]
     logp = np.empty(max(n_leaves, n_levels))
+    proposed = 0
+    accepted = 0
     for i in range(n_rows):
         first, last = doc_ptr[i], doc_ptr[i + 1]
         old = z[i]
@@ -1026,8 +1030,13 @@ def gibbs_sweep(doc_ptr, words, z, v, sizes, c_qt, c_node, c_lev, c_lev_tot, pat
             if form != 2:
                 c_lev_tot[new] += 1.0
         if n_leaves > 1 and last > first:
-            _jump_leaf(i, first, last, words, z, v, sizes, c_qt, c_node, c_lev, c_lev_tot, paths,
-                       lengths, log_tau, form, alpha, eta, gamma, state, logp)  # fmt: skip
+            jumped = _jump_leaf(i, first, last, words, z, v, sizes, c_qt, c_node, c_lev, c_lev_tot,
+                                paths, lengths, log_tau, form, alpha, eta, gamma, state,
+                                logp)  # fmt: skip
+            if jumped >= 0:
+                proposed += 1
+                accepted += jumped
+    return proposed, accepted
 
 
 @nb.njit(cache=True)
@@ -1101,13 +1110,14 @@ def _jump_leaf(i, first, last, words, z, v, sizes, c_qt, c_node, c_lev, c_lev_to
     draws the levels sequentially from their collapsed conditionals at it. The proposal's density
     cancels the joint's level factors, leaving the acceptance ratio
     ``(m_b + alpha) prod_t S'_t / ((m_a + alpha) prod_t S_t)`` with the ``S_t`` of
-    :func:`_replay` along the current and the proposed sequence.
+    :func:`_replay` along the current and the proposed sequence. Returns 1 when the jump was
+    accepted, 0 when rejected, -1 when the proposed leaf was the current one (no move).
     """
     n_leaves = sizes.shape[0]
     current = z[i]
     proposal = min(int(next_uniform(state) * n_leaves), n_leaves - 1)
     if proposal == current:
-        return
+        return -1
     saved = v[first:last].copy()
     sizes[current] -= 1.0
     _remove_doc(i, current, first, last, words, v, c_qt, c_node, c_lev, c_lev_tot, paths, form)
@@ -1122,12 +1132,13 @@ def _jump_leaf(i, first, last, words, z, v, sizes, c_qt, c_node, c_lev, c_lev_to
     if log_ratio >= 0.0 or next_uniform(state) < math.exp(log_ratio):
         z[i] = proposal
         sizes[proposal] += 1.0
-        return
+        return 1
     _remove_doc(i, proposal, first, last, words, v, c_qt, c_node, c_lev, c_lev_tot, paths, form)
     v[first:last] = saved
     _replay(i, current, first, last, words, v, c_qt, c_node, c_lev, c_lev_tot, paths, lengths,
             log_tau, form, eta, gamma, state, logp, False)  # fmt: skip
     sizes[current] += 1.0
+    return 0
 
 
 @nb.njit(cache=True)
@@ -1189,6 +1200,16 @@ def _many_chains_last_state(doc_ptr, words, paths, lengths, log_tau, form, n_col
     return out_z, out_v
 
 
+class LeafJumpInfo(NamedTuple):
+    """What a sweep of :class:`ClusterAbstractionGibbs` reports: ``lp``, the collapsed log joint
+    at the new state; ``leaf_jumps``, how many Metropolis-Hastings leaf jumps (:func:`_jump_leaf`)
+    proposed another leaf; ``leaf_jump_accept``, the fraction of those accepted (0 when none)."""
+
+    lp: float
+    leaf_jump_accept: float
+    leaf_jumps: int
+
+
 class ClusterAbstractionGibbsState(NamedTuple):
     """State of one collapsed Gibbs chain of the HACM (arrays updated in place)."""
 
@@ -1205,6 +1226,10 @@ class ClusterAbstractionGibbsState(NamedTuple):
 class ClusterAbstractionGibbs:
     """Collapsed Gibbs sampler of the Bayesian HACM on a fixed tree, as ``init``/``step``/``draw``.
 
+    ``step(state, rng) -> (state, info)`` with ``info`` a :class:`LeafJumpInfo` (the log joint and
+    the acceptance of the leaf jumps), the sampler contract of
+    :func:`~latentzoo.inference.mcmc.run_chains`.
+
     Parameters
     ----------
     model : ClusterAbstractionModel
@@ -1214,7 +1239,7 @@ class ClusterAbstractionGibbs:
     --------
     >>> from latentzoo.data import load
     >>> sampler = ClusterAbstractionGibbs(ClusterAbstractionModel(1), load("toy"))
-    >>> state = sampler.step(sampler.init(np.random.default_rng(0)))
+    >>> state = sampler.step(sampler.init(rng := np.random.default_rng(0)), rng)[0]
     >>> int(state.sizes.sum()), state.v.shape == (load("toy").total,)
     (6, True)
     """
@@ -1266,24 +1291,30 @@ class ClusterAbstractionGibbs:
                                self.data.n_cols, self.model.tree.n_nodes, self.form)  # fmt: skip
         return ClusterAbstractionGibbsState(start, levels, *tables, seed)
 
-    def step(self, state: ClusterAbstractionGibbsState) -> ClusterAbstractionGibbsState:
-        """One sweep over all documents and observations.
+    def step(
+        self, state: ClusterAbstractionGibbsState, rng: np.random.Generator
+    ) -> tuple[ClusterAbstractionGibbsState, LeafJumpInfo]:
+        """One sweep over all documents and observations (in place), and its :class:`LeafJumpInfo`.
+
+        The sweep draws from the chain's splitmix64 stream ``state.rng_state`` (seeded from the
+        chain's ``rng`` by :meth:`init`; see :func:`~latentzoo.inference.mcmc.run_chains`).
 
         Examples
         --------
         >>> from latentzoo.data import load
         >>> sampler = ClusterAbstractionGibbs(ClusterAbstractionModel(1), load("toy"))
-        >>> state = sampler.step(sampler.init(np.random.default_rng(0)))
-        >>> int(state.c_node.sum()) == load("toy").total
-        True
+        >>> state, info = sampler.step(sampler.init(rng := np.random.default_rng(0)), rng)
+        >>> int(state.c_node.sum()) == load("toy").total, 0.0 <= info.leaf_jump_accept <= 1.0
+        (True, True)
         """
         m = self.model
-        gibbs_sweep(
+        proposed, accepted = gibbs_sweep(
             self.doc_ptr, self.words, state.z, state.v, state.sizes, state.c_qt, state.c_node,
             state.c_lev, state.c_lev_tot, self.paths, self.lengths, self.log_tau, self.form,
             float(m.alpha), float(m.eta), float(m.gamma), state.rng_state,
         )  # fmt: skip
-        return state
+        rate = accepted / proposed if proposed else 0.0
+        return state, LeafJumpInfo(self.log_joint(state), rate, int(proposed))
 
     def draw(self, state: ClusterAbstractionGibbsState, rng: np.random.Generator) -> dict:
         """``rho``, ``q``, ``tau`` from their exact conditionals given the assignments, and ``z``.

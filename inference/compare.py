@@ -14,7 +14,6 @@ A :class:`Comparison` records which of the four validation levels (exact, refere
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -25,6 +24,7 @@ from scipy import stats
 
 from latentzoo.inference.calibration import SBCResult, sbc
 from latentzoo.inference.checks import Check
+from latentzoo.inference.enumeration import frequency_test, label_vectors, state_index
 
 __all__ = [
     "Check",
@@ -1261,16 +1261,15 @@ def point_in_posterior(
 
 # ------------------------------------------------------------------------ exact enumeration
 def enumerate_assignments(n_items: int, n_labels: int) -> np.ndarray:
-    """All ``n_labels ** n_items`` label vectors, one per row (lexicographic order).
+    """All ``n_labels ** n_items`` label vectors, one per row (lexicographic order): the exact
+    level's label space (:func:`~latentzoo.inference.enumeration.label_vectors`).
 
     Examples
     --------
     >>> enumerate_assignments(2, 2).tolist()
     [[0, 0], [0, 1], [1, 0], [1, 1]]
     """
-    if n_labels**n_items > 2_000_000:
-        raise ValueError(f"{n_labels}**{n_items} states are too many to enumerate")
-    return np.array(list(itertools.product(range(n_labels), repeat=n_items)), dtype=np.int64)
+    return label_vectors(n_items, n_labels)
 
 
 def exact_test(log_probs, sample_states, n_labels=None, alpha: float = 1e-3, name="exact") -> Check:
@@ -1279,58 +1278,30 @@ def exact_test(log_probs, sample_states, n_labels=None, alpha: float = 1e-3, nam
     Parameters
     ----------
     log_probs : (S,) unnormalised log posterior of every state, in the order of
-        :func:`enumerate_assignments`.
-    sample_states : (D, n_items) sampled label vectors (independent draws).
-    n_labels : int
-        Needed to index the states; inferred from ``log_probs`` when omitted.
+        :func:`enumerate_assignments`, or of the rows of ``n_labels`` when it is an array.
+    sample_states : (D, n_items) sampled label vectors (independent draws), or any sampled states
+        one per row when ``n_labels`` is the array of the enumerated states.
+    n_labels : int or array
+        Needed to index label vectors (inferred from ``log_probs`` when omitted); a 2-D array is
+        the enumerated states themselves, one per row (any finite space:
+        :mod:`latentzoo.inference.enumeration`), and the draws are looked up among them.
     alpha : float
-        Level of the test. Cells with expected count below 5 are pooled.
+        Level of the test. Cells with expected count below 5 are pooled
+        (:func:`~latentzoo.inference.enumeration.frequency_test`).
 
     Returns
     -------
     Check
     """
-    log_probs = np.asarray(log_probs, dtype=float)
     sample_states = np.asarray(sample_states)
-    n_items = sample_states.shape[1]
-    if n_labels is None:
-        n_labels = int(round(len(log_probs) ** (1.0 / n_items)))
-    weights = n_labels ** np.arange(n_items - 1, -1, -1)
-    index = sample_states @ weights
-    observed = np.bincount(index, minlength=len(log_probs)).astype(float)
-    probs = np.exp(log_probs - log_probs.max())
-    probs /= probs.sum()
-    expected = probs * len(sample_states)
-    impossible = (expected == 0) & (observed > 0)
-    if impossible.any():
-        state = int(np.flatnonzero(impossible)[0])
-        return Check(
-            "exact", name, False,
-            f"sampled state {state} has posterior probability 0 ({int(observed[state])} draws)",
-            {"chi2": np.inf, "dof": 0, "p_value": 0.0, "total_variation": 1.0},
-        )  # fmt: skip
-    # States of probability zero that were never drawn carry no information.
-    keep = expected > 0
-    observed, expected = observed[keep], expected[keep]
-    order = np.argsort(expected)
-    small = expected[order] < 5
-    pooled_obs = list(observed[order][~small])
-    pooled_exp = list(expected[order][~small])
-    if small.any():
-        pooled_obs.append(observed[order][small].sum())
-        pooled_exp.append(expected[order][small].sum())
-    chi2 = float(np.sum((np.array(pooled_obs) - np.array(pooled_exp)) ** 2 / np.array(pooled_exp)))
-    dof = len(pooled_obs) - 1
-    p_value = float(stats.chi2.sf(chi2, dof))
-    tv = 0.5 * float(np.abs(observed / len(sample_states) - probs[keep]).sum())
-    return Check(
-        "exact",
-        name,
-        p_value > alpha,
-        f"chi-square {chi2:.1f} on {dof} dof, p = {p_value:.3g} (need > {alpha}); "
-        f"total variation {tv:.4f} over {len(log_probs)} states, {len(sample_states)} draws",
-        {"chi2": chi2, "dof": dof, "p_value": p_value, "total_variation": tv},
-    )
+    if np.ndim(n_labels) == 2:
+        index = state_index(n_labels, sample_states)
+    else:
+        n_items = sample_states.shape[1]
+        if n_labels is None:
+            n_labels = int(round(len(log_probs) ** (1.0 / n_items)))
+        index = sample_states @ n_labels ** np.arange(n_items - 1, -1, -1)
+    return frequency_test(log_probs, index, alpha=alpha, name=name)
 
 
 def beta_moments(a, total):

@@ -1,14 +1,17 @@
 """The chain runner shared by every sampler of the zoo.
 
-A sampler is a triple of pure-ish functions in the style of blackjax: ``init(rng) -> state``,
-``step(state) -> state`` (one sweep) and ``draw(state, rng) -> dict`` (the posterior variables of one
-kept draw, named as in the PyMC declaration). A state is a NamedTuple of arrays that the numba sweep
-updates in place (the tuple itself is replaced only when a table must grow), with the chain's own
-generator state among them, so a chain is reproducible from its seed. :func:`run_chains` owns the one driver loop: per-chain
-seeds spawned from one ``random_state``, tuning (burn-in) sweeps, thinning, a progress bar, and the
-conversion to :class:`arviz.InferenceData` with ``posterior``, ``sample_stats``, ``log_likelihood`` and
-``observed_data`` groups; :func:`sample_to_inference_data` runs a collapsed sampler's chains through it
-and assembles those groups the same way for every family.
+A sampler is a triple of functions in the style of blackjax: ``init(rng) -> state``,
+``step(state, rng) -> (state, info)`` (one sweep; ``info`` a NamedTuple the family declares, such as
+:class:`GibbsInfo`) and ``draw(state, rng) -> dict`` (the posterior variables of one kept draw, named
+as in the PyMC declaration). A state is a NamedTuple of arrays that the numba sweep updates in place
+(the tuple itself is replaced only when a table must grow), with the splitmix64 stream the kernels
+draw from, seeded from the chain's generator, so a chain is reproducible from its seed.
+:func:`run_chains` owns the one driver loop: per-chain generators spawned from one ``random_state``
+and passed to every call, tuning (burn-in) sweeps, thinning, a progress bar, the ``info`` of the
+kept draws as ``sample_stats``, and latent states whose shape varies between draws (padded, with
+their shapes); :func:`sample_to_inference_data` runs a collapsed sampler's chains through it and
+assembles the ``posterior``, ``sample_stats``, ``log_likelihood`` and ``observed_data`` groups of
+:class:`arviz.InferenceData` the same way for every family.
 
 Also here, the pieces every sampler uses inside its numba kernels and its draws: the chain-owned
 splitmix64 generator :func:`next_uniform` (a numba function, callable from ``@njit`` kernels in any
@@ -36,6 +39,7 @@ from latentzoo.models._checks import check_integer
 from latentzoo.models.base import model_attrs, netcdf_attr  # noqa: F401 - re-exported
 
 __all__ = [
+    "GibbsInfo",
     "GibbsSetup",
     "LabelAxis",
     "align_chains",
@@ -197,6 +201,51 @@ def dirichlet_rows(rng: np.random.Generator, concentration) -> np.ndarray:
     return safe.reshape(concentration.shape)
 
 
+class GibbsInfo(NamedTuple):
+    """What a Gibbs transition without Metropolis-Hastings moves reports (see :func:`run_chains`).
+
+    Attributes
+    ----------
+    lp : float
+        The sampler's target, the collapsed log joint, at the new state.
+    """
+
+    lp: float
+
+
+def _fill_value(dtype: np.dtype):
+    """The padding of a variable whose shape varies between draws: NaN (floats), -1 (signed
+    integers), 0 (unsigned integers), False (booleans)."""
+    if dtype.kind in "fc":
+        return np.nan
+    if dtype.kind == "i":
+        return -1
+    return False if dtype.kind == "b" else 0
+
+
+def _stack_draws(name: str, values: list, shape: tuple[int, int]) -> dict[str, np.ndarray]:
+    """Stack the kept draws of one variable into ``shape + value shape``; pad a ragged one.
+
+    Draws of one shape are stacked as they are. Draws whose shapes differ (same number of axes) are
+    padded to the largest length of each axis with :func:`_fill_value`, and ``{name}_shape``
+    (``shape + (ndim,)``, int64) records each draw's own shape, the mask of its valid part.
+    """
+    first = values[0].shape
+    if all(value.shape == first for value in values):
+        return {name: np.stack(values).reshape(shape + first)}
+    if any(value.ndim != len(first) for value in values):
+        raise ValueError(f"the draws of {name!r} differ in their number of axes")
+    sizes = np.array([value.shape for value in values], dtype=np.int64)
+    dtype = np.result_type(*values)
+    padded = np.full((len(values), *sizes.max(axis=0)), _fill_value(dtype), dtype=dtype)
+    for index, value in enumerate(values):
+        padded[(index, *(slice(0, n) for n in value.shape))] = value
+    return {
+        name: padded.reshape(shape + padded.shape[1:]),
+        f"{name}_shape": sizes.reshape(shape + sizes.shape[1:]),
+    }
+
+
 def run_chains(
     init: Callable,
     step: Callable,
@@ -208,66 +257,112 @@ def run_chains(
     thin: int = 1,
     random_state=None,
     progressbar: bool = True,
-    stats: Callable | None = None,
     desc: str = "sampling",
 ):
-    """Run ``chains`` chains and stack their draws.
+    """Run ``chains`` chains of a sampler and collect their kept draws and transition info.
+
+    The sampler contract (blackjax style): ``init(rng) -> state``, ``step(state, rng) ->
+    (state, info)`` and ``draw(state, rng) -> dict``. Chain ``c`` gets its own generator ``rng``
+    (:func:`chain_seeds` of ``random_state``), which the runner passes to every call of that
+    chain: the chain's randomness is explicit, never a global generator. ``info`` is a NamedTuple
+    the sampler family declares (:class:`GibbsInfo`: ``lp``; the mixtures add
+    ``split_merge_accept``, the HACM ``leaf_jump_accept``, an HMC would add ``diverging``); its
+    fields at every kept draw go to ``sample_stats`` under their own names. An acceptance field
+    is the fraction of that step's proposals of that kind that were accepted (the info of the
+    last of ``thin`` transitions is kept).
+
+    Randomness of the collapsed Gibbs samplers: their numba kernels cannot take a numpy
+    ``Generator``, so they draw from a splitmix64 stream (:func:`next_uniform`) seeded from
+    ``rng`` by ``init`` and advanced in place. That stream stays in the state (``rng_state``):
+    each family's ``init`` seeds it at its own point of ``rng``'s sequence (after the random
+    labels for the topic models, before the CRP start for the mixtures), so taking it out into
+    the runner would reorder the draws and change every result, whereas kept in the state every
+    result stays bit for bit what it was (``tests/test_fingerprints.py``). ``rng`` is still
+    passed to ``step``: the moves that draw with numpy (a Python-level sampler, an HMC's
+    momenta) draw from it.
+
+    Latent states whose shape varies between draws (an IBP's ``Z`` gaining columns) pass
+    through: such a variable is padded to the largest length of each axis over all chains and
+    draws (NaN for floats, -1 for signed integers, 0 unsigned, False booleans) and
+    ``{name}_shape`` ``(chains, draws, ndim)`` records every draw's own shape, so
+    ``Z[c, d, :, :Z_shape[c, d, 1]]`` is draw ``d`` of chain ``c``. A rectangular array keeps
+    ``InferenceData``, netCDF and the vectorised summaries; a ragged (object) layout would lose
+    all three. Variables of a fixed shape are stacked as they are.
 
     Parameters
     ----------
     init : callable
         ``init(rng) -> state``.
     step : callable
-        ``step(state) -> state``: one transition (a sweep).
+        ``step(state, rng) -> (state, info)``: one transition (a sweep); ``info`` a NamedTuple of
+        scalars (or ``None``: nothing to record).
     draw : callable
         ``draw(state, rng) -> dict[str, array]``: the posterior variables of a kept draw.
     chains, draws, tune, thin : int
         ``tune`` transitions are discarded; then ``draws * thin`` are run and every ``thin``-th kept.
     random_state : int, Generator or None
     progressbar : bool
-    stats : callable, optional
-        ``stats(state) -> dict[str, float]`` recorded per kept draw into ``sample_stats``.
+    desc : str
+        Progress-bar label.
 
     Returns
     -------
     posterior : dict[str, array (chains, draws, ...)]
+        With ``{name}_shape`` beside each variable whose shape varies.
     sample_stats : dict[str, array (chains, draws)]
+        The ``info`` fields of the kept draws.
     seconds : float
         Wall time spent sampling (all chains, tuning included).
+
+    Examples
+    --------
+    A random walk on the width of a row of ones, with its acceptance in ``info``:
+
+    >>> from typing import NamedTuple
+    >>> class WalkInfo(NamedTuple):
+    ...     lp: float
+    ...     accept: float
+    >>> def step(width, rng):
+    ...     proposal = width + (1 if rng.random() < 0.5 else -1)
+    ...     accepted = 0 <= proposal <= 3
+    ...     width = proposal if accepted else width
+    ...     return width, WalkInfo(lp=0.0, accept=float(accepted))
+    >>> posterior, stats, _ = run_chains(lambda rng: 0, step, lambda w, rng: {"row": np.ones(w)},
+    ...                                  chains=2, draws=5, tune=3, random_state=0, progressbar=False)
+    >>> posterior["row"].shape[:2], posterior["row_shape"].shape, sorted(stats)
+    ((2, 5), (2, 5, 1), ['accept', 'lp'])
+    >>> bool(np.all(np.isnan(posterior["row"][0, 0, posterior["row_shape"][0, 0, 0]:])))
+    True
     """
     _check_counts(chains, draws, tune, thin)
     generators = chain_seeds(random_state, chains)
-    posterior: dict[str, list] = {}
-    sample_stats: dict[str, list] = {}
+    kept: dict[str, list] = {}
+    kept_stats: dict[str, list] = {}
     total = chains * (tune + draws * thin)
     start = time.perf_counter()
     with tqdm(total=total, desc=desc, disable=not progressbar, leave=False) as bar:
         for rng in generators:
             state = init(rng)
             for _ in range(tune):
-                state = step(state)
+                state, _ = step(state, rng)
                 bar.update(1)
-            kept: dict[str, list] = {}
-            kept_stats: dict[str, list] = {}
             for _ in range(draws):
                 for _ in range(thin):
-                    state = step(state)
+                    state, info = step(state, rng)
                 bar.update(thin)
                 for name, value in draw(state, rng).items():
                     kept.setdefault(name, []).append(np.asarray(value))
-                if stats is not None:
-                    for name, value in stats(state).items():
+                if info is not None:
+                    for name, value in zip(info._fields, info, strict=True):
                         kept_stats.setdefault(name, []).append(value)
-            for name, values in kept.items():
-                posterior.setdefault(name, []).append(np.stack(values))
-            for name, values in kept_stats.items():
-                sample_stats.setdefault(name, []).append(np.asarray(values))
     seconds = time.perf_counter() - start
-    return (
-        {name: np.stack(values) for name, values in posterior.items()},
-        {name: np.stack(values) for name, values in sample_stats.items()},
-        seconds,
-    )
+    posterior: dict[str, np.ndarray] = {}
+    for name, values in kept.items():
+        posterior.update(_stack_draws(name, values, (chains, draws)))
+    sample_stats = {
+        name: np.asarray(values).reshape(chains, draws) for name, values in kept_stats.items()
+    }
+    return posterior, sample_stats, seconds
 
 
 def to_inference_data(
@@ -402,8 +497,8 @@ def sample_to_inference_data(
     Parameters
     ----------
     sampler
-        ``init(rng)``, ``step(state)`` and ``log_joint(state)`` (recorded per kept draw as the
-        ``lp`` of ``sample_stats``).
+        ``init(rng)`` and ``step(state, rng) -> (state, info)``, whose ``info`` fields (``lp``,
+        acceptance rates) become ``sample_stats`` (:func:`run_chains`).
     draw : callable
         ``draw(state, rng) -> dict``: the posterior variables of a kept draw and, under
         ``log_likelihood_name``, the per-row log-likelihood, which goes to the ``log_likelihood``
@@ -469,7 +564,6 @@ def sample_to_inference_data(
         thin=thin,
         random_state=random_state,
         progressbar=progressbar,
-        stats=lambda state: {"lp": sampler.log_joint(state)},
         desc=desc,
     )
     log_likelihood = {log_likelihood_name: posterior.pop(log_likelihood_name)}
@@ -818,7 +912,7 @@ def align_chain_labels(idata, label_axes) -> int:
 class GibbsSetup(NamedTuple):
     """What a family's collapsed sampler hands to the one Gibbs entry point (:func:`gibbs_entry`).
 
-    ``sampler`` (``init``/``step``/``log_joint``) and ``draw`` as for
+    ``sampler`` (``init``/``step``) and ``draw`` as for
     :func:`sample_to_inference_data`, with the coordinates, dimensions and observed data of the
     family's ``InferenceData``; ``label_axes`` (:class:`LabelAxis`) says which labels
     :func:`align_chains` aligns across chains (empty: the family's labels need no alignment).

@@ -65,6 +65,7 @@ from scipy.special import gammaln, logsumexp
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng
 from latentzoo.inference.mcmc import (
+    GibbsInfo,
     GibbsSetup,
     LabelAxis,
     dirichlet_rows,
@@ -86,6 +87,7 @@ __all__ = [
     "MAX_DENSE_BYTES",
     "MixtureGibbs",
     "MixtureGibbsState",
+    "SplitMergeInfo",
     "escobar_west",
     "gibbs",
 ]
@@ -458,10 +460,13 @@ def _log_size_prior(n_a, n_b, alpha, finite, offset):
 @nb.njit(cache=True)
 def _split_merge(X, z, sizes, stats, prior, kind, hyper, tables, alpha, finite, n_scans,
                  state):  # fmt: skip
-    """One restricted Gibbs split-merge move (Jain & Neal 2004); returns the (possibly grown) tables."""
+    """One restricted Gibbs split-merge move (Jain & Neal 2004).
+
+    Returns the (possibly grown) tables and 1 when the move was accepted, else 0.
+    """
     n = X.shape[0]
     if n < 2:
-        return sizes, stats
+        return sizes, stats, 0
     i = min(int(next_uniform(state) * n), n - 1)
     j = min(int(next_uniform(state) * (n - 1)), n - 2)
     if j >= i:
@@ -502,7 +507,7 @@ def _split_merge(X, z, sizes, stats, prior, kind, hyper, tables, alpha, finite, 
         new = -1
         if finite:
             if n_empty == 0:
-                return sizes, stats
+                return sizes, stats, 0
             r = min(int(next_uniform(state) * n_empty), n_empty - 1)
             for k in range(sizes.shape[0]):
                 if sizes[k] == 0:
@@ -532,6 +537,7 @@ def _split_merge(X, z, sizes, stats, prior, kind, hyper, tables, alpha, finite, 
             for m in range(count):
                 if side[m] == 0:
                     z[members[m]] = new
+            return sizes, stats, 1
     else:
         log_q = _restricted_scan(X, members, side, pair, coef, base, counts, offset, kind, hyper,
                                  tables, target, True, state)  # fmt: skip
@@ -557,18 +563,25 @@ def _split_merge(X, z, sizes, stats, prior, kind, hyper, tables, alpha, finite, 
             z[i] = cj
             for m in range(count):
                 z[members[m]] = cj
-    return sizes, stats
+            return sizes, stats, 1
+    return sizes, stats, 0
 
 
 # ------------------------------------------------------------------------------ one step
 @nb.njit(cache=True)
 def _run(X, z, sizes, stats, prior, prior_pred, kind, hyper, tables, alpha, finite, n_moves,
          n_scans, gibbs_sweep, sample_alpha, a0, b0, sweeps, state):  # fmt: skip
-    """``sweeps`` transitions: split-merge moves, one Gibbs sweep, then the alpha update."""
+    """``sweeps`` transitions: split-merge moves, one Gibbs sweep, then the alpha update.
+
+    Returns the (possibly grown) tables, the last ``alpha`` and the number of accepted split-merge
+    moves.
+    """
+    accepted = 0
     for _ in range(sweeps):
         for _ in range(n_moves):
-            sizes, stats = _split_merge(X, z, sizes, stats, prior, kind, hyper, tables, alpha,
-                                        finite, n_scans, state)  # fmt: skip
+            sizes, stats, done = _split_merge(X, z, sizes, stats, prior, kind, hyper, tables,
+                                              alpha, finite, n_scans, state)  # fmt: skip
+            accepted += done
         if not gibbs_sweep:
             pass
         elif finite:
@@ -579,7 +592,7 @@ def _run(X, z, sizes, stats, prior, prior_pred, kind, hyper, tables, alpha, fini
                                       alpha, state)  # fmt: skip
         if sample_alpha:
             alpha = escobar_west(alpha, _occupied(sizes), X.shape[0], a0, b0, state)
-    return sizes, stats, alpha
+    return sizes, stats, alpha, accepted
 
 
 @nb.njit(cache=True)
@@ -616,9 +629,9 @@ def _many_chains(X, prior, prior_pred, kind, hyper, tables, alpha, finite, n_lab
     for c in range(seeds.shape[0]):
         state[0] = seeds[c]
         z, sizes, stats = _start(X, prior, kind, hyper, alpha, finite, n_labels, state)
-        sizes, stats, last = _run(X, z, sizes, stats, prior, prior_pred, kind, hyper, tables,
-                                  alpha, finite, n_moves, n_scans, gibbs_sweep, sample_alpha, a0,
-                                  b0, sweeps, state)  # fmt: skip
+        sizes, stats, last, _ = _run(X, z, sizes, stats, prior, prior_pred, kind, hyper, tables,
+                                     alpha, finite, n_moves, n_scans, gibbs_sweep, sample_alpha,
+                                     a0, b0, sweeps, state)  # fmt: skip
         out[c] = _canonical(z)
         alphas[c] = last
     return out, alphas
@@ -669,6 +682,16 @@ class MixtureGibbsState(NamedTuple):
     rng_state: np.ndarray
 
 
+class SplitMergeInfo(NamedTuple):
+    """What a transition of :class:`MixtureGibbs` with split-merge moves reports: ``lp``, the
+    collapsed log joint at the new state (:meth:`MixtureGibbs.log_joint`), and
+    ``split_merge_accept``, the fraction of the step's split-merge proposals that were accepted (a
+    split impossible for want of an empty label of a finite mixture counts as rejected)."""
+
+    lp: float
+    split_merge_accept: float
+
+
 def _as_moves(split_merge) -> int:
     if isinstance(split_merge, bool | np.bool_):
         return int(split_merge)
@@ -713,8 +736,10 @@ def _dense(model, data, name: str):
 class MixtureGibbs:
     """Collapsed Gibbs sampler of a DPM (Neal's algorithm 3) or a finite Bayesian mixture.
 
-    Pure ``init``/``step``/``draw`` in the style of the zoo's other samplers (see the module
-    docstring for the updates).
+    ``init``/``step``/``draw`` in the style of the zoo's other samplers (see the module docstring
+    for the updates); ``step(state, rng) -> (state, info)`` with ``info`` a :class:`SplitMergeInfo`
+    (split-merge moves on) or a :class:`~latentzoo.inference.mcmc.GibbsInfo`, the sampler contract
+    of :func:`~latentzoo.inference.mcmc.run_chains`.
 
     Parameters
     ----------
@@ -741,7 +766,7 @@ class MixtureGibbs:
     >>> model = DirichletProcessMixture(alpha=1.0)
     >>> X = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1], [0, 1, 1]])
     >>> sampler = MixtureGibbs(model, X, split_merge=True)
-    >>> state = sampler.step(sampler.init(np.random.default_rng(0)))
+    >>> state = sampler.step(sampler.init(rng := np.random.default_rng(0)), rng)[0]
     >>> int(state.sizes.sum()), state.n_clusters == len(set(state.z.tolist()))
     (4, True)
     """
@@ -848,17 +873,36 @@ class MixtureGibbs:
             sizes, stats = _build_tables(self.X, z, capacity, self.prior, self.kind, self.hyper)
         return MixtureGibbsState(z, sizes, stats, int(np.count_nonzero(sizes)), alpha, seed)
 
-    def step(self, state: MixtureGibbsState) -> MixtureGibbsState:
-        """One transition: split-merge moves, a Gibbs sweep, the alpha update (one numba call)."""
+    def step(self, state: MixtureGibbsState, rng: np.random.Generator) -> tuple:
+        """One transition: split-merge moves, a Gibbs sweep, the alpha update (one numba call).
+
+        Returns the new state and its info: a :class:`SplitMergeInfo` (the log joint and the
+        fraction of this step's split-merge moves that were accepted) with split-merge moves,
+        else a :class:`~latentzoo.inference.mcmc.GibbsInfo`. The moves draw from the chain's
+        splitmix64 stream ``state.rng_state`` (seeded from the chain's ``rng`` by :meth:`init`;
+        see :func:`~latentzoo.inference.mcmc.run_chains`).
+
+        Examples
+        --------
+        >>> from latentzoo.models.mixture import DirichletProcessMixture
+        >>> sampler = MixtureGibbs(DirichletProcessMixture(), np.eye(4), split_merge=4)
+        >>> rng = np.random.default_rng(0)
+        >>> state, info = sampler.step(sampler.init(rng), rng)
+        >>> info._fields, info.split_merge_accept in (0.0, 0.25, 0.5, 0.75, 1.0)
+        (('lp', 'split_merge_accept'), True)
+        """
         a0, b0 = self.alpha_prior
-        sizes, stats, alpha = _run(
+        sizes, stats, alpha, accepted = _run(
             self.X, state.z, state.sizes, state.stats, self.prior, self.prior_pred, self.kind,
             self.hyper, self.tables, float(state.alpha), self.finite, self.n_moves, self.n_scans,
             self.gibbs_sweep, self.sample_alpha, a0, b0, 1, state.rng_state,
         )  # fmt: skip
-        return MixtureGibbsState(
+        state = MixtureGibbsState(
             state.z, sizes, stats, int(np.count_nonzero(sizes)), float(alpha), state.rng_state
         )
+        if not self.n_moves:
+            return state, GibbsInfo(self.log_joint(state))
+        return state, SplitMergeInfo(self.log_joint(state), accepted / self.n_moves)
 
     # -------------------------------------------------------------------- draws
     def clusters(self, state) -> tuple[np.ndarray, np.ndarray]:

@@ -51,6 +51,7 @@ import numba as nb
 import numpy as np
 import pandas as pd
 import scipy.sparse as sp
+from scipy.special import gammaln
 from tqdm.auto import tqdm
 
 from latentzoo.data import CoOccurrence
@@ -64,6 +65,7 @@ from latentzoo.inference.annealing import (
 )
 from latentzoo.inference.em import kl_kmeans_plus_plus, multinomial_mixture_pass
 from latentzoo.inference.mcmc import (
+    GibbsInfo,
     GibbsSetup,
     LabelAxis,
     check_parameter_memory,
@@ -496,7 +498,10 @@ class OneSidedGibbsState(NamedTuple):
 
 
 class OneSidedGibbs:
-    """Collapsed Gibbs sampler of the Bayesian ACM, as pure ``init``/``step``/``draw``.
+    """Collapsed Gibbs sampler of the Bayesian ACM, as ``init``/``step``/``draw``.
+
+    ``step(state, rng) -> (state, info)`` with ``info`` a :class:`GibbsInfo` (the sampler contract
+    of :func:`~latentzoo.inference.mcmc.run_chains`).
 
     Parameters
     ----------
@@ -507,7 +512,7 @@ class OneSidedGibbs:
     --------
     >>> from latentzoo.data import load
     >>> sampler = OneSidedGibbs(OneSidedClustering(2), load("toy"))
-    >>> state = sampler.step(sampler.init(np.random.default_rng(0)))
+    >>> state = sampler.step(sampler.init(rng := np.random.default_rng(0)), rng)[0]
     >>> int(state.sizes.sum()), int(state.c_tot.sum()) == load("toy").total
     (6, True)
     """
@@ -520,6 +525,7 @@ class OneSidedGibbs:
         self.indices = csr.indices.astype(np.int64)
         self.counts = csr.data.astype(np.float64)
         self.row_totals = data.row_totals.astype(np.float64)
+        self._lgamma_eta = None
 
     def init(self, rng: np.random.Generator, z=None) -> OneSidedGibbsState:
         k = self.model.n_clusters
@@ -532,13 +538,20 @@ class OneSidedGibbs:
         seed = splitmix_seeds(rng, 1)
         return OneSidedGibbsState(z, *tables, seed)
 
-    def step(self, state: OneSidedGibbsState) -> OneSidedGibbsState:
+    def step(
+        self, state: OneSidedGibbsState, rng: np.random.Generator
+    ) -> tuple[OneSidedGibbsState, GibbsInfo]:
+        """One sweep over the rows (in place), and its :class:`GibbsInfo` (the log joint).
+
+        The sweep draws from the chain's splitmix64 stream ``state.rng_state`` (seeded from the
+        chain's ``rng`` by :meth:`init`; see :func:`~latentzoo.inference.mcmc.run_chains`).
+        """
         gibbs_sweep(
             self.indptr, self.indices, self.counts, self.row_totals, state.z, state.sizes,
             state.c_t, state.c_tot, float(self.model.alpha), float(self.model.eta),
             state.rng_state,
         )  # fmt: skip
-        return state
+        return state, GibbsInfo(self.log_joint(state))
 
     def draw(self, state: OneSidedGibbsState, rng: np.random.Generator) -> dict:
         """``rho | z ~ Dir(m + alpha)``, ``q_k | z ~ Dir(c_k + eta)``: exact joint draws with ``z``.
@@ -567,9 +580,22 @@ class OneSidedGibbs:
         >>> bool(np.isclose(sampler.log_joint(state), model.collapsed_log_joint(state.z, data)[0]))
         True
         """
+        eta = self.model.eta
+        if self._lgamma_eta is None:
+            # gammaln(c + eta) of every count a cell can hold: looked up, not recomputed, so a
+            # step's info costs little; the same numbers as dirichlet_multinomial_log's, summed
+            # in the same order (bit for bit).
+            counts = np.arange(int(self.data.col_totals.max(initial=0)) + 1, dtype=np.float64)
+            self._lgamma_eta = gammaln(counts + eta)
+        c_t = state.c_t.T
+        m = c_t.shape[-1]
+        per_row = (
+            gammaln(m * eta)
+            - gammaln(c_t.sum(axis=-1) + m * eta)
+            + np.sum(self._lgamma_eta[c_t.astype(np.intp)] - gammaln(eta), axis=-1)
+        )
         return float(
-            dirichlet_multinomial_log(state.sizes[None, :], self.model.alpha)
-            + dirichlet_multinomial_log(state.c_t.T, self.model.eta)
+            dirichlet_multinomial_log(state.sizes[None, :], self.model.alpha) + per_row.sum(axis=-1)
         )
 
     def exact_draws(self, n_chains: int, sweeps: int, random_state=None) -> np.ndarray:

@@ -67,6 +67,7 @@ from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
 from latentzoo.inference.annealing import EMStats, annealed_fit, em_entry
 from latentzoo.inference.mcmc import (
+    GibbsInfo,
     GibbsSetup,
     LabelAxis,
     dirichlet_rows,
@@ -690,13 +691,16 @@ class TwoSidedState(NamedTuple):
 
 
 class TwoSidedGibbs:
-    """Collapsed Gibbs sampler of the Bayesian SCM, as pure ``init``/``step``/``draw``.
+    """Collapsed Gibbs sampler of the Bayesian SCM, as ``init``/``step``/``draw``.
+
+    ``step(state, rng) -> (state, info)`` with ``info`` a :class:`GibbsInfo` (the sampler contract
+    of :func:`~latentzoo.inference.mcmc.run_chains`).
 
     Examples
     --------
     >>> from latentzoo.data import load
     >>> sampler = TwoSidedGibbs(TwoSidedClustering(2, 2), load("toy"))
-    >>> state = sampler.step(sampler.init(np.random.default_rng(0)))
+    >>> state = sampler.step(sampler.init(rng := np.random.default_rng(0)), rng)[0]
     >>> int(state.block.sum()) == load("toy").total
     True
     """
@@ -722,13 +726,20 @@ class TwoSidedGibbs:
         seed = splitmix_seeds(rng, 1)
         return TwoSidedState(labels_i, labels_j, *tables, seed)
 
-    def step(self, state: TwoSidedState) -> TwoSidedState:
+    def step(
+        self, state: TwoSidedState, rng: np.random.Generator
+    ) -> tuple[TwoSidedState, GibbsInfo]:
+        """One sweep over rows and columns (in place), and its :class:`GibbsInfo` (the log joint).
+
+        The sweep draws from the chain's splitmix64 stream ``state.rng_state`` (seeded from the
+        chain's ``rng`` by :meth:`init`; see :func:`~latentzoo.inference.mcmc.run_chains`).
+        """
         _sweep(
             *self.rows, *self.cols, self.n_i, self.m_j, state.I, state.J, state.block,
             state.sizes_x, state.mass_x, state.sizes_y, state.mass_y, float(self.model.alpha),
             float(self.model.eta), self.total, state.rng_state,
         )  # fmt: skip
-        return state
+        return state, GibbsInfo(self.log_joint(state))
 
     def draw(self, state: TwoSidedState, rng: np.random.Generator) -> dict:
         """A draw-kind parameter dictionary: the labels and exact conditional Dirichlet draws.

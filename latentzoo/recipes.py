@@ -320,17 +320,6 @@ def two_sided() -> ValidationRecipe:
 
 
 # ------------------------------------------------------------------ mixtures of feature vectors
-def _enumerated_log_probs(partitions: np.ndarray, log_probs: np.ndarray, n: int) -> np.ndarray:
-    """The partition posterior laid out over all ``n**n`` label vectors, as ``exact_test`` reads it.
-
-    Label vectors that are not in canonical (restricted-growth) form get probability zero: the
-    sampler's draws are canonicalised, so only the enumerated partitions can occur.
-    """
-    full = np.full(n**n, -np.inf)
-    full[partitions @ n ** np.arange(n - 1, -1, -1)] = log_probs
-    return full
-
-
 def _mixture_problems(recipe):
     """The exact level's problems of a mixture family: partitions of a few simulated items.
 
@@ -417,7 +406,8 @@ def _concentration_integrals(n_items: int, alpha_prior, powers=(0,)) -> np.ndarr
 
 
 def _mixture_enumerate(model, items, sampler):
-    """The partition posterior (Lemma 3.1, eq. (3.8)) laid out over all label vectors; with a
+    """The partition posterior (Lemma 3.1, eq. (3.8)) over the set partitions in canonical labels
+    (the enumerated states, which the sampler's canonical draws are looked up among); with a
     sampled concentration, ``alpha`` integrated out under its Gamma prior."""
     if not sampler.sample_alpha:
         partitions, log_probs = model.partition_posterior(items)
@@ -426,7 +416,7 @@ def _mixture_enumerate(model, items, sampler):
         partitions, log_probs = dataclasses.replace(model, alpha=1.0).partition_posterior(items)
         integrals = _concentration_integrals(items.n_items, tuple(sampler.alpha_prior))[:, 0]
         log_probs = log_probs + integrals[partitions.max(axis=1)]
-    return _enumerated_log_probs(partitions, log_probs, items.n_items), items.n_items
+    return log_probs, partitions
 
 
 def _mixture_exact_params(setup, state, rng):
@@ -566,10 +556,10 @@ def _mixture_mode_matched(entry, recipe, model, data, settings, rng, progressbar
     for _ in range(settings.mode_starts):
         state = jumping.init(rng)
         for _ in range(recipe.problems["real_burn"]):
-            state = jumping.step(state)
+            state, _ = jumping.step(state, rng)
         state = local_moves.init(rng, z=state.z)
         for _ in range(recipe.problems["real_burn"]):
-            state = local_moves.step(state)
+            state, _ = local_moves.step(state, rng)
         starts.append(np.unique(state.z, return_inverse=True)[1])
         scores.append(local_moves.log_joint(state))
     starts = distinct_modes(starts, scores)

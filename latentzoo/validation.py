@@ -148,15 +148,18 @@ class ValidationRecipe:
         ``sampler_class(model, data)``: the family's sampler, whose tables ``gibbs_start``
         reads (the mode-matched level's Gibbs starts).
     enumerate : callable or None
-        ``enumerate(model, data, sampler) -> (log_probs, n_labels)``: the unnormalised log
-        posterior of every label vector in the order of
-        :func:`~latentzoo.inference.compare.enumerate_assignments` with ``n_labels`` labels.
+        ``enumerate(model, data, sampler) -> (log_probs, space)``: the unnormalised log
+        posterior of every state of the latent space. ``space`` is ``n_labels`` for label vectors
+        (in the order of :func:`~latentzoo.inference.compare.enumerate_assignments`), or the 2-D
+        array of the enumerated states themselves, one per row, for any finite space (set
+        partitions, binary matrices in left-ordered form, trees:
+        :mod:`latentzoo.inference.enumeration`).
     exact_problems : callable or None
         ``exact_problems(model, rng) -> list[ExactProblem]``: the enumerable problems of the exact
         level (None: no exact level).
     exact_state : callable
-        ``exact_state(sampler, state) -> labels``: a chain state as the label vector that
-        ``enumerate`` scores.
+        ``exact_state(sampler, state) -> labels``: a chain state as the label vector (or the row
+        of ``space``) that ``enumerate`` scores.
     exact_params : callable
         ``exact_params(setup, state, rng) -> dict``: the parameters drawn by the production draw
         (``setup`` is the family's :class:`~latentzoo.inference.mcmc.GibbsSetup`).
@@ -253,7 +256,7 @@ def exact_level(
             problem.model, problem.data, chains=settings.exact_chains, draws=1, **problem.options
         )
         sampler = setup.sampler
-        log_probs, n_labels = recipe.enumerate(problem.model, sampler.data, sampler)
+        log_probs, space = recipe.enumerate(problem.model, sampler.data, sampler)
 
         def record(state, generator, setup=setup, sampler=sampler):
             out = {"state": recipe.exact_state(sampler, state)}
@@ -284,7 +287,7 @@ def exact_level(
         states = posterior.pop("state")[:, 0]
         checks.append(
             exact_test(
-                log_probs, states, n_labels=n_labels,
+                log_probs, states, n_labels=space,
                 name=f"{problem.label}: state frequencies = enumerated posterior",
             )
         )  # fmt: skip

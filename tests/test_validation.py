@@ -210,7 +210,7 @@ def test_exact_level_catches_a_step_that_does_nothing(monkeypatch):
     """The exact level drives the production init/step/draw: a sweep that never moves fails."""
     from latentzoo.inference.one_sided import OneSidedGibbs
 
-    monkeypatch.setattr(OneSidedGibbs, "step", lambda self, state: state)
+    monkeypatch.setattr(OneSidedGibbs, "step", lambda self, state, rng: (state, None))
     settings = dataclasses.replace(validation.QUICK, exact_chains=2000)
     comparison = latentzoo.validate(OneSidedClustering(2), levels=["exact"], settings=settings)
     frequencies = [c for c in comparison.checks if "state frequencies" in c.name]

@@ -30,9 +30,10 @@ SEEDS = [0, 1, 2]
 
 def mixed_state(model, data, seed, sweeps=5):
     sampler = AspectGibbs(model, data)
-    state = sampler.init(np.random.default_rng(seed))
+    rng = np.random.default_rng(seed)
+    state = sampler.init(rng)
     for _ in range(sweeps):
-        state = sampler.step(state)
+        state, _ = sampler.step(state, rng)
     return sampler, state
 
 

@@ -397,9 +397,10 @@ def test_gibbs_log_joint_is_the_collapsed_joint(form):
     sampler = ClusterAbstractionGibbs(model, data)
     state = sampler.init(np.random.default_rng(0))
     for _ in range(3):
-        state = sampler.step(state)
+        state, info = sampler.step(state, None)
         want = model.collapsed_log_joint(state.z, state.v, data)[0]
         assert sampler.log_joint(state) == pytest.approx(want, rel=1e-12)
+        assert info.lp == sampler.log_joint(state)
 
 
 # ----------------------------------------------------------------------------- Gibbs output

@@ -1,5 +1,7 @@
 """Tests of the shared chain runner: seeding, validation, shapes, thinning, starting states."""
 
+from typing import NamedTuple
+
 import arviz as az
 import numpy as np
 import pytest
@@ -11,8 +13,14 @@ from latentzoo.inference.mcmc import add_invariants, chain_seeds, run_chains
 from latentzoo.models import AspectModel
 
 
+class CounterInfo(NamedTuple):
+    lp: float
+
+
 class Counter:
-    """A 'sampler' whose state counts the transitions made; draws record it plus a random number."""
+    """A 'sampler' whose state counts the transitions made; draws record it plus a random number.
+
+    Its info reports ``lp = -steps``."""
 
     def __init__(self):
         self.inits = 0
@@ -22,8 +30,9 @@ class Counter:
         return {"steps": 0}
 
     @staticmethod
-    def step(state):
-        return {"steps": state["steps"] + 1}
+    def step(state, rng):
+        steps = state["steps"] + 1
+        return {"steps": steps}, CounterInfo(-float(steps))
 
     @staticmethod
     def draw(state, rng):
@@ -98,15 +107,67 @@ def test_shapes_tuning_and_thinning(tune, thin):
     # draw d of every chain comes after tune + (d + 1) * thin transitions
     want = tune + (np.arange(7) + 1) * thin
     assert np.array_equal(posterior["steps"], np.broadcast_to(want, (3, 7)))
-    assert sample_stats == {}
+    assert list(sample_stats) == ["lp"]
+    assert np.array_equal(sample_stats["lp"], -posterior["steps"])
     assert seconds >= 0
 
 
-def test_stats_are_recorded_per_kept_draw():
+def test_info_is_recorded_per_kept_draw():
     counter = Counter()
-    _, sample_stats, _ = run(counter, stats=lambda state: {"lp": -float(state["steps"])})
+    _, sample_stats, _ = run(counter)
     assert sample_stats["lp"].shape == (3, 7)
     assert np.array_equal(sample_stats["lp"][0], -(4 + 2 * (np.arange(7) + 1)))
+
+
+def test_info_none_records_nothing():
+    posterior, sample_stats, _ = run_chains(
+        lambda rng: 0, lambda state, rng: (state + 1, None), lambda state, rng: {"s": state},
+        chains=2, draws=3, tune=1, progressbar=False,
+    )  # fmt: skip
+    assert sample_stats == {} and posterior["s"].tolist() == [[2, 3, 4], [2, 3, 4]]
+
+
+def test_step_gets_the_chains_generator():
+    seen = []
+
+    def step(state, rng):
+        seen.append(rng)
+        return state, None
+
+    run_chains(lambda rng: 0, step, lambda state, rng: {"g": id(rng)}, chains=2, draws=2, tune=1,
+               random_state=0, progressbar=False)  # fmt: skip
+    assert len({id(g) for g in seen}) == 2 and all(isinstance(g, np.random.Generator) for g in seen)
+
+
+def test_ragged_draws_are_padded_with_their_shapes():
+    """A variable whose shape changes between draws is padded; ``{name}_shape`` masks it."""
+
+    def draw(state, rng):
+        width = state % 3
+        return {"Z": np.ones((2, width), dtype=np.int8), "x": np.full(width, 1.5), "k": width}
+
+    posterior, _, _ = run_chains(
+        lambda rng: 0, lambda state, rng: (state + 1, None), draw, chains=2, draws=4, tune=0,
+        progressbar=False,
+    )  # fmt: skip
+    widths = np.array([[1, 2, 0, 1], [1, 2, 0, 1]])
+    assert posterior["Z"].shape == (2, 4, 2, 2) and posterior["Z"].dtype == np.int8
+    assert np.array_equal(posterior["Z_shape"][..., 1], widths)
+    assert np.array_equal(posterior["Z_shape"][..., 0], np.full((2, 4), 2))
+    padding = np.arange(2)[None, None, None, :] >= widths[..., None, None]
+    assert np.array_equal(posterior["Z"] == -1, np.broadcast_to(padding, (2, 4, 2, 2)))
+    assert np.array_equal(np.where(padding, 0, posterior["Z"]).sum(axis=(2, 3)), 2 * widths)
+    assert np.array_equal(np.isnan(posterior["x"]).sum(axis=2), 2 - widths)
+    assert "k_shape" not in posterior and posterior["k"].tolist() == widths.tolist()
+
+
+def test_draws_of_different_numbers_of_axes_are_refused():
+    with pytest.raises(ValueError, match="number of axes"):
+        run_chains(
+            lambda rng: 0, lambda state, rng: (state + 1, None),
+            lambda state, rng: {"a": np.zeros((1,) * (state % 2 + 1))}, chains=1, draws=2, tune=0,
+            progressbar=False,
+        )  # fmt: skip
 
 
 def test_each_chain_starts_from_init_with_its_own_generator():

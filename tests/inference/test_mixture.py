@@ -212,7 +212,7 @@ def test_incremental_statistics_equal_statistics_recomputed_from_z(model, data):
     state = sampler.init(np.random.default_rng(0), z=np.zeros(data.n_items, dtype=np.int64))
     capacities = {state.sizes.shape[0]}
     for _ in range(60):
-        state = sampler.step(state)
+        state, _ = sampler.step(state, None)
         capacities.add(state.sizes.shape[0])
     comp = model.component
     capacity = state.sizes.shape[0]
@@ -238,9 +238,10 @@ def test_log_joint_is_the_models_collapsed_log_joint(model):
     sampler = MixtureGibbs(model, data, split_merge=True)
     state = sampler.init(np.random.default_rng(3))
     for _ in range(5):
-        state = sampler.step(state)
+        state, info = sampler.step(state, None)
         expected = model.collapsed_log_joint(state.z[None, :], data)[0]
         assert math.isclose(sampler.log_joint(state), expected, rel_tol=1e-10, abs_tol=1e-9)
+        assert info.lp == sampler.log_joint(state)
 
 
 def test_draw_params_and_heldout_predictive():
@@ -250,7 +251,7 @@ def test_draw_params_and_heldout_predictive():
     for model in [DirichletProcessMixture(1.2, BB), BayesianMixture(3, 1.2, BB)]:
         sampler = MixtureGibbs(model, data, test=every)
         rng = np.random.default_rng(0)
-        state = sampler.step(sampler.init(rng))
+        state, _ = sampler.step(sampler.init(rng), rng)
         params = sampler.draw_params(state, rng)
         n_weights = len(params["w"])
         if isinstance(model, DirichletProcessMixture):

@@ -168,10 +168,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         "aspect-step-noop",
         "aspect",
         _ASPECT,
-        "    def step(self, state: GibbsState) -> GibbsState:\n        gibbs_sweep(",
-        "    def step(self, state: GibbsState) -> GibbsState:\n"
-        "        return state  # sweep disabled while debugging\n"
-        "        gibbs_sweep(",
+        "        gibbs_sweep(\n            self.doc_ptr, self.words, state.z, state.n_doc_topic,",
+        "        return state, GibbsInfo(self.log_joint(state))  # sweep disabled while debugging\n"
+        "        gibbs_sweep(\n            self.doc_ptr, self.words, state.z, state.n_doc_topic,",
         "step() returns the state without sweeping (the kernel itself is intact)",
         "gibbs",
     ),
@@ -263,10 +262,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         "one-sided-step-noop",
         "one_sided",
         _ONE,
-        "    def step(self, state: OneSidedGibbsState) -> OneSidedGibbsState:\n        gibbs_sweep(",
-        "    def step(self, state: OneSidedGibbsState) -> OneSidedGibbsState:\n"
-        "        return state  # sweep disabled while debugging\n"
-        "        gibbs_sweep(",
+        "        gibbs_sweep(\n            self.indptr, self.indices, self.counts, self.row_totals,",
+        "        return state, GibbsInfo(self.log_joint(state))  # sweep disabled while debugging\n"
+        "        gibbs_sweep(\n            self.indptr, self.indices, self.counts, self.row_totals,",
         "step() returns the state without sweeping",
         "gibbs",
     ),
@@ -366,10 +364,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         "two-sided-step-noop",
         "two_sided",
         _TWO,
-        "    def step(self, state: TwoSidedState) -> TwoSidedState:\n        _sweep(",
-        "    def step(self, state: TwoSidedState) -> TwoSidedState:\n"
-        "        return state  # sweep disabled while debugging\n"
-        "        _sweep(",
+        "        _sweep(\n            *self.rows, *self.cols,",
+        "        return state, GibbsInfo(self.log_joint(state))  # sweep disabled while debugging\n"
+        "        _sweep(\n            *self.rows, *self.cols,",
         "step() returns the state without sweeping",
         "gibbs",
     ),
@@ -443,10 +440,10 @@ MUTATIONS: tuple[Mutation, ...] = (
         "dpm-step-noop",
         "dpm",
         _MIX,
-        "        a0, b0 = self.alpha_prior\n        sizes, stats, alpha = _run(",
+        "        a0, b0 = self.alpha_prior\n        sizes, stats, alpha, accepted = _run(",
         "        a0, b0 = self.alpha_prior\n"
-        "        return state  # transition disabled while debugging\n"
-        "        sizes, stats, alpha = _run(",
+        "        return state, GibbsInfo(self.log_joint(state))  # transition disabled for debugging\n"
+        "        sizes, stats, alpha, accepted = _run(",
         "MixtureGibbs.step() returns the state without a transition",
         "gibbs",
     ),
