@@ -882,6 +882,9 @@ def load_labels(name: str) -> np.ndarray:
     return labels
 
 
+_LIST_COLUMNS = ["name", "n_rows", "n_cols", "observations", "source", "licence", "description"]
+
+
 def list_datasets() -> pd.DataFrame:
     """Describe the bundled datasets.
 
@@ -912,30 +915,6 @@ def list_datasets() -> pd.DataFrame:
     """
     records = []
     for name, entry in _REGISTRY.items():
-        if entry.size is None:
-            n_rows, n_cols, observations = _load_cached(name).table_sizes()
-        else:
-            n_rows, n_cols, observations = entry.size
-        records.append(
-            {
-                "name": name,
-                "n_rows": n_rows,
-                "n_cols": n_cols,
-                "observations": observations,
-                "source": entry.source,
-                "licence": entry.licence,
-                "description": entry.description,
-            }
-        )
-    return pd.DataFrame.from_records(
-        records,
-        columns=[
-            "name",
-            "n_rows",
-            "n_cols",
-            "observations",
-            "source",
-            "licence",
-            "description",
-        ],
-    )
+        sizes = _load_cached(name).table_sizes() if entry.size is None else entry.size
+        records.append((name, *sizes, entry.source, entry.licence, entry.description))
+    return pd.DataFrame.from_records(records, columns=_LIST_COLUMNS)
