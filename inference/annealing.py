@@ -34,6 +34,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from latentzoo.data.checks import as_rng, check_fraction
+from latentzoo.inference.family import SCHEDULE_OPTIONS
 from latentzoo.inference.mcmc import check_parameter_memory, model_attrs, netcdf_attr
 from latentzoo.models._checks import check_integer, check_interval
 
@@ -1272,21 +1273,7 @@ def _check_problem_options(options: dict) -> None:
             raise ValueError(f"dtype must be float32 or float64, got {options['dtype']!r}")
 
 
-SCHEDULE_DEFAULTS = {
-    "betas": "auto",
-    "max_iter": 200,
-    "tol": 1e-5,
-    "overrelax": 1.0,
-    "random_state": None,
-    "validation_fraction": 0.1,
-    "beta_decay": 0.9,
-    "min_beta": 0.05,
-    "patience": 10,
-    "beta_patience": 1,
-    "min_iter": 30,
-    "score_tol": 1e-3,
-    "progressbar": False,
-}
+SCHEDULE_DEFAULTS = {option.name: option.default for option in SCHEDULE_OPTIONS}
 """The options of :func:`annealed_fit` that every family's annealed EM takes, and their defaults."""
 
 
@@ -1349,4 +1336,6 @@ def em_entry(
 
     annealed_em.__doc__ = doc
     annealed_em.__module__ = problem_on.__module__
+    # The defaults this family gives its options (declared in its FAMILY, inference/family.py).
+    annealed_em.defaults = {**schedule_defaults, **problem_defaults}
     return annealed_em

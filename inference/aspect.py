@@ -50,6 +50,18 @@ from latentzoo.inference.em import (
     kernel_floor,
     log_posterior,
 )
+from latentzoo.inference.family import (
+    DTYPE,
+    GIBBS_OPTIONS,
+    GIBBS_TEST,
+    KEEP_PARAMS,
+    SCHEDULE_OPTIONS,
+    THREADS,
+    Family,
+    Method,
+    flag,
+    with_defaults,
+)
 from latentzoo.inference.mcmc import (
     GibbsInfo,
     GibbsSetup,
@@ -1445,3 +1457,38 @@ def fold_in_rows(indptr, indices, counts, phi_t, pseudo, max_iter, tol, theta):
             if change <= tol:
                 break
     return iterations
+
+
+# ------------------------------------------------------------------------------ the family
+def validation_recipe():
+    """How :func:`latentzoo.validate` checks the aspect model's methods (a ``ValidationRecipe``)."""
+    from latentzoo.recipes import aspect
+
+    return aspect()
+
+
+FAMILY = Family(
+    name="aspect",
+    model=AspectModel,
+    methods={
+        "annealed_em": Method(
+            annealed_em,
+            with_defaults(
+                (
+                    *SCHEDULE_OPTIONS,
+                    flag("predictive", False, "predictive E-step (section 5.2, appendix B)"),
+                    THREADS,
+                    DTYPE,
+                ),
+                annealed_em.defaults,
+            ),
+        ),
+        "gibbs": Method(gibbs, (*GIBBS_OPTIONS, GIBBS_TEST, KEEP_PARAMS)),
+    },
+    recipe=validation_recipe,
+    sizes=("n_components",),
+    dataset="reuters",
+    notebook="notebooks/aspect_model.ipynb",
+    description="aspect model / PLSA / SMM (Hofmann & Puzicha 1998, sec. 2)",
+)
+"""The aspect model's family (listed in :mod:`latentzoo.zoo`)."""

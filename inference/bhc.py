@@ -43,6 +43,7 @@ import numba as nb
 import numpy as np
 
 from latentzoo.data.checks import as_rng
+from latentzoo.inference.family import Family, Method, choice, integer, real, seed
 from latentzoo.models._checks import check_integer
 from latentzoo.models.bhc import (
     BayesianHierarchicalClustering,
@@ -867,3 +868,75 @@ def learn_hyperparameters(
                     x2 = lo + _GOLDEN * (hi - lo)
                     f2 = evaluate(x2)
     return LineSearchResult(best_model, best_tree, history)
+
+
+# ------------------------------------------------------------------------------ the family
+def validation_recipe():
+    """How :func:`latentzoo.validate` checks BHC against the DPM (a ``ValidationRecipe``)."""
+    from latentzoo.recipes import bhc as recipe
+
+    return recipe()
+
+
+_MEMORY = integer(
+    "memory_limit", None, "bytes the run may allocate (None: half the RAM)", none=True
+)
+_DETERMINISTIC = (
+    "bhc is deterministic and takes no random_state: the same data give the same tree, ties"
+    " broken by the smallest pair (tests/inference/test_bhc.py)"
+)
+_NO_PYMC = (
+    "BHC has no PyMC declaration of its own: it approximates the DPM, whose declaration is"
+    " checked in the dpm family; `latentzoo validate bhc` compares it with the DPM's exact"
+    " marginal likelihood and posterior and with its Gibbs sampler"
+)
+FAMILY = Family(
+    name="bhc",
+    model=BayesianHierarchicalClustering,
+    methods={
+        "bhc": Method(bhc, (_MEMORY,)),
+        # quick m: a subsample smaller than the common checks' data, else they are exact BHC.
+        "rbhc": Method(
+            rbhc,
+            (
+                integer("m", 100, "items in each random subsample (Algorithm 3.4)", quick=10),
+                seed(),
+                choice("filter_prior", "size", "prior of the filtering step", ("pi", "size")),
+                real("min_fraction", 0.1, "smallest share of a split that is recursed into", 0, 1),
+            ),
+        ),
+        "embhc": Method(
+            embhc,
+            (
+                integer("m", None, "subsample clusters (None: min(100, n))", none=True, quick=10),
+                integer("n_em_steps", 3, "hard-EM steps after the filtering", 0),
+                seed(),
+                _MEMORY,
+            ),
+        ),
+    },
+    recipe=validation_recipe,
+    sizes=(),
+    dataset="digits",
+    notebook="notebooks/bhc.ipynb",
+    description="Bayesian hierarchical clustering, the DPM's fast tree (Heller 2007, ch. 3)",
+    options=(
+        real(
+            "prior_scale",
+            2.0,
+            "empirical Beta-Bernoulli prior from the data's feature means (0: the default prior)",
+            low=0,
+            none=True,
+        ),
+    ),
+    skipped_checks={
+        "pymc:density": _NO_PYMC,
+        "pymc:options": _NO_PYMC,
+        "bhc:random_state": _DETERMINISTIC,
+        "bhc:determinism": _DETERMINISTIC,
+        "simulate_round_trip": "a tree has no parameters whose log-likelihood could be set"
+        " against the truth's; recovering simulated clusters is checked through the exact DPM"
+        " posterior by `latentzoo validate bhc` and by purity in tests/inference/test_bhc.py",
+    },
+)
+"""Bayesian hierarchical clustering's family (listed in :mod:`latentzoo.zoo`)."""

@@ -82,6 +82,18 @@ from latentzoo.inference.em import (
     multinomial_mixture_pass,
     tempered_row_posterior,
 )
+from latentzoo.inference.family import (
+    GIBBS_OPTIONS,
+    GIBBS_TEST,
+    KEEP_PARAMS,
+    SCHEDULE_OPTIONS,
+    THREADS,
+    Family,
+    Method,
+    anything,
+    integer,
+    with_defaults,
+)
 from latentzoo.inference.mcmc import (
     GibbsSetup,
     dirichlet_rows,
@@ -1583,3 +1595,45 @@ def plot_tree(
         f"{tree.n_leaves} leaves, {n_words} most probable words per node"
     )
     return ax
+
+
+# ------------------------------------------------------------------------------ the family
+def validation_recipe():
+    """How :func:`latentzoo.validate` checks the HACM's methods (a ``ValidationRecipe``)."""
+    from latentzoo.recipes import cluster_abstraction
+
+    return cluster_abstraction()
+
+
+def _plot_fit(model, result, data):
+    """The fitted tree with its top words (what ``latentzoo fit`` saves next to ``--out``)."""
+    return plot_tree(model, result, data)
+
+
+_EM_OPTIONS = (
+    *SCHEDULE_OPTIONS,
+    THREADS,
+    anything("tau", None, "fixed level weights (None: estimated)"),
+    anything("init", None, "starting parameters (dict; None: random)"),
+)
+FAMILY = Family(
+    name="cluster-abstraction",
+    model=ClusterAbstractionModel,
+    methods={
+        "annealed_em": Method(
+            annealed_em, with_defaults(_EM_OPTIONS, annealed_em.defaults), plot=_plot_fit
+        ),
+        "three_stage": Method(
+            three_stage_em, with_defaults(_EM_OPTIONS, annealed_em.defaults), plot=_plot_fit
+        ),
+        "gibbs": Method(gibbs, (*GIBBS_OPTIONS, GIBBS_TEST, KEEP_PARAMS)),
+    },
+    recipe=validation_recipe,
+    sizes=("tree",),
+    dataset="reuters",
+    notebook="notebooks/cluster_abstraction.ipynb",
+    description="hierarchical cluster-abstraction model, HACM (Hofmann 1999, sec. 4); --k is"
+    " the depth of a complete binary tree",
+    options=(integer("k", 3, "depth of the complete binary tree --k builds"),),
+)
+"""The cluster-abstraction model's family (listed in :mod:`latentzoo.zoo`)."""

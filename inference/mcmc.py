@@ -28,15 +28,18 @@ import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import arviz as az
 import numba as nb
 import numpy as np
-import xarray as xr
 from tqdm.auto import tqdm
 
 from latentzoo.data.checks import check_memory, check_random_state
+from latentzoo.inference._lazy import lazy_import
 from latentzoo.models._checks import check_integer
 from latentzoo.models.base import model_attrs, netcdf_attr  # noqa: F401 - re-exported
+
+# Imported at first use: listing the zoo imports this module and needs none of them.
+az = lazy_import("arviz")
+xr = lazy_import("xarray")
 
 __all__ = [
     "GibbsInfo",

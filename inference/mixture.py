@@ -64,6 +64,16 @@ from scipy.special import gammaln, logsumexp
 
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng
+from latentzoo.inference.family import (
+    GIBBS_OPTIONS,
+    GIBBS_TEST,
+    Family,
+    Method,
+    anything,
+    flag,
+    integer,
+    real,
+)
 from latentzoo.inference.mcmc import (
     GibbsInfo,
     GibbsSetup,
@@ -1173,3 +1183,75 @@ gibbs = gibbs_entry(
     ((2, 10, 4), (2, 10, 4))
     """,
 )
+
+
+# ------------------------------------------------------------------------------ the families
+def validation_recipe():
+    """How :func:`latentzoo.validate` checks the DPM's Gibbs sampler (a ``ValidationRecipe``)."""
+    from latentzoo.recipes import dpm
+
+    return dpm()
+
+
+def finite_validation_recipe():
+    """How :func:`latentzoo.validate` checks the finite mixture's Gibbs sampler."""
+    from latentzoo.recipes import finite_mixture
+
+    return finite_mixture()
+
+
+_GIBBS = Method(
+    gibbs,
+    (
+        *GIBBS_OPTIONS,
+        GIBBS_TEST,
+        flag("split_merge", False, "add Jain-Neal split-merge moves (DPM only)"),
+        flag("sample_alpha", False, "sample the concentration alpha (DPM only)"),
+        anything("alpha_prior", (1.0, 1.0), "Gamma(shape, rate) prior of alpha"),
+        integer("intermediate_scans", 5, "restricted Gibbs scans of a split-merge proposal", 0),
+    ),
+)
+_PRIOR_SCALE = real(
+    "prior_scale",
+    None,
+    "empirical Beta-Bernoulli prior from the data's feature means (0 or None: the default prior)",
+    low=0,
+    none=True,
+)
+
+
+def _family(name, model, recipe, description, why_any_k) -> Family:
+    """A mixture family: the DPM or the finite mixture (same sampler, container and prior)."""
+    return Family(
+        name=name,
+        model=model,
+        methods={"gibbs": _GIBBS},
+        recipe=recipe,
+        sizes=("n_components",),
+        dataset="digits",
+        notebook="notebooks/mixtures.ipynb",
+        description=f"{description} of conjugate components (Heller 2007, ch. 2)",
+        options=(_PRIOR_SCALE,),
+        skipped_checks={"data:k_too_large": why_any_k},
+    )
+
+
+FAMILIES = (
+    _family(
+        "dpm",
+        DirichletProcessMixture,
+        validation_recipe,
+        "Dirichlet process mixture",
+        "n_components only truncates the PyMC reference's stick-breaking; the collapsed DP"
+        " sampler is unbounded, so no size can exceed the data",
+    ),
+    _family(
+        "mixture",
+        BayesianMixture,
+        finite_validation_recipe,
+        "finite Bayesian mixture",
+        "a finite Bayesian mixture may have more components than items: the empty components"
+        " are part of the model (their weights follow the Dirichlet)",
+    ),
+)
+"""The DPM's and the finite mixture's families (listed in :mod:`latentzoo.zoo`)."""

@@ -64,6 +64,20 @@ from latentzoo.inference.annealing import (
     normalise_rows,
 )
 from latentzoo.inference.em import kl_kmeans_plus_plus, multinomial_mixture_pass
+from latentzoo.inference.family import (
+    GIBBS_OPTIONS,
+    GIBBS_TEST,
+    KEEP_PARAMS,
+    SCHEDULE_OPTIONS,
+    THREADS,
+    Family,
+    Method,
+    anything,
+    flag,
+    integer,
+    seed,
+    with_defaults,
+)
 from latentzoo.inference.mcmc import (
     GibbsInfo,
     GibbsSetup,
@@ -686,3 +700,39 @@ gibbs = gibbs_entry(
     (2, 20, 15)
     """,
 )
+
+
+# ------------------------------------------------------------------------------ the family
+def validation_recipe():
+    """How :func:`latentzoo.validate` checks the ACM's methods (a ``ValidationRecipe``)."""
+    from latentzoo.recipes import one_sided
+
+    return one_sided()
+
+
+FAMILY = Family(
+    name="one_sided",
+    model=OneSidedClustering,
+    methods={
+        "hard": Method(
+            hard_acm,
+            (
+                integer("max_iter", 100, "iterations at most"),
+                seed(),
+                integer("n_init", 1, "random starts; the best is kept"),
+                anything("init", None, "starting parameters (dict), instead of random starts"),
+                flag("progressbar", False, "show a progress bar"),
+            ),
+        ),
+        "annealed_em": Method(
+            annealed_em, with_defaults((*SCHEDULE_OPTIONS, THREADS), annealed_em.defaults)
+        ),
+        "gibbs": Method(gibbs, (*GIBBS_OPTIONS, GIBBS_TEST, KEEP_PARAMS)),
+    },
+    recipe=validation_recipe,
+    sizes=("n_components",),
+    dataset="reuters",
+    notebook="notebooks/clustering_models.ipynb",
+    description="one-sided clustering / ACM, a Dirichlet-multinomial mixture (sec. 3.1-3.2)",
+)
+"""The one-sided clustering model's family (listed in :mod:`latentzoo.zoo`)."""

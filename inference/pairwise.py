@@ -76,6 +76,7 @@ from scipy.special import logsumexp
 from latentzoo.data import Dissimilarities
 from latentzoo.data.checks import as_rng
 from latentzoo.inference.annealing import EMStats, GeometricCooling, cool, estimate_arrays
+from latentzoo.inference.family import Family, Method, Option, choice, flag, integer, real, seed
 from latentzoo.models._checks import check_integer, check_interval, check_positive
 from latentzoo.models.pairwise import (
     CentralClustering,
@@ -1498,3 +1499,136 @@ def structure_preserving_mds(
             "relax": relax,
         },
     )
+
+
+# ------------------------------------------------------------------------------ the families
+def validation_recipe():
+    """How :func:`latentzoo.validate` checks pairwise clustering (a ``ValidationRecipe``)."""
+    from latentzoo.recipes import pairwise
+
+    return pairwise()
+
+
+def central_validation_recipe():
+    """How :func:`latentzoo.validate` checks central clustering (a ``ValidationRecipe``)."""
+    from latentzoo.recipes import central
+
+    return central()
+
+
+def _cooling(max_iter: int, tol: float) -> tuple[Option, ...]:
+    """The options of a deterministic-annealing schedule, with the method's own budget."""
+    return (
+        real(
+            "T0",
+            None,
+            "starting temperature (None: above the first critical one)",
+            0,
+            None,
+            True,
+            none=True,
+        ),  # fmt: skip
+        real(
+            "T_final",
+            None,
+            "last temperature (None: well below the last transition)",
+            0,
+            None,
+            True,
+            none=True,
+        ),  # fmt: skip
+        real("eta", 0.9, "cooling factor T <- eta T", 0, 1, True, True),
+        integer("max_iter", max_iter, "sweeps at most per temperature"),
+        real("tol", tol, "change of the assignments that ends a temperature", 0, None, True),
+        real("perturbation", 1e-3, "noise that lets clusters split at a transition", 0),
+    )
+
+
+_COST_CHECKS = {
+    "pymc:density": "a Gibbs distribution over assignments has no parameter prior to draw from;"
+    " its PyMC potential is checked to equal -(H(z') - H(z)) / T exactly in"
+    " tests/models/test_pairwise.py, and its samples against enumeration by `validate`",
+    "simulate_round_trip": "a cost model has no likelihood to compare with the truth's; recovery"
+    " of simulated clusters is tested in tests/inference/test_pairwise.py",
+    "data:sparse_formats": "a sparse matrix of dissimilarities means the observed pairs"
+    " (Dissimilarities.from_sparse, section 6.3), not the dense matrix without its zeros",
+    "memory:huge_counts": "the models take dissimilarities or real vectors, not counts; the"
+    " memory of large inputs is checked by memory:huge_k",
+}
+_REAL_VALUED = "the model takes real values: negative and fractional entries are valid data"
+_WARD = "ward is deterministic (scipy linkage) and takes no random_state"
+FAMILIES = (
+    Family(
+        name="pairwise",
+        model=PairwiseClustering,
+        methods={
+            "annealing": Method(
+                pairwise_annealing,
+                (
+                    flag("tap", False, "TAP equations (28)-(29) instead of naive mean field"),
+                    real("tap_damping", 0.1, "damping of the TAP reaction term", 0, 1, True),
+                    *_cooling(100, 1e-4),
+                    flag("quench", True, "finish with a zero-temperature quench"),
+                    seed(),
+                ),
+            ),
+            "greedy": Method(
+                greedy,
+                (
+                    integer("n_init", 1, "random starts; the best is kept"),
+                    integer("max_sweeps", 1000, "sweeps at most per start"),
+                    seed(),
+                ),
+            ),
+            "ward": Method(
+                ward,
+                (
+                    choice(
+                        "method",
+                        "ward",
+                        "scipy linkage criterion",
+                        ("ward", "average", "complete", "single", "weighted"),
+                    ),  # fmt: skip
+                ),
+            ),
+            "mds": Method(
+                structure_preserving_mds,
+                (
+                    integer("n_dims", 2, "dimension of the embedding"),
+                    *_cooling(100, 1e-5),
+                    choice("init", "classical", "starting embedding", ("classical", "random")),
+                    real("relax", 0.3, "step of the embedding update", 0, 1, True),
+                    seed(),
+                ),
+            ),
+        },
+        recipe=validation_recipe,
+        sizes=("n_components",),
+        dataset="globins",
+        notebook="notebooks/pairwise_clustering.ipynb",
+        description="pairwise clustering by deterministic annealing (Hofmann & Buhmann 1997)",
+        skipped_checks={
+            **_COST_CHECKS,
+            "data:fractional": "dissimilarities are real numbers: fractional entries are valid",
+            "ward:random_state": _WARD,
+            "ward:determinism": _WARD,
+        },
+    ),
+    Family(
+        name="central",
+        model=CentralClustering,
+        methods={"annealing": Method(central_annealing, (*_cooling(1000, 1e-7), seed()))},
+        recipe=central_validation_recipe,
+        sizes=("n_components",),
+        dataset="glass",
+        notebook="notebooks/pairwise_clustering.ipynb",
+        description="central clustering (K-means) by deterministic annealing (Rose et al.; H&B"
+        " 1997)",
+        skipped_checks={
+            **{key: value for key, value in _COST_CHECKS.items() if key != "data:sparse_formats"},
+            "data:negative": _REAL_VALUED,
+            "data:fractional": _REAL_VALUED,
+        },
+    ),
+)
+"""Pairwise and central clustering's families (listed in :mod:`latentzoo.zoo`)."""

@@ -20,6 +20,14 @@ from latentzoo.inference.annealing import (
     numba_threads,
 )
 from latentzoo.inference.em import accumulate_log, kernel_dtype, kernel_floor, log_posterior
+from latentzoo.inference.family import (
+    DTYPE,
+    SCHEDULE_OPTIONS,
+    THREADS,
+    Family,
+    Method,
+    with_defaults,
+)
 from latentzoo.models.product_space import ProductSpaceMixture
 
 __all__ = ["ProductSpaceEM", "product_space_em", "product_space_pass"]
@@ -436,3 +444,29 @@ product_space_em = em_entry(
     defaults={"tol": 1e-8},
     finish=_reshape_pi,
 )
+
+
+# ------------------------------------------------------------------------------ the family
+def validation_recipe():
+    """How :func:`latentzoo.validate` checks the PMM's EM (a ``ValidationRecipe``)."""
+    from latentzoo.recipes import product_space
+
+    return product_space()
+
+
+FAMILY = Family(
+    name="product_space",
+    model=ProductSpaceMixture,
+    methods={
+        "annealed_em": Method(
+            product_space_em,
+            with_defaults((*SCHEDULE_OPTIONS, THREADS, DTYPE), product_space_em.defaults),
+        ),
+    },
+    recipe=validation_recipe,
+    sizes=("n_row_clusters", "n_col_clusters"),
+    dataset="reuters",
+    notebook="notebooks/clustering_models.ipynb",
+    description="product-space mixture / PMM (Hofmann & Puzicha 1998, sec. 2.4)",
+)
+"""The product-space mixture's family (listed in :mod:`latentzoo.zoo`)."""

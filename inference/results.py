@@ -38,13 +38,16 @@ import ast
 import dataclasses
 from typing import Protocol, runtime_checkable
 
-import arviz as az
 import numpy as np
 
 from latentzoo import models as _models
+from latentzoo.inference._lazy import lazy_import
 from latentzoo.models._checks import check_integer
 from latentzoo.models.base import REFIT_ADVICE, TwoSidedLabels, missing_draws_error
 from latentzoo.models.conjugate import COMPONENTS
+
+# Imported at first use: listing the zoo imports this module and needs none of them.
+az = lazy_import("arviz")
 
 __all__ = [
     "MAX_DRAWS",

@@ -66,6 +66,19 @@ from scipy.special import xlogy
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
 from latentzoo.inference.annealing import EMStats, annealed_fit, em_entry
+from latentzoo.inference.family import (
+    GIBBS_OPTIONS,
+    GIBBS_TEST,
+    KEEP_PARAMS,
+    SCHEDULE_OPTIONS,
+    Family,
+    Method,
+    anything,
+    flag,
+    integer,
+    seed,
+    with_defaults,
+)
 from latentzoo.inference.mcmc import (
     GibbsInfo,
     GibbsSetup,
@@ -867,3 +880,48 @@ gibbs = gibbs_entry(
     (2, 20, 15)
     """,
 )
+
+
+# ------------------------------------------------------------------------------ the family
+def validation_recipe():
+    """How :func:`latentzoo.validate` checks the SCM's methods (a ``ValidationRecipe``)."""
+    from latentzoo.recipes import two_sided
+
+    return two_sided()
+
+
+_MEAN_FIELD = Method(
+    mean_field,
+    with_defaults(
+        (
+            *SCHEDULE_OPTIONS,
+            anything("init", "acm", f"starting partition: one of {INITS}, or a dict with 'I'"),
+            flag("track_loglik", True, "record the log-likelihood of each iterate"),
+        ),
+        mean_field.defaults,
+    ),
+)
+FAMILY = Family(
+    name="two_sided",
+    model=TwoSidedClustering,
+    methods={
+        "hard": Method(
+            hard_scm,
+            (
+                integer("max_iter", 100, "iterations at most"),
+                seed(),
+                anything("init", "acm", f"starting partition: one of {INITS}, or a dict with 'I'"),
+                flag("progressbar", False, "show a progress bar"),
+            ),
+        ),
+        "mean_field": _MEAN_FIELD,
+        "annealed_em": _MEAN_FIELD,
+        "gibbs": Method(gibbs, (*GIBBS_OPTIONS, GIBBS_TEST, KEEP_PARAMS)),
+    },
+    recipe=validation_recipe,
+    sizes=("n_row_clusters", "n_col_clusters"),
+    dataset="reuters",
+    notebook="notebooks/clustering_models.ipynb",
+    description="two-sided clustering / symmetric clustering model, SCM (sec. 3.3-3.4)",
+)
+"""The two-sided clustering model's family (listed in :mod:`latentzoo.zoo`)."""

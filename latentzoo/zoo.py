@@ -1,180 +1,138 @@
-"""The registry: one entry per model family, with everything the face needs to know about it.
+"""The registry: the list of family modules, and the families they export.
 
-A family is registered once, here: its model class, the data container it takes, its fast methods
-(``"module:function"`` paths, imported on first use so that ``latentzoo list`` and ``--help`` do
-not load ArviZ), its validation recipe (:mod:`latentzoo.recipes`), its default dataset
-and its notebook. ``latentzoo list``, ``latentzoo fit``, ``latentzoo validate`` and the common tests
-all read this one table.
+Each family module (``inference/<family>.py``) ends with one
+:class:`~latentzoo.inference.family.Family` object of real callables (``FAMILY``, or ``FAMILIES``
+when one module serves two families): the model class, its fast methods with their declared
+options, its validation recipe, its default dataset and its notebook. This module only lists those
+modules, and imports one when a family of it is first asked for, so ``latentzoo list`` and
+``--help`` import neither ArviZ nor PyMC. ``latentzoo list``, ``latentzoo fit``,
+``latentzoo validate`` and the common tests all read this one table.
 
-Adding a family (the checklist, also in the README):
-
-1. a data container in ``data/`` if none fits (it implements :class:`latentzoo.data.Dataset`);
-2. the model in ``models/<family>.py`` (implements :class:`latentzoo.models.Model`);
-3. its fast methods in ``inference/<family>.py`` (samplers as ``init``/``step``/``draw`` through
-   :func:`latentzoo.inference.mcmc.run_chains`);
-4. a validation recipe in :mod:`latentzoo.recipes` (which levels it reaches, and how);
-5. one :class:`Family` entry below, and a notebook in ``notebooks/``.
+Adding a family (the checklist, also in the README): a model file ``models/<family>.py``, an
+inference file ``inference/<family>.py`` ending with its ``FAMILY`` and ``validation_recipe``, its
+module's line in :data:`FAMILY_MODULES` below, and a notebook.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, MutableMapping
 
-import pandas as pd
+from latentzoo.inference.family import Family, Method, Option
 
-from latentzoo.data import CoOccurrence, Dissimilarities, Features
-from latentzoo.models import (
-    AspectModel,
-    BayesianHierarchicalClustering,
-    BayesianMixture,
-    CentralClustering,
-    ClusterAbstractionModel,
-    DirichletProcessMixture,
-    OneSidedClustering,
-    PairwiseClustering,
-    ProductSpaceMixture,
-    TwoSidedClustering,
+__all__ = [
+    "FAMILY_MODULES",
+    "Family",
+    "Method",
+    "Option",
+    "ZOO",
+    "register",
+    "unregister",
+    "entry_for",
+    "as_table",
+]
+
+FAMILY_MODULES = (
+    "latentzoo.inference.aspect",
+    "latentzoo.inference.one_sided",
+    "latentzoo.inference.two_sided",
+    "latentzoo.inference.product_space",
+    "latentzoo.inference.mixture",
+    "latentzoo.inference.bhc",
+    "latentzoo.inference.pairwise",
+    "latentzoo.inference.cluster_abstraction",
 )
+"""The modules that export the zoo's families, in the order ``latentzoo list`` shows them."""
 
-__all__ = ["Family", "ZOO", "register", "entry_for", "as_table"]
+
+def _families_of(module) -> tuple[Family, ...]:
+    """The ``FAMILY`` / ``FAMILIES`` a family module exports."""
+    if hasattr(module, "FAMILIES"):
+        return tuple(module.FAMILIES)
+    return (module.FAMILY,)
 
 
-class _Methods(Mapping):
-    """Method name -> the callable, imported from ``"module:function"`` on first lookup.
+class _Registry(MutableMapping):
+    """Family name -> :class:`Family`, loading each family module on first need.
 
-    The inference modules pull in ArviZ and numba kernels; ``latentzoo list`` and ``--help`` only
-    need the names, so the registry holds the paths and imports a method when it is used.
+    A name is looked up first in the module named after it, so ``ZOO["bhc"]`` imports
+    ``latentzoo.inference.bhc`` only; iterating imports every listed module. Families added
+    with :func:`register` (a test's toy family) come after the listed ones.
 
     Examples
     --------
-    >>> methods = _Methods({"gibbs": "latentzoo.inference.aspect:gibbs"})
-    >>> list(methods), methods["gibbs"].__name__
-    (['gibbs'], 'gibbs')
+    >>> registry = _Registry(("latentzoo.inference.bhc",))
+    >>> list(registry), registry["bhc"].model.__name__
+    (['bhc'], 'BayesianHierarchicalClustering')
     """
 
-    def __init__(self, paths: dict[str, str]):
-        self._paths = dict(paths)
+    def __init__(self, modules: tuple[str, ...]):
+        self._modules = tuple(modules)
+        self._loaded: dict[str, tuple[Family, ...]] = {}
+        self._added: dict[str, Family] = {}
+        self._removed: set[str] = set()
 
-    def __getitem__(self, name: str) -> Callable:
-        module, _, function = self._paths[name].partition(":")
-        return getattr(importlib.import_module(module), function)
+    def _load(self, module: str) -> tuple[Family, ...]:
+        if module not in self._loaded:
+            self._loaded[module] = _families_of(importlib.import_module(module))
+        return self._loaded[module]
 
-    def __iter__(self):
-        return iter(self._paths)
+    def _listed(self) -> dict[str, Family]:
+        return {
+            family.name: family
+            for module in self._modules
+            for family in self._load(module)
+            if family.name not in self._removed
+        }
+
+    def __getitem__(self, name: str) -> Family:
+        if name in self._added:
+            return self._added[name]
+        if name in self._removed:
+            raise KeyError(name)
+        guess = f"latentzoo.inference.{str(name).replace('-', '_')}"
+        if guess in self._modules:
+            for family in self._load(guess):
+                if family.name == name:
+                    return family
+        return self._listed()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        listed = self._listed()
+        yield from listed
+        yield from (name for name in self._added if name not in listed)
 
     def __len__(self) -> int:
-        return len(self._paths)
+        return len(list(iter(self)))
+
+    def __contains__(self, name) -> bool:
+        try:
+            self[name]
+        except KeyError:
+            return False
+        return True
+
+    def __setitem__(self, name: str, family: Family) -> None:
+        self._removed.discard(name)
+        self._added[name] = family
+
+    def __delitem__(self, name: str) -> None:
+        if name not in self:
+            raise KeyError(name)
+        self._added.pop(name, None)
+        if name in self._listed():
+            self._removed.add(name)
 
     def __repr__(self) -> str:
-        return f"_Methods({self._paths!r})"
+        return f"<latentzoo registry of {len(self._modules)} family modules>"
 
 
-def _recipe(name: str) -> Callable:
-    """``latentzoo.recipes.<name>``, imported when the recipe is built (it needs ArviZ).
-
-    Examples
-    --------
-    >>> _recipe("aspect")().sampler
-    'gibbs'
-    """
-
-    def recipe():
-        return getattr(importlib.import_module("latentzoo.recipes"), name)()
-
-    recipe.__name__ = recipe.__qualname__ = name
-    return recipe
-
-
-@dataclass(frozen=True)
-class Family:
-    """One model family of the zoo.
-
-    Attributes
-    ----------
-    name : str
-        Name used on the command line.
-    model : type
-        The model dataclass.
-    data : type
-        The data container the model takes (a :class:`latentzoo.data.Dataset`).
-    methods : Mapping[str, callable]
-        Fast method name -> ``method(model, data, **options)`` (imported on first lookup).
-    recipe : callable or None
-        ``recipe() -> ValidationRecipe``: how :func:`latentzoo.validate` checks the fast methods.
-    sizes : tuple of str
-        Constructor arguments set by ``--k`` and ``--k-cols`` on the command line, in that order.
-    dataset : str
-        Default dataset for ``latentzoo fit`` / ``validate``.
-    notebook : str
-        Path of the family's executed notebook.
-    description : str
-    reference : str
-        The reference: ``"pymc"`` (``latentzoo.fit(..., method="pymc")``), or the family whose
-        model this one approximates (BHC: ``"dpm"``).
-    skipped_checks : dict[str, str]
-        Common checks of :mod:`latentzoo.testing` that do not apply to the family: check name
-        (``"<method>:<check>"`` for one method only) -> the reason, reported when it is skipped.
-    figure : str
-        ``"module:function"`` of ``function(model, result, data) -> Axes``: the picture that
-        ``latentzoo fit`` saves as a PNG next to ``--out`` for a point estimate (empty: none).
-    kind : str
-        ``"generative"``: a model of the data (:class:`latentzoo.models.Model`, with a
-        likelihood); ``"cost"``: a Gibbs distribution over cluster assignments given the data,
-        ``exp(-H(M) / T)`` (pairwise and central clustering), which has a cost, exact expectations
-        by enumeration and a PyMC reference, but no likelihood of the data.
-    check_options : dict[str, dict]
-        Method name -> options that the common checks of :mod:`latentzoo.testing` pass to it, so
-        that it runs its own path on their small data (RBHC and EMBHC: a subsample smaller than
-        the data, else they are exact BHC).
-    fit_defaults : dict
-        Command-line defaults that serve the family: ``prior_scale`` (the empirical
-        Beta-Bernoulli prior, :meth:`latentzoo.models.conjugate.BetaBernoulli.from_data`), ``k``
-        (the size ``--k`` gives when omitted; the HACM's is a tree depth, 3).
-    label_axes : str
-        ``"module:function"`` of ``label_axes(model)``, the labels that switch between chains
-        (:class:`latentzoo.inference.mcmc.LabelAxis`), used to align the chains of the Gibbs and
-        PyMC posteriors; empty when the family has none to align.
-    """
-
-    name: str
-    model: type
-    data: type
-    methods: Mapping[str, Callable]
-    recipe: Callable | None
-    sizes: tuple[str, ...]
-    dataset: str
-    notebook: str
-    description: str
-    reference: str = "pymc"
-    skipped_checks: dict[str, str] = field(default_factory=dict)
-    figure: str = ""
-    kind: str = "generative"
-    check_options: dict = field(default_factory=dict)
-    fit_defaults: dict = field(default_factory=dict)
-    label_axes: str = ""
-
-    def labels_to_align(self, model) -> tuple:
-        """The :class:`~latentzoo.inference.mcmc.LabelAxis` tuple of ``model`` (empty if none).
-
-        Examples
-        --------
-        >>> from latentzoo.models import AspectModel
-        >>> [axis.dim for axis in ZOO["aspect"].labels_to_align(AspectModel(2))]
-        ['topic']
-        """
-        if not self.label_axes:
-            return ()
-        module, _, function = self.label_axes.partition(":")
-        return tuple(getattr(importlib.import_module(module), function)(model))
-
-
-ZOO: dict[str, Family] = {}
+ZOO = _Registry(FAMILY_MODULES)
+"""Family name -> :class:`Family`: every family of the listed modules, and those registered."""
 
 
 def register(family: Family) -> Family:
-    """Add ``family`` to the registry (replacing an entry of the same name) and return it.
+    """Add ``family`` to the registry (replacing a family of the same name) and return it.
 
     Examples
     --------
@@ -182,245 +140,17 @@ def register(family: Family) -> Family:
     >>> entry = dataclasses.replace(ZOO["aspect"], name="aspect_copy")
     >>> register(entry).name in ZOO
     True
-    >>> del ZOO["aspect_copy"]
+    >>> unregister("aspect_copy")
+    >>> "aspect_copy" in ZOO
+    False
     """
     ZOO[family.name] = family
     return family
 
 
-register(
-    Family(
-        name="aspect",
-        model=AspectModel,
-        data=CoOccurrence,
-        methods=_Methods(
-            {
-                "annealed_em": "latentzoo.inference.aspect:annealed_em",
-                "gibbs": "latentzoo.inference.aspect:gibbs",
-            }
-        ),
-        recipe=_recipe("aspect"),
-        sizes=("n_components",),
-        dataset="reuters",
-        notebook="notebooks/aspect_model.ipynb",
-        label_axes="latentzoo.inference.aspect:label_axes",
-        description="aspect model / PLSA / SMM (Hofmann & Puzicha 1998, sec. 2)",
-    )
-)
-register(
-    Family(
-        name="one_sided",
-        model=OneSidedClustering,
-        data=CoOccurrence,
-        methods=_Methods(
-            {
-                "hard": "latentzoo.inference.one_sided:hard_acm",
-                "annealed_em": "latentzoo.inference.one_sided:annealed_em",
-                "gibbs": "latentzoo.inference.one_sided:gibbs",
-            }
-        ),
-        recipe=_recipe("one_sided"),
-        sizes=("n_components",),
-        dataset="reuters",
-        notebook="notebooks/clustering_models.ipynb",
-        label_axes="latentzoo.inference.one_sided:label_axes",
-        description="one-sided clustering / ACM, a Dirichlet-multinomial mixture (sec. 3.1-3.2)",
-    )
-)
-register(
-    Family(
-        name="two_sided",
-        model=TwoSidedClustering,
-        data=CoOccurrence,
-        methods=_Methods(
-            {
-                "hard": "latentzoo.inference.two_sided:hard_scm",
-                "mean_field": "latentzoo.inference.two_sided:mean_field",
-                "annealed_em": "latentzoo.inference.two_sided:mean_field",
-                "gibbs": "latentzoo.inference.two_sided:gibbs",
-            }
-        ),
-        recipe=_recipe("two_sided"),
-        sizes=("n_row_clusters", "n_col_clusters"),
-        dataset="reuters",
-        notebook="notebooks/clustering_models.ipynb",
-        label_axes="latentzoo.inference.two_sided:label_axes",
-        description="two-sided clustering / symmetric clustering model, SCM (sec. 3.3-3.4)",
-    )
-)
-register(
-    Family(
-        name="product_space",
-        model=ProductSpaceMixture,
-        data=CoOccurrence,
-        methods=_Methods({"annealed_em": "latentzoo.inference.product_space:product_space_em"}),
-        recipe=_recipe("product_space"),
-        sizes=("n_row_clusters", "n_col_clusters"),
-        dataset="reuters",
-        notebook="notebooks/clustering_models.ipynb",
-        description="product-space mixture / PMM (Hofmann & Puzicha 1998, sec. 2.4)",
-    )
-)
-register(
-    Family(
-        name="dpm",
-        model=DirichletProcessMixture,
-        data=Features,
-        methods=_Methods({"gibbs": "latentzoo.inference.mixture:gibbs"}),
-        recipe=_recipe("dpm"),
-        sizes=("n_components",),
-        dataset="digits",
-        notebook="notebooks/mixtures.ipynb",
-        label_axes="latentzoo.inference.mixture:label_axes",
-        description="Dirichlet process mixture of conjugate components (Heller 2007, ch. 2)",
-        skipped_checks={
-            "data:k_too_large": "n_components only truncates the PyMC reference's stick-breaking;"
-            " the collapsed DP sampler is unbounded, so no size can exceed the data",
-        },
-    )
-)
-register(
-    Family(
-        name="mixture",
-        model=BayesianMixture,
-        data=Features,
-        methods=_Methods({"gibbs": "latentzoo.inference.mixture:gibbs"}),
-        recipe=_recipe("finite_mixture"),
-        sizes=("n_components",),
-        dataset="digits",
-        notebook="notebooks/mixtures.ipynb",
-        label_axes="latentzoo.inference.mixture:label_axes",
-        description="finite Bayesian mixture of conjugate components (Heller 2007, ch. 2)",
-        skipped_checks={
-            "data:k_too_large": "a finite Bayesian mixture may have more components than items:"
-            " the empty components are part of the model (their weights follow the Dirichlet)",
-        },
-    )
-)
-
-_NO_PYMC = (
-    "BHC has no PyMC declaration of its own: it approximates the DPM, whose declaration is"
-    " checked in the dpm family; `latentzoo validate bhc` compares it with the DPM's exact"
-    " marginal likelihood and posterior and with its Gibbs sampler"
-)
-_DETERMINISTIC = (
-    "bhc is deterministic and takes no random_state: the same data give the same tree, ties"
-    " broken by the smallest pair (tests/inference/test_bhc.py)"
-)
-register(
-    Family(
-        name="bhc",
-        model=BayesianHierarchicalClustering,
-        data=Features,
-        methods=_Methods(
-            {
-                "bhc": "latentzoo.inference.bhc:bhc",
-                "rbhc": "latentzoo.inference.bhc:rbhc",
-                "embhc": "latentzoo.inference.bhc:embhc",
-            }
-        ),
-        recipe=_recipe("bhc"),
-        sizes=(),
-        dataset="digits",
-        notebook="notebooks/bhc.ipynb",
-        reference="dpm",
-        description="Bayesian hierarchical clustering, the DPM's fast tree (Heller 2007, ch. 3)",
-        fit_defaults={"prior_scale": 2.0},
-        check_options={"rbhc": {"m": 10}, "embhc": {"m": 10}},
-        skipped_checks={
-            "pymc:density": _NO_PYMC,
-            "pymc:options": _NO_PYMC,
-            "bhc:random_state": _DETERMINISTIC,
-            "bhc:determinism": _DETERMINISTIC,
-            "simulate_round_trip": "a tree has no parameters whose log-likelihood could be set"
-            " against the truth's; recovering simulated clusters is checked through the exact DPM"
-            " posterior by `latentzoo validate bhc` and by purity in tests/inference/test_bhc.py",
-        },
-    )
-)
-
-_COST_CHECKS = {
-    "pymc:density": "a Gibbs distribution over assignments has no parameter prior to draw from;"
-    " its PyMC potential is checked to equal -(H(z') - H(z)) / T exactly in"
-    " tests/models/test_pairwise.py, and its samples against enumeration by `validate`",
-    "simulate_round_trip": "a cost model has no likelihood to compare with the truth's; recovery"
-    " of simulated clusters is tested in tests/inference/test_pairwise.py",
-    "data:sparse_formats": "a sparse matrix of dissimilarities means the observed pairs"
-    " (Dissimilarities.from_sparse, section 6.3), not the dense matrix without its zeros",
-    "memory:huge_counts": "the models take dissimilarities or real vectors, not counts; the"
-    " memory of large inputs is checked by memory:huge_k",
-}
-_REAL_VALUED = "the model takes real values: negative and fractional entries are valid data"
-_WARD = "ward is deterministic (scipy linkage) and takes no random_state"
-register(
-    Family(
-        name="pairwise",
-        model=PairwiseClustering,
-        data=Dissimilarities,
-        methods=_Methods(
-            {
-                "annealing": "latentzoo.inference.pairwise:pairwise_annealing",
-                "greedy": "latentzoo.inference.pairwise:greedy",
-                "ward": "latentzoo.inference.pairwise:ward",
-                "mds": "latentzoo.inference.pairwise:structure_preserving_mds",
-            }
-        ),
-        recipe=_recipe("pairwise"),
-        sizes=("n_components",),
-        dataset="globins",
-        notebook="notebooks/pairwise_clustering.ipynb",
-        kind="cost",
-        description="pairwise clustering by deterministic annealing (Hofmann & Buhmann 1997)",
-        skipped_checks={
-            **_COST_CHECKS,
-            "data:fractional": "dissimilarities are real numbers: fractional entries are valid",
-            "ward:random_state": _WARD,
-            "ward:determinism": _WARD,
-        },
-    )
-)
-register(
-    Family(
-        name="central",
-        model=CentralClustering,
-        data=Features,
-        methods=_Methods({"annealing": "latentzoo.inference.pairwise:central_annealing"}),
-        recipe=_recipe("central"),
-        sizes=("n_components",),
-        dataset="glass",
-        notebook="notebooks/pairwise_clustering.ipynb",
-        kind="cost",
-        description="central clustering (K-means) by deterministic annealing (Rose et al.; H&B 1997)",
-        skipped_checks={
-            **{key: value for key, value in _COST_CHECKS.items() if key != "data:sparse_formats"},
-            "data:negative": _REAL_VALUED,
-            "data:fractional": _REAL_VALUED,
-        },
-    )
-)
-
-register(
-    Family(
-        name="cluster-abstraction",
-        model=ClusterAbstractionModel,
-        data=CoOccurrence,
-        methods=_Methods(
-            {
-                "annealed_em": "latentzoo.inference.cluster_abstraction:annealed_em",
-                "three_stage": "latentzoo.inference.cluster_abstraction:three_stage_em",
-                "gibbs": "latentzoo.inference.cluster_abstraction:gibbs",
-            }
-        ),
-        recipe=_recipe("cluster_abstraction"),
-        sizes=("tree",),
-        dataset="reuters",
-        notebook="notebooks/cluster_abstraction.ipynb",
-        figure="latentzoo.inference.cluster_abstraction:plot_tree",
-        fit_defaults={"k": 3},
-        description="hierarchical cluster-abstraction model, HACM (Hofmann 1999, sec. 4); --k is"
-        " the depth of a complete binary tree",
-    )
-)
+def unregister(name: str) -> None:
+    """Remove family ``name`` from the registry (a test's toy family, after the test)."""
+    del ZOO[name]
 
 
 def entry_for(model) -> Family:
@@ -442,7 +172,7 @@ def entry_for(model) -> Family:
     raise ValueError(f"{cls.__name__} is not registered in latentzoo.zoo")
 
 
-def as_table() -> pd.DataFrame:
+def as_table():
     """The registry as a table (what ``latentzoo list`` prints).
 
     Examples
@@ -450,6 +180,8 @@ def as_table() -> pd.DataFrame:
     >>> "dpm" in set(as_table()["model"])
     True
     """
+    import pandas as pd
+
     return pd.DataFrame(
         [
             {

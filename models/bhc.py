@@ -1128,6 +1128,7 @@ class BayesianHierarchicalClustering:
 
     name = "bhc"
     data_type = Features
+    reference_family = "dpm"  # its reference: the model it approximates
     protocol = TreeModel
 
     def __post_init__(self):
