@@ -391,9 +391,14 @@ def test_check_result_catches_a_rising_free_energy_and_a_bad_simplex():
 
     from latentzoo.models import AspectModel
 
+    from latentzoo.inference.annealing import estimate_arrays
+
     class Fake:
         params = {"theta": np.array([[0.5, 0.5]]), "phi": np.array([[0.2, 0.8], [0.6, 0.4]])}
         trace = pd.DataFrame({"beta": [1.0, 1.0], "free_energy": [10.0, 10.5]})
+
+        def arrays(self):  # what every point estimate answers (result_arrays asks it)
+            return estimate_arrays(self.params, self.trace)
 
     with pytest.raises(AssertionError, match="rises at fixed beta"):
         check_result(AspectModel(2), None, Fake(), {})
