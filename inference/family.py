@@ -348,7 +348,7 @@ SCHEDULE_OPTIONS = (
         ([], [0.0, 1.0], "hot"),
     ),
     integer("max_iter", 200, "EM iterations at most, per temperature"),
-    real("tol", 1e-5, "relative change of the free energy that ends a temperature", 0, None, True),
+    real("tol", 1e-5, "relative change of the free energy that ends a temperature (0: never)", 0),
     real("overrelax", 1.0, "over-relaxation factor of the M-step", 1.0, 2.0, False, True),
     seed(),
     real("validation_fraction", 0.1, "held-out share of the data for 'auto'", 0, 1, True, True),

@@ -1539,7 +1539,7 @@ def _cooling(max_iter: int, tol: float) -> tuple[Option, ...]:
         ),  # fmt: skip
         real("eta", 0.9, "cooling factor T <- eta T", 0, 1, True, True),
         integer("max_iter", max_iter, "sweeps at most per temperature"),
-        real("tol", tol, "change of the assignments that ends a temperature", 0, None, True),
+        real("tol", tol, "change of the assignments that ends a temperature (0: never)", 0),
         real("perturbation", 1e-3, "noise that lets clusters split at a transition", 0),
     )
 
