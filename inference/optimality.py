@@ -164,16 +164,15 @@ def _model_log_likelihood(model, params, data, pm_model) -> float:
 
     When every free variable of the declaration is discrete (the two-sided model, whose
     continuous parameters are integrated out), the likelihood of the declaration is the collapsed
-    one: ``collapsed_log_joint`` minus :meth:`log_prior`. A model with a
-    ``joint_log_likelihood`` (the product-space mixture, whose ``log_likelihood`` is the
-    conditional ``P(y | x)`` while its declaration and EM are the joint model) is scored by it.
+    one: ``collapsed_log_joint`` minus :meth:`log_prior`. Otherwise the model's
+    ``reference_log_likelihood``, the likelihood as its declaration has it (the product-space
+    mixture's joint one, whose ``log_likelihood`` is the conditional ``P(y | x)``).
     """
     if all(_is_discrete(rv) for rv in pm_model.free_RVs):
         labels = [params[name] for name in model.param_names]
         joint = float(np.asarray(model.collapsed_log_joint(*labels, data)).ravel()[0])
         return joint - float(model.log_prior(params))
-    score = getattr(model, "joint_log_likelihood", model.log_likelihood)
-    return float(np.sum(score(params, data)))
+    return float(np.sum(model.reference_log_likelihood(params, data)))
 
 
 def prior_draw(model, data, rng) -> dict[str, np.ndarray]:

@@ -156,6 +156,9 @@ class LikelihoodModel(Model, Protocol):
     def pymc_values(self, params: dict) -> dict:
         """``params`` with the values of the other free variables of :meth:`pymc_model`."""
 
+    def reference_log_likelihood(self, params: dict, data) -> np.ndarray:
+        """The log-likelihood per row (item) as :meth:`pymc_model` declares it."""
+
 
 @runtime_checkable
 class CostModel(Model, Protocol):
@@ -396,6 +399,10 @@ class PlainPyMCValues:
         {'theta': [[1.0, 0.0]]}
         """
         return dict(params)
+
+    def reference_log_likelihood(self, params, data) -> np.ndarray:
+        """The log-likelihood per row as :meth:`pymc_model` declares it: :meth:`log_likelihood`."""
+        return self.log_likelihood(params, data)
 
 
 class CorpusPriorDraw:

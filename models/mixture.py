@@ -673,6 +673,11 @@ class _MixtureMethods(LikelihoodHeldout):
             joint = np.concatenate([joint, rest[:, None]], axis=1)
         return row_logsumexp(joint)
 
+    def reference_log_likelihood(self, params, data) -> np.ndarray:
+        """The log-likelihood per item as :meth:`pymc_model` declares it (its potential
+        ``marginal_loglik``): :meth:`log_likelihood`."""
+        return self.log_likelihood(params, data)
+
     def heldout_log_likelihood(self, params, test) -> np.ndarray:
         """Log predictive density of held-out items, ``log sum_k w_k f(x_i | params_k)`` per item.
 

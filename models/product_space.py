@@ -430,6 +430,11 @@ class ProductSpaceMixture(CellHeldout, LikelihoodHeldout, CorpusPriorDraw, Plain
         :meth:`joint_log_likelihood`, not the conditional :meth:`log_likelihood`."""
         return self.joint_log_likelihood(params, data)
 
+    def reference_log_likelihood(self, params, data) -> np.ndarray:
+        """The log-likelihood as :meth:`pymc_model` (and EM) have it: the joint
+        :meth:`joint_log_likelihood`, not the conditional :meth:`log_likelihood`."""
+        return self.joint_log_likelihood(params, data)
+
     def joint_log_likelihood(self, params, data) -> np.ndarray:
         """Joint log-likelihood per row, ``sum_j n_ij log p_ij`` (eq. (2) with (16)).
 
