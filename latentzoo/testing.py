@@ -491,6 +491,32 @@ def _hyperparameter_failures(build: Callable, item, kind: type, name: str, skipp
 
 
 # ------------------------------------------------------------------------------ model checks
+CHECK_NEEDS = {
+    "pymc:density": ("pymc_model", "log_prior", "prior_draw"),
+    "pymc:options": ("pymc_model",),
+    "simulate_round_trip": ("simulate", "log_likelihood", "invariants"),
+}
+"""The members of a model's protocol (:mod:`latentzoo.models.base`) that a check needs: a check
+applies to the families whose declared protocol has them (a tree or a cost model has no prior
+density; only a likelihood model can be set against its truth's log-likelihood)."""
+
+
+def _if_declared(entry, name: str, check: Check) -> list[tuple[str, Check]]:
+    """``[(name, check)]`` when the family's declared protocol has what the check needs, else
+    ``[]`` (a family without a declared protocol gets every check).
+
+    Examples
+    --------
+    >>> from latentzoo.zoo import ZOO
+    >>> [len(_if_declared(ZOO[f], "pymc:density", print)) for f in ("aspect", "bhc", "pairwise")]
+    [1, 0, 0]
+    """
+    protocol = entry.protocol
+    if protocol is None or all(hasattr(protocol, member) for member in CHECK_NEEDS[name]):
+        return [(name, check)]
+    return []
+
+
 def _check_hyperparameter(entry, item, kind):
     base = {size: 1 for size in entry.sizes}
 
@@ -950,8 +976,8 @@ def model_checks(entry) -> list[tuple[str, Check]]:
         ("data:k_too_large", _check_k_too_large(entry)),
         ("data:overflow", _check_overflow(entry)),
         ("data:sparse_formats", _check_sparse_containers(entry)),
-        ("pymc:density", _check_density(entry)),
-        ("pymc:options", _check_pymc_options(entry)),
+        *_if_declared(entry, "pymc:density", _check_density(entry)),
+        *_if_declared(entry, "pymc:options", _check_pymc_options(entry)),
         ("no_unpickling", _check_no_unpickling(entry)),
         ("cli:bad_input", _check_cli_bad_input(entry)),
         ("cli:interrupt", _check_cli_interrupt(entry)),
@@ -1480,7 +1506,7 @@ def method_checks(entry, method: str) -> list[tuple[str, Check]]:
         ("data:empty_rows_and_columns", _check_empty_rows_cols(entry, method)),
         ("data:single_item", _check_single_item(entry, method)),
         ("data:extremes", _check_extremes(entry, method)),
-        ("simulate_round_trip", _check_round_trip(entry, method)),
+        *_if_declared(entry, "simulate_round_trip", _check_round_trip(entry, method)),
         ("netcdf_round_trip", _check_netcdf(entry, method)),
     ]
     if "overrelax" in options:
