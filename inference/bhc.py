@@ -885,11 +885,10 @@ _DETERMINISTIC = (
     "bhc is deterministic and takes no random_state: the same data give the same tree, ties"
     " broken by the smallest pair (tests/inference/test_bhc.py)"
 )
-_NO_PYMC = (
-    "BHC has no PyMC declaration of its own: it approximates the DPM, whose declaration is"
-    " checked in the dpm family; `latentzoo validate bhc` compares it with the DPM's exact"
-    " marginal likelihood and posterior and with its Gibbs sampler"
-)
+# A tree model has no PyMC declaration of its own (it approximates the DPM, whose declaration is
+# checked in the dpm family) and no parameters to set against a simulated truth: the common checks
+# that need them do not apply (latentzoo.testing.CHECK_NEEDS); `latentzoo validate bhc` compares
+# it with the DPM's exact marginal likelihood and posterior and with its Gibbs sampler.
 FAMILY = Family(
     name="bhc",
     model=BayesianHierarchicalClustering,
@@ -930,13 +929,8 @@ FAMILY = Family(
         ),
     ),
     skipped_checks={
-        "pymc:density": _NO_PYMC,
-        "pymc:options": _NO_PYMC,
         "bhc:random_state": _DETERMINISTIC,
         "bhc:determinism": _DETERMINISTIC,
-        "simulate_round_trip": "a tree has no parameters whose log-likelihood could be set"
-        " against the truth's; recovering simulated clusters is checked through the exact DPM"
-        " posterior by `latentzoo validate bhc` and by purity in tests/inference/test_bhc.py",
     },
 )
 """Bayesian hierarchical clustering's family (listed in :mod:`latentzoo.zoo`)."""

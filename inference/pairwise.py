@@ -1544,12 +1544,11 @@ def _cooling(max_iter: int, tol: float) -> tuple[Option, ...]:
     )
 
 
+# A cost model has no parameter prior and no likelihood: the PyMC density check and the simulate
+# round trip do not apply (latentzoo.testing.CHECK_NEEDS). Its PyMC potential is checked to equal
+# -(H(z') - H(z)) / T in tests/models/test_pairwise.py, recovery of simulated clusters in
+# tests/inference/test_pairwise.py.
 _COST_CHECKS = {
-    "pymc:density": "a Gibbs distribution over assignments has no parameter prior to draw from;"
-    " its PyMC potential is checked to equal -(H(z') - H(z)) / T exactly in"
-    " tests/models/test_pairwise.py, and its samples against enumeration by `validate`",
-    "simulate_round_trip": "a cost model has no likelihood to compare with the truth's; recovery"
-    " of simulated clusters is tested in tests/inference/test_pairwise.py",
     "data:sparse_formats": "a sparse matrix of dissimilarities means the observed pairs"
     " (Dissimilarities.from_sparse, section 6.3), not the dense matrix without its zeros",
     "memory:huge_counts": "the models take dissimilarities or real vectors, not counts; the"
