@@ -279,14 +279,14 @@ def seed(doc: str = "seed or numpy Generator; the same seed gives the same resul
 
     Examples
     --------
-    >>> seed().validate(-1)
+    >>> seed().validate(-1)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: random_state must be None, an integer >= 0 or a numpy Generator, got -1
+    ValueError: random_state must be None, an integer >= 0 or a numpy Generator or RandomState, ...
     """
 
     def check(value):
-        if value is None or type(value).__name__ == "Generator":
+        if value is None or type(value).__name__ in ("Generator", "RandomState"):
             return True
         return _is_int(value) and value >= 0
 
@@ -295,7 +295,7 @@ def seed(doc: str = "seed or numpy Generator; the same seed gives the same resul
         (int, type(None)),
         None,
         doc,
-        "None, an integer >= 0 or a numpy Generator",
+        "None, an integer >= 0 or a numpy Generator or RandomState",
         check,
         (-1, "seed"),
     )
@@ -411,10 +411,11 @@ KEEP_PARAMS = Option(
 class Method:
     """A fast method of a family: the real function and its declared options.
 
-    Calling the method calls the function, unchanged (it validates its own options, with
-    messages naming them); :meth:`validate` checks options against the declarations before a
-    run, as the command line does. ``plot(model, result, data) -> Axes``, if given, draws a
-    result of the method (``latentzoo fit`` saves it as a PNG next to ``--out``).
+    Calling the method checks each given option against its declaration (``ValueError`` naming
+    it, before any work) and calls the function with the options unchanged; an option the method
+    does not declare is left to the function (``TypeError``, as Python says).
+    ``plot(model, result, data) -> Axes``, if given, draws a result of the method
+    (``latentzoo fit`` saves it as a PNG next to ``--out``).
 
     Examples
     --------
@@ -444,6 +445,9 @@ class Method:
         object.__setattr__(self, "__wrapped__", self.function)
 
     def __call__(self, model, data, **options):
+        for name, value in options.items():
+            if name in self.options:
+                self.options[name].validate(value)
         return self.function(model, data, **options)
 
     def __getattr__(self, name: str):
