@@ -34,13 +34,7 @@ from latentzoo.models._checks import (
     check_positive,
     check_table,
 )
-from latentzoo.models.base import (
-    CellHeldout,
-    CorpusPriorDraw,
-    LikelihoodHeldout,
-    LikelihoodModel,
-    PlainPyMCValues,
-)
+from latentzoo.models.base import CorpusFamily, LikelihoodHeldout, LikelihoodModel
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
@@ -121,7 +115,7 @@ def row_log_likelihoods(indptr, indices, counts, left, right, row_norm):
 
 
 @dataclass(frozen=True)
-class AspectModel(CellHeldout, LikelihoodHeldout, CorpusPriorDraw, PlainPyMCValues):
+class AspectModel(CorpusFamily, LikelihoodHeldout):
     """Aspect model / PLSA with Dirichlet priors (Hofmann & Puzicha 1998, eq. (1), (11)).
 
     Parameters

@@ -30,10 +30,12 @@ __all__ = [
     "RetrievalModel",
     "TreeModel",
     "CellHeldout",
+    "CorpusFamily",
     "CorpusPriorDraw",
     "LikelihoodHeldout",
     "TrainConditionedHeldout",
     "PlainPyMCValues",
+    "RowClustering",
     "RowMemberships",
     "Model",
     "TwoSidedLabels",
@@ -425,6 +427,12 @@ class CorpusPriorDraw:
         return truth
 
 
+class CorpusFamily(CellHeldout, CorpusPriorDraw, PlainPyMCValues):
+    """What the families of documents x words (the aspect model, one-sided clustering, the
+    product-space mixture, the cluster abstraction model) share: held-out tokens scored through
+    cell probabilities, prior draws at a corpus's sizes, PyMC variables that are the parameters."""
+
+
 class LikelihoodHeldout:
     """``heldout_log_density`` of a family whose held-out rows are scored by the likelihood of
     the parameters alone (the aspect model, the product-space mixture, the feature mixtures)."""
@@ -464,6 +472,12 @@ class TrainConditionedHeldout:
         if train is None:
             return self.log_likelihood(params, test)
         return self.predictive_log_density(params, test, train)
+
+
+class RowClustering(CorpusFamily, TrainConditionedHeldout, RowMemberships):
+    """What the families that cluster the rows of a corpus (one-sided clustering, the cluster
+    abstraction model) share besides :class:`CorpusFamily`: row memberships ``resp`` give the
+    labels and the fit's shape, and held-out rows are predicted from their training counts."""
 
 
 def netcdf_attr(value):

@@ -37,14 +37,7 @@ import numpy as np
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_data_shape, check_positive
-from latentzoo.models.base import (
-    CellHeldout,
-    CorpusPriorDraw,
-    LikelihoodModel,
-    PlainPyMCValues,
-    RowMemberships,
-    TrainConditionedHeldout,
-)
+from latentzoo.models.base import LikelihoodModel, RowClustering
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
@@ -376,9 +369,7 @@ def _as_tree(tree) -> TopicTree:
 
 
 @dataclass(frozen=True)
-class ClusterAbstractionModel(
-    CellHeldout, TrainConditionedHeldout, RowMemberships, CorpusPriorDraw, PlainPyMCValues
-):
+class ClusterAbstractionModel(RowClustering):
     """The HACM with Dirichlet priors (Hofmann & Puzicha 1998, section 4, eq. (50)-(51)).
 
     Parameters

@@ -36,14 +36,7 @@ from latentzoo.models._checks import (
     check_integer,
     check_positive,
 )
-from latentzoo.models.base import (
-    CellHeldout,
-    CorpusPriorDraw,
-    LikelihoodModel,
-    PlainPyMCValues,
-    RowMemberships,
-    TrainConditionedHeldout,
-)
+from latentzoo.models.base import LikelihoodModel, RowClustering
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
@@ -90,9 +83,7 @@ def _row_log_likelihood(joint, data) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class OneSidedClustering(
-    CellHeldout, TrainConditionedHeldout, RowMemberships, CorpusPriorDraw, PlainPyMCValues
-):
+class OneSidedClustering(RowClustering):
     """Asymmetric clustering model with Dirichlet priors (Hofmann & Puzicha 1998, eq. (27)-(29)).
 
     Parameters

@@ -21,14 +21,7 @@ from latentzoo.models._checks import (
     check_table,
 )
 from latentzoo.models.aspect import NO_ROW_NORM, AspectModel, row_log_likelihoods
-from latentzoo.models.base import (
-    CellHeldout,
-    CorpusPriorDraw,
-    LikelihoodHeldout,
-    LikelihoodModel,
-    PlainPyMCValues,
-    TwoSidedLabels,
-)
+from latentzoo.models.base import CorpusFamily, LikelihoodHeldout, LikelihoodModel, TwoSidedLabels
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
 )
@@ -39,7 +32,7 @@ __all__ = ["ProductSpaceMixture"]
 
 
 @dataclass(frozen=True)
-class ProductSpaceMixture(CellHeldout, LikelihoodHeldout, CorpusPriorDraw, PlainPyMCValues):
+class ProductSpaceMixture(CorpusFamily, LikelihoodHeldout):
     """Product-space mixture model, PMM (Hofmann & Puzicha 1998, section 2.4, eq. (15)-(19)).
 
     The aspects of the separable mixture model (eq. (1)) are constrained to pairs ``(nu, mu)`` of a row
@@ -424,11 +417,6 @@ class ProductSpaceMixture(CellHeldout, LikelihoodHeldout, CorpusPriorDraw, Plain
         ((3,), True)
         """
         return self._row_log_likelihoods(params, data, conditional=True)
-
-    def reference_log_likelihood(self, params, data) -> np.ndarray:
-        """The log-likelihood as :meth:`pymc_model` (and EM) have it: the joint
-        :meth:`joint_log_likelihood`, not the conditional :meth:`log_likelihood`."""
-        return self.joint_log_likelihood(params, data)
 
     def reference_log_likelihood(self, params, data) -> np.ndarray:
         """The log-likelihood as :meth:`pymc_model` (and EM) have it: the joint
