@@ -223,7 +223,7 @@ def quick_options(entry, method: str) -> dict:
     return {**seed, **own}
 
 
-def run_method(entry, method: str, model, data, **options):
+def run_method(entry, method: str, model, data, /, **options):
     """``entry.methods[method](model, data)`` with :func:`quick_options` under ``options``, as
     ``latentzoo.fit`` calls it (the data checked by the model first).
 
