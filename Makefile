@@ -14,7 +14,7 @@ else
 ENV_DEP :=
 endif
 
-.PHONY: venv install install-test demo test test-all lint bench prepare-ptb prepare-spam \
+.PHONY: venv install install-test demo test test-slow test-heavy test-all lint bench prepare-ptb prepare-spam \
 	prepare-orange prepare-globins prepare-rdata prepare-images prepare-movielens
 
 venv: $(ENV_DEP)
@@ -77,8 +77,17 @@ prepare-rdata: install
 demo: install
 	$(PYTHON) -m latentzoo demo --out report
 
+# Three tiers (README, "Tests"): `test` is the default run (under 8 minutes on 2 cores); `test-slow`
+# the full-size runs that .ci/run also runs; `test-heavy` the hour-long studies (the mutation suite,
+# false alarms over 100 seeds), marked both slow and heavy, run by `test-all` with everything else.
 test: install-test
 	$(PYTHON) -m pytest -q -m "not slow" --durations=15
+
+test-slow: install-test
+	$(PYTHON) -m pytest -q -m "slow and not heavy" --durations=15
+
+test-heavy: install-test
+	$(PYTHON) -m pytest -q -m heavy --durations=15
 
 test-all: install-test
 	$(PYTHON) -m pytest -q

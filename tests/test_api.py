@@ -122,10 +122,13 @@ def test_gibbs_netcdf_round_trip(tmp_path):
 # ----------------------------------------------------------------------------- validate
 @pytest.fixture(scope="module")
 def quick_validation():
-    # The one PyMC run of the default suite: every level on the QUICK sizes (about 2 minutes).
+    # Every level on the QUICK sizes (about 2 minutes): slow, like the other families' QUICK
+    # runs (tests/test_validation.py); the default run validates AspectModel(2) at the cheap
+    # levels on the SMALL sizes there.
     return latentzoo.validate(AspectModel(2), quick=True)
 
 
+@pytest.mark.slow
 def test_validate_quick_reaches_every_level(quick_validation):
     c = quick_validation
     assert c.passed, c.to_markdown()
@@ -135,6 +138,7 @@ def test_validate_quick_reaches_every_level(quick_validation):
     assert set(c.timings) == set(LEVELS)
 
 
+@pytest.mark.slow
 def test_validate_report(quick_validation):
     text = quick_validation.to_markdown()
     assert "Verdict" in text and "PASSED" in text

@@ -56,9 +56,30 @@ def test_mutation_applies_to_current_code(mutation):
 # Every model the suite validates: each family's, and the mutations' own.
 CONTROLS = list(dict.fromkeys([*FAMILIES.items(), *((m.family, model_for(m)) for m in MUTATIONS)]))
 
+# Tiers: the whole suite is hours on two cores (``tests/mutation/RESULTS.md``: 1 to 4 minutes per
+# case), so it is marked ``heavy`` (``make test-heavy``) except for one family's control and one
+# mutation of each kind of that family (a Gibbs kernel, the EM, the PyMC declaration), which the
+# slow tier of ``.ci/run`` runs so that the harness is exercised end to end on every CI run.
+IN_SLOW_TIER = {
+    "aspect",
+    "aspect-gibbs-drop-alpha",
+    "aspect-em-theta-alpha",
+    "aspect-pymc-theta-eta",
+}
+
+
+def _tier(case_id):
+    return () if case_id in IN_SLOW_TIER else (pytest.mark.heavy,)
+
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("family", "model"), CONTROLS, ids=[f"{f}:{m}" for f, m in CONTROLS])
+@pytest.mark.parametrize(
+    ("family", "model"),
+    [
+        pytest.param(f, m, id=f"{f}:{m}", marks=_tier(f if m == FAMILIES[f] else None))
+        for f, m in CONTROLS
+    ],
+)
 def test_unmutated_copy_passes(family, model):
     outcome = run_control(family, model, seed=SEED)
     assert outcome.imported_from, "the subprocess did not report where latentzoo came from"
@@ -67,7 +88,9 @@ def test_unmutated_copy_passes(family, model):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mutation", MUTATIONS, ids=IDS)
+@pytest.mark.parametrize(
+    "mutation", [pytest.param(m, id=m.id, marks=_tier(m.id)) for m in MUTATIONS]
+)
 def test_validate_fails_on_mutation(mutation):
     outcome = run_mutation(mutation, seed=SEED)
     assert outcome.caught, (
