@@ -554,8 +554,7 @@ def cool(problem: EMProblem, params: dict, schedule: GeometricCooling, max_iter=
     Examples
     --------
     >>> from latentzoo.data import load
-    >>> from latentzoo.inference.one_sided import OneSidedEM
-    >>> from latentzoo.models import OneSidedClustering
+    >>> from latentzoo.inference.one_sided import OneSidedClustering, OneSidedEM
     >>> problem = OneSidedEM(OneSidedClustering(2), load("toy"))
     >>> run, stages, _ = cool(problem, problem.init(np.random.default_rng(0)),
     ...                       GeometricCooling(0.5, 1.0, decay=0.5))
