@@ -328,13 +328,21 @@ def with_defaults(options, defaults: Mapping) -> tuple[Option, ...]:
 
 
 def _betas_ok(value) -> bool:
+    """What the annealing driver takes (``annealing.check_schedule``): ``'auto'``,
+    ``'early_stopping'``, a schedule that lists its inverse temperatures (``betas()``, e.g. a
+    ``GeometricCooling``), one positive finite inverse temperature or a non-empty list of them
+    (above 1 too: the checks run at 50)."""
     if isinstance(value, str):
-        return value == "auto"
+        return value in ("auto", "early_stopping")
+    if callable(getattr(value, "betas", None)):
+        return True
+    if _is_real(value):
+        return 0 < value < float("inf")
     try:
         values = list(value)
     except TypeError:
         return False
-    return bool(values) and all(_is_real(b) and 0 < b <= 1 for b in values)
+    return bool(values) and all(_is_real(b) and 0 < b < float("inf") for b in values)
 
 
 SCHEDULE_OPTIONS = (
@@ -343,7 +351,7 @@ SCHEDULE_OPTIONS = (
         (str, list),
         "auto",
         "inverse temperatures, increasing to 1, or 'auto' (chosen on held-out data)",
-        "'auto' or a non-empty list of numbers in (0, 1]",
+        "'auto', 'early_stopping', a GeometricCooling or a non-empty list of positive numbers",
         _betas_ok,
         ([], [0.0, 1.0], "hot"),
     ),
