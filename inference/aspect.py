@@ -1462,7 +1462,7 @@ def fold_in_rows(indptr, indices, counts, phi_t, pseudo, max_iter, tol, theta):
 # ------------------------------------------------------------------------------ the family
 def validation_recipe():
     """How :func:`latentzoo.validate` checks the aspect model's methods (a ``ValidationRecipe``)."""
-    from latentzoo.recipes import aspect
+    from latentzoo.inference.recipes import aspect
 
     return aspect()
 

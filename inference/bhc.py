@@ -873,7 +873,7 @@ def learn_hyperparameters(
 # ------------------------------------------------------------------------------ the family
 def validation_recipe():
     """How :func:`latentzoo.validate` checks BHC against the DPM (a ``ValidationRecipe``)."""
-    from latentzoo.recipes import bhc as recipe
+    from latentzoo.inference.recipes import bhc as recipe
 
     return recipe()
 

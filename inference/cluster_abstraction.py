@@ -1600,7 +1600,7 @@ def plot_tree(
 # ------------------------------------------------------------------------------ the family
 def validation_recipe():
     """How :func:`latentzoo.validate` checks the HACM's methods (a ``ValidationRecipe``)."""
-    from latentzoo.recipes import cluster_abstraction
+    from latentzoo.inference.recipes import cluster_abstraction
 
     return cluster_abstraction()
 

@@ -1188,14 +1188,14 @@ gibbs = gibbs_entry(
 # ------------------------------------------------------------------------------ the families
 def validation_recipe():
     """How :func:`latentzoo.validate` checks the DPM's Gibbs sampler (a ``ValidationRecipe``)."""
-    from latentzoo.recipes import dpm
+    from latentzoo.inference.recipes import dpm
 
     return dpm()
 
 
 def finite_validation_recipe():
     """How :func:`latentzoo.validate` checks the finite mixture's Gibbs sampler."""
-    from latentzoo.recipes import finite_mixture
+    from latentzoo.inference.recipes import finite_mixture
 
     return finite_mixture()
 

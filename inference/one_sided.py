@@ -705,7 +705,7 @@ gibbs = gibbs_entry(
 # ------------------------------------------------------------------------------ the family
 def validation_recipe():
     """How :func:`latentzoo.validate` checks the ACM's methods (a ``ValidationRecipe``)."""
-    from latentzoo.recipes import one_sided
+    from latentzoo.inference.recipes import one_sided
 
     return one_sided()
 

@@ -1504,14 +1504,14 @@ def structure_preserving_mds(
 # ------------------------------------------------------------------------------ the families
 def validation_recipe():
     """How :func:`latentzoo.validate` checks pairwise clustering (a ``ValidationRecipe``)."""
-    from latentzoo.recipes import pairwise
+    from latentzoo.inference.recipes import pairwise
 
     return pairwise()
 
 
 def central_validation_recipe():
     """How :func:`latentzoo.validate` checks central clustering (a ``ValidationRecipe``)."""
-    from latentzoo.recipes import central
+    from latentzoo.inference.recipes import central
 
     return central()
 

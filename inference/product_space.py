@@ -449,7 +449,7 @@ product_space_em = em_entry(
 # ------------------------------------------------------------------------------ the family
 def validation_recipe():
     """How :func:`latentzoo.validate` checks the PMM's EM (a ``ValidationRecipe``)."""
-    from latentzoo.recipes import product_space
+    from latentzoo.inference.recipes import product_space
 
     return product_space()
 

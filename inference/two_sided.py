@@ -885,7 +885,7 @@ gibbs = gibbs_entry(
 # ------------------------------------------------------------------------------ the family
 def validation_recipe():
     """How :func:`latentzoo.validate` checks the SCM's methods (a ``ValidationRecipe``)."""
-    from latentzoo.recipes import two_sided
+    from latentzoo.inference.recipes import two_sided
 
     return two_sided()
 

@@ -129,7 +129,7 @@ def _exact_level(entry, recipe, model, data, settings, rng, progressbar=False):
 
 
 def toy_recipe():
-    from latentzoo.validation import ValidationRecipe
+    from latentzoo.inference.validation import ValidationRecipe
 
     return ValidationRecipe(
         checks={"exact": _exact_level},

@@ -114,14 +114,15 @@ TINY = dataclasses.replace(
 def test_reference_and_mode_matched_lines_state_data_sizes_k_and_runs(monkeypatch):
     """The problem lines of the sampled levels, with Gibbs standing in for PyMC (the lines, not
     the verdicts, are tested here; the slow test runs PyMC)."""
-    import latentzoo.api
+    import latentzoo.inference.reference
 
     gibbs = ZOO["one_sided"].methods["gibbs"]
 
-    def stand_in(model, data, *, chains, draws, tune, random_state, progressbar, initvals=None):
+    def stand_in(model, data, *, chains, draws, tune, random_state, progressbar, initvals=None,
+                 label_axes=()):  # fmt: skip
         return gibbs(model, data, chains=chains, draws=draws, tune=tune, random_state=random_state)
 
-    monkeypatch.setattr(latentzoo.api, "fit_pymc", stand_in)
+    monkeypatch.setattr(latentzoo.inference.reference, "fit_pymc", stand_in)
     comparison = latentzoo.validate(
         OneSidedClustering(2), levels=["reference", "mode-matched"], settings=TINY, random_state=0
     )
@@ -261,7 +262,7 @@ def test_concentration_integrals_match_adaptive_quadrature():
     from scipy import integrate
     from scipy.special import gammaln
 
-    from latentzoo.recipes import _concentration_integrals
+    from latentzoo.inference.recipes import _concentration_integrals
 
     n, (a, b) = 6, (2.0, 1.0)
     grid = _concentration_integrals(n, (a, b), (0, 1, 2))

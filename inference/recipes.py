@@ -1,8 +1,9 @@
-"""The validation recipes of the registered families (see :class:`~latentzoo.validation.ValidationRecipe`).
+"""The validation recipes of the registered families (see :class:`~latentzoo.inference.validation.ValidationRecipe`).
 
 Each function returns one family's recipe: which checks :func:`latentzoo.validate` runs for it and
-the problems they are run on. The registry (:mod:`latentzoo.zoo`) holds the function; the recipe is
-built when a validation starts, so importing the zoo stays cheap.
+the problems they are run on. Each family's ``FAMILY.recipe`` (its module's
+``validation_recipe``) calls its function here; the recipe is built when a validation starts, so
+importing the family modules stays cheap.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from latentzoo.inference.compare import (
     sbc,
     uncertainty_check,
 )
-from latentzoo.validation import (
+from latentzoo.inference.validation import (
     ExactProblem,
     ValidationRecipe,
     _gibbs_label,
@@ -459,7 +460,7 @@ def _mixture_reference(entry, recipe, model, data, settings, rng, progressbar=Fa
     of occupied clusters and the log-likelihood; the held-out log predictive density of both."""
     from scipy.special import logsumexp
 
-    from latentzoo.api import fit_pymc
+    from latentzoo.inference.reference import fit_pymc
 
     local = recipe.small(model, "reference")
     sizes = recipe.problems["reference_full" if settings.full else "reference"]
@@ -469,6 +470,7 @@ def _mixture_reference(entry, recipe, model, data, settings, rng, progressbar=Fa
     reference = fit_pymc(
         local, train, chains=4, draws=settings.pymc_draws * recipe.pymc_draws_factor,
         tune=settings.pymc_tune, random_state=rng, progressbar=progressbar,
+        label_axes=entry.labels_to_align(local),
     )  # fmt: skip
     gibbs = entry.methods["gibbs"]
     options = dict(
@@ -539,7 +541,7 @@ def _mixture_mode_matched(entry, recipe, model, data, settings, rng, progressbar
     by more than half a nat are distinct modes (at most two are used).
     """
     from latentzoo.inference.mixture import MixtureGibbs
-    from latentzoo.validation import compare_at_modes, distinct_modes
+    from latentzoo.inference.validation import compare_at_modes, distinct_modes
 
     local = recipe.small(model, "real")
     if not local.component.has_pymc_initvals:
