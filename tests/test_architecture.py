@@ -44,6 +44,11 @@ def _package_files() -> dict[str, Path]:
 
 
 FILES = _package_files()
+
+FACE_WORK = {"latentzoo.inference.recipes", "latentzoo.inference.validation"}
+"""Modules being restructured with the face (the validation recipes, issue 22) besides
+latentzoo/*.py: their offences are reported by the ``*_in_the_face`` tests, the other parts stay
+strict."""
 TREES = {name: ast.parse(path.read_text(), filename=str(path)) for name, path in FILES.items()}
 
 
@@ -177,12 +182,22 @@ def _part_of(module: str) -> str:
     return "face"
 
 
+def _in_face_work(module: str) -> bool:
+    return _part_of(module) == "face" or module in FACE_WORK
+
+
 def _family_switches(part: str) -> list[str]:
+    """Offences in ``part`` (``"data"``, ``"models"``, ``"inference"``, or ``"face"``: latentzoo/*.py
+    with :data:`FACE_WORK`)."""
     guarded = _guarded_classes()
     return sorted(
         offence
         for module in FILES
-        if _part_of(module) == part
+        if (
+            _in_face_work(module)
+            if part == "face"
+            else _part_of(module) == part and not _in_face_work(module)
+        )  # fmt: skip
         for offence in _switches(module, guarded)
     )
 
@@ -307,7 +322,7 @@ def _loops(face: bool) -> list[str]:
             }
     lines = []
     for component in _cycles(graph):
-        if any(_part_of(m) == "face" for m in component) == face:
+        if any(_in_face_work(m) for m in component) == face:
             lines += [f"loop {' <-> '.join(component)}:"] + _describe(graph, component)
     return lines
 
