@@ -146,6 +146,9 @@ class LikelihoodModel(Model, Protocol):
     def fit_shape(self, params: dict) -> tuple:
         """``(rows or None, columns or None)`` a point estimate was fitted to."""
 
+    def sizes_label(self) -> str:
+        """The model's cluster numbers as reports print them (``3``, ``2x3``, ...)."""
+
     def labels(self, params: dict, train=None):
         """Hard cluster labels of a draw or point estimate."""
 
@@ -186,6 +189,9 @@ class CostModel(Model, Protocol):
 
     def cost(self, data, assignments):
         """The cost of each assignment vector (the energy of the Gibbs distribution)."""
+
+    def sizes_label(self) -> str:
+        """The number of clusters as reports print it."""
 
     def gibbs_expectations(self, data, temperature, **options) -> dict:
         """Exact expectations under the Gibbs distribution at ``temperature`` (enumeration)."""
@@ -431,6 +437,16 @@ class CorpusFamily(CellHeldout, CorpusPriorDraw, PlainPyMCValues):
     """What the families of documents x words (the aspect model, one-sided clustering, the
     product-space mixture, the cluster abstraction model) share: held-out tokens scored through
     cell probabilities, prior draws at a corpus's sizes, PyMC variables that are the parameters."""
+
+    def sizes_label(self) -> str:
+        """The model's cluster numbers as reports print them (``K=...``): ``n_components``.
+
+        Examples
+        --------
+        >>> from latentzoo.models import AspectModel; AspectModel(3).sizes_label()
+        '3'
+        """
+        return str(self.n_components)
 
 
 class LikelihoodHeldout:

@@ -394,6 +394,16 @@ class _MixtureMethods(LikelihoodHeldout):
         """``("w",)`` followed by the component's parameter names (e.g. ``("w", "theta")``)."""
         return ("w", *self.component.param_names)
 
+    def sizes_label(self) -> str:
+        """The model's cluster numbers as reports print them (``K=...``): ``n_components``, or ``unbounded (DPM)`` for the Dirichlet process mixture (whose PyMC reference is truncated at ``n_components``).
+
+        Examples
+        --------
+        >>> BayesianMixture(3).sizes_label(), DirichletProcessMixture().sizes_label()
+        ('3', 'unbounded (DPM)')
+        """
+        return "unbounded (DPM)" if self._is_dp else str(self.n_components)
+
     # ------------------------------------------------------------------ checks
     def check_data(self, data) -> Features:
         """Validate ``data`` for this model's component and return it as :class:`Features`.

@@ -325,6 +325,16 @@ class PairwiseClustering:
         """``K``: ``n_components``."""
         return self.n_components
 
+    def sizes_label(self) -> str:
+        """The model's cluster numbers as reports print them (``K=...``): ``n_components``.
+
+        Examples
+        --------
+        >>> PairwiseClustering(3).sizes_label()
+        '3'
+        """
+        return str(self.n_components)
+
     def check_data(self, data) -> Dissimilarities:
         """Validate ``data`` and return it as a :class:`~latentzoo.data.Dissimilarities`.
 
@@ -611,6 +621,8 @@ class CentralClustering:
     def n_clusters(self) -> int:
         """``K``: ``n_components``."""
         return self.n_components
+
+    sizes_label = PairwiseClustering.sizes_label
 
     def check_data(self, data) -> Features:
         """Validate ``data`` and return it as dense real :class:`~latentzoo.data.Features`.

@@ -142,6 +142,16 @@ class ProductSpaceMixture(CorpusFamily, LikelihoodHeldout):
         """``K = Kx * Ky``, the number of aspects of the constrained SMM (eq. (15))."""
         return int(self.n_row_clusters) * int(self.n_col_clusters)
 
+    def sizes_label(self) -> str:
+        """The model's cluster numbers as reports print them (``K=...``): row and column classes, ``Kx x Ky``.
+
+        Examples
+        --------
+        >>> ProductSpaceMixture(2, 3).sizes_label()
+        '2x3'
+        """
+        return f"{self.n_row_clusters}x{self.n_col_clusters}"
+
     # ------------------------------------------------------------------ checks
     def check_data(self, data) -> CoOccurrence:
         """Validate ``data`` for this model and return it as a :class:`CoOccurrence`.

@@ -340,6 +340,16 @@ class TwoSidedClustering(CellHeldout, TrainConditionedHeldout, PlainPyMCValues):
         """``(Kx, Ky)``."""
         return int(self.n_row_clusters), int(self.n_col_clusters)
 
+    def sizes_label(self) -> str:
+        """The model's cluster numbers as reports print them (``K=...``): row and column clusters, ``Kx x Ky``.
+
+        Examples
+        --------
+        >>> TwoSidedClustering(2, 3).sizes_label()
+        '2x3'
+        """
+        return "x".join(str(k) for k in self.shape)
+
     # ------------------------------------------------------------------ checks
     def check_data(self, data) -> CoOccurrence:
         """Validate ``data`` for this model and return it as a :class:`CoOccurrence`.
