@@ -33,6 +33,7 @@ from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 from latentzoo.data import Features
 from latentzoo.data.checks import check_entries
+from latentzoo.inference.family import Family, Method, anything
 from latentzoo.models._checks import check_integer, check_interval
 from latentzoo.models.bayesian_sets import (
     BayesianSets,
@@ -978,3 +979,36 @@ def _names(names, n, what):
     if arr.shape != (n,):
         raise ValueError(f"{what} must have {n} entries, got shape {arr.shape}")
     return arr
+
+
+# ------------------------------------------------------------------------------ the family
+def retrieve(model: BayesianSets, data, query=None) -> RetrievalResult:
+    """The family's method: :func:`bayesian_sets` with the model first, as every method takes it.
+
+    Examples
+    --------
+    >>> X = np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1]])
+    >>> retrieve(BayesianSets(), X, query=[0]).weights.round(3)
+    array([ 0.588,  0.588, -0.588])
+    """
+    if query is None:
+        raise ValueError("query must name at least one item of the data (indices or names)")
+    return bayesian_sets(data, query, model)
+
+
+FAMILY = Family(
+    name="bayesian_sets",
+    model=BayesianSets,
+    methods={
+        "query": Method(
+            retrieve, (anything("query", None, "the query set: item indices or item names"),)
+        )
+    },
+    recipe=None,
+    sizes=(),
+    dataset="movielens",
+    notebook="notebooks/bayesian_sets.ipynb",
+    description="Bayesian Sets retrieval (Heller 2007, ch. 4); its face is `latentzoo query`",
+)
+"""Bayesian Sets' family: a retrieval model (not yet in :data:`latentzoo.zoo.FAMILY_MODULES`:
+the common checks do not yet know a retrieval method, which needs a query)."""

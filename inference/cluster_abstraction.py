@@ -1605,11 +1605,6 @@ def validation_recipe():
     return cluster_abstraction()
 
 
-def _plot_fit(model, result, data):
-    """The fitted tree with its top words (what ``latentzoo fit`` saves next to ``--out``)."""
-    return plot_tree(model, result, data)
-
-
 _EM_OPTIONS = (
     *SCHEDULE_OPTIONS,
     THREADS,
@@ -1620,12 +1615,8 @@ FAMILY = Family(
     name="cluster-abstraction",
     model=ClusterAbstractionModel,
     methods={
-        "annealed_em": Method(
-            annealed_em, with_defaults(_EM_OPTIONS, annealed_em.defaults), plot=_plot_fit
-        ),
-        "three_stage": Method(
-            three_stage_em, with_defaults(_EM_OPTIONS, annealed_em.defaults), plot=_plot_fit
-        ),
+        "annealed_em": Method(annealed_em, with_defaults(_EM_OPTIONS, annealed_em.defaults)),
+        "three_stage": Method(three_stage_em, with_defaults(_EM_OPTIONS, annealed_em.defaults)),
         "gibbs": Method(gibbs, (*GIBBS_OPTIONS, GIBBS_TEST, KEEP_PARAMS)),
     },
     recipe=validation_recipe,

@@ -421,9 +421,8 @@ class Method:
 
     Calling the method checks each given option against its declaration (``ValueError`` naming
     it, before any work) and calls the function with the options unchanged; an option the method
-    does not declare is left to the function (``TypeError``, as Python says).
-    ``plot(model, result, data) -> Axes``, if given, draws a result of the method
-    (``latentzoo fit`` saves it as a PNG next to ``--out``).
+    does not declare is left to the function (``TypeError``, as Python says). How a result is
+    saved, summarised and drawn is asked of the result itself (:mod:`latentzoo.inference.fitted`).
 
     Examples
     --------
@@ -441,7 +440,6 @@ class Method:
 
     function: Callable
     options: Mapping[str, Option] = field(default_factory=dict)
-    plot: Callable | None = None
 
     def __post_init__(self):
         options = self.options
@@ -601,24 +599,6 @@ class Family:
     def protocol(self):
         """What the model is (its ``protocol`` class attribute), or None if it declares none."""
         return getattr(self.model, "protocol", None)
-
-    # -- read by the face until it asks the declarations directly (issue 22, in progress) -----
-    @property
-    def fit_defaults(self) -> dict:
-        """Deprecated: ``{option.name: option.default}`` of :attr:`options`."""
-        return {o.name: o.default for o in self.options if o.default is not None}
-
-    @property
-    def check_options(self) -> dict:
-        """Deprecated: method name -> :meth:`Method.quick_options` (where there are any)."""
-        quick = {name: method.quick_options() for name, method in self.methods.items()}
-        return {name: options for name, options in quick.items() if options}
-
-    @property
-    def figure(self) -> str:
-        """Deprecated: ``"module:function"`` of the first method's ``plot`` ("" if none)."""
-        plot = next((m.plot for m in self.methods.values() if m.plot is not None), None)
-        return "" if plot is None else f"{plot.__module__}:{plot.__name__}"
 
     def option(self, name: str) -> Option | None:
         """The family's declaration of model-building option ``name`` (None: the CLI's own)."""
