@@ -384,8 +384,9 @@ def _cmd_fit(args):
     if not args.quiet:
         also = f" and {figure}" if figure else ""
         print(f"fitted {_described(model)} with {method} on {data}; saved to {out}{also}")
-        for line in fitted.summary_lines(result):
-            print(line)
+        if not fitted.is_sample(result):  # latentzoo.fit printed a sample's diagnostic line
+            for line in fitted.summary_lines(result):
+                print(line)
     return 0
 
 
