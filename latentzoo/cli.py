@@ -331,8 +331,18 @@ def check_writable(out, folder=False) -> Path:
 
 def _cmd_list(args):
     from latentzoo.data import list_datasets
-    from latentzoo.zoo import as_table
+    from latentzoo.zoo import ZOO, as_table
 
+    if args.options is not None:
+        # The declared options of each method (what `fit --option NAME=VALUE` takes).
+        names = [args.options] if args.options else list(ZOO)
+        for name in names:
+            entry = ZOO[name] if name in ZOO else _unknown_model(name)
+            for method_name, method in entry.methods.items():
+                print(f"{entry.name} {method_name}:")
+                for line in method.describe().splitlines():
+                    print(f"  {line}")
+        return 0
     print("Models:")
     print(as_table().to_string(index=False))
     print("\nDatasets:")
@@ -342,6 +352,12 @@ def _cmd_list(args):
         )
     )
     return 0
+
+
+def _unknown_model(name: str):
+    from latentzoo.zoo import ZOO
+
+    raise UserError(f"unknown model {name!r}; known models: {', '.join(ZOO)}")
 
 
 def _cmd_fit(args):
@@ -539,14 +555,18 @@ def build_parser() -> argparse.ArgumentParser:
         description="Latent-class and Bayesian clustering models: fast inference vs PyMC.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="models, their methods and the datasets")
+    listing = sub.add_parser("list", help="models, their methods and the datasets")
+    listing.add_argument(
+        "--options", nargs="?", const="", metavar="MODEL",
+        help="the declared options of every method (of MODEL's methods), with their defaults",
+    )  # fmt: skip
 
     fit = sub.add_parser("fit", help="fit a model and save the result as netCDF")
     fit.add_argument("model")
     fit.add_argument("--data", help="dataset name or a .npz/.csv file (default: the model's)")
     fit.add_argument(
-        "--k", type=int, help="number of components or row clusters (default 10); bhc: also "
-        "save the tree cut into K clusters",
+        "--k", type=int, help="number of components or row clusters (default 10; the family may "
+        "declare another); a family without sizes (a tree): also save its cut into K clusters",
     )  # fmt: skip
     fit.add_argument("--k-cols", type=int, help="number of column clusters (two-sided models)")
     fit.add_argument(
@@ -575,11 +595,15 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--tune", type=int)
     fit.add_argument(
         "--option", action="append", metavar="NAME=VALUE",
-        help="another option of the method, e.g. split_merge=true or sample_alpha=true",
+        help="another option of the method, e.g. split_merge=true or sample_alpha=true "
+        "(`latentzoo list --options MODEL` lists them)",
     )  # fmt: skip
     fit.add_argument("--seed", type=int, default=0)
     fit.add_argument(
-        "--out", required=True, help="output .nc file (bhc: .nc or .npz, and a dendrogram .png)"
+        "--out",
+        required=True,
+        help="output .nc file (.npz where the result saves one), and a "
+        ".png next to it where the family draws its fit (a dendrogram, a topic tree)",
     )
     fit.add_argument("--quiet", action="store_true")
 

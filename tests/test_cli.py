@@ -24,6 +24,14 @@ def test_list_shows_models_and_datasets(capsys):
     assert "aspect" in out and "annealed_em" in out and "reuters" in out
 
 
+def test_list_options_shows_the_declared_options(capsys):
+    code, out, _ = _run(capsys, "list", "--options", "bhc")
+    assert code == 0
+    assert "bhc rbhc:" in out and "  m (default 100; an integer >= 1)" in out
+    code, _, err = _run(capsys, "list", "--options", "nope")
+    assert code == 2 and err.startswith("latentzoo: error: unknown model 'nope'")
+
+
 def _write_csv(path, rows):
     path.write_text("\n".join(",".join(str(v) for v in row) for row in rows))
     return str(path)
