@@ -40,6 +40,7 @@ from latentzoo.models.conjugate import (
     dirichlet_multinomial_log,
     log_multinomial_coefficient,
 )
+from latentzoo.models.cooccurrence import DyadInvariants, separated_profiles
 from latentzoo.models.invariants import default_dyads
 from latentzoo.models.two_sided import cell_dots
 
@@ -115,7 +116,7 @@ def row_log_likelihoods(indptr, indices, counts, left, right, row_norm):
 
 
 @dataclass(frozen=True)
-class AspectModel(CorpusFamily, LikelihoodHeldout):
+class AspectModel(DyadInvariants, CorpusFamily, LikelihoodHeldout):
     """Aspect model / PLSA with Dirichlet priors (Hofmann & Puzicha 1998, eq. (1), (11)).
 
     Parameters
@@ -346,11 +347,7 @@ class AspectModel(CorpusFamily, LikelihoodHeldout):
             raise ValueError(f"n_words={n_words} must be at least n_components={k}")
         theta = rng.dirichlet(np.full(k, self.alpha), size=n_docs)
         if separated:
-            block = n_words // k
-            phi = np.full((k, n_words), (1.0 - separation) / n_words)
-            for topic in range(k):
-                phi[topic, topic * block : (topic + 1) * block] += separation / block
-            phi /= phi.sum(axis=1, keepdims=True)
+            phi = separated_profiles(k, n_words, separation)
         else:
             phi = rng.dirichlet(np.full(n_words, self.eta), size=k)
         p = np.clip(theta @ phi, 0.0, None)
@@ -481,26 +478,6 @@ class AspectModel(CorpusFamily, LikelihoodHeldout):
         theta = np.asarray(params["theta"], dtype=float)
         phi = np.asarray(params["phi"], dtype=float)
         return np.einsum("nk,kn->n", theta[dyads[:, 0]], phi[:, dyads[:, 1]])
-
-    def invariants(self, params, data, dyads=None) -> dict[str, np.ndarray]:
-        """Label-invariant quantities through which every method is compared.
-
-        ``loglik``: total log-likelihood of ``data`` (scalar); ``p_dyad``: ``P(y_j|x_i)`` on the
-        dyads of :func:`default_dyads` (or the given ones). Both are unchanged by permuting aspects.
-
-        Examples
-        --------
-        >>> data, truth = AspectModel(2).simulate(0, n_docs=3, n_words=5, doc_length=8)
-        >>> inv = AspectModel(2).invariants(truth, data)
-        >>> sorted(inv)
-        ['loglik', 'p_dyad']
-        """
-        if dyads is None:
-            dyads = default_dyads(data)
-        return {
-            "loglik": np.asarray(self.log_likelihood(params, data).sum()),
-            "p_dyad": self.predictive(params, dyads),
-        }
 
     def log_prior(self, params) -> float:
         """Log density of the Dirichlet priors (with normalising constants).

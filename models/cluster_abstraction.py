@@ -41,9 +41,8 @@ from latentzoo.models.base import LikelihoodModel, RowClustering
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
-    log_multinomial_coefficient,
-    row_logsumexp,
 )
+from latentzoo.models.cooccurrence import RowMixture, separated_profiles
 from latentzoo.models.invariants import coassignment_pairs, default_dyads
 
 __all__ = [
@@ -369,7 +368,7 @@ def _as_tree(tree) -> TopicTree:
 
 
 @dataclass(frozen=True)
-class ClusterAbstractionModel(RowClustering):
+class ClusterAbstractionModel(RowMixture, RowClustering):
     """The HACM with Dirichlet priors (Hofmann & Puzicha 1998, section 4, eq. (50)-(51)).
 
     Parameters
@@ -720,11 +719,7 @@ class ClusterAbstractionModel(RowClustering):
         if separated:
             if n_words < v:
                 raise ValueError(f"separated nodes need n_words={n_words} >= n_nodes={v}")
-            block = n_words // v
-            q = np.full((v, n_words), (1.0 - separation) / n_words)
-            for node in range(v):
-                q[node, node * block : (node + 1) * block] += separation / block
-            q /= q.sum(axis=1, keepdims=True)
+            q = separated_profiles(v, n_words, separation)
             rho = np.full(k, 1.0 / k)
             z = rng.permutation(np.arange(n_docs) % k).astype(np.int64)
             tau = self.default_tau(n_docs)
@@ -797,7 +792,7 @@ class ClusterAbstractionModel(RowClustering):
         # (C, K, L) weights times the (K, L, C) node probabilities of each cell's word.
         return np.einsum("ckl,klc->ck", tau[rows], q[safe][:, :, cols])
 
-    def _per_leaf(self, params, data) -> np.ndarray:
+    def _per_cluster(self, params, data) -> np.ndarray:
         """``sum_j n_ij log mix_i[a, j]`` (N x K): the document's log-likelihood in each leaf."""
         if self.tau != "object":
             with np.errstate(divide="ignore"):
@@ -811,67 +806,10 @@ class ClusterAbstractionModel(RowClustering):
         np.add.at(out, rows, terms)
         return out
 
-    def _joint(self, params, data, beta=1.0):
-        """``log rho_a + beta log P(S_i | a)`` (N x K), eq. (55) tempered as eq. (60)."""
-        with np.errstate(divide="ignore"):
-            log_rho = np.log(np.asarray(params["rho"], dtype=float))
-        per_leaf = self._per_leaf(params, data)
-        return log_rho[None, :] + (beta * per_leaf if beta != 1.0 else per_leaf)
-
     def _check_fit_shape(self, params, data, name="data"):
         q_cols = np.shape(params["q"])[-1]
         rows = data.n_rows if self.tau != "object" else np.shape(params["tau"])[0]
         check_data_shape(name, data.shape, (rows, q_cols))
-
-    def log_likelihood(self, params, data) -> np.ndarray:
-        """Exact log-likelihood per row, ``log sum_a rho_a prod_j mix_i[a, j]**n_ij``, eq. (55).
-
-        Both hidden variables summed out: the level of each observation inside the product (the
-        vertical mixture), the leaf of the document in a ``logsumexp`` outside it. The multinomial
-        coefficient and ``p_i`` are left out; rows without observations contribute 0.
-
-        Parameters
-        ----------
-        params : dict with ``rho`` (K,), ``q`` (n_nodes x M) and ``tau``
-        data : CoOccurrence
-
-        Returns
-        -------
-        numpy.ndarray of shape (N,)
-
-        Examples
-        --------
-        >>> model = ClusterAbstractionModel(1)
-        >>> data, truth = model.simulate(0, n_docs=3, n_words=5, doc_length=8)
-        >>> model.log_likelihood(truth, data).shape
-        (3,)
-        """
-        self._check_fit_shape(params, data)
-        per_row = row_logsumexp(self._joint(params, data))
-        per_row[data.row_totals == 0] = 0.0
-        return per_row
-
-    def responsibilities(self, params, data, beta: float = 1.0) -> np.ndarray:
-        """Posterior leaf memberships ``<I_ia>`` at inverse temperature ``beta``, eq. (55), (60).
-
-        ``<I_ia> ∝ rho_a P(S_i | a)**beta``: only the likelihood is tempered (eq. (60)).
-
-        Returns
-        -------
-        numpy.ndarray of shape (N, K); rows sum to one
-
-        Examples
-        --------
-        >>> model = ClusterAbstractionModel(1)
-        >>> data, truth = model.simulate(0, n_docs=3, n_words=5, doc_length=8)
-        >>> model.responsibilities(truth, data).sum(axis=1).round(12).tolist()
-        [1.0, 1.0, 1.0]
-        """
-        check_positive("beta", beta)
-        self._check_fit_shape(params, data)
-        joint = self._joint(params, data, beta)
-        with np.errstate(invalid="ignore"):
-            return np.exp(joint - row_logsumexp(joint)[:, None])
 
     def level_posteriors(self, params, rows, cols) -> np.ndarray:
         """``<V_{r nu|a}>`` by level for observations at cells ``(rows, cols)``: (C x K x L), eq. (53).
@@ -998,36 +936,6 @@ class ClusterAbstractionModel(RowClustering):
             terms = counts * np.log(p)
         return np.bincount(rows, weights=terms, minlength=test.n_rows)
 
-    def predictive_log_density(self, params, test, train) -> np.ndarray:
-        """``log p(test_i | rho, q, tau, S_i)`` per row: held-out counts given the training row.
-
-        ``log sum_a <I_ia> prod_j mix_i[a, j]**test_ij`` with ``<I_ia>`` the posterior of the
-        training row (eq. (55)); multinomial coefficient left out.
-
-        Examples
-        --------
-        >>> model = ClusterAbstractionModel(1)
-        >>> data, truth = model.simulate(0, n_docs=3, n_words=5, doc_length=8)
-        >>> train, test = data.split(0.5, random_state=0)
-        >>> model.predictive_log_density(truth, test, train).shape
-        (3,)
-        """
-        if test.shape != train.shape:
-            raise ValueError(f"test has shape {test.shape}, expected {train.shape}")
-        joint = self._joint(params, train)
-        log_resp = joint - row_logsumexp(joint)[:, None]
-        return row_logsumexp(log_resp + self._per_leaf(params, test))
-
-    def log_multinomial_coefficient(self, data) -> np.ndarray:
-        """``log(n_i! / prod_j n_ij!)`` per row (the factor that makes :meth:`log_likelihood` a pmf).
-
-        Examples
-        --------
-        >>> ClusterAbstractionModel(0).log_multinomial_coefficient(CoOccurrence([[1, 1]]))
-        array([0.69314718])
-        """
-        return log_multinomial_coefficient(data)
-
     def predictive(self, params, data, dyads, resp=None) -> np.ndarray:
         """``P(y_j | x_i) = sum_nu p_{nu|i} q_{j|nu}`` for the given dyads, eq. (59) without ``p_i``.
 
@@ -1065,37 +973,13 @@ class ClusterAbstractionModel(RowClustering):
         """
         return self.evaluate(params, data, dyads, pairs)[1]
 
-    def evaluate(self, params, data, dyads=None, pairs=None):
-        """Per-row log-likelihood and the invariants together, from one E-step (for samplers).
-
-        Examples
-        --------
-        >>> model = ClusterAbstractionModel(1)
-        >>> data, truth = model.simulate(0, n_docs=3, n_words=5, doc_length=8)
-        >>> per_row, inv = model.evaluate(truth, data)
-        >>> bool(np.isclose(per_row.sum(), inv["loglik"]))
-        True
-        """
-        if dyads is None:
-            dyads = default_dyads(data)
-        if pairs is None:
-            pairs = coassignment_pairs(data.row_totals)
-        self._check_fit_shape(params, data)
-        joint = self._joint(params, data)
-        norm = row_logsumexp(joint)
-        with np.errstate(invalid="ignore"):
-            resp = np.exp(joint - norm[:, None])
-        per_row = np.where(data.row_totals == 0, 0.0, norm)
+    def _more_invariants(self, params, data, resp) -> dict:
+        """``level_share`` of :meth:`invariants` from the leaf memberships ``resp``."""
         tracked = default_tracked_words(data)
         nodes = self.node_responsibility(params, data, tracked, resp=resp)
         levels = np.zeros((tracked.size, self.tree.n_levels))
         np.add.at(levels.T, self.tree.depth, nodes.T)
-        return per_row, {
-            "loglik": np.asarray(per_row.sum()),
-            "p_dyad": self.predictive(params, data, dyads, resp=resp),
-            "coassign": np.einsum("nk,nk->n", resp[pairs[:, 0]], resp[pairs[:, 1]]),
-            "level_share": levels,
-        }
+        return {"level_share": levels}
 
     def log_prior(self, params) -> float:
         """Log density of the Dirichlet priors of ``rho``, ``q`` and (estimated forms) ``tau``.

@@ -40,9 +40,9 @@ from latentzoo.models.base import LikelihoodModel, RowClustering
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
-    log_multinomial_coefficient,
     row_logsumexp,
 )
+from latentzoo.models.cooccurrence import RowMixture, separated_profiles
 from latentzoo.models.invariants import N_PAIR_ITEMS, coassignment_pairs, default_dyads
 from latentzoo.models.two_sided import cell_dots, one_hot
 
@@ -75,15 +75,8 @@ def default_pairs(data: CoOccurrence, n_rows: int = N_PAIR_ITEMS) -> np.ndarray:
     return coassignment_pairs(data.row_totals, n_rows)
 
 
-def _row_log_likelihood(joint, data) -> np.ndarray:
-    """Row ``logsumexp`` of ``log rho_k + log L_ik``; exactly 0 for rows without observations."""
-    per_row = row_logsumexp(joint)
-    per_row[data.row_totals == 0] = 0.0
-    return per_row
-
-
 @dataclass(frozen=True)
-class OneSidedClustering(RowClustering):
+class OneSidedClustering(RowMixture, RowClustering):
     """Asymmetric clustering model with Dirichlet priors (Hofmann & Puzicha 1998, eq. (27)-(29)).
 
     Parameters
@@ -303,11 +296,7 @@ class OneSidedClustering(RowClustering):
         if separated:
             if n_words < k:
                 raise ValueError(f"separated clusters need n_words={n_words} >= n_components={k}")
-            block = n_words // k
-            q = np.full((k, n_words), (1.0 - separation) / n_words)
-            for cluster in range(k):
-                q[cluster, cluster * block : (cluster + 1) * block] += separation / block
-            q /= q.sum(axis=1, keepdims=True)
+            q = separated_profiles(k, n_words, separation)
             rho = np.full(k, 1.0 / k)
             z = rng.permutation(np.arange(n_docs) % k).astype(np.int64)
         else:
@@ -320,79 +309,16 @@ class OneSidedClustering(RowClustering):
         return CoOccurrence(counts), {"rho": rho, "q": q, "z": z}
 
     # ---------------------------------------------------------- likelihoods
-    def _cluster_log_likelihood(self, q, data) -> np.ndarray:
+    def _per_cluster(self, params, data) -> np.ndarray:
         """``sum_j n_ij log q_kj`` for every row and cluster (N x K): one sparse-dense product."""
         with np.errstate(divide="ignore"):
-            log_q = np.log(np.asarray(q, dtype=float))
+            log_q = np.log(np.asarray(params["q"], dtype=float))
         # The sparse product touches only n_ij > 0, so log q_kj = -inf at unobserved cells is
         # harmless.
         return np.asarray(data.counts @ log_q.T)
 
-    def _joint(self, params, data, beta=1.0):
-        """Unnormalised log posterior of memberships, ``log rho_k + beta log L_ik``, eq. (60)."""
-        rho = np.asarray(params["rho"], dtype=float)
-        with np.errstate(divide="ignore"):
-            log_rho = np.log(rho)
-        per_cluster = self._cluster_log_likelihood(params["q"], data)
-        return log_rho[None, :] + beta * per_cluster if beta != 1.0 else log_rho + per_cluster
-
-    def log_likelihood(self, params, data) -> np.ndarray:
-        """Exact log-likelihood per row, ``log sum_k rho_k prod_j q_kj^{n_ij}``, eq. (29).
-
-        Computed as a row ``logsumexp`` of ``log rho_k + sum_j n_ij log q_kj`` (the product over a
-        row's observations underflows otherwise). The multinomial coefficient and the row marginals
-        ``p_i`` are left out; rows without observations contribute 0.
-
-        Parameters
-        ----------
-        params : dict with ``rho`` (K,) and ``q`` (K x M)
-        data : CoOccurrence
-
-        Returns
-        -------
-        numpy.ndarray of shape (N,)
-
-        Examples
-        --------
-        >>> model = OneSidedClustering(2)
-        >>> data, truth = model.simulate(0, n_docs=3, n_words=5, doc_length=8)
-        >>> model.log_likelihood(truth, data).shape
-        (3,)
-        """
-        check_data_shape("data", data.shape, (None, np.shape(params["q"])[-1]))
-        return _row_log_likelihood(self._joint(params, data), data)
-
-    def responsibilities(self, params, data, beta: float = 1.0) -> np.ndarray:
-        """Posterior cluster memberships ``<I_ik>`` at inverse temperature ``beta``, eq. (60).
-
-        ``<I_ik> ∝ rho_k (prod_j q_kj^{n_ij})**beta``: only the likelihood is tempered, the prior
-        ``rho`` is not (seed eq. (60), (65)); ``beta = 1`` is Bayes' rule, eq. (29)-(30), and
-        ``beta -> inf`` the nearest-centroid rule of hard clustering, eq. (23). Computed in log
-        space.
-
-        Parameters
-        ----------
-        params : dict with ``rho`` and ``q``
-        data : CoOccurrence
-        beta : float
-
-        Returns
-        -------
-        numpy.ndarray of shape (N, K); rows sum to one
-
-        Examples
-        --------
-        >>> from latentzoo.data import load
-        >>> params = {"rho": np.array([0.5, 0.5]),
-        ...           "q": np.array([[0.2] * 4 + [0.05] * 4, [0.05] * 4 + [0.2] * 4])}
-        >>> OneSidedClustering(2).responsibilities(params, load("toy")).round(3)[[0, 3]]
-        array([[1., 0.],
-               [0., 1.]])
-        """
-        check_positive("beta", beta)
-        joint = self._joint(params, data, beta)
-        with np.errstate(invalid="ignore"):
-            return np.exp(joint - row_logsumexp(joint)[:, None])
+    def _check_fit_shape(self, params, data, name="data"):
+        check_data_shape(name, data.shape, (None, np.shape(params["q"])[-1]))
 
     def heldout_cell_probabilities(self, params, test, train=None) -> np.ndarray:
         """``P(y_j | x_i) = sum_nu <I_i nu> q_{j|nu}`` of one draw on the non-zero cells of
@@ -476,40 +402,6 @@ class OneSidedClustering(RowClustering):
             terms = counts * np.log(p)
         return np.bincount(rows, weights=terms, minlength=test.n_rows)
 
-    def predictive_log_density(self, params, test, train) -> np.ndarray:
-        """``log p(test_i | rho, q, S_i)`` per row: held-out counts given the training observations.
-
-        ``log sum_k <I_ik> prod_j q_kj^{test_ij}`` with ``<I_ik>`` the posterior memberships of the
-        training row (eq. (29)); the joint form of eq. (32) for all held-out observations of a row
-        at once (they share the row's cluster). Its average over posterior draws of ``(rho, q)`` is
-        the predictive density ``p(test_i | train)``. Multinomial coefficient left out.
-
-        Examples
-        --------
-        >>> from latentzoo.data import load
-        >>> model = OneSidedClustering(2)
-        >>> data, truth = model.simulate(0, n_docs=3, n_words=5, doc_length=8)
-        >>> train, test = data.split(0.5, random_state=0)
-        >>> model.predictive_log_density(truth, test, train).shape
-        (3,)
-        """
-        if test.shape != train.shape:
-            raise ValueError(f"test has shape {test.shape}, expected {train.shape}")
-        joint = self._joint(params, train)
-        log_resp = joint - row_logsumexp(joint)[:, None]
-        return row_logsumexp(log_resp + self._cluster_log_likelihood(params["q"], test))
-
-    def log_multinomial_coefficient(self, data) -> np.ndarray:
-        """``log(n_i! / prod_j n_ij!)`` per row: added to :meth:`log_likelihood` it gives the
-        log-pmf of the counts of row ``i`` (the factor is the same for every cluster).
-
-        Examples
-        --------
-        >>> OneSidedClustering(1).log_multinomial_coefficient(CoOccurrence([[1, 1], [2, 0]]))
-        array([0.69314718, 0.        ])
-        """
-        return log_multinomial_coefficient(data)
-
     def predictive(self, params, data, dyads, resp=None) -> np.ndarray:
         """``P(y_j | x_i, S_i) = sum_k <I_ik> q_kj`` for the given dyads (eq. (32) without ``p_i``).
 
@@ -548,37 +440,6 @@ class OneSidedClustering(RowClustering):
         (['coassign', 'loglik', 'p_dyad'], (3,))
         """
         return self.evaluate(params, data, dyads, pairs)[1]
-
-    def evaluate(self, params, data, dyads=None, pairs=None):
-        """Per-row log-likelihood and the invariants together, from one E-step (for samplers).
-
-        Returns
-        -------
-        per_row : numpy.ndarray (N,), as :meth:`log_likelihood`
-        invariants : dict, as :meth:`invariants`
-
-        Examples
-        --------
-        >>> model = OneSidedClustering(2)
-        >>> data, truth = model.simulate(0, n_docs=3, n_words=5, doc_length=8)
-        >>> per_row, inv = model.evaluate(truth, data)
-        >>> bool(np.isclose(per_row.sum(), inv["loglik"]))
-        True
-        """
-        if dyads is None:
-            dyads = default_dyads(data)
-        if pairs is None:
-            pairs = default_pairs(data)
-        joint = self._joint(params, data)
-        with np.errstate(invalid="ignore"):
-            resp = np.exp(joint - row_logsumexp(joint)[:, None])
-        per_row = _row_log_likelihood(joint, data)
-        coassign = np.einsum("nk,nk->n", resp[pairs[:, 0]], resp[pairs[:, 1]])
-        return per_row, {
-            "loglik": np.asarray(per_row.sum()),
-            "p_dyad": self.predictive(params, data, dyads, resp=resp),
-            "coassign": coassign,
-        }
 
     def log_prior(self, params) -> float:
         """Log density of the Dirichlet priors of ``rho`` and ``q`` (with normalising constants).

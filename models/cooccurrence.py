@@ -1,0 +1,230 @@
+"""Pieces the co-occurrence families share (aspect model, one-sided and two-sided clustering, the
+product-space mixture, the cluster abstraction model), written once.
+
+- :func:`separated_profiles`: the well-separated block profiles of the ``separated=True`` simulators
+  (the data on which PyMC's chains agree, ``shared/DESIGN.md`` section 5).
+- :class:`RowMixture`: the members of a mixture over whole rows, ``P(S_i) = sum_k rho_k P(S_i | k)``
+  (one-sided clustering, Hofmann & Puzicha 1998, eq. (29); the cluster abstraction model, eq. (55)),
+  built on the family's own ``log P(S_i | k)``.
+- :class:`DyadInvariants`: the invariants of a family whose predictive ``P(y_j | x_i)`` needs no
+  data (aspect model, product-space mixture).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from latentzoo.models._checks import check_positive
+from latentzoo.models.conjugate import log_multinomial_coefficient, row_logsumexp
+from latentzoo.models.invariants import coassignment_pairs, default_dyads
+
+__all__ = ["DyadInvariants", "RowMixture", "separated_profiles"]
+
+
+def separated_profiles(n_clusters: int, size: int, separation: float) -> np.ndarray:
+    """Well-separated profiles: row ``k`` puts mass ``separation`` uniformly on its own block of
+    ``size // n_clusters`` entries and the rest uniformly on all ``size`` entries.
+
+    Parameters
+    ----------
+    n_clusters : int
+        Number of profiles (rows); at most ``size``.
+    size : int
+        Number of entries of each profile (words, documents).
+    separation : float
+        Mass of a profile's own block, in [0, 1].
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_clusters, size); rows sum to one
+
+    Examples
+    --------
+    >>> separated_profiles(2, 4, 0.8)
+    array([[0.45, 0.45, 0.05, 0.05],
+           [0.05, 0.05, 0.45, 0.45]])
+    """
+    block = size // n_clusters
+    table = np.full((n_clusters, size), (1.0 - separation) / size)
+    for cluster in range(n_clusters):
+        table[cluster, cluster * block : (cluster + 1) * block] += separation / block
+    return table / table.sum(axis=1, keepdims=True)
+
+
+def _row_mixture_log_likelihood(joint: np.ndarray, data) -> np.ndarray:
+    """Row ``logsumexp`` of ``log rho_k + log P(S_i | k)``; exactly 0 for rows without observations."""
+    per_row = row_logsumexp(joint)
+    per_row[data.row_totals == 0] = 0.0
+    return per_row
+
+
+class RowMixture:
+    """A mixture over whole rows of co-occurrence counts: ``P(S_i) = sum_k rho_k P(S_i | k)``.
+
+    One-sided clustering (Hofmann & Puzicha 1998, eq. (29)) and the cluster abstraction model
+    (eq. (55)) differ only in ``log P(S_i | k)``; the members below are written once on top of two
+    methods a family provides:
+
+    - ``_per_cluster(params, data)``: ``log P(S_i | k)`` of every row and cluster (N x K), the
+      multinomial coefficient left out;
+    - ``_check_fit_shape(params, data, name="data")``: ``ValueError`` naming ``name`` when ``data``
+      does not have the shape the parameters were fitted to.
+    """
+
+    def _joint(self, params, data, beta=1.0):
+        """``log rho_k + beta log P(S_i | k)`` (N x K): eq. (29) or (55) tempered as eq. (60)."""
+        with np.errstate(divide="ignore"):
+            log_rho = np.log(np.asarray(params["rho"], dtype=float))
+        per_cluster = self._per_cluster(params, data)
+        return log_rho[None, :] + (beta * per_cluster if beta != 1.0 else per_cluster)
+
+    def log_likelihood(self, params, data) -> np.ndarray:
+        """Exact log-likelihood per row, ``log sum_k rho_k P(S_i | k)`` (eq. (29); eq. (55)).
+
+        Computed as a row ``logsumexp`` of ``log rho_k + log P(S_i | k)`` (the product over a row's
+        observations underflows otherwise); in the cluster abstraction model the level of each
+        observation is summed out inside ``P(S_i | k)``. The multinomial coefficient and the row
+        marginals ``p_i`` are left out; rows without observations contribute 0. ``params`` are the
+        family's parameters (``rho`` (K,), ``q`` and, for the HACM, ``tau``), ``data`` a
+        :class:`~latentzoo.data.CoOccurrence` of N rows; the result has shape (N,).
+
+        Examples
+        --------
+        >>> from latentzoo.models import OneSidedClustering
+        >>> model = OneSidedClustering(2)
+        >>> data, truth = model.simulate(0, n_docs=3, n_words=5, doc_length=8)
+        >>> model.log_likelihood(truth, data).shape
+        (3,)
+        """
+        self._check_fit_shape(params, data)
+        return _row_mixture_log_likelihood(self._joint(params, data), data)
+
+    def responsibilities(self, params, data, beta: float = 1.0) -> np.ndarray:
+        """Posterior memberships ``<I_ik>`` at inverse temperature ``beta``, eq. (60).
+
+        ``<I_ik> ∝ rho_k P(S_i | k)**beta``: only the likelihood is tempered, the prior ``rho`` is
+        not (seed eq. (60), (65)); ``beta = 1`` is Bayes' rule, eq. (29)-(30), and ``beta -> inf``
+        the nearest-centroid rule of hard clustering, eq. (23). Computed in log space; an N x K
+        array whose rows sum to one.
+
+        Examples
+        --------
+        >>> from latentzoo.data import load
+        >>> from latentzoo.models import OneSidedClustering
+        >>> params = {"rho": np.array([0.5, 0.5]),
+        ...           "q": np.array([[0.2] * 4 + [0.05] * 4, [0.05] * 4 + [0.2] * 4])}
+        >>> OneSidedClustering(2).responsibilities(params, load("toy")).round(3)[[0, 3]]
+        array([[1., 0.],
+               [0., 1.]])
+        """
+        check_positive("beta", beta)
+        self._check_fit_shape(params, data)
+        joint = self._joint(params, data, beta)
+        with np.errstate(invalid="ignore"):
+            return np.exp(joint - row_logsumexp(joint)[:, None])
+
+    def predictive_log_density(self, params, test, train) -> np.ndarray:
+        """``log p(test_i | params, S_i)`` per row: held-out counts given the training observations.
+
+        ``log sum_k <I_ik> P(test_i | k)`` with ``<I_ik>`` the posterior memberships of the
+        training row (eq. (29), (55)); the joint form of eq. (32) for all held-out observations of
+        a row at once (they share the row's cluster). Its average over posterior draws is the
+        predictive density ``p(test_i | train)``. Multinomial coefficient left out. ``test`` and
+        ``train`` hold counts of the same rows and columns; the result has one entry per row.
+
+        Examples
+        --------
+        >>> from latentzoo.models import ClusterAbstractionModel
+        >>> model = ClusterAbstractionModel(1)
+        >>> data, truth = model.simulate(0, n_docs=3, n_words=5, doc_length=8)
+        >>> train, test = data.split(0.5, random_state=0)
+        >>> model.predictive_log_density(truth, test, train).shape
+        (3,)
+        """
+        if test.shape != train.shape:
+            raise ValueError(f"test has shape {test.shape}, expected {train.shape}")
+        joint = self._joint(params, train)
+        log_resp = joint - row_logsumexp(joint)[:, None]
+        return row_logsumexp(log_resp + self._per_cluster(params, test))
+
+    def _more_invariants(self, params, data, resp) -> dict:
+        """Invariants of the family beyond ``loglik``, ``p_dyad`` and ``coassign`` (none here)."""
+        return {}
+
+    def evaluate(self, params, data, dyads=None, pairs=None):
+        """Per-row log-likelihood and the invariants together, from one E-step (for samplers).
+
+        ``per_row`` is :meth:`log_likelihood`; the invariants (those of the family's
+        ``invariants``) are ``loglik``, ``p_dyad`` on ``dyads`` (default
+        :func:`~latentzoo.models.invariants.default_dyads`), ``coassign`` on the row ``pairs``
+        (default :func:`~latentzoo.models.invariants.coassignment_pairs` of the row totals),
+        computed from the posterior memberships, and any the family adds.
+
+        Examples
+        --------
+        >>> from latentzoo.models import ClusterAbstractionModel, OneSidedClustering
+        >>> for model in (OneSidedClustering(2), ClusterAbstractionModel(1)):
+        ...     data, truth = model.simulate(0, n_docs=3, n_words=5, doc_length=8)
+        ...     per_row, inv = model.evaluate(truth, data)
+        ...     print(bool(np.isclose(per_row.sum(), inv["loglik"])), len(inv))
+        True 3
+        True 4
+        """
+        if dyads is None:
+            dyads = default_dyads(data)
+        if pairs is None:
+            pairs = coassignment_pairs(data.row_totals)
+        self._check_fit_shape(params, data)
+        joint = self._joint(params, data)
+        norm = row_logsumexp(joint)
+        with np.errstate(invalid="ignore"):
+            resp = np.exp(joint - norm[:, None])
+        per_row = np.where(data.row_totals == 0, 0.0, norm)
+        return per_row, {
+            "loglik": np.asarray(per_row.sum()),
+            "p_dyad": self.predictive(params, data, dyads, resp=resp),
+            "coassign": np.einsum("nk,nk->n", resp[pairs[:, 0]], resp[pairs[:, 1]]),
+            **self._more_invariants(params, data, resp),
+        }
+
+    def log_multinomial_coefficient(self, data) -> np.ndarray:
+        """``log(n_i! / prod_j n_ij!)`` per row: added to :meth:`log_likelihood` it gives the
+        log-pmf of the counts of row ``i`` (the factor is the same for every cluster).
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> from latentzoo.models import OneSidedClustering
+        >>> OneSidedClustering(1).log_multinomial_coefficient(CoOccurrence([[1, 1], [2, 0]]))
+        array([0.69314718, 0.        ])
+        """
+        return log_multinomial_coefficient(data)
+
+
+class DyadInvariants:
+    """``invariants`` of a family whose predictive ``P(y_j | x_i)`` on dyads is a function of the
+    parameters alone: the family provides ``log_likelihood(params, data)`` and
+    ``predictive(params, dyads)``."""
+
+    def invariants(self, params, data, dyads=None) -> dict[str, np.ndarray]:
+        """Label-invariant quantities through which every method is compared.
+
+        ``loglik``: total log-likelihood of ``data`` (scalar; the conditional one of the
+        product-space mixture); ``p_dyad``: ``P(y_j | x_i)`` on the dyads of
+        :func:`~latentzoo.models.invariants.default_dyads` (or the given ones). Both are unchanged
+        by permuting the latent classes (aspects, or row and column clusters).
+
+        Examples
+        --------
+        >>> from latentzoo.models import AspectModel
+        >>> data, truth = AspectModel(2).simulate(0, n_docs=3, n_words=5, doc_length=8)
+        >>> inv = AspectModel(2).invariants(truth, data)
+        >>> sorted(inv)
+        ['loglik', 'p_dyad']
+        """
+        if dyads is None:
+            dyads = default_dyads(data)
+        return {
+            "loglik": np.asarray(self.log_likelihood(params, data).sum()),
+            "p_dyad": self.predictive(params, dyads),
+        }
