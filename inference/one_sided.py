@@ -468,6 +468,10 @@ def gibbs_sweep(indptr, indices, counts, row_totals, z, sizes, c_t, c_tot, alpha
             c_t[indices[p], new] += counts[p]
 
 
+# Largest column total for which the collapsed log joint keeps a gammaln table (8 MB).
+_LGAMMA_TABLE_LIMIT = 1 << 20
+
+
 @nb.njit(cache=True)
 def _count_tables(indptr, indices, counts, z, n_cols, n_clusters):
     sizes = np.zeros(n_clusters)
@@ -595,18 +599,26 @@ class OneSidedGibbs:
         True
         """
         eta = self.model.eta
-        if self._lgamma_eta is None:
+        largest = int(self.data.col_totals.max(initial=0))
+        if self._lgamma_eta is None and largest < _LGAMMA_TABLE_LIMIT:
             # gammaln(c + eta) of every count a cell can hold: looked up, not recomputed, so a
             # step's info costs little; the same numbers as dirichlet_multinomial_log's, summed
             # in the same order (bit for bit).
-            counts = np.arange(int(self.data.col_totals.max(initial=0)) + 1, dtype=np.float64)
+            counts = np.arange(largest + 1, dtype=np.float64)
             self._lgamma_eta = gammaln(counts + eta)
         c_t = state.c_t.T
         m = c_t.shape[-1]
+        # Counts too large for a table (it would exceed memory) are computed directly: the
+        # same element-wise gammaln, so the same numbers.
+        lgamma_cells = (
+            self._lgamma_eta[c_t.astype(np.intp)]
+            if self._lgamma_eta is not None
+            else gammaln(c_t + eta)
+        )
         per_row = (
             gammaln(m * eta)
             - gammaln(c_t.sum(axis=-1) + m * eta)
-            + np.sum(self._lgamma_eta[c_t.astype(np.intp)] - gammaln(eta), axis=-1)
+            + np.sum(lgamma_cells - gammaln(eta), axis=-1)
         )
         return float(
             dirichlet_multinomial_log(state.sizes[None, :], self.model.alpha) + per_row.sum(axis=-1)
