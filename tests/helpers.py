@@ -1,11 +1,35 @@
 """Helpers that several test files share: a fast sampler as ``sbc`` calls it, the layout every
 Gibbs ``InferenceData`` of co-occurrence data has, and loading in a fresh interpreter without
-optional sources."""
+optional sources, the small models many tests run."""
 
 import subprocess
 import sys
 
 import numpy as np
+import pytest
+
+from latentzoo.models import (
+    AspectModel,
+    BayesianMixture,
+    DirichletProcessMixture,
+    OneSidedClustering,
+    ProductSpaceMixture,
+    TwoSidedClustering,
+)
+
+SMALL_MODELS = {
+    "aspect": AspectModel(2),
+    "one_sided": OneSidedClustering(2),
+    "two_sided": TwoSidedClustering(2, 2),
+    "product_space": ProductSpaceMixture(2, 2),
+    "dpm": DirichletProcessMixture(),
+    "finite_mixture": BayesianMixture(2),
+}
+"""The smallest model of each family the stability, validation and result tests run (two
+clusters a side; the DPM and the finite mixture with their default components)."""
+
+EM_FAMILIES = ("aspect", "one_sided", "two_sided", "product_space")
+"""The co-occurrence families fitted by annealed EM (keys of :data:`SMALL_MODELS`)."""
 
 
 def sbc_gibbs(gibbs, model, tune: int = 50, thin: int = 5):
@@ -19,10 +43,22 @@ def sbc_gibbs(gibbs, model, tune: int = 50, thin: int = 5):
     return sampler
 
 
-def assert_cooccurrence_idata(idata, data, simplices: dict) -> None:
+def toy_gibbs(gibbs, model):
+    """``gibbs(model, ...)`` on the toy corpus: 2 chains of 40 draws after 10 tuning sweeps, seed 3."""
+    from latentzoo.data import load
+
+    return gibbs(model, load("toy"), chains=2, draws=40, tune=10, random_state=3,
+                 progressbar=False)  # fmt: skip
+
+
+def assert_cooccurrence_idata(idata, data, simplices: dict, dims=None) -> None:
     """The coordinates, groups and attributes of a Gibbs fit of ``data`` (a CoOccurrence); every
-    ``simplices`` entry ``name: dim`` is a posterior variable whose draws sum to one over ``dim``."""
+    ``simplices`` entry ``name: dim`` is a posterior variable whose draws sum to one over ``dim``;
+    every ``dims`` entry ``name: names`` a posterior variable with dimensions
+    ``("chain", "draw", *names)``."""
     post = idata.posterior
+    for name, names in (dims or {}).items():
+        assert post[name].dims == ("chain", "draw", *names), name
     assert list(post["doc"].values) == list(data.row_labels)
     assert list(post["word"].values) == list(data.col_labels)
     assert idata.log_likelihood["counts"].dims == ("chain", "draw", "doc")
@@ -71,3 +107,110 @@ def random_hacm_params(rng, model, n_rows: int, n_cols: int) -> dict:
         "q": rng.dirichlet(np.ones(n_cols), size=tree.n_nodes),
         "tau": tau,
     }
+
+
+def random_counts(rng, n_rows, n_cols, zero_rows=(), zero_cols=(), rate=1.5) -> np.ndarray:
+    """Poisson(``rate``) counts with the given rows and columns emptied and ``[0, 0]`` raised by
+    one, so the data are never all zero."""
+    counts = rng.poisson(rate, size=(n_rows, n_cols))
+    counts[list(zero_rows)] = 0
+    counts[:, list(zero_cols)] = 0
+    counts[0, 0] += 1
+    return counts
+
+
+def other_permutation(rng, k: int) -> np.ndarray:
+    """A random permutation of ``range(k)`` that is not the identity (``k >= 2``)."""
+    perm = rng.permutation(k)
+    while np.array_equal(perm, np.arange(k)):
+        perm = rng.permutation(k)
+    return perm
+
+
+REFERENCE_COUNTS = np.array([[3, 0, 1, 0, 2], [0, 0, 0, 0, 0], [1, 4, 0, 2, 0], [0, 1, 1, 1, 1]])
+"""The small counts (an empty row included) on which the PyMC declarations are checked."""
+
+
+def pymc_reference(model, variables=None):
+    """The PyMC declaration of ``model`` on :data:`REFERENCE_COUNTS` (columns ``a``-``e``),
+    evaluated on the constrained (simplex) values: value transforms dropped, no Jacobian.
+
+    Returns ``(data, pm_model, fn, tempered, potential)``: ``fn`` gives the total log density, or
+    with ``variables`` (names, and ``"potentials"`` for all potentials) each one's log density;
+    ``tempered`` is the declaration at temperature 2 and ``potential`` its potentials' log density.
+    """
+    from pymc.model.transform.conditioning import remove_value_transforms
+
+    from latentzoo.data import CoOccurrence
+
+    data = CoOccurrence(REFERENCE_COUNTS, col_labels=list("abcde"))
+    pm_model = model.pymc_model(data)
+    plain = remove_value_transforms(pm_model)
+    if variables is None:
+        terms = plain.logp(jacobian=False)
+    else:
+        chosen = [plain[name] for name in variables if name != "potentials"]
+        chosen += plain.potentials if "potentials" in variables else []
+        terms = plain.logp(vars=chosen, jacobian=False, sum=False)
+    fn = plain.compile_fn(terms, inputs=plain.value_vars, on_unused_input="ignore")
+    tempered = remove_value_transforms(model.pymc_model(data, temperature=2.0))
+    potential = tempered.compile_fn(
+        tempered.logp(vars=tempered.potentials, jacobian=False),
+        inputs=tempered.value_vars,
+        on_unused_input="ignore",
+    )
+    return data, pm_model, fn, tempered, potential
+
+
+BAD_SIZES = (0, -1, -2, 2.0, 2.5, "2", True, None)
+"""Values an integer size argument (number of clusters) must reject."""
+
+BAD_CONCENTRATIONS = (0.0, -0.5, -1.0, float("nan"), float("inf"))
+"""Values a Dirichlet concentration (``alpha``, ``eta``) must reject."""
+
+
+def bad_constructor_arguments(size: str = "n_components") -> list[tuple[dict, str]]:
+    """``(kwargs, match)`` cases a co-occurrence model's constructor rejects with a ``ValueError``
+    naming the argument: every :data:`BAD_SIZES` value of ``size`` and every
+    :data:`BAD_CONCENTRATIONS` value of ``alpha`` and ``eta`` (with ``size`` 2)."""
+    cases = [({size: value}, size) for value in BAD_SIZES]
+    for prior in ("alpha", "eta"):
+        cases += [({size: 2, prior: value}, prior) for value in BAD_CONCENTRATIONS]
+    return cases
+
+
+def exact_draws_check(log_probs, sampler, n_labels: int, seed: int = 0):
+    """``(check, draws)``: 20,000 exact draws of ``sampler`` (30 sweeps apart, from ``seed``) and
+    the exact test of their state frequencies against the enumerated ``log_probs`` at level 1e-5
+    (a few such tests per family keep false alarms below 1e-4 per run of the suite)."""
+    from latentzoo.inference.compare import exact_test
+
+    draws = sampler.exact_draws(20_000, 30, seed)
+    return exact_test(log_probs, draws, n_labels=n_labels, alpha=1e-5), draws
+
+
+def assert_gibbs_scores_held_out_counts(gibbs, model, names, expected) -> None:
+    """``gibbs(model, train, test=test)`` on the toy corpus records, per draw, the held-out log
+    density ``expected(params, test, train)`` plus the multinomial coefficient of ``test`` (the
+    draw's parameters ``names``), and refuses a ``test`` of another shape."""
+    from latentzoo.data import CoOccurrence, load
+
+    train, test = load("toy").split(0.3, random_state=0)
+    idata = gibbs(model, train, chains=1, draws=10, tune=5, random_state=0, progressbar=False,
+                  test=test)  # fmt: skip
+    params = {n: idata.posterior[n].values[0, 4] for n in names}
+    want = expected(params, test, train) + model.log_multinomial_coefficient(test)
+    np.testing.assert_allclose(idata.log_likelihood["counts"].values[0, 4], want, rtol=1e-12)
+    with pytest.raises(ValueError, match="shape"):
+        gibbs(model, train, test=CoOccurrence([[1, 2]]), progressbar=False)
+
+
+def assert_gibbs_can_drop_the_parameters(gibbs, model, names, invariants) -> None:
+    """``gibbs(..., keep_params=False)`` keeps the ``invariants`` and none of the ``names``."""
+    from latentzoo.data import load
+
+    idata = gibbs(model, load("toy"), chains=1, draws=5, tune=0, random_state=0,
+                  progressbar=False, keep_params=False)  # fmt: skip
+    kept = set(idata.posterior.data_vars)
+    assert not set(names) & kept
+    assert set(invariants) <= kept

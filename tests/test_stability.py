@@ -12,15 +12,9 @@ import pytest
 
 import latentzoo
 from latentzoo.data import CoOccurrence, Features
-from latentzoo.models import (
-    AspectModel,
-    BayesianMixture,
-    DirichletProcessMixture,
-    OneSidedClustering,
-    ProductSpaceMixture,
-    TwoSidedClustering,
-)
+from latentzoo.models import BayesianMixture, DirichletProcessMixture
 from latentzoo.models.conjugate import DirichletMultinomial, NormalGamma, NormalInverseWishart
+from tests.helpers import EM_FAMILIES, SMALL_MODELS
 
 _BASE = np.random.default_rng(0).integers(0, 5, size=(6, 8)) + np.eye(6, 8, dtype=int)
 DATA = {
@@ -28,12 +22,7 @@ DATA = {
     "1e9 per cell": np.full((4, 5), 10**9),
     "small": _BASE,
 }
-MODELS = {
-    "aspect": AspectModel(2),
-    "one_sided": OneSidedClustering(2),
-    "two_sided": TwoSidedClustering(2, 2),
-    "product_space": ProductSpaceMixture(2, 2),
-}
+MODELS = {name: SMALL_MODELS[name] for name in EM_FAMILIES}
 SCHEDULES = [[1e-3], [1e3], [1e-3, 1.0, 1e3], "auto"]
 
 
@@ -85,7 +74,7 @@ def test_gibbs_stays_finite_or_refuses(family, data):
 def test_cold_temperatures_are_fitted_where_the_tables_allow_it():
     # Scaled tempered tables: beta = 1000 after a fit at beta = 1 keeps the mode (no underflow).
     data = CoOccurrence(_BASE)
-    for model in (ProductSpaceMixture(2, 2), AspectModel(2)):
+    for model in (MODELS["product_space"], MODELS["aspect"]):
         result = _fit_or_refuse(model, data, betas=[1.0, 1e3], max_iter=50, random_state=0)
         assert result is not None, f"{type(model).__name__} refused beta = 1000 after beta = 1"
 

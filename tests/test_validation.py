@@ -8,15 +8,9 @@ import pytest
 
 import latentzoo
 from latentzoo import validation
-from latentzoo.models import (
-    AspectModel,
-    BayesianMixture,
-    DirichletProcessMixture,
-    OneSidedClustering,
-    ProductSpaceMixture,
-    TwoSidedClustering,
-)
+from latentzoo.models import DirichletProcessMixture, OneSidedClustering
 from latentzoo.zoo import ZOO
+from tests.helpers import SMALL_MODELS
 
 ALL_LEVELS = ["exact", "density", "reference", "optimality", "mode-matched", "calibrated"]
 SAMPLED = ["exact", "density", "reference", "mode-matched", "calibrated"]
@@ -33,15 +27,15 @@ def test_every_registered_family_has_a_recipe_covering_the_four_levels():
 @pytest.mark.parametrize(
     ("model", "reached", "skipped"),
     [
-        (OneSidedClustering(2), ALL_LEVELS, []),
-        (TwoSidedClustering(2, 2), ALL_LEVELS, ["optimality"]),
+        (SMALL_MODELS["one_sided"], ALL_LEVELS, []),
+        (SMALL_MODELS["two_sided"], ALL_LEVELS, ["optimality"]),
         (
-            ProductSpaceMixture(2, 2),
+            SMALL_MODELS["product_space"],
             ["density", "reference", "optimality"],
             ["exact", "mode-matched", "calibrated"],
         ),
-        (DirichletProcessMixture(), SAMPLED, ["optimality"]),
-        (BayesianMixture(2), SAMPLED, ["optimality"]),
+        (SMALL_MODELS["dpm"], SAMPLED, ["optimality"]),
+        (SMALL_MODELS["finite_mixture"], SAMPLED, ["optimality"]),
     ],
     ids=["one_sided", "two_sided", "product_space", "dpm", "finite_mixture"],
 )
@@ -71,12 +65,12 @@ SMALL = dataclasses.replace(validation.QUICK, exact_chains=2000, sbc_sims=200)
 @pytest.mark.parametrize(
     ("model", "reached"),
     [
-        (AspectModel(2), ["exact", "density", "optimality", "calibrated"]),
-        (OneSidedClustering(2), ["exact", "density", "optimality", "calibrated"]),
-        (TwoSidedClustering(2, 2), ["exact", "density", "optimality", "calibrated"]),
-        (ProductSpaceMixture(2, 2), ["density", "optimality"]),
-        (DirichletProcessMixture(), ["exact", "density", "calibrated"]),
-        (BayesianMixture(2), ["exact", "density", "calibrated"]),
+        (SMALL_MODELS["aspect"], ["exact", "density", "optimality", "calibrated"]),
+        (SMALL_MODELS["one_sided"], ["exact", "density", "optimality", "calibrated"]),
+        (SMALL_MODELS["two_sided"], ["exact", "density", "optimality", "calibrated"]),
+        (SMALL_MODELS["product_space"], ["density", "optimality"]),
+        (SMALL_MODELS["dpm"], ["exact", "density", "calibrated"]),
+        (SMALL_MODELS["finite_mixture"], ["exact", "density", "calibrated"]),
     ],
     ids=["aspect", "one_sided", "two_sided", "product_space", "dpm", "finite_mixture"],
 )

@@ -17,10 +17,11 @@ from scipy.special import logsumexp
 from latentzoo.data import CoOccurrence, load
 from latentzoo.inference.annealing import perplexity
 from latentzoo.inference.aspect import AspectEM, AspectGibbs, annealed_em, em_pass, gibbs
-from latentzoo.inference.compare import enumerate_assignments, exact_test, sbc
+from latentzoo.inference.compare import enumerate_assignments, sbc
 from latentzoo.models import AspectModel
 from latentzoo.models.aspect import default_dyads
-from tests.helpers import assert_cooccurrence_idata, sbc_gibbs
+from tests import helpers
+from tests.helpers import assert_cooccurrence_idata, exact_draws_check, random_counts, sbc_gibbs
 
 SEEDS = [0, 1, 2]
 
@@ -32,10 +33,7 @@ def mcse(values):
 
 def random_problem(seed, n_rows=9, n_cols=13, k=3):
     rng = np.random.default_rng(seed)
-    counts = rng.poisson(1.2, size=(n_rows, n_cols))
-    counts[2] = 0  # an empty row
-    counts[:, 5] = 0  # an empty column
-    counts[0, 0] += 1
+    counts = random_counts(rng, n_rows, n_cols, zero_rows=[2], zero_cols=[5], rate=1.2)
     theta = rng.dirichlet(np.ones(k), n_rows)
     phi = rng.dirichlet(np.ones(n_cols), k)
     return CoOccurrence(counts), counts, theta, phi
@@ -417,11 +415,10 @@ def test_gibbs_state_frequencies_match_the_enumerated_posterior(corpus, seed):
     counts, k = CORPORA[corpus]
     model = AspectModel(k, alpha=0.7, eta=1.3)
     sampler, states, log_probs = enumerated(model, CoOccurrence(counts))
-    draws = sampler.exact_draws(20_000, 30, seed)
-    assert draws.shape == (20_000, states.shape[1])
     # level 1e-5: three seeds x two corpora stay below 1e-4 false alarms per run of the suite,
     # while the negative controls below reach p ~ 1e-150
-    check = exact_test(log_probs, draws, n_labels=k, alpha=1e-5)
+    check, draws = exact_draws_check(log_probs, sampler, k, seed)
+    assert draws.shape == (20_000, states.shape[1])
     assert check.passed, check.detail
 
 
@@ -433,14 +430,14 @@ def test_exact_test_rejects_a_sampler_of_the_wrong_posterior(wrong):
     model = AspectModel(k, alpha=0.7, eta=1.3)
     _, _, log_probs = enumerated(model, data)
     other = AspectGibbs(AspectModel(k, **{"alpha": 0.7, "eta": 1.3, **wrong}), data)
-    check = exact_test(log_probs, other.exact_draws(20_000, 30, 0), n_labels=k, alpha=1e-5)
+    check, _ = exact_draws_check(log_probs, other, k)
     assert not check.passed, check.detail
 
 
 def test_exact_test_with_an_unobserved_trailing_word():
     model = AspectModel(2, alpha=0.5, eta=0.3)
     sampler, _, log_probs = enumerated(model, CoOccurrence([[2, 1, 0, 0], [0, 1, 2, 0]]))
-    check = exact_test(log_probs, sampler.exact_draws(20_000, 30, 0), n_labels=2, alpha=1e-5)
+    check, _ = exact_draws_check(log_probs, sampler, 2)
     assert check.passed, check.detail
 
 
@@ -485,19 +482,14 @@ def test_gibbs_posterior_means_match_exact_expectations(seed):
 # ----------------------------------------------------------------------------- gibbs output
 @pytest.fixture(scope="module")
 def toy_idata():
-    return gibbs(AspectModel(2), load("toy"), chains=2, draws=40, tune=10, random_state=3,
-                 progressbar=False)  # fmt: skip
+    return helpers.toy_gibbs(gibbs, AspectModel(2))
 
 
 def test_gibbs_inference_data_layout(toy_idata):
-    data = load("toy")
+    dims = {"theta": ("doc", "topic"), "phi": ("topic", "word"), "loglik": (), "p_dyad": ("dyad",)}
+    assert_cooccurrence_idata(toy_idata, load("toy"), {"theta": "topic", "phi": "word"}, dims)
     post = toy_idata.posterior
-    assert post["theta"].dims == ("chain", "draw", "doc", "topic")
-    assert post["phi"].dims == ("chain", "draw", "topic", "word")
-    assert post["loglik"].dims == ("chain", "draw")
-    assert post["p_dyad"].dims == ("chain", "draw", "dyad")
     assert post["theta"].shape == (2, 40, 6, 2) and post["phi"].shape == (2, 40, 2, 8)
-    assert_cooccurrence_idata(toy_idata, data, {"theta": "topic", "phi": "word"})
 
 
 def test_gibbs_derived_quantities_are_consistent(toy_idata):
@@ -549,23 +541,16 @@ def test_gibbs_initial_assignments():
 
 
 def test_gibbs_scores_held_out_counts():
-    model = AspectModel(2)
-    data = load("toy")
-    train, test = data.split(0.3, random_state=0)
-    idata = gibbs(model, train, chains=1, draws=10, tune=5, random_state=0, progressbar=False,
-                  test=test)  # fmt: skip
-    params = {n: idata.posterior[n].values[0, 4] for n in ("theta", "phi")}
-    want = model.log_likelihood(params, test) + model.log_multinomial_coefficient(test)
-    np.testing.assert_allclose(idata.log_likelihood["counts"].values[0, 4], want, rtol=1e-12)
-    with pytest.raises(ValueError, match="shape"):
-        gibbs(model, train, test=CoOccurrence([[1, 2]]), progressbar=False)
+    def expected(params, test, train):
+        return AspectModel(2).log_likelihood(params, test)
+
+    helpers.assert_gibbs_scores_held_out_counts(gibbs, AspectModel(2), ("theta", "phi"), expected)
 
 
 def test_gibbs_can_drop_the_parameters():
-    idata = gibbs(AspectModel(2), load("toy"), chains=1, draws=5, tune=0, random_state=0,
-                  progressbar=False, keep_params=False)  # fmt: skip
-    assert "theta" not in idata.posterior and "phi" not in idata.posterior
-    assert "loglik" in idata.posterior and "p_dyad" in idata.posterior
+    helpers.assert_gibbs_can_drop_the_parameters(
+        gibbs, AspectModel(2), ("theta", "phi"), ("loglik", "p_dyad")
+    )
 
 
 # ----------------------------------------------------------------------------- calibration

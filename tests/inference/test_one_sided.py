@@ -19,7 +19,7 @@ from scipy.special import logsumexp
 
 from latentzoo.data import CoOccurrence, load
 from latentzoo.inference.annealing import perplexity
-from latentzoo.inference.compare import agreement, enumerate_assignments, exact_test, sbc
+from latentzoo.inference.compare import agreement, enumerate_assignments, sbc
 from latentzoo.inference.mcmc import add_invariants
 from latentzoo.inference.one_sided import (
     OneSidedEM,
@@ -31,17 +31,15 @@ from latentzoo.inference.one_sided import (
 )
 from latentzoo.models.aspect import default_dyads
 from latentzoo.models.one_sided import OneSidedClustering, default_pairs
-from tests.helpers import assert_cooccurrence_idata, sbc_gibbs
+from tests import helpers
+from tests.helpers import assert_cooccurrence_idata, exact_draws_check, random_counts, sbc_gibbs
 
 SEEDS = [0, 1, 2]
 
 
 def random_problem(seed, n_rows=9, n_cols=13, k=3):
     rng = np.random.default_rng(seed)
-    counts = rng.poisson(1.2, size=(n_rows, n_cols))
-    counts[2] = 0  # an empty row
-    counts[:, 5] = 0  # an empty column
-    counts[0, 0] += 1
+    counts = random_counts(rng, n_rows, n_cols, zero_rows=[2], zero_cols=[5], rate=1.2)
     rho = rng.dirichlet(np.ones(k))
     q = rng.dirichlet(np.ones(n_cols), k)
     return CoOccurrence(counts), counts, rho, q
@@ -344,10 +342,9 @@ def test_gibbs_state_frequencies_match_the_enumerated_posterior(corpus, seed):
     data = CoOccurrence(counts)
     model = OneSidedClustering(k, alpha=0.7, eta=1.3)
     states, log_probs = enumerated(model, data)
-    draws = OneSidedGibbs(model, data).exact_draws(20_000, 30, seed)
-    assert draws.shape == (20_000, data.n_rows)
     # level 1e-5 per test: six tests stay below 1e-4 false alarms per run of the suite
-    check = exact_test(log_probs, draws, n_labels=k, alpha=1e-5)
+    check, draws = exact_draws_check(log_probs, OneSidedGibbs(model, data), k, seed)
+    assert draws.shape == (20_000, data.n_rows)
     assert check.passed, check.detail
 
 
@@ -358,7 +355,7 @@ def test_exact_test_rejects_a_sampler_of_the_wrong_posterior(wrong):
     data = CoOccurrence(counts)
     _, log_probs = enumerated(OneSidedClustering(k, alpha=0.7, eta=1.3), data)
     other = OneSidedGibbs(OneSidedClustering(k, **{"alpha": 0.7, "eta": 1.3, **wrong}), data)
-    check = exact_test(log_probs, other.exact_draws(20_000, 30, 0), n_labels=k, alpha=1e-5)
+    check, _ = exact_draws_check(log_probs, other, k)
     assert not check.passed, check.detail
 
 
@@ -390,21 +387,16 @@ def test_gibbs_chain_marginals_match_the_enumerated_posterior(seed):
 # ----------------------------------------------------------------------------- gibbs output
 @pytest.fixture(scope="module")
 def toy_idata():
-    return gibbs(OneSidedClustering(2), load("toy"), chains=2, draws=40, tune=10, random_state=3,
-                 progressbar=False)  # fmt: skip
+    return helpers.toy_gibbs(gibbs, OneSidedClustering(2))
 
 
 def test_gibbs_inference_data_layout(toy_idata):
-    data = load("toy")
+    dims = {"rho": ("cluster",), "q": ("cluster", "word"), "z": ("doc",), "loglik": (),
+            "p_dyad": ("dyad",), "coassign": ("pair",)}  # fmt: skip
+    assert_cooccurrence_idata(toy_idata, load("toy"), {"rho": "cluster", "q": "word"}, dims)
     post = toy_idata.posterior
-    assert post["rho"].dims == ("chain", "draw", "cluster")
-    assert post["q"].dims == ("chain", "draw", "cluster", "word")
-    assert post["z"].dims == ("chain", "draw", "doc") and post["z"].dtype.kind == "i"
-    assert post["loglik"].dims == ("chain", "draw")
-    assert post["p_dyad"].dims == ("chain", "draw", "dyad")
-    assert post["coassign"].dims == ("chain", "draw", "pair")
+    assert post["z"].dtype.kind == "i"
     assert post["coassign"].shape == (2, 40, 15)
-    assert_cooccurrence_idata(toy_idata, data, {"rho": "cluster", "q": "word"})
 
 
 def test_gibbs_derived_quantities_are_consistent(toy_idata):
@@ -455,23 +447,13 @@ def test_gibbs_initial_assignments():
 
 def test_gibbs_scores_held_out_counts():
     model = OneSidedClustering(2)
-    train, test = load("toy").split(0.3, random_state=0)
-    idata = gibbs(model, train, chains=1, draws=10, tune=5, random_state=0, progressbar=False,
-                  test=test)  # fmt: skip
-    params = {n: idata.posterior[n].values[0, 4] for n in ("rho", "q")}
-    want = model.predictive_log_density(params, test, train) + model.log_multinomial_coefficient(
-        test
-    )
-    np.testing.assert_allclose(idata.log_likelihood["counts"].values[0, 4], want, rtol=1e-12)
-    with pytest.raises(ValueError, match="shape"):
-        gibbs(model, train, test=CoOccurrence([[1, 2]]), progressbar=False)
+    names = ("rho", "q")
+    helpers.assert_gibbs_scores_held_out_counts(gibbs, model, names, model.predictive_log_density)
 
 
 def test_gibbs_can_drop_the_parameters():
-    idata = gibbs(OneSidedClustering(2), load("toy"), chains=1, draws=5, tune=0, random_state=0,
-                  progressbar=False, keep_params=False)  # fmt: skip
-    assert not {"rho", "q", "z"} & set(idata.posterior.data_vars)
-    assert {"loglik", "p_dyad", "coassign"} <= set(idata.posterior.data_vars)
+    names, invariants = ("rho", "q", "z"), ("loglik", "p_dyad", "coassign")
+    helpers.assert_gibbs_can_drop_the_parameters(gibbs, OneSidedClustering(2), names, invariants)
 
 
 def test_gibbs_handles_long_rows():

@@ -21,24 +21,13 @@ from latentzoo.inference.results import (
     model_from_attrs,
     perplexity,
 )
-from latentzoo.models import (
-    AspectModel,
-    BayesianMixture,
-    DirichletProcessMixture,
-    OneSidedClustering,
-    ProductSpaceMixture,
-    TwoSidedClustering,
-)
+from latentzoo.models import AspectModel, BayesianMixture, OneSidedClustering
 from latentzoo.models.two_sided import one_hot
+from tests.helpers import EM_FAMILIES, SMALL_MODELS
 
-EM_MODELS = [
-    AspectModel(2),
-    OneSidedClustering(2),
-    TwoSidedClustering(2, 2),
-    ProductSpaceMixture(2, 2),
-]
-GIBBS_MODELS = [AspectModel(2), OneSidedClustering(2), TwoSidedClustering(2, 2)]
-MIXTURES = [DirichletProcessMixture(), BayesianMixture(2)]
+EM_MODELS = [SMALL_MODELS[name] for name in EM_FAMILIES]
+GIBBS_MODELS = EM_MODELS[:3]
+MIXTURES = [SMALL_MODELS["dpm"], SMALL_MODELS["finite_mixture"]]
 
 
 def _name(model):
@@ -151,12 +140,12 @@ def test_em_labels(corpus):
     assert labels(one).dtype == np.int64
     aspect = latentzoo.fit(AspectModel(2), train, betas=[1.0], random_state=0)
     np.testing.assert_array_equal(labels(aspect), aspect.params["theta"].argmax(axis=1))
-    two = latentzoo.fit(TwoSidedClustering(2, 2), train, betas=[1.0], random_state=0)
+    two = latentzoo.fit(SMALL_MODELS["two_sided"], train, betas=[1.0], random_state=0)
     both = two.labels_
     assert isinstance(both, TwoSidedLabels)
     np.testing.assert_array_equal(both.rows, two.params["I"].argmax(axis=1))
     np.testing.assert_array_equal(both.cols, two.params["J"].argmax(axis=1))
-    product = latentzoo.fit(ProductSpaceMixture(2, 2), train, betas=[1.0], random_state=0)
+    product = latentzoo.fit(SMALL_MODELS["product_space"], train, betas=[1.0], random_state=0)
     rows, cols = labels(product)
     assert rows.shape == (12,) and cols.shape == (10,)
     # The simulated rows form two groups of six: every method recovers them.
@@ -245,7 +234,7 @@ def test_sample_labels_are_those_of_the_draw_with_the_highest_lp(corpus):
     chain, draw = np.unravel_index(lp.argmax(), lp.shape)
     z = idata.posterior["z"].to_numpy()[chain, draw]
     np.testing.assert_array_equal(labels(idata), z)
-    two = _gibbs(TwoSidedClustering(2, 2), train)
+    two = _gibbs(SMALL_MODELS["two_sided"], train)
     lp = two.sample_stats["lp"].to_numpy()
     chain, draw = np.unravel_index(lp.argmax(), lp.shape)
     found = labels(two)
@@ -270,7 +259,7 @@ def test_sample_refuses_a_test_set_of_the_wrong_shape(model, corpus):
 
 def test_two_sided_sample_without_parameters_uses_the_partitions(corpus):
     train, test = corpus
-    idata = _gibbs(TwoSidedClustering(2, 2), train, keep_params=False)
+    idata = _gibbs(SMALL_MODELS["two_sided"], train, keep_params=False)
     assert "pi" not in idata.posterior and idata.posterior.attrs["kept_params"] == 0
     value = perplexity(idata, test)  # the training data come from observed_data
     assert np.isfinite(value) and value == pytest.approx(perplexity(idata, test, train=train))

@@ -16,6 +16,13 @@ from scipy.special import logsumexp
 from latentzoo.data import CoOccurrence, load
 from latentzoo.models import AspectModel
 from latentzoo.models.aspect import default_dyads
+from tests.helpers import (
+    REFERENCE_COUNTS,
+    bad_constructor_arguments,
+    other_permutation,
+    pymc_reference,
+    random_counts,
+)
 
 SEEDS = [0, 1, 2]
 
@@ -27,33 +34,8 @@ def random_params(rng, n_rows, n_cols, k):
     }
 
 
-def random_counts(rng, n_rows, n_cols, zero_rows=()):
-    counts = rng.poisson(1.5, size=(n_rows, n_cols))
-    counts[list(zero_rows)] = 0
-    counts[0, 0] += 1  # never all zero
-    return counts
-
-
 # ----------------------------------------------------------------------------- construction
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        ({"n_components": 0}, "n_components"),
-        ({"n_components": -2}, "n_components"),
-        ({"n_components": 2.0}, "n_components"),
-        ({"n_components": 2.5}, "n_components"),
-        ({"n_components": "2"}, "n_components"),
-        ({"n_components": True}, "n_components"),
-        ({"n_components": None}, "n_components"),
-        ({"n_components": 2, "alpha": 0.0}, "alpha"),
-        ({"n_components": 2, "alpha": -1.0}, "alpha"),
-        ({"n_components": 2, "alpha": float("nan")}, "alpha"),
-        ({"n_components": 2, "alpha": float("inf")}, "alpha"),
-        ({"n_components": 2, "eta": 0.0}, "eta"),
-        ({"n_components": 2, "eta": -0.5}, "eta"),
-        ({"n_components": 2, "eta": float("nan")}, "eta"),
-    ],
-)
+@pytest.mark.parametrize("kwargs, match", bad_constructor_arguments())
 def test_constructor_rejects_invalid_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         AspectModel(**kwargs)
@@ -216,9 +198,7 @@ def test_invariants_are_unchanged_by_permuting_topics(seed):
     rng = np.random.default_rng(seed)
     model = AspectModel(4)
     data, truth = model.simulate(rng, n_docs=6, n_words=10, doc_length=15)
-    perm = rng.permutation(4)
-    while np.array_equal(perm, np.arange(4)):
-        perm = rng.permutation(4)
+    perm = other_permutation(rng, 4)
     permuted = {"theta": truth["theta"][:, perm], "phi": truth["phi"][perm]}
     a, b = model.invariants(truth, data), model.invariants(permuted, data)
     assert set(a) == set(model.invariant_names)
@@ -302,25 +282,9 @@ def test_simulate_separated_topics():
 @pytest.fixture(scope="module")
 def reference_setup():
     pytest.importorskip("pymc")
-    from pymc.model.transform.conditioning import remove_value_transforms
-
     model = AspectModel(3, alpha=0.7, eta=1.3)
-    counts = np.array([[3, 0, 1, 0, 2], [0, 0, 0, 0, 0], [1, 4, 0, 2, 0], [0, 1, 1, 1, 1]])
-    data = CoOccurrence(counts, col_labels=list("abcde"))
-    pm_model = model.pymc_model(data)
-    # Evaluate on the constrained (simplex) values: drop the value transforms, no Jacobian.
-    plain = remove_value_transforms(pm_model)
-    terms = plain.logp(
-        vars=[plain["theta"], plain["phi"], plain["counts"]], jacobian=False, sum=False
-    )
-    fn = plain.compile_fn(terms, inputs=plain.value_vars, on_unused_input="ignore")
-    tempered = remove_value_transforms(model.pymc_model(data, temperature=2.0))
-    potential = tempered.compile_fn(
-        tempered.logp(vars=tempered.potentials, jacobian=False),
-        inputs=tempered.value_vars,
-        on_unused_input="ignore",
-    )
-    return model, data, counts, pm_model, fn, tempered, potential
+    data, pm_model, fn, tempered, potential = pymc_reference(model, ["theta", "phi", "counts"])
+    return model, data, REFERENCE_COUNTS, pm_model, fn, tempered, potential
 
 
 def test_pymc_model_declares_named_variables_with_dims(reference_setup):

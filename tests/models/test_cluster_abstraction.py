@@ -23,18 +23,11 @@ from latentzoo.models.cluster_abstraction import (
 )
 from latentzoo.models.invariants import default_dyads
 from latentzoo.models.one_sided import OneSidedClustering
-from tests.helpers import random_hacm_params
+from tests.helpers import random_counts, random_hacm_params
 
 SEEDS = [0, 1, 2]
 FORMS = ["constant", "leaf", "object"]
 UNBALANCED = TopicTree([-1, 0, 0, 1, 1])  # leaves 2 (depth 1), 3 and 4 (depth 2)
-
-
-def random_counts(rng, n_rows, n_cols, zero_rows=()):
-    counts = rng.poisson(1.3, size=(n_rows, n_cols))
-    counts[list(zero_rows)] = 0
-    counts[0, 0] += 1
-    return counts
 
 
 def brute_per_leaf(model, params, counts):
@@ -179,7 +172,7 @@ def test_check_params():
 )
 def test_log_likelihood_matches_brute_force(form, tree):
     rng = np.random.default_rng(7)
-    counts = random_counts(rng, 6, 9, zero_rows=[3])
+    counts = random_counts(rng, 6, 9, zero_rows=[3], rate=1.3)
     data = CoOccurrence(counts)
     model = ClusterAbstractionModel(tree, tau=form)
     params = random_hacm_params(rng, model, 6, 9)
@@ -197,7 +190,7 @@ def test_log_likelihood_matches_brute_force(form, tree):
 def test_delta_tau_is_the_acm():
     """tau_{nu|alpha} = delta_{nu alpha} (section 4.1): the HACM's likelihood is the ACM's."""
     rng = np.random.default_rng(3)
-    data = CoOccurrence(random_counts(rng, 7, 10))
+    data = CoOccurrence(random_counts(rng, 7, 10, rate=1.3))
     model = ClusterAbstractionModel(2, tau="leaf")
     params = random_hacm_params(rng, model, 7, 10)
     params["tau"] = np.zeros((4, 3))
@@ -218,7 +211,7 @@ def test_log_likelihood_does_not_underflow_for_long_documents():
 
 def test_level_posteriors_and_node_responsibility():
     rng = np.random.default_rng(5)
-    counts = random_counts(rng, 5, 6)
+    counts = random_counts(rng, 5, 6, rate=1.3)
     data = CoOccurrence(counts)
     model = ClusterAbstractionModel(UNBALANCED, tau="object")
     params = random_hacm_params(rng, model, 5, 6)
@@ -247,7 +240,7 @@ def test_level_posteriors_and_node_responsibility():
 @pytest.mark.parametrize("form", FORMS)
 def test_predictive_is_eq_59(form):
     rng = np.random.default_rng(11)
-    data = CoOccurrence(random_counts(rng, 6, 7))
+    data = CoOccurrence(random_counts(rng, 6, 7, rate=1.3))
     model = ClusterAbstractionModel(UNBALANCED, tau=form)
     params = random_hacm_params(rng, model, 6, 7)
     tree = model.tree
@@ -266,7 +259,7 @@ def test_predictive_is_eq_59(form):
 
 def test_heldout_log_likelihood_uses_training_posteriors():
     rng = np.random.default_rng(2)
-    data = CoOccurrence(random_counts(rng, 6, 7))
+    data = CoOccurrence(random_counts(rng, 6, 7, rate=1.3))
     train, test = data.split(0.4, random_state=0)
     model = ClusterAbstractionModel(1)
     params = random_hacm_params(rng, model, 6, 7)
@@ -300,7 +293,7 @@ def test_log_prior_matches_scipy_dirichlet():
 @pytest.mark.parametrize("seed", SEEDS)
 def test_invariants_are_unchanged_by_swapping_siblings(seed):
     rng = np.random.default_rng(seed)
-    data = CoOccurrence(random_counts(rng, 8, 9))
+    data = CoOccurrence(random_counts(rng, 8, 9, rate=1.3))
     model = ClusterAbstractionModel(1, tau="object")
     params = random_hacm_params(rng, model, 8, 9)
     swapped = {

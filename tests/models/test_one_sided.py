@@ -17,19 +17,18 @@ from scipy.special import logsumexp
 from latentzoo.data import CoOccurrence, load
 from latentzoo.models.aspect import default_dyads
 from latentzoo.models.one_sided import OneSidedClustering, default_pairs, row_logsumexp
+from tests.helpers import (
+    bad_constructor_arguments,
+    other_permutation,
+    pymc_reference,
+    random_counts,
+)
 
 SEEDS = [0, 1, 2]
 
 
 def random_params(rng, n_cols, k):
     return {"rho": rng.dirichlet(np.ones(k)), "q": rng.dirichlet(np.ones(n_cols), size=k)}
-
-
-def random_counts(rng, n_rows, n_cols, zero_rows=()):
-    counts = rng.poisson(1.5, size=(n_rows, n_cols))
-    counts[list(zero_rows)] = 0
-    counts[0, 0] += 1  # never all zero
-    return counts
 
 
 def brute_cluster_loglik(counts, q):
@@ -45,21 +44,7 @@ def brute_cluster_loglik(counts, q):
 
 
 # ----------------------------------------------------------------------------- construction
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        ({"n_components": 0}, "n_components"),
-        ({"n_components": -1}, "n_components"),
-        ({"n_components": 2.0}, "n_components"),
-        ({"n_components": "2"}, "n_components"),
-        ({"n_components": True}, "n_components"),
-        ({"n_components": None}, "n_components"),
-        ({"n_components": 2, "alpha": 0.0}, "alpha"),
-        ({"n_components": 2, "alpha": float("nan")}, "alpha"),
-        ({"n_components": 2, "eta": -1.0}, "eta"),
-        ({"n_components": 2, "eta": float("inf")}, "eta"),
-    ],
-)
+@pytest.mark.parametrize("kwargs, match", bad_constructor_arguments())
 def test_constructor_rejects_invalid_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         OneSidedClustering(**kwargs)
@@ -271,9 +256,7 @@ def test_invariants_are_label_free_and_what_they_claim(seed):
     rng = np.random.default_rng(seed)
     model = OneSidedClustering(4)
     data, truth = model.simulate(rng, n_docs=7, n_words=10, doc_length=6)
-    perm = rng.permutation(4)
-    while np.array_equal(perm, np.arange(4)):
-        perm = rng.permutation(4)
+    perm = other_permutation(rng, 4)
     permuted = {"rho": truth["rho"][perm], "q": truth["q"][perm]}
     a, b = model.invariants(truth, data), model.invariants(permuted, data)
     assert set(a) == set(model.invariant_names)
@@ -420,19 +403,8 @@ def test_collapsed_evidence_matches_monte_carlo_over_the_prior():
 @pytest.fixture(scope="module")
 def reference_setup():
     pytest.importorskip("pymc")
-    from pymc.model.transform.conditioning import remove_value_transforms
-
     model = OneSidedClustering(3, alpha=0.7, eta=1.3)
-    counts = np.array([[3, 0, 1, 0, 2], [0, 0, 0, 0, 0], [1, 4, 0, 2, 0], [0, 1, 1, 1, 1]])
-    data = CoOccurrence(counts, col_labels=list("abcde"))
-    pm_model = model.pymc_model(data)
-    # Evaluate on the constrained (simplex) values: drop the value transforms, no Jacobian.
-    plain = remove_value_transforms(pm_model)
-    fn = plain.compile_fn(plain.logp(jacobian=False), inputs=plain.value_vars)
-    tempered = remove_value_transforms(model.pymc_model(data, temperature=2.0))
-    potential = tempered.compile_fn(
-        tempered.logp(vars=tempered.potentials, jacobian=False), inputs=tempered.value_vars
-    )
+    data, pm_model, fn, _, potential = pymc_reference(model)
     return model, data, pm_model, fn, potential
 
 

@@ -14,6 +14,7 @@ from latentzoo.data import CoOccurrence, load
 from latentzoo.models import AspectModel
 from latentzoo.models.invariants import default_dyads
 from latentzoo.models.product_space import ProductSpaceMixture
+from tests.helpers import REFERENCE_COUNTS, bad_constructor_arguments, pymc_reference, random_counts
 
 SEEDS = [0, 1, 2]
 
@@ -24,14 +25,6 @@ def random_params(rng, n_rows, n_cols, kx, ky):
         "p_row": rng.dirichlet(np.ones(n_rows), size=kx),
         "q_col": rng.dirichlet(np.ones(n_cols), size=ky),
     }
-
-
-def random_counts(rng, n_rows, n_cols, zero_rows=(), zero_cols=()):
-    counts = rng.poisson(1.5, size=(n_rows, n_cols))
-    counts[list(zero_rows)] = 0
-    counts[:, list(zero_cols)] = 0
-    counts[0, 0] += 1  # never all zero
-    return counts
 
 
 def brute_force_joint(params):
@@ -49,19 +42,10 @@ def brute_force_joint(params):
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        ({"n_row_clusters": 0}, "n_row_clusters"),
-        ({"n_row_clusters": -1}, "n_row_clusters"),
-        ({"n_row_clusters": 2.0}, "n_row_clusters"),
-        ({"n_row_clusters": "2"}, "n_row_clusters"),
-        ({"n_row_clusters": True}, "n_row_clusters"),
-        ({"n_row_clusters": None}, "n_row_clusters"),
+        *bad_constructor_arguments("n_row_clusters"),
         ({"n_row_clusters": 2, "n_col_clusters": 0}, "n_col_clusters"),
         ({"n_row_clusters": 2, "n_col_clusters": 1.5}, "n_col_clusters"),
         ({"n_row_clusters": 2, "n_col_clusters": False}, "n_col_clusters"),
-        ({"n_row_clusters": 2, "alpha": 0.0}, "alpha"),
-        ({"n_row_clusters": 2, "alpha": float("nan")}, "alpha"),
-        ({"n_row_clusters": 2, "eta": -1.0}, "eta"),
-        ({"n_row_clusters": 2, "eta": float("inf")}, "eta"),
     ],
 )
 def test_constructor_rejects_invalid_arguments(kwargs, match):
@@ -444,27 +428,10 @@ def test_separated_truth_uses_every_cluster(kx, ky):
 @pytest.fixture(scope="module")
 def reference_setup():
     pytest.importorskip("pymc")
-    from pymc.model.transform.conditioning import remove_value_transforms
-
     model = ProductSpaceMixture(2, 3, alpha=0.8, eta=1.3)
-    counts = np.array([[3, 0, 1, 0, 2], [0, 0, 0, 0, 0], [1, 4, 0, 2, 0], [0, 1, 1, 1, 1]])
-    data = CoOccurrence(counts, col_labels=list("abcde"))
-    pm_model = model.pymc_model(data)
-    # Evaluate on the constrained (simplex) values: drop the value transforms, no Jacobian.
-    plain = remove_value_transforms(pm_model)
-    terms = plain.logp(
-        vars=[plain["pi_flat"], plain["p_row"], plain["q_col"], plain["counts"], *plain.potentials],
-        jacobian=False,
-        sum=False,
-    )
-    fn = plain.compile_fn(terms, inputs=plain.value_vars, on_unused_input="ignore")
-    tempered = remove_value_transforms(model.pymc_model(data, temperature=2.0))
-    potential = tempered.compile_fn(
-        tempered.logp(vars=tempered.potentials, jacobian=False),
-        inputs=tempered.value_vars,
-        on_unused_input="ignore",
-    )
-    return model, data, counts, pm_model, fn, tempered, potential
+    names = ["pi_flat", "p_row", "q_col", "counts", "potentials"]
+    data, pm_model, fn, tempered, potential = pymc_reference(model, names)
+    return model, data, REFERENCE_COUNTS, pm_model, fn, tempered, potential
 
 
 def point(params):
