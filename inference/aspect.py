@@ -1464,7 +1464,7 @@ def validation_recipe():
     """How :func:`latentzoo.validate` checks the aspect model's methods (a ``ValidationRecipe``)."""
     from latentzoo.inference.recipes import aspect
 
-    return aspect()
+    return aspect(AspectGibbs)
 
 
 FAMILY = Family(

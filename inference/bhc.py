@@ -873,9 +873,10 @@ def learn_hyperparameters(
 # ------------------------------------------------------------------------------ the family
 def validation_recipe():
     """How :func:`latentzoo.validate` checks BHC against the DPM (a ``ValidationRecipe``)."""
+    from latentzoo.inference.mixture import gibbs as dpm_gibbs
     from latentzoo.inference.recipes import bhc as recipe
 
-    return recipe()
+    return recipe(dpm_gibbs)
 
 
 _MEMORY = integer(

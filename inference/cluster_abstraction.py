@@ -1602,7 +1602,7 @@ def validation_recipe():
     """How :func:`latentzoo.validate` checks the HACM's methods (a ``ValidationRecipe``)."""
     from latentzoo.inference.recipes import cluster_abstraction
 
-    return cluster_abstraction()
+    return cluster_abstraction(ClusterAbstractionGibbs, enumerated_posterior)
 
 
 _EM_OPTIONS = (

@@ -1190,14 +1190,14 @@ def validation_recipe():
     """How :func:`latentzoo.validate` checks the DPM's Gibbs sampler (a ``ValidationRecipe``)."""
     from latentzoo.inference.recipes import dpm
 
-    return dpm()
+    return dpm(MixtureGibbs)
 
 
 def finite_validation_recipe():
     """How :func:`latentzoo.validate` checks the finite mixture's Gibbs sampler."""
     from latentzoo.inference.recipes import finite_mixture
 
-    return finite_mixture()
+    return finite_mixture(MixtureGibbs)
 
 
 _GIBBS = Method(

@@ -719,7 +719,7 @@ def validation_recipe():
     """How :func:`latentzoo.validate` checks the ACM's methods (a ``ValidationRecipe``)."""
     from latentzoo.inference.recipes import one_sided
 
-    return one_sided()
+    return one_sided(OneSidedGibbs)
 
 
 FAMILY = Family(

@@ -1506,7 +1506,7 @@ def validation_recipe():
     """How :func:`latentzoo.validate` checks pairwise clustering (a ``ValidationRecipe``)."""
     from latentzoo.inference.recipes import pairwise
 
-    return pairwise()
+    return pairwise(greedy, mean_field_residual)
 
 
 def central_validation_recipe():

@@ -1,9 +1,9 @@
 """The validation recipes of the registered families (see :class:`~latentzoo.inference.validation.ValidationRecipe`).
 
 Each function returns one family's recipe: which checks :func:`latentzoo.validate` runs for it and
-the problems they are run on. Each family's ``FAMILY.recipe`` (its module's
-``validation_recipe``) calls its function here; the recipe is built when a validation starts, so
-importing the family modules stays cheap.
+the problems they are run on. Each family's ``FAMILY.recipe`` (its module's ``validation_recipe``)
+calls its function here when a validation starts, passing the classes and functions of its own
+that the checks drive (its Gibbs sampler class, ...): this module imports no family module.
 """
 
 from __future__ import annotations
@@ -97,9 +97,8 @@ def _labelled_enumeration(n_items, n_labels, log_joint):
     return log_joint(enumerate_assignments(n_items, n_labels)), n_labels
 
 
-def aspect() -> ValidationRecipe:
+def aspect(gibbs_class) -> ValidationRecipe:
     """The aspect model: every level (token assignments enumerated at the exact level)."""
-    from latentzoo.inference.aspect import AspectGibbs
     from latentzoo.models import AspectModel
 
     def enumerate_states(model, data, sampler):
@@ -150,7 +149,7 @@ def aspect() -> ValidationRecipe:
             synthetic=synthetic,
             sbc_data={"n_docs": 4, "n_words": 5, "doc_length": 6},
             sampler="gibbs",
-            sampler_class=AspectGibbs,
+            sampler_class=gibbs_class,
             enumerate=enumerate_states,
             em="annealed_em",
             initvals=lambda p: {"theta": _smooth(p["theta"], 1e-3), "phi": _smooth(p["phi"], 1e-4)},
@@ -159,9 +158,8 @@ def aspect() -> ValidationRecipe:
     )
 
 
-def one_sided() -> ValidationRecipe:
+def one_sided(gibbs_class) -> ValidationRecipe:
     """One-sided clustering (ACM): every level (row memberships enumerated)."""
-    from latentzoo.inference.one_sided import OneSidedGibbs
     from latentzoo.models import OneSidedClustering
 
     def enumerate_states(model, data, sampler):
@@ -210,7 +208,7 @@ def one_sided() -> ValidationRecipe:
             synthetic=synthetic,
             sbc_data={"n_docs": 5, "n_words": 5, "doc_length": 4},
             sampler="gibbs",
-            sampler_class=OneSidedGibbs,
+            sampler_class=gibbs_class,
             enumerate=enumerate_states,
             em="annealed_em",
             initvals=lambda p: {"rho": _smooth(p["rho"], 1e-3), "q": _smooth(p["q"], 1e-4)},
@@ -250,9 +248,8 @@ def product_space() -> ValidationRecipe:
     )
 
 
-def two_sided() -> ValidationRecipe:
+def two_sided(gibbs_class) -> ValidationRecipe:
     """Two-sided clustering (SCM): every level, PyMC with discrete steps as the reference."""
-    from latentzoo.inference.two_sided import TwoSidedGibbs
     from latentzoo.models import TwoSidedClustering
 
     def enumerate_states(model, data, sampler):
@@ -306,7 +303,7 @@ def two_sided() -> ValidationRecipe:
             synthetic=synthetic,
             sbc_data={"n_rows": 4, "n_cols": 5, "n_tokens": 20},
             sampler="gibbs",
-            sampler_class=TwoSidedGibbs,
+            sampler_class=gibbs_class,
             enumerate=enumerate_states,
             em="annealed_em",
             initvals=labels,
@@ -540,7 +537,6 @@ def _mixture_mode_matched(entry, recipe, model, data, settings, rng, progressbar
     so that the start is a mode the compared chains stay in; runs whose collapsed log joints differ
     by more than half a nat are distinct modes (at most two are used).
     """
-    from latentzoo.inference.mixture import MixtureGibbs
     from latentzoo.inference.validation import compare_at_modes, distinct_modes
 
     local = recipe.small(model, "real")
@@ -552,8 +548,9 @@ def _mixture_mode_matched(entry, recipe, model, data, settings, rng, progressbar
         return Comparison(skipped=[Check("mode-matched", "mode-matched", True, reason)])
     n_items = recipe.problems["real_items"]
     items = _real_subset(local.check_data(data), n_items, recipe.problems["real_classes"])
-    jumping = MixtureGibbs(local, items, split_merge=True)
-    local_moves = MixtureGibbs(local, items)
+    gibbs_class = recipe.problems["gibbs_class"]
+    jumping = gibbs_class(local, items, split_merge=True)
+    local_moves = gibbs_class(local, items)
     starts, scores = [], []
     for _ in range(settings.mode_starts):
         state = jumping.init(rng)
@@ -616,7 +613,7 @@ def _mixture_calibration(entry, recipe, model, data, settings, rng, progressbar=
     return result
 
 
-def _mixture_recipe(small, truncated: bool) -> ValidationRecipe:
+def _mixture_recipe(small, truncated: bool, gibbs_class) -> ValidationRecipe:
     # NUTS crosses slowly between numbers of occupied clusters (truncated DPM: ESS of n_occupied
     # 80-400 per 4 x 1000 draws, R-hat up to 1.04 over five seeds; finite: R-hat up to 1.011).
     recipe = ValidationRecipe(
@@ -639,6 +636,7 @@ def _mixture_recipe(small, truncated: bool) -> ValidationRecipe:
             "real_burn": 30,
             "sbc": {"n_items": 8, "n_features": 4},
             "truncated": truncated,
+            "gibbs_class": gibbs_class,
         },
         sampler="gibbs",
         enumerate=_mixture_enumerate,
@@ -649,7 +647,7 @@ def _mixture_recipe(small, truncated: bool) -> ValidationRecipe:
     return dataclasses.replace(recipe, exact_problems=_mixture_problems(recipe))
 
 
-def dpm() -> ValidationRecipe:
+def dpm(gibbs_class) -> ValidationRecipe:
     """The Dirichlet process mixture: every level but optimality (no EM).
 
     Exact: partitions of 6 items enumerated (Lemma 3.1); reference: PyMC's truncated stick-breaking
@@ -662,10 +660,10 @@ def dpm() -> ValidationRecipe:
         k = truncation[level]
         return model if k is None else dataclasses.replace(model, n_components=k)
 
-    return _mixture_recipe(small, truncated=True)
+    return _mixture_recipe(small, truncated=True, gibbs_class=gibbs_class)
 
 
-def finite_mixture() -> ValidationRecipe:
+def finite_mixture(gibbs_class) -> ValidationRecipe:
     """The finite Bayesian mixture: every level but optimality (no EM), at 2 (exact, SBC) or 3
     components."""
     components = {"exact": 2, "reference": 3, "real": 3, "sbc": 2}
@@ -673,7 +671,7 @@ def finite_mixture() -> ValidationRecipe:
     def small(model, level):
         return dataclasses.replace(model, n_components=components[level])
 
-    return _mixture_recipe(small, truncated=False)
+    return _mixture_recipe(small, truncated=False, gibbs_class=gibbs_class)
 
 
 # ------------------------------------------------------------------ Bayesian hierarchical clustering
@@ -842,12 +840,10 @@ def _bhc_exact(entry, recipe, model, data, settings, rng, progressbar=False):
     return result
 
 
-def _gibbs_coassignment(entry_name, model, items, settings, rng, progressbar):
+def _gibbs_coassignment(gibbs, model, items, settings, rng, progressbar):
     """All-pairs co-assignment probabilities of the DPM Gibbs sampler (split-merge moves, 4
     chains), their largest R-hat over the pairs that vary and the smallest bulk ESS."""
     import arviz as az
-
-    from latentzoo.inference.mixture import gibbs
 
     idata = gibbs(
         model.dpm, items, chains=4, draws=settings.gibbs_draws, tune=200,
@@ -890,7 +886,7 @@ def _bhc_reference(entry, recipe, model, data, settings, rng, progressbar=False)
         _log(progressbar, f"reference level: BHC and DPM Gibbs on {items}")
         tree = entry.methods["bhc"](model, items)
         pairs, gibbs_coassign, rhat, ess = _gibbs_coassignment(
-            entry.name, model, items, settings, rng, progressbar
+            recipe.problems["dpm_gibbs"], model, items, settings, rng, progressbar
         )
         bhc_coassign = tree.coassignment(pairs)
         difference = np.abs(bhc_coassign - gibbs_coassign)
@@ -937,7 +933,7 @@ def _bhc_reference(entry, recipe, model, data, settings, rng, progressbar=False)
     return result
 
 
-def bhc() -> ValidationRecipe:
+def bhc(dpm_gibbs) -> ValidationRecipe:
     """Bayesian hierarchical clustering: exact (tiny data, the DPM enumerated) and reference (the
     DPM Gibbs sampler) levels; BHC has no PyMC declaration, no draws and no EM.
     """
@@ -954,7 +950,7 @@ def bhc() -> ValidationRecipe:
             "mode-matched": deterministic,
             "calibrated": deterministic,
         },
-        problems={"reference_items": 40, "real_classes": 3},
+        problems={"reference_items": 40, "real_classes": 3, "dpm_gibbs": dpm_gibbs},
     )
 
 
@@ -1033,7 +1029,7 @@ def _pairwise_reference(entry, recipe, model, data, settings, rng, progressbar=F
     needs 20 or fewer of 40, probability about 1e-4)."""
     import pandas as pd
 
-    from latentzoo.inference.pairwise import mean_field_residual
+    mean_field_residual = recipe.problems["mean_field_residual"]
     from latentzoo.models.pairwise import critical_temperature, uniform_dissimilarities
 
     local = dataclasses.replace(model, n_components=2)
@@ -1076,14 +1072,11 @@ def _annealing_optimality(entry, recipe, model, data, settings, rng, progressbar
     the median of 20 greedy (zero-temperature) runs from random starts, on clustered data drawn
     by the model's simulator and on uniform random dissimilarities (the seed's Fig. 1 claim is
     stronger: the best of 100 runs)."""
-    from latentzoo.inference.pairwise import greedy
-    from latentzoo.models import PairwiseClustering
 
     local = dataclasses.replace(model, n_components=4)
     simulated, _ = local.simulate(rng, **recipe.problems["optimality"])
     annealed = entry.methods["annealing"](local, simulated, random_state=rng)
-    pairwise = local if isinstance(local, PairwiseClustering) else None
-    if pairwise is None:  # central clustering: the K-means cost of greedy Lloyd runs (sklearn)
+    if "greedy" not in recipe.problems:  # central: the K-means cost of Lloyd runs (sklearn)
         from sklearn.cluster import KMeans
 
         X = np.asarray(simulated.X, dtype=float)
@@ -1095,7 +1088,7 @@ def _annealing_optimality(entry, recipe, model, data, settings, rng, progressbar
         ]
         baseline = "K-means (Lloyd) from 20 random starts"
     else:
-        runs = greedy(local, simulated, n_init=20, random_state=rng)
+        runs = recipe.problems["greedy"](local, simulated, n_init=20, random_state=rng)
         costs = runs.run_costs
         baseline = "greedy descent from 20 random starts"
     median = float(np.median(costs))
@@ -1133,7 +1126,7 @@ def _central_reference(entry, recipe, model, data, settings, rng, progressbar=Fa
     return out
 
 
-def _cost_recipe(reference) -> ValidationRecipe:
+def _cost_recipe(reference, **callables) -> ValidationRecipe:
     no_sampler = "no sampler of its own: annealing is deterministic (mean field)"
     return ValidationRecipe(
         checks={
@@ -1147,14 +1140,14 @@ def _cost_recipe(reference) -> ValidationRecipe:
             "mode-matched": no_sampler,
             "calibrated": no_sampler,
         },
-        problems={"exact": {"n_items": 6}, "optimality": {"n_items": 60}},
+        problems={"exact": {"n_items": 6}, "optimality": {"n_items": 60}, **callables},
     )
 
 
-def pairwise() -> ValidationRecipe:
+def pairwise(greedy, mean_field_residual) -> ValidationRecipe:
     """Pairwise clustering (Hofmann & Buhmann 1997): PyMC against enumeration, TAP against naive
     mean field at exact expectations (section 4.2), annealing against greedy descent."""
-    return _cost_recipe(_pairwise_reference)
+    return _cost_recipe(_pairwise_reference, greedy=greedy, mean_field_residual=mean_field_residual)
 
 
 def central() -> ValidationRecipe:
@@ -1168,10 +1161,7 @@ def _hacm_exact(entry, recipe, model, data, settings, rng, progressbar=False):
     """Exact level of the HACM: on two tiny corpora (a balanced and a ragged tree) and each form
     of ``tau``, the collapsed Gibbs sampler's final states of many independent chains against the
     posterior over every (leaf, level) assignment enumerated from ``collapsed_log_joint``."""
-    from latentzoo.inference.cluster_abstraction import (
-        ClusterAbstractionGibbs,
-        enumerated_posterior,
-    )
+    gibbs_class, enumerated_posterior = recipe.problems["exact"]
     from latentzoo.inference.compare import exact_test
     from latentzoo.models.cluster_abstraction import ClusterAbstractionModel, TopicTree
 
@@ -1188,7 +1178,7 @@ def _hacm_exact(entry, recipe, model, data, settings, rng, progressbar=False):
                                             gamma=model.gamma, tau=form)  # fmt: skip
             _log(progressbar, f"exact level: {label}, tau={form}")
             n_labels, log_probs = enumerated_posterior(local, tiny)
-            z, v = ClusterAbstractionGibbs(local, tiny).exact_draws(
+            z, v = gibbs_class(local, tiny).exact_draws(
                 settings.exact_chains, settings.exact_sweeps, int(rng.integers(2**31))
             )
             check = exact_test(log_probs, np.hstack([z, v]), n_labels=n_labels, alpha=alpha)
@@ -1237,14 +1227,17 @@ def _hacm_reference(entry, recipe, model, data, settings, rng, progressbar=False
     return result
 
 
-def cluster_abstraction() -> ValidationRecipe:
+def cluster_abstraction(gibbs_class, enumerated_posterior) -> ValidationRecipe:
     """The hierarchical Cluster-Abstraction Model: exact (enumerated leaf and level assignments),
     density (PyMC's log density at prior draws) and reference (PyMC NUTS against collapsed Gibbs)
     levels, on a depth-1 tree with the user's priors and tau form."""
     return ValidationRecipe(
         checks={"exact": _hacm_exact, "density": density_level, "reference": _hacm_reference},
         small=lambda model, level: dataclasses.replace(model, tree=1),
-        problems={"reference": {"n_docs": 6, "n_words": 9, "doc_length": 15}},
+        problems={
+            "reference": {"n_docs": 6, "n_words": 9, "doc_length": 15},
+            "exact": (gibbs_class, enumerated_posterior),
+        },
         not_applicable={
             "optimality": "not yet wired into validate for the HACM",
             "mode-matched": "not yet wired into validate for the HACM",

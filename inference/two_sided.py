@@ -887,7 +887,7 @@ def validation_recipe():
     """How :func:`latentzoo.validate` checks the SCM's methods (a ``ValidationRecipe``)."""
     from latentzoo.inference.recipes import two_sided
 
-    return two_sided()
+    return two_sided(TwoSidedGibbs)
 
 
 _MEAN_FIELD = Method(
