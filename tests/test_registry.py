@@ -54,3 +54,15 @@ def test_fit_takes_each_familys_own_container():
         latentzoo.fit(DirichletProcessMixture(), X * 0.5, method="gibbs")
     with pytest.raises(ValueError, match="unknown method 'annealed_em' for dpm"):
         latentzoo.fit(DirichletProcessMixture(), Features(X), method="annealed_em")
+
+
+def test_the_options_doc_is_generated_from_the_declarations():
+    """docs/options.md is what the families declare (regenerate it after changing an Option)."""
+    from pathlib import Path
+
+    from latentzoo.zoo import options_markdown
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "options.md"
+    assert path.read_text() == options_markdown(), (
+        "docs/options.md is out of date: run `python -m latentzoo.zoo > docs/options.md`"
+    )
