@@ -24,13 +24,7 @@ from latentzoo.inference.bayesian_sets import (
     top_k,
     variational_logistic,
 )
-from latentzoo.models import BayesianSets, RelationalBayesianSets
-from latentzoo.models.conjugate import (
-    BetaBernoulli,
-    DirichletMultinomial,
-    NormalGamma,
-    NormalInverseWishart,
-)
+from latentzoo.models import BayesianSets, RelationalBayesianSets, conjugate
 
 SEEDS = [0, 1, 2]
 
@@ -64,7 +58,7 @@ def test_one_product_equals_marginal_likelihood_ratio(seed, sparse):
     data = sp.csr_matrix(X) if sparse else X
     scale = float(rng.uniform(0.5, 5.0))
     result = bayesian_sets(data, query, BayesianSets(scale=scale))
-    comp = BetaBernoulli.from_data(X, scale)
+    comp = conjugate.BetaBernoulli.from_data(X, scale)
     np.testing.assert_allclose(result.scores, marginal_ratio(comp, X, query), atol=1e-10)
 
 
@@ -73,7 +67,7 @@ def test_empirical_prior_scale_kappa(scale):
     rng = np.random.default_rng(5)
     X = sparse_binary(rng)
     got = bayesian_sets(sp.csr_matrix(X), [3, 8], BayesianSets(scale=scale)).scores
-    comp = BetaBernoulli.from_data(X, scale)
+    comp = conjugate.BetaBernoulli.from_data(X, scale)
     np.testing.assert_allclose(got, marginal_ratio(comp, X, [3, 8]), atol=1e-10)
 
 
@@ -82,7 +76,7 @@ def test_explicit_beta_prior_and_product_form_4_11():
     X = sparse_binary(rng, n=15, d=6)
     a = rng.uniform(0.2, 3.0, 6)
     b = rng.uniform(0.2, 3.0, 6)
-    comp = BetaBernoulli(a=tuple(a), b=tuple(b))
+    comp = conjugate.BetaBernoulli(a=tuple(a), b=tuple(b))
     query = [0, 4, 9]
     got = bayesian_sets(X, query, BayesianSets(component=comp)).scores
     n = len(query)
@@ -98,7 +92,7 @@ def test_query_weights_are_4_13_and_4_14():
     a = np.array([0.5, 2.0, 1.0])
     b = np.array([1.5, 0.5, 3.0])
     sums = np.array([2.0, 0.0, 1.0])
-    c, q = query_weights(BetaBernoulli(a=tuple(a), b=tuple(b)), 3, sums, 2)
+    c, q = query_weights(conjugate.BetaBernoulli(a=tuple(a), b=tuple(b)), 3, sums, 2)
     a_t, b_t = a + sums, b + 2 - sums
     np.testing.assert_allclose(q, np.log(a_t) - np.log(a) - np.log(b_t) + np.log(b))
     expected_c = np.sum(np.log(a + b) - np.log(a + b + 2) + np.log(b_t) - np.log(b))
@@ -122,8 +116,8 @@ def test_implicit_feature_selection_4_17():
 @pytest.mark.parametrize(
     "comp",
     [
-        NormalGamma(mu0=0.3, kappa0=0.5, a0=2.0, b0=1.5),
-        NormalInverseWishart(mu0=0.2, kappa0=0.7, psi0=[[1.0, 0.3], [0.3, 2.0]]),
+        conjugate.NormalGamma(mu0=0.3, kappa0=0.5, a0=2.0, b0=1.5),
+        conjugate.NormalInverseWishart(mu0=0.2, kappa0=0.7, psi0=[[1.0, 0.3], [0.3, 2.0]]),
     ],
     ids=["normal-gamma", "normal-inverse-wishart"],
 )
@@ -139,7 +133,7 @@ def test_exponential_family_4_18_real(comp):
 def test_exponential_family_4_18_counts(sparse):
     rng = np.random.default_rng(17)
     X = rng.poisson(0.4, size=(30, 12)).astype(float)
-    comp = DirichletMultinomial(eta=0.6)
+    comp = conjugate.DirichletMultinomial(eta=0.6)
     data = sp.csr_matrix(X) if sparse else X
     got = bayesian_sets(data, [0, 7], BayesianSets(component=comp)).scores
     np.testing.assert_allclose(got, marginal_ratio(comp, X, [0, 7]), atol=1e-9)
@@ -200,7 +194,7 @@ def test_index_bad_input_named():
     with pytest.raises(ValueError, match="query is empty"):
         bayesian_sets(sp.csr_matrix(np.eye(3)), [])
     with pytest.raises(ValueError, match="weights .* exist only for the Beta-Bernoulli"):
-        BayesianSetsIndex(np.eye(3), BayesianSets(component=NormalGamma())).weights([0])
+        BayesianSetsIndex(np.eye(3), BayesianSets(component=conjugate.NormalGamma())).weights([0])
     with pytest.raises(ValueError, match="k must be an integer >= 1"):
         bayesian_sets(np.eye(3), [0]).top(0)
     with pytest.raises(ValueError, match="X must be binary"):

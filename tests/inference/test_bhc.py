@@ -10,13 +10,8 @@ from scipy.cluster.hierarchy import is_valid_linkage
 
 from latentzoo.data import Features
 from latentzoo.inference.bhc import bhc, embhc, learn_hyperparameters, rbhc
+from latentzoo.models import BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart
 from latentzoo.models.bhc import BayesianHierarchicalClustering
-from latentzoo.models.conjugate import (
-    BetaBernoulli,
-    DirichletMultinomial,
-    NormalGamma,
-    NormalInverseWishart,
-)
 
 COMPONENTS = {
     "beta-bernoulli": BetaBernoulli(a=0.7, b=1.3),

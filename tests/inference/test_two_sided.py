@@ -34,17 +34,14 @@ from latentzoo.inference.two_sided import (
     mean_field,
 )
 from latentzoo.models.two_sided import TwoSidedClustering
-from tests.helpers import sbc_gibbs
+from tests.helpers import random_counts, sbc_gibbs
 
 SEEDS = [0, 1, 2]
 
 
 def random_data(seed, n_rows=12, n_cols=15):
     rng = np.random.default_rng(seed)
-    counts = rng.poisson(1.0, size=(n_rows, n_cols))
-    counts[3] = 0  # a row without observations
-    counts[:, 6] = 0  # a column without observations
-    counts[0, 0] += 1
+    counts = random_counts(rng, n_rows, n_cols, zero_rows=[3], zero_cols=[6], rate=1.0)
     return CoOccurrence(counts), counts
 
 

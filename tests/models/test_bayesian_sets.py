@@ -15,14 +15,8 @@ from scipy import integrate
 from scipy.special import gammaln
 
 from latentzoo.data import Features
-from latentzoo.models import BayesianSets, RelationalBayesianSets
+from latentzoo.models import BayesianSets, RelationalBayesianSets, conjugate
 from latentzoo.models.bayesian_sets import check_query, logistic_map, pair_features
-from latentzoo.models.conjugate import (
-    BetaBernoulli,
-    DirichletMultinomial,
-    NormalGamma,
-    NormalInverseWishart,
-)
 
 SEEDS = [0, 1, 2]
 
@@ -39,7 +33,9 @@ def test_log_score_is_the_bernoulli_integral(seed):
     """(4.1) by numerical integration over each theta_j of the Beta prior, feature by feature."""
     rng = np.random.default_rng(seed)
     X = binary_data(rng, n=6, d=3)
-    comp = BetaBernoulli(a=tuple(rng.uniform(0.3, 2.0, 3)), b=tuple(rng.uniform(0.3, 2.0, 3)))
+    comp = conjugate.BetaBernoulli(
+        a=tuple(rng.uniform(0.3, 2.0, 3)), b=tuple(rng.uniform(0.3, 2.0, 3))
+    )
     query = rng.choice(6, size=2, replace=False)
     got = BayesianSets(component=comp).log_score(X, query)
     a, b = np.array(comp.a), np.array(comp.b)
@@ -70,7 +66,7 @@ def test_log_score_uses_the_empirical_prior_by_default():
     rng = np.random.default_rng(3)
     X = binary_data(rng)
     model = BayesianSets(scale=3.0)
-    prior = BetaBernoulli.from_data(X, 3.0)
+    prior = conjugate.BetaBernoulli.from_data(X, 3.0)
     np.testing.assert_allclose(
         model.log_score(X, [1, 4]), BayesianSets(component=prior).log_score(X, [1, 4])
     )
@@ -141,7 +137,7 @@ def test_pymc_reference_agrees_with_closed_form_beta_bernoulli(seed):
 def _normal_gamma_case(seed):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(8, 3)) + rng.integers(2, size=(8, 1))
-    model = BayesianSets(component=NormalGamma(mu0=0.0, kappa0=0.5, a0=2.0, b0=2.0))
+    model = BayesianSets(component=conjugate.NormalGamma(mu0=0.0, kappa0=0.5, a0=2.0, b0=2.0))
     _mc_agrees(model, X, [0, 1, 2], seed, draws=2000)
 
 
@@ -155,7 +151,9 @@ def test_pymc_reference_agrees_more_seeds_and_dirichlet_multinomial(seed):
     _normal_gamma_case(seed)
     rng = np.random.default_rng(seed)
     X = rng.poisson(1.5, size=(8, 3)).astype(float)
-    _mc_agrees(BayesianSets(component=DirichletMultinomial(eta=0.7)), X, [0, 1], seed, 2000)
+    _mc_agrees(
+        BayesianSets(component=conjugate.DirichletMultinomial(eta=0.7)), X, [0, 1], seed, 2000
+    )
 
 
 def test_pymc_model_names_and_tempering():
@@ -163,7 +161,7 @@ def test_pymc_model_names_and_tempering():
     model = BayesianSets().pymc_model(X, [0, 1])
     assert {"theta", "query_loglik"} <= set(model.named_vars)
     assert model.named_vars["theta"].eval().shape == (1, 3)
-    niw = BayesianSets(component=NormalInverseWishart()).pymc_model(np.eye(3) + 0.5, [0])
+    niw = BayesianSets(component=conjugate.NormalInverseWishart()).pymc_model(np.eye(3) + 0.5, [0])
     assert {"mu", "cov"} <= set(niw.named_vars)
     with pytest.raises(ValueError, match="temperature"):
         BayesianSets().pymc_model(X, [0], temperature=0.0)
@@ -172,7 +170,7 @@ def test_pymc_model_names_and_tempering():
 def test_monte_carlo_log_score_at_a_point_mass():
     """With every draw at theta, the estimate is log p(x | theta) - log p(x) exactly."""
     X = np.array([[1.0, 0.0, 1.0], [0.0, 0.0, 1.0]])
-    comp = BetaBernoulli(a=1.0, b=2.0)
+    comp = conjugate.BetaBernoulli(a=1.0, b=2.0)
     theta = np.array([0.2, 0.5, 0.9])
     got = BayesianSets(component=comp).monte_carlo_log_score({"theta": np.tile(theta, (5, 1))}, X)
     loglik = (X * np.log(theta) + (1 - X) * np.log1p(-theta)).sum(axis=1)
@@ -229,10 +227,10 @@ def test_bad_data_named():
     with pytest.raises(ValueError, match=r"X\[0, 1\] is nan"):
         BayesianSets().log_score([[0, np.nan]], [0])
     with pytest.raises(ValueError, match="non-negative integer counts"):
-        BayesianSets(component=DirichletMultinomial()).log_score([[0.5, 1.0]], [0])
+        BayesianSets(component=conjugate.DirichletMultinomial()).log_score([[0.5, 1.0]], [0])
     with pytest.raises(ValueError, match="a has 3 entries but the data have 2 features"):
-        BayesianSets(component=BetaBernoulli(a=(1.0, 1.0, 1.0))).log_score([[0, 1]], [0])
-    assert BayesianSets(component="normal_gamma").component == NormalGamma()
+        BayesianSets(component=conjugate.BetaBernoulli(a=(1.0, 1.0, 1.0))).log_score([[0, 1]], [0])
+    assert BayesianSets(component="normal_gamma").component == conjugate.NormalGamma()
 
 
 # ------------------------------------------------------------------ relational model

@@ -10,13 +10,8 @@ import pytest
 from scipy.cluster.hierarchy import is_valid_linkage, linkage
 from scipy.special import gammaln, logsumexp
 
+from latentzoo.models import BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart
 from latentzoo.models.bhc import BayesianHierarchicalClustering, Tree, dendrogram_purity
-from latentzoo.models.conjugate import (
-    BetaBernoulli,
-    DirichletMultinomial,
-    NormalGamma,
-    NormalInverseWishart,
-)
 from latentzoo.models.mixture import crp_log_prior
 
 COMPONENTS = {

@@ -12,16 +12,14 @@ from scipy.special import gammaln, logsumexp
 from latentzoo.data import CoOccurrence, load
 from latentzoo.inference.compare import enumerate_assignments
 from latentzoo.models.two_sided import TwoSidedClustering, default_pairs, within_cluster
+from tests.helpers import random_counts
 
 SEEDS = [0, 1, 2]
 
 
 def random_data(seed, n_rows=9, n_cols=11):
     rng = np.random.default_rng(seed)
-    counts = rng.poisson(1.3, size=(n_rows, n_cols))
-    counts[2] = 0  # a row without observations
-    counts[:, 4] = 0  # a column without observations
-    counts[0, 0] += 1
+    counts = random_counts(rng, n_rows, n_cols, zero_rows=[2], zero_cols=[4], rate=1.3)
     return CoOccurrence(counts), counts
 
 
