@@ -38,9 +38,8 @@ from latentzoo.models.base import CorpusFamily, LikelihoodHeldout, LikelihoodMod
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
-    log_multinomial_coefficient,
 )
-from latentzoo.models.cooccurrence import DyadInvariants, separated_profiles
+from latentzoo.models.cooccurrence import DyadPredictive, separated_profiles
 from latentzoo.models.invariants import default_dyads
 from latentzoo.models.two_sided import cell_dots
 
@@ -116,7 +115,7 @@ def row_log_likelihoods(indptr, indices, counts, left, right, row_norm):
 
 
 @dataclass(frozen=True)
-class AspectModel(DyadInvariants, CorpusFamily, LikelihoodHeldout):
+class AspectModel(DyadPredictive, CorpusFamily, LikelihoodHeldout):
     """Aspect model / PLSA with Dirichlet priors (Hofmann & Puzicha 1998, eq. (1), (11)).
 
     Parameters
@@ -445,32 +444,6 @@ class AspectModel(DyadInvariants, CorpusFamily, LikelihoodHeldout):
                 "keep_params=True to label documents by their dominant topic"
             )
         return np.asarray(params["theta"]).argmax(axis=1).astype(np.int64)
-
-    def heldout_log_likelihood(self, params, test) -> np.ndarray:
-        """The held-out score of tempered schedules: :meth:`log_likelihood` of the test counts.
-
-        Both factors of every observation are estimated from the training part (the test counts
-        are thinned from the same rows), so the held-out likelihood is the plain one. ``test``
-        must be the rows and columns of the training data (``ValueError`` naming both shapes
-        otherwise).
-
-        Examples
-        --------
-        >>> data, truth = AspectModel(2).simulate(0, n_docs=3, n_words=5, doc_length=8)
-        >>> AspectModel(2).heldout_log_likelihood(truth, data.subset([0, 1]))
-        Traceback (most recent call last):
-        ...
-        ValueError: test has 2 rows, the fit has 3 (documents); held-out data must be the same rows and columns as the training data
-        """
-        return self._log_likelihood(params, test, "test")
-
-    def log_multinomial_coefficient(self, data) -> np.ndarray:
-        """``log(n_i! / prod_j n_ij!)`` per row: added to :meth:`log_likelihood` it gives the
-        multinomial log-pmf that PyMC's ``counts`` variable reports.
-
-        See :func:`~latentzoo.models.conjugate.log_multinomial_coefficient`.
-        """
-        return log_multinomial_coefficient(data)
 
     def predictive(self, params, dyads) -> np.ndarray:
         """``P(y_j | x_i)`` for the given dyads (rows of ``(i, j)``)."""

@@ -6,8 +6,9 @@ product-space mixture, the cluster abstraction model), written once.
 - :class:`RowMixture`: the members of a mixture over whole rows, ``P(S_i) = sum_k rho_k P(S_i | k)``
   (one-sided clustering, Hofmann & Puzicha 1998, eq. (29); the cluster abstraction model, eq. (55)),
   built on the family's own ``log P(S_i | k)``.
-- :class:`DyadInvariants`: the invariants of a family whose predictive ``P(y_j | x_i)`` needs no
-  data (aspect model, product-space mixture).
+- :class:`DyadPredictive`: the held-out score and invariants of a family whose predictive
+  ``P(y_j | x_i)`` needs no data (aspect model, product-space mixture); both bases are
+  :class:`CountRows` (the multinomial coefficient of a row of counts).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from latentzoo.models._checks import check_positive
 from latentzoo.models.conjugate import log_multinomial_coefficient, row_logsumexp
 from latentzoo.models.invariants import coassignment_pairs, default_dyads
 
-__all__ = ["DyadInvariants", "RowMixture", "separated_profiles"]
+__all__ = ["CountRows", "DyadPredictive", "RowMixture", "separated_profiles"]
 
 
 def separated_profiles(n_clusters: int, size: int, separation: float) -> np.ndarray:
@@ -58,7 +59,25 @@ def _row_mixture_log_likelihood(joint: np.ndarray, data) -> np.ndarray:
     return per_row
 
 
-class RowMixture:
+class CountRows:
+    """``log_multinomial_coefficient`` of a family whose rows are multinomial counts."""
+
+    def log_multinomial_coefficient(self, data) -> np.ndarray:
+        """``log(n_i! / prod_j n_ij!)`` per row: added to :meth:`log_likelihood` it gives the
+        multinomial log-pmf of the counts of row ``i`` that PyMC's ``counts`` variable reports
+        (the factor is the same for every latent class).
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> from latentzoo.models import OneSidedClustering
+        >>> OneSidedClustering(1).log_multinomial_coefficient(CoOccurrence([[1, 1], [2, 0]]))
+        array([0.69314718, 0.        ])
+        """
+        return log_multinomial_coefficient(data)
+
+
+class RowMixture(CountRows):
     """A mixture over whole rows of co-occurrence counts: ``P(S_i) = sum_k rho_k P(S_i | k)``.
 
     One-sided clustering (Hofmann & Puzicha 1998, eq. (29)) and the cluster abstraction model
@@ -187,24 +206,33 @@ class RowMixture:
             **self._more_invariants(params, data, resp),
         }
 
-    def log_multinomial_coefficient(self, data) -> np.ndarray:
-        """``log(n_i! / prod_j n_ij!)`` per row: added to :meth:`log_likelihood` it gives the
-        log-pmf of the counts of row ``i`` (the factor is the same for every cluster).
+
+class DyadPredictive(CountRows):
+    """Members of a family whose predictive ``P(y_j | x_i)`` of every dyad is a function of the
+    parameters alone (aspect model, Hofmann 1999, eq. (2); product-space mixture, Hofmann &
+    Puzicha 1998, eq. (16)): held-out counts thinned from the training rows are scored by the plain
+    likelihood, and the invariants are the log-likelihood and ``P(y_j | x_i)`` on chosen dyads.
+    The family provides ``_log_likelihood(params, data, name)`` (:meth:`log_likelihood` whose shape
+    errors name ``name``) and ``predictive(params, dyads)``."""
+
+    def heldout_log_likelihood(self, params, test) -> np.ndarray:
+        """The held-out score of tempered schedules: :meth:`log_likelihood` of the test counts.
+
+        Both factors of every observation are estimated from the training part (the test counts
+        are thinned from the same rows), so the held-out likelihood is the plain one. ``test``
+        must be the rows and columns of the training data (``ValueError`` naming both shapes
+        otherwise).
 
         Examples
         --------
-        >>> from latentzoo.data import CoOccurrence
-        >>> from latentzoo.models import OneSidedClustering
-        >>> OneSidedClustering(1).log_multinomial_coefficient(CoOccurrence([[1, 1], [2, 0]]))
-        array([0.69314718, 0.        ])
+        >>> from latentzoo.models import AspectModel
+        >>> data, truth = AspectModel(2).simulate(0, n_docs=3, n_words=5, doc_length=8)
+        >>> AspectModel(2).heldout_log_likelihood(truth, data.subset([0, 1]))
+        Traceback (most recent call last):
+        ...
+        ValueError: test has 2 rows, the fit has 3 (documents); held-out data must be the same rows and columns as the training data
         """
-        return log_multinomial_coefficient(data)
-
-
-class DyadInvariants:
-    """``invariants`` of a family whose predictive ``P(y_j | x_i)`` on dyads is a function of the
-    parameters alone: the family provides ``log_likelihood(params, data)`` and
-    ``predictive(params, dyads)``."""
+        return self._log_likelihood(params, test, "test")
 
     def invariants(self, params, data, dyads=None) -> dict[str, np.ndarray]:
         """Label-invariant quantities through which every method is compared.

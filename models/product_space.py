@@ -20,11 +20,12 @@ from latentzoo.models._checks import (
     check_positive,
     check_table,
 )
-from latentzoo.models.aspect import NO_ROW_NORM, AspectModel, row_log_likelihoods
+from latentzoo.models.aspect import NO_ROW_NORM, row_log_likelihoods
 from latentzoo.models.base import CorpusFamily, LikelihoodHeldout, LikelihoodModel, TwoSidedLabels
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
 )
+from latentzoo.models.cooccurrence import DyadPredictive, separated_profiles
 from latentzoo.models.invariants import default_dyads
 from latentzoo.models.two_sided import cell_dots
 
@@ -32,7 +33,7 @@ __all__ = ["ProductSpaceMixture"]
 
 
 @dataclass(frozen=True)
-class ProductSpaceMixture(CorpusFamily, LikelihoodHeldout):
+class ProductSpaceMixture(DyadPredictive, CorpusFamily, LikelihoodHeldout):
     """Product-space mixture model, PMM (Hofmann & Puzicha 1998, section 2.4, eq. (15)-(19)).
 
     The aspects of the separable mixture model (eq. (1)) are constrained to pairs ``(nu, mu)`` of a row
@@ -360,8 +361,8 @@ class ProductSpaceMixture(CorpusFamily, LikelihoodHeldout):
             nu, mu = np.arange(kx)[:, None], np.arange(ky)[None, :]
             pattern = (nu % ky == mu % kx).astype(float)
             pi = (1.0 - separation) / (kx * ky) + separation * pattern / pattern.sum()
-            p_row = _block_conditionals(kx, n_docs, separation)
-            q_col = _block_conditionals(ky, n_words, separation)
+            p_row = separated_profiles(kx, n_docs, separation)
+            q_col = separated_profiles(ky, n_words, separation)
         else:
             pi = rng.dirichlet(np.full(kx * ky, self.alpha)).reshape(kx, ky)
             p_row = rng.dirichlet(np.full(n_docs, self.eta), size=kx)
@@ -502,17 +503,8 @@ class ProductSpaceMixture(CorpusFamily, LikelihoodHeldout):
         cols = (q_col * pi.sum(axis=0)[:, None]).argmax(axis=0)
         return TwoSidedLabels(rows.astype(np.int64), cols.astype(np.int64))
 
-    def heldout_log_likelihood(self, params, test) -> np.ndarray:
-        """The held-out score of tempered schedules: :meth:`log_likelihood` of the test counts.
-
-        Both factors of every observation are estimated from the training part (the test counts
-        are thinned from the same rows), so the held-out likelihood is the plain one. ``test``
-        must be the rows and columns of the training data (``ValueError`` naming both shapes
-        otherwise).
-        """
-        return self._row_log_likelihoods(params, test, conditional=True, name="test")
-
-    log_multinomial_coefficient = AspectModel.log_multinomial_coefficient
+    def _log_likelihood(self, params, data, name: str) -> np.ndarray:
+        return self._row_log_likelihoods(params, data, conditional=True, name=name)
 
     def aspect_params(self, params) -> dict[str, np.ndarray]:
         """The conditional model as aspect-model parameters with ``K = Ky`` aspects.
@@ -525,6 +517,7 @@ class ProductSpaceMixture(CorpusFamily, LikelihoodHeldout):
         >>> model = ProductSpaceMixture(2, 3)
         >>> data, truth = model.simulate(0, n_docs=4, n_words=6, n_tokens=30)
         >>> aspect = model.aspect_params(truth)
+        >>> from latentzoo.models import AspectModel
         >>> ll = AspectModel(3).log_likelihood(aspect, data)
         >>> bool(np.allclose(ll, model.log_likelihood(truth, data)))
         True
@@ -575,27 +568,6 @@ class ProductSpaceMixture(CorpusFamily, LikelihoodHeldout):
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(totals > 0, joint / totals, 1.0 / joint.shape[1])
 
-    def invariants(self, params, data, dyads=None) -> dict[str, np.ndarray]:
-        """Label-invariant quantities through which every method is compared.
-
-        ``loglik``: total conditional log-likelihood of ``data`` (scalar); ``p_dyad``:
-        ``P(y_j | x_i)`` on the dyads of :func:`default_dyads` (or the given ones). Both are
-        unchanged by permuting the row clusters or the column clusters.
-
-        Examples
-        --------
-        >>> model = ProductSpaceMixture(2, 2)
-        >>> data, truth = model.simulate(0, n_docs=4, n_words=6, n_tokens=30)
-        >>> sorted(model.invariants(truth, data))
-        ['loglik', 'p_dyad']
-        """
-        if dyads is None:
-            dyads = default_dyads(data)
-        return {
-            "loglik": np.asarray(self.log_likelihood(params, data).sum()),
-            "p_dyad": self.predictive(params, dyads),
-        }
-
     def log_prior(self, params) -> float:
         """Log density of the Dirichlet priors (with normalising constants).
 
@@ -616,12 +588,3 @@ class ProductSpaceMixture(CorpusFamily, LikelihoodHeldout):
             + dirichlet_logpdf(p_row, self.eta)
             + dirichlet_logpdf(q_col, self.eta)
         )
-
-
-def _block_conditionals(n_clusters, size, separation):
-    """Rows of a ``n_clusters x size`` table: mass ``separation`` on the cluster's own block."""
-    block = size // n_clusters
-    table = np.full((n_clusters, size), (1.0 - separation) / size)
-    for cluster in range(n_clusters):
-        table[cluster, cluster * block : (cluster + 1) * block] += separation / block
-    return table / table.sum(axis=1, keepdims=True)
