@@ -214,3 +214,17 @@ def assert_gibbs_can_drop_the_parameters(gibbs, model, names, invariants) -> Non
     kept = set(idata.posterior.data_vars)
     assert not set(names) & kept
     assert set(invariants) <= kept
+
+
+def peak_bytes(call, warm_up=None) -> int:
+    """Peak memory traced by ``tracemalloc`` while ``call()`` runs, in bytes; ``warm_up()``
+    (default: ``call``) runs first, untraced, so numba compilation and caches do not count."""
+    import tracemalloc
+
+    (warm_up or call)()
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()

@@ -274,29 +274,24 @@ def test_annealed_em_refuses_too_many_aspects_for_memory(sixteen_gib):
 
 
 def test_memory_estimates_count_what_is_allocated():
-    import tracemalloc
-
     from latentzoo.inference.aspect import em_bytes, gibbs_bytes
 
     data = CoOccurrence(np.full((4, 5), 20_000))  # 400,000 tokens: the token arrays dominate
-    gibbs(AspectModel(2), data, chains=1, draws=1, tune=0, progressbar=False)
-    tracemalloc.start()
-    try:
-        gibbs(AspectModel(2), data, chains=2, draws=2, tune=1, progressbar=False, random_state=0)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    peak = helpers.peak_bytes(
+        lambda: gibbs(AspectModel(2), data, chains=2, draws=2, tune=1, progressbar=False,
+                      random_state=0),
+        warm_up=lambda: gibbs(AspectModel(2), data, chains=1, draws=1, tune=0, progressbar=False),
+    )  # fmt: skip
     assert 0.8 * gibbs_bytes(data, 2) < peak < 1.1 * gibbs_bytes(data, 2)
     reuters = load("reuters")
     for n_threads, overrelax in ((1, 1.0), (2, 1.5)):
-        annealed_em(AspectModel(10), reuters, betas=[1.0], max_iter=1, n_threads=n_threads)
-        tracemalloc.start()
-        try:
-            annealed_em(AspectModel(10), reuters, betas=[0.9, 1.0], max_iter=3,
-                        n_threads=n_threads, overrelax=overrelax, random_state=0)  # fmt: skip
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        # the lambdas run inside peak_bytes, within this iteration: late binding is harmless
+        peak = helpers.peak_bytes(
+            lambda: annealed_em(AspectModel(10), reuters, betas=[0.9, 1.0], max_iter=3,  # noqa: B023
+                                n_threads=n_threads, overrelax=overrelax, random_state=0),  # noqa: B023
+            warm_up=lambda: annealed_em(AspectModel(10), reuters, betas=[1.0], max_iter=1,
+                                        n_threads=n_threads),  # noqa: B023
+        )  # fmt: skip
         assert (
             0.5 * em_bytes(reuters, 10, n_threads) < peak < 1.1 * em_bytes(reuters, 10, n_threads)
         )

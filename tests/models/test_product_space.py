@@ -14,7 +14,13 @@ from latentzoo.data import CoOccurrence, load
 from latentzoo.models import AspectModel
 from latentzoo.models.invariants import default_dyads
 from latentzoo.models.product_space import ProductSpaceMixture
-from tests.helpers import REFERENCE_COUNTS, bad_constructor_arguments, pymc_reference, random_counts
+from tests.helpers import (
+    REFERENCE_COUNTS,
+    bad_constructor_arguments,
+    peak_bytes,
+    pymc_reference,
+    random_counts,
+)
 
 SEEDS = [0, 1, 2]
 
@@ -217,7 +223,6 @@ def test_an_observed_cell_with_zero_probability_gives_minus_infinity():
 
 
 def test_likelihoods_form_no_nnz_by_ky_array():
-    import tracemalloc
 
     rng = np.random.default_rng(0)
     n, m, kx, ky = 3000, 60, 3, 40
@@ -225,13 +230,7 @@ def test_likelihoods_form_no_nnz_by_ky_array():
     params = random_params(rng, n, m, kx, ky)
     model = ProductSpaceMixture(kx, ky)
     for score in (model.log_likelihood, model.joint_log_likelihood):
-        score(params, data)  # compiled before measuring
-        tracemalloc.start()
-        try:
-            score(params, data)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
+        peak = peak_bytes(lambda score=score: score(params, data))
         # nnz x Ky float64 would be 30 MB; the N x Ky weights are 1 MB.
         assert data.nnz * ky * 8 > 25e6
         assert peak < 3e6
