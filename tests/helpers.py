@@ -228,3 +228,20 @@ def peak_bytes(call, warm_up=None) -> int:
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def increases(values, rel=1e-12) -> np.ndarray:
+    """Indices where a sequence that should not increase (a free energy at a fixed temperature)
+    goes up by more than rounding, ``rel`` relative; the values must be finite."""
+    values = np.asarray(values)
+    assert np.all(np.isfinite(values)), values
+    return np.flatnonzero(np.diff(values) > rel * np.abs(values[1:]))
+
+
+def assert_free_energy_falls(result, n_steps: int) -> None:
+    """The annealing trace of ``result`` has ``n_steps`` free energies, none above its predecessor
+    (beyond rounding), the last below the first."""
+    fe = result.trace["free_energy"].to_numpy()
+    assert len(fe) == n_steps
+    assert increases(fe).size == 0, np.diff(fe).max()
+    assert fe[-1] < fe[0]

@@ -33,7 +33,7 @@ from latentzoo.inference.mcmc import add_invariants
 from latentzoo.inference.one_sided import annealed_em as acm_annealed_em
 from latentzoo.models.cluster_abstraction import ClusterAbstractionModel, TopicTree
 from latentzoo.models.one_sided import OneSidedClustering
-from tests.helpers import random_hacm_params
+from tests.helpers import increases, random_hacm_params
 
 SEEDS = [0, 1, 2]
 FORMS = ["constant", "leaf", "object"]
@@ -78,12 +78,6 @@ def dense_pass(model, params, counts, beta):
         n_tau = np.zeros_like(n_tau)
     loglik = logsumexp(np.log(params["rho"]) + per_leaf, axis=1).sum()
     return resp, n_q, n_tau, norm.sum(), loglik
-
-
-def increases(values, rel=1e-12):
-    values = np.asarray(values)
-    assert np.all(np.isfinite(values)), values
-    return np.flatnonzero(np.diff(values) > rel * np.abs(values[1:]))
 
 
 def same_siblings(tree, labels, truth_tree, truth):
