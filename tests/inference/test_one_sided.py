@@ -32,14 +32,7 @@ from latentzoo.inference.one_sided import (
 from latentzoo.models.aspect import default_dyads
 from latentzoo.models.one_sided import OneSidedClustering, default_pairs
 from tests import helpers
-from tests.helpers import (
-    assert_cooccurrence_idata,
-    assert_free_energy_falls,
-    exact_draws_check,
-    increases,
-    random_counts,
-    sbc_gibbs,
-)
+from tests.helpers import assert_cooccurrence_idata, exact_draws_check, random_counts, sbc_gibbs
 
 SEEDS = [0, 1, 2]
 
@@ -132,7 +125,7 @@ def test_free_energy_never_increases_at_fixed_beta(seed, beta):
     data = simulated(seed)
     for model in (OneSidedClustering(3), OneSidedClustering(4, alpha=2.0, eta=1.5)):
         result = annealed_em(model, data, betas=[beta], max_iter=60, tol=0, random_state=seed)
-        assert_free_energy_falls(result, 60)
+        helpers.assert_free_energy_falls(result, 60)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -143,7 +136,7 @@ def test_overrelaxed_em_keeps_the_free_energy_monotone(seed):
         random_state=seed,
     )  # fmt: skip
     fe = result.trace["free_energy"].to_numpy()
-    assert increases(fe).size == 0, np.diff(fe).max()
+    assert helpers.increases(fe).size == 0, np.diff(fe).max()
     np.testing.assert_allclose(result.params["rho"].sum(), 1.0, rtol=1e-12)
 
 
@@ -167,7 +160,7 @@ def test_hard_acm_objective_is_monotone_and_correct(seed):
     model = OneSidedClustering(4)
     result = hard_acm(model, data, random_state=seed)
     objective = result.trace["objective"].to_numpy()
-    assert increases(objective).size == 0, np.diff(objective).max()
+    assert helpers.increases(objective).size == 0, np.diff(objective).max()
     assert result.converged and result.trace["changed"].iloc[-1] == 0
     z, q = result.params["z"], result.params["q"]
     # the last recorded objective is J(z, q) of the returned parameters, recomputed with loops
