@@ -1,6 +1,8 @@
 """Pieces the co-occurrence families share (aspect model, one-sided and two-sided clustering, the
 product-space mixture, the cluster abstraction model), written once.
 
+- :func:`checked_grid_data`, :func:`grid_coords`: the data check and coordinates of the families
+  that cluster rows and columns.
 - :func:`separated_profiles`: the well-separated block profiles of the ``separated=True`` simulators
   (the data on which PyMC's chains agree, ``shared/DESIGN.md`` section 5).
 - :class:`RowMixture`: the members of a mixture over whole rows, ``P(S_i) = sum_k rho_k P(S_i | k)``
@@ -15,11 +17,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from latentzoo.models._checks import check_positive
+from latentzoo.data import CoOccurrence
+from latentzoo.models._checks import check_fits_data, check_positive
 from latentzoo.models.conjugate import log_multinomial_coefficient, row_logsumexp
 from latentzoo.models.invariants import coassignment_pairs, default_dyads
 
-__all__ = ["CountRows", "DyadPredictive", "RowMixture", "separated_profiles"]
+__all__ = [
+    "CountRows",
+    "DyadPredictive",
+    "RowMixture",
+    "checked_grid_data",
+    "grid_coords",
+    "separated_profiles",
+]
 
 
 def separated_profiles(n_clusters: int, size: int, separation: float) -> np.ndarray:
@@ -50,6 +60,55 @@ def separated_profiles(n_clusters: int, size: int, separation: float) -> np.ndar
     for cluster in range(n_clusters):
         table[cluster, cluster * block : (cluster + 1) * block] += separation / block
     return table / table.sum(axis=1, keepdims=True)
+
+
+def checked_grid_data(data, n_row_clusters: int, n_col_clusters: int) -> CoOccurrence:
+    """``data`` as a :class:`~latentzoo.data.CoOccurrence` for a family that clusters both rows
+    and columns (two-sided clustering, the product-space mixture): ``ValueError`` when there are
+    more row clusters than rows or more column clusters than columns.
+
+    Parameters
+    ----------
+    data : CoOccurrence or array-like of counts
+    n_row_clusters, n_col_clusters : int
+
+    Returns
+    -------
+    CoOccurrence
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> checked_grid_data(load("toy"), 2, 3).shape
+    (6, 8)
+    >>> checked_grid_data(load("toy"), 7, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_row_clusters=7 is larger than the data supports: only 6 rows
+    """
+    data = CoOccurrence.coerce(data)
+    check_fits_data("n_row_clusters", n_row_clusters, data.n_rows, "rows")
+    check_fits_data("n_col_clusters", n_col_clusters, data.n_cols, "columns")
+    return data
+
+
+def grid_coords(data, n_row_clusters: int, n_col_clusters: int) -> dict:
+    """ArviZ/PyMC coordinates of a family that clusters both rows and columns: rows, columns, both
+    cluster sets and the compared dyads (:func:`~latentzoo.models.invariants.default_dyads`).
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> sorted(grid_coords(load("toy"), 2, 3))
+    ['col', 'col_cluster', 'dyad', 'row', 'row_cluster']
+    """
+    return {
+        "row": list(data.row_labels),
+        "col": list(data.col_labels),
+        "row_cluster": np.arange(n_row_clusters),
+        "col_cluster": np.arange(n_col_clusters),
+        "dyad": np.arange(len(default_dyads(data))),
+    }
 
 
 def _row_mixture_log_likelihood(joint: np.ndarray, data) -> np.ndarray:

@@ -15,7 +15,6 @@ from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng, check_memory
 from latentzoo.models._checks import (
     check_data_shape,
-    check_fits_data,
     check_integer,
     check_positive,
     check_table,
@@ -25,8 +24,12 @@ from latentzoo.models.base import CorpusFamily, LikelihoodHeldout, LikelihoodMod
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
 )
-from latentzoo.models.cooccurrence import DyadPredictive, separated_profiles
-from latentzoo.models.invariants import default_dyads
+from latentzoo.models.cooccurrence import (
+    DyadPredictive,
+    checked_grid_data,
+    grid_coords,
+    separated_profiles,
+)
 from latentzoo.models.two_sided import cell_dots
 
 __all__ = ["ProductSpaceMixture"]
@@ -130,13 +133,7 @@ class ProductSpaceMixture(DyadPredictive, CorpusFamily, LikelihoodHeldout):
         >>> sorted(ProductSpaceMixture(2, 3).coords(load("toy")))
         ['col', 'col_cluster', 'dyad', 'row', 'row_cluster']
         """
-        return {
-            "row": list(data.row_labels),
-            "col": list(data.col_labels),
-            "row_cluster": np.arange(self.n_row_clusters),
-            "col_cluster": np.arange(self.n_col_clusters),
-            "dyad": np.arange(len(default_dyads(data))),
-        }
+        return grid_coords(data, self.n_row_clusters, self.n_col_clusters)
 
     @property
     def n_classes(self) -> int:
@@ -163,17 +160,12 @@ class ProductSpaceMixture(DyadPredictive, CorpusFamily, LikelihoodHeldout):
 
         Examples
         --------
-        >>> from latentzoo.data import load
-        >>> ProductSpaceMixture(2, 3).check_data(load("toy")).shape
-        (6, 8)
-        >>> ProductSpaceMixture(7, 2).check_data(load("toy"))
+        >>> ProductSpaceMixture(2, 2).check_data([[1, 0], [0, 2]])
         Traceback (most recent call last):
         ...
-        ValueError: n_row_clusters=7 is larger than the data supports: only 6 rows
+        ValueError: n_row_clusters * n_col_clusters = 4 classes is larger than the data supports: only 3 observations
         """
-        data = CoOccurrence.coerce(data)
-        check_fits_data("n_row_clusters", self.n_row_clusters, data.n_rows, "rows")
-        check_fits_data("n_col_clusters", self.n_col_clusters, data.n_cols, "columns")
+        data = checked_grid_data(data, self.n_row_clusters, self.n_col_clusters)
         if self.n_classes > data.total:
             raise ValueError(
                 f"n_row_clusters * n_col_clusters = {self.n_classes} classes is larger than the "

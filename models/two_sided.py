@@ -100,7 +100,6 @@ from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import (
     check_data_shape,
-    check_fits_data,
     check_integer,
     check_positive,
 )
@@ -111,6 +110,7 @@ from latentzoo.models.base import (
     TrainConditionedHeldout,
     TwoSidedLabels,
 )
+from latentzoo.models.cooccurrence import checked_grid_data, grid_coords
 from latentzoo.models.invariants import coassignment_pairs as default_pairs
 from latentzoo.models.invariants import default_dyads
 
@@ -320,11 +320,7 @@ class TwoSidedClustering(CellHeldout, TrainConditionedHeldout, PlainPyMCValues):
         ['col', 'col_cluster', 'col_pair']
         """
         return {
-            "row": list(data.row_labels),
-            "col": list(data.col_labels),
-            "row_cluster": np.arange(self.n_row_clusters),
-            "col_cluster": np.arange(self.n_col_clusters),
-            "dyad": np.arange(len(default_dyads(data))),
+            **grid_coords(data, self.n_row_clusters, self.n_col_clusters),
             "row_pair": np.arange(len(default_pairs(data.row_totals))),
             "col_pair": np.arange(len(default_pairs(data.col_totals))),
         }
@@ -364,10 +360,8 @@ class TwoSidedClustering(CellHeldout, TrainConditionedHeldout, PlainPyMCValues):
         ...
         ValueError: n_row_clusters=7 is larger than the data supports: only 6 rows
         """
-        data = CoOccurrence.coerce(data)
         kx, ky = self.shape
-        check_fits_data("n_row_clusters", kx, data.n_rows, "rows")
-        check_fits_data("n_col_clusters", ky, data.n_cols, "columns")
+        data = checked_grid_data(data, kx, ky)
         if data.total == 0:
             raise ValueError("the data hold no observations")
         if max(kx, ky) > data.total:
