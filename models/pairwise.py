@@ -288,8 +288,34 @@ def _sample_note() -> str:
 
 
 # ----------------------------------------------------------------------------- pairwise
+class _AssignmentCost:
+    """What pairwise and central clustering share: a :class:`~latentzoo.models.base.CostModel`, a
+    Gibbs distribution over one label vector ``z`` of ``n_components`` clusters, compared through
+    the co-assignment probabilities and the cost."""
+
+    protocol = CostModel
+    param_names = ("z",)
+    invariant_names = ("coassign", "cost")
+    invariant_dims = {"coassign": ["pair"]}
+
+    @property
+    def n_clusters(self) -> int:
+        """``K``: ``n_components``."""
+        return self.n_components
+
+    def sizes_label(self) -> str:
+        """The model's cluster numbers as reports print them (``K=...``): ``n_components``.
+
+        Examples
+        --------
+        >>> PairwiseClustering(3).sizes_label(), CentralClustering(2).sizes_label()
+        ('3', '2')
+        """
+        return str(self.n_components)
+
+
 @dataclass(frozen=True)
-class PairwiseClustering:
+class PairwiseClustering(_AssignmentCost):
     """Pairwise clustering: the normalised cost (16) and its Gibbs distribution (18).
 
     Hofmann & Buhmann (1997), section 3.2 and section 4. ``P(M) = exp(-(H^pc(M) - F) / T)``
@@ -312,28 +338,9 @@ class PairwiseClustering:
 
     name = "pairwise"
     data_type = Dissimilarities
-    protocol = CostModel
-    param_names = ("z",)
-    invariant_names = ("coassign", "cost")
-    invariant_dims = {"coassign": ["pair"]}
 
     def __post_init__(self):
         check_integer("n_components", self.n_components)
-
-    @property
-    def n_clusters(self) -> int:
-        """``K``: ``n_components``."""
-        return self.n_components
-
-    def sizes_label(self) -> str:
-        """The model's cluster numbers as reports print them (``K=...``): ``n_components``.
-
-        Examples
-        --------
-        >>> PairwiseClustering(3).sizes_label()
-        '3'
-        """
-        return str(self.n_components)
 
     def check_data(self, data) -> Dissimilarities:
         """Validate ``data`` and return it as a :class:`~latentzoo.data.Dissimilarities`.
@@ -579,7 +586,7 @@ def _central_costs(X: np.ndarray, z: np.ndarray, n_components: int, centroids=No
 
 
 @dataclass(frozen=True)
-class CentralClustering:
+class CentralClustering(_AssignmentCost):
     """Central clustering (K-means) and its maximum-entropy Gibbs distribution, eq. (8)-(15).
 
     Hofmann & Buhmann (1997), section 3.1, after Rose, Gurewitz & Fox (1990). For reference
@@ -608,21 +615,10 @@ class CentralClustering:
 
     name = "central"
     data_type = Features
-    protocol = CostModel
-    param_names = ("z",)
-    invariant_names = ("coassign", "cost")
-    invariant_dims = {"coassign": ["pair"]}
 
     def __post_init__(self):
         check_integer("n_components", self.n_components)
         check_positive("temperature", self.temperature)
-
-    @property
-    def n_clusters(self) -> int:
-        """``K``: ``n_components``."""
-        return self.n_components
-
-    sizes_label = PairwiseClustering.sizes_label
 
     def check_data(self, data) -> Features:
         """Validate ``data`` and return it as dense real :class:`~latentzoo.data.Features`.
