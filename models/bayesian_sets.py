@@ -476,6 +476,13 @@ def pair_features(A, B, pairs) -> np.ndarray:
     array([[1.        , 1.        , 1.        , 0.        , 0.70710678,
             0.        , 1.        ]])
     """
+    A, B = _check_object_sets(A, B)
+    pairs = _check_pairs(pairs, A.shape[0], B.shape[0])
+    return _pair_features(A, B, pairs)
+
+
+def _check_object_sets(A, B):
+    """``A`` and ``B`` checked as object matrices described by the same features."""
     A = _check_objects(A, "A")
     B = _check_objects(B, "B")
     if A.shape[1] != B.shape[1]:
@@ -483,8 +490,7 @@ def pair_features(A, B, pairs) -> np.ndarray:
             f"B has {B.shape[1]} features but A has {A.shape[1]}: the cosine terms Z_v need"
             " objects described by the same features"
         )
-    pairs = _check_pairs(pairs, A.shape[0], B.shape[0])
-    return _pair_features(A, B, pairs)
+    return A, B
 
 
 def _pair_features(A, B, pairs):
@@ -590,13 +596,7 @@ class RelationalBayesianSets:
         ...
         ValueError: links[0, 1] = 2.0 is not binary (0 or 1)
         """
-        A = _check_objects(A, "A")
-        B = _check_objects(B, "B")
-        if A.shape[1] != B.shape[1]:
-            raise ValueError(
-                f"B has {B.shape[1]} features but A has {A.shape[1]}: the cosine terms Z_v"
-                " need objects described by the same features"
-            )
+        A, B = _check_object_sets(A, B)
         links = Features(links)
         if links.shape != (A.shape[0], B.shape[0]):
             raise ValueError(
