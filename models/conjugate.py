@@ -165,19 +165,12 @@ def dirichlet_multinomial_log(counts, concentration):
 
 
 def log_multinomial_coefficient(data) -> np.ndarray:
-    """``log(n_i! / prod_j n_ij!)`` per row of co-occurrence counts.
+    """``log(n_i! / prod_j n_ij!)`` per row of the co-occurrence counts ``data`` (a
+    :class:`~latentzoo.data.CoOccurrence` of N rows), an array of shape (N,).
 
     Added to a family's token-sequence log-likelihood per row it gives the multinomial log-pmf of
     the row's counts given its total (what PyMC's ``counts`` variable reports). Rows without
     observations get 0.
-
-    Parameters
-    ----------
-    data : CoOccurrence
-
-    Returns
-    -------
-    numpy.ndarray of shape (N,)
 
     Examples
     --------
