@@ -273,6 +273,15 @@ class SBCResult:
         """The number of simulations."""
         return len(self.ranks)
 
+    def merge_into(self, comparison, level: str) -> None:
+        """Add this calibration to a validation's :class:`~latentzoo.inference.compare.Comparison`
+        (in place): its verdict, the result itself as ``comparison.sbc``, and its problem under
+        ``level``; :meth:`Comparison.merge_into` is the same question asked of a comparison."""
+        comparison.checks.append(self.check)
+        comparison.sbc = self
+        if self.problem:
+            comparison.problems[level] = self.problem
+
     def to_markdown(self, worst: int = 10) -> str:
         """A report section: the test, its power, and the ``worst`` statistics by p-value."""
         m = len(self.p_values)

@@ -241,6 +241,11 @@ class Comparison:
                 out.append(level)
         return out
 
+    def merge_into(self, comparison: Comparison, level: str) -> None:
+        """Add this level's outcome to a validation's comparison (in place), as
+        :meth:`extend` does with ``label=level``; an SBC result answers the same call."""
+        comparison.extend(self, level)
+
     def extend(self, other: Comparison, label: str | None = None) -> Comparison:
         """Merge another comparison's checks and tables into this one (in place).
 

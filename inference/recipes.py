@@ -29,8 +29,6 @@ from latentzoo.inference.validation import (
     _gibbs_label,
     _log,
     _pymc_label,
-    _sizes_label,
-    _truncation,
     calibration_problem,
     cooccurrence_checks,
     density_level,
@@ -313,6 +311,8 @@ def two_sided(gibbs_class) -> ValidationRecipe:
                 "J": rng.integers(0, model.n_col_clusters, data.n_cols),
             },
             pymc_draws_factor=5,
+            # The SCM's EM is a mean field (sec. 3.4), not a MAP of the PyMC posterior.
+            problems={"em_fixed_point": "mean_field"},
         )
     )
 
@@ -358,17 +358,14 @@ def _mixture_problems(recipe):
             out.append(problem(described(local), local, split_merge=True))
         n_features = sizes["n_features"]
         components = [
-            BetaBernoulli(a=tuple(np.linspace(0.5, 2.0, n_features)), b=1.5),
-            DirichletMultinomial(),
-            NormalGamma(),
-            NormalInverseWishart(),
+            (BetaBernoulli(a=tuple(np.linspace(0.5, 2.0, n_features)), b=1.5), " (per-feature a)"),
+            (DirichletMultinomial(), ""),
+            (NormalGamma(), ""),
+            (NormalInverseWishart(), ""),
         ]
-        for component in components:
+        for component, note in components:
             local = dataclasses.replace(tiny, component=component)
-            label = described(local) + (
-                " (per-feature a)" if isinstance(component, BetaBernoulli) else ""
-            )
-            out.append(problem(label, local, split_merge=True))
+            out.append(problem(described(local) + note, local, split_merge=True))
         if recipe.problems["truncated"] is False:
             local = dataclasses.replace(tiny, n_components=3)
             out.append(problem(described(local), local, split_merge=True))
@@ -482,7 +479,7 @@ def _mixture_reference(entry, recipe, model, data, settings, rng, progressbar=Fa
         f"synthetic: {full} simulated (separated, {sizes['n_items']} items x "
         f"{sizes['n_features']} features), 80% for training ({train.n_items} items), 20% held "
         f"out; {type(local.component).__name__}, alpha={local.alpha:g}, "
-        f"K={_sizes_label(local)}{_truncation(local)}; "
+        f"K={local.sizes_label()}; "
         f"{_pymc_label(4, pymc_draws, settings.pymc_tune, 'PyMC (NUTS, labels marginalised)')}; "
         f"{_gibbs_label(4, settings.gibbs_draws, settings.gibbs_thin, 200, 'split-merge Gibbs')}"
     )

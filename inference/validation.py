@@ -336,7 +336,7 @@ def reference_level(entry, recipe, model, data, settings, rng, progressbar=False
     )  # fmt: skip
     problem = (
         f"synthetic: {full} simulated ({_synthetic_label(recipe.synthetic(settings))}), 80% "
-        f"for training ({data.total} observations), 20% held out; K={_sizes_label(small)}; "
+        f"for training ({data.total} observations), 20% held out; K={small.sizes_label()}; "
         f"{_pymc_label(4, settings.pymc_draws * recipe.pymc_draws_factor, settings.pymc_tune)}"
     )
     if recipe.sampler is not None:
@@ -447,34 +447,12 @@ def compare_at_modes(entry, local, subset, pymc_starts, gibbs_starts, settings, 
     pymc_line = _pymc_label(per, settings.real_draws, settings.real_draws, "PyMC")
     result.problem = (
         f"{REAL_DATA}: {data_label + ', ' if data_label else ''}{subset}; "
-        f"K={_sizes_label(local)}{_truncation(local)}; {_count(n_modes, 'distinct mode')}; "
+        f"K={local.sizes_label()}; {_count(n_modes, 'distinct mode')}; "
         "per mode: "
         f"{gibbs_line}; "
         f"{pymc_line} (reference) and {per} more (null run that calibrates the test)"
     )
     return result
-
-
-def _truncation(model) -> str:
-    """``", PyMC truncated at 10 sticks"`` for the DPM (whose PyMC declaration is truncated)."""
-    if type(model).__name__ == "DirichletProcessMixture":
-        return f", PyMC truncated at {model.n_components} sticks"
-    return ""
-
-
-def _sizes_label(model) -> str:
-    """The cluster numbers of a model, e.g. ``3`` or ``2x2``."""
-    if type(model).__name__ == "DirichletProcessMixture":
-        return "unbounded (DPM)"
-    shape = getattr(model, "shape", None)
-    if shape is None and hasattr(model, "n_row_clusters"):
-        shape = (model.n_row_clusters, model.n_col_clusters)
-    if shape is not None:
-        return "x".join(str(k) for k in shape)
-    for name in ("n_components", "n_clusters"):
-        if hasattr(model, name):
-            return str(getattr(model, name))
-    return "?"
 
 
 def mode_matched_level(entry, recipe, model, data, settings, rng, progressbar=False):
@@ -527,7 +505,7 @@ def calibration_problem(model, settings, sizes: dict, sampler: str) -> str:
     """What the calibrated level ran: simulations, their sizes, K and the chains."""
     return (
         f"synthetic: {settings.sbc_sims} data sets drawn from the prior "
-        f"({_synthetic_label(sizes)}), K={_sizes_label(model)}; per data set "
+        f"({_synthetic_label(sizes)}), K={model.sizes_label()}; per data set "
         f"{_gibbs_label(1, 99, 5, 50, sampler)}"
     )
 
@@ -566,7 +544,6 @@ def optimality_level(entry, recipe, model, data, settings, rng, progressbar=Fals
         kkt_check,
         mean_field_check,
     )
-    from latentzoo.models import TwoSidedClustering
 
     def skipped(name, reason):
         return Check(OPTIMALITY, name, True, f"not applicable: {reason}")
@@ -575,7 +552,8 @@ def optimality_level(entry, recipe, model, data, settings, rng, progressbar=Fals
         reason = "no EM (point estimator) in this family's recipe"
         return Comparison(skipped=[skipped(OPTIMALITY, reason)])
     small = recipe.small(model, recipe.sizes["reference"])
-    mean_field = isinstance(small, TwoSidedClustering)  # its EM needs alpha >= 1 only
+    # A mean-field EM (the SCM's) needs alpha >= 1 only; a MAP EM needs every prior >= 1.
+    mean_field = recipe.problems.get("em_fixed_point") == "mean_field"
     names = ("alpha",) if mean_field else ("alpha", "eta")
     priors = {name: getattr(small, name) for name in names if hasattr(small, name)}
     if any(value < 1 for value in priors.values()):
@@ -584,7 +562,7 @@ def optimality_level(entry, recipe, model, data, settings, rng, progressbar=Fals
         return Comparison(skipped=[skipped(OPTIMALITY, reason)])
     simulated, _ = small.simulate(rng, **recipe.synthetic(settings))
     problem = (
-        f"synthetic: {simulated} drawn from the prior, K={_sizes_label(small)}; {recipe.em} at "
+        f"synthetic: {simulated} drawn from the prior, K={small.sizes_label()}; {recipe.em} at "
         f"beta = 1 to a relative change of {OPTIMALITY_EM_TOL:g} (point estimate, no sampler)"
     )
     _log(progressbar, f"optimality level: {recipe.em} at beta = 1 on {simulated}")
@@ -640,8 +618,7 @@ def density_level(entry, recipe, model, data, settings, rng, progressbar=False) 
     points = 5
     result = density_check(small, simulated, rng, n_points=points)
     result.problem = (
-        f"synthetic: {simulated} drawn from the prior, K={_sizes_label(small)}"
-        f"{_truncation(small)}; no sampler: "
+        f"synthetic: {simulated} drawn from the prior, K={small.sizes_label()}; no sampler: "
         f"PyMC's log density at {points} parameter draws from the prior"
     )
     return result

@@ -14,7 +14,7 @@ import warnings
 
 from latentzoo.data import load
 from latentzoo.data.checks import as_rng
-from latentzoo.inference.compare import Check, Comparison, SBCResult
+from latentzoo.inference.compare import Check, Comparison
 
 # The shared machinery lives in latentzoo.inference.validation; re-exported here.
 from latentzoo.inference.validation import (  # noqa: F401
@@ -135,13 +135,7 @@ def validate(
                 # concentration) is a finding, reported with the other verdicts.
                 detail = f"the level raised {type(error).__name__}: {error}"
                 outcome = Comparison(checks=[Check(level, f"{level} level ran", False, detail)])
-            if isinstance(outcome, SBCResult):
-                result.checks.append(outcome.check)
-                result.sbc = outcome
-                if getattr(outcome, "problem", ""):
-                    result.problems[level] = outcome.problem
-            else:
-                result.extend(outcome, level)
+            outcome.merge_into(result, level)
             if result.problems.get(level, "").startswith(REAL_DATA):
                 text = result.problems[level]
                 result.problems[level] = f"{REAL_DATA} {source}, {text[len(REAL_DATA) + 2 :]}"

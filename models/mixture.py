@@ -400,9 +400,11 @@ class _MixtureMethods(LikelihoodHeldout):
         Examples
         --------
         >>> BayesianMixture(3).sizes_label(), DirichletProcessMixture().sizes_label()
-        ('3', 'unbounded (DPM)')
+        ('3', 'unbounded (DPM; PyMC truncated at 10 sticks)')
         """
-        return "unbounded (DPM)" if self._is_dp else str(self.n_components)
+        if self._is_dp:
+            return f"unbounded (DPM; PyMC truncated at {self.n_components} sticks)"
+        return str(self.n_components)
 
     # ------------------------------------------------------------------ checks
     def check_data(self, data) -> Features:

@@ -231,25 +231,9 @@ def test_no_family_switch_outside_the_family(part):
     assert not offences, "family switches:\n" + "\n".join(offences)
 
 
-KNOWN_FACE_SWITCHES = {
-    ("inference/recipes.py", "BetaBernoulli"),
-    ("inference/validation.py", "DirichletProcessMixture"),
-    ("inference/validation.py", "TwoSidedClustering"),
-    ("latentzoo/validation.py", "SBCResult"),
-}
-"""(file, class) of the switches left in the face's modules at the end of the issue-22 session that
-wrote this test (the face engineer's restructuring): tolerated as an expected failure, any other
-offence fails. Remove an entry when its switch is gone."""
-
-
 def test_no_family_switch_in_the_face():
     offences = _family_switches("face")
-    new = [
-        o for o in offences if (o.split(":")[0], o.rsplit(" ", 1)[-1]) not in KNOWN_FACE_SWITCHES
-    ]
-    assert not new, "family switches:\n" + "\n".join(new)
-    if offences:
-        pytest.xfail("issue 22, the face's restructuring is unfinished: " + "; ".join(offences))
+    assert not offences, "family switches:\n" + "\n".join(offences)
 
 
 # ----------------------------------------------------------------------- (b) import loops
