@@ -35,6 +35,7 @@ from latentzoo.data import Features
 from latentzoo.data.checks import check_entries
 from latentzoo.inference.family import Family, Method, anything
 from latentzoo.models._checks import check_integer, check_interval
+from latentzoo.models.base import model_attrs
 from latentzoo.models.bayesian_sets import (
     BayesianSets,
     RelationalBayesianSets,
@@ -110,6 +111,8 @@ class RetrievalResult:
         ``c`` of (4.13) when the score is linear.
     features : numpy.ndarray or scipy sparse, optional
         The ``(N, D)`` features the scores were computed from (for :meth:`top`).
+    model : BayesianSets, optional
+        The model that scored them (saved with the result as attributes).
 
     Examples
     --------
@@ -128,6 +131,7 @@ class RetrievalResult:
     weights: np.ndarray | None = None
     constant: float | None = None
     features: object = field(default=None, repr=False)
+    model: object = field(default=None, repr=False)
 
     @cached_property
     def ranking(self) -> np.ndarray:
@@ -245,8 +249,10 @@ class RetrievalResult:
         Examples
         --------
         >>> idata = bayesian_sets(np.array([[1, 0], [1, 1]]), [0]).to_inference_data()
-        >>> idata.posterior["score"].dims, idata.posterior.attrs["query"].tolist()
-        (('chain', 'draw', 'item'), ['0'])
+        >>> idata.posterior["score"].dims, idata.posterior.attrs["query_items"]
+        (('chain', 'draw', 'item'), '0')
+        >>> idata.posterior.attrs["model"], idata.posterior.attrs["model_scale"]
+        ('BayesianSets', 2.0)
         """
         import arviz as az
         import xarray as xr
@@ -259,15 +265,43 @@ class RetrievalResult:
                 np.asarray(self.weights)[None, None],
             )
             coords["feature"] = np.asarray(self.feature_names).astype(str)
-        query = np.asarray([str(self.item_names[i]) for i in self.query[self.query >= 0]])
-        attrs = {"method": "bayesian_sets", "point_estimate": 1, "query": query}
+        query = [str(self.item_names[i]) for i in self.query[self.query >= 0]]
+        attrs = {
+            **(model_attrs(self.model) if self.model is not None else {}),
+            "method": "bayesian_sets",
+            "point_estimate": 1,
+            "query": np.asarray(self.query, dtype=np.int64),
+            "query_items": ", ".join(query),  # netCDF keeps one text, not an array of texts
+        }
+        if self.model is not None and self.model.component is None:
+            attrs["model_component"] = "None (the empirical Beta-Bernoulli prior of section 4.3)"
         if self.constant is not None:
             attrs["constant"] = float(self.constant)
         posterior = xr.Dataset(variables, coords=coords, attrs=attrs)
         return az.InferenceData(posterior=posterior)
 
     def save(self, path, data=None) -> None:
-        """Write the result to ``path`` as netCDF (:meth:`to_inference_data`)."""
+        """Write the result to ``path``: ``.npz`` (:meth:`arrays`, the item and feature names;
+        read with ``allow_pickle=False``) or netCDF (:meth:`to_inference_data`) for any other
+        suffix.
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> path = pathlib.Path(tempfile.mkdtemp()) / "ranking.npz"
+        >>> bayesian_sets(np.array([[1, 0], [1, 1]]), [0]).save(path)
+        >>> with np.load(path, allow_pickle=False) as saved:
+        ...     saved["result.score"].round(3).tolist(), saved["item_names"].tolist()
+        ([0.352, -0.341], ['0', '1'])
+        """
+        if str(path).endswith(".npz"):
+            names = {
+                "item_names": np.asarray(self.item_names).astype(str),
+                "feature_names": np.asarray(self.feature_names).astype(str),
+            }
+            with open(path, "wb") as handle:
+                np.savez(handle, **self.arrays(), **names)
+            return
         self.to_inference_data(data).to_netcdf(str(path))
 
     def figure(self, data=None):
@@ -476,6 +510,7 @@ class BayesianSetsIndex:
             weights=weights,
             constant=c,
             features=self._X,
+            model=self.model,
         )
 
 
@@ -992,7 +1027,14 @@ def retrieve(model: BayesianSets, data, query=None) -> RetrievalResult:
     array([ 0.588,  0.588, -0.588])
     """
     if query is None:
-        raise ValueError("query must name at least one item of the data (indices or names)")
+        raise ValueError(
+            "query must name at least one item of the data (indices or names): "
+            "latentzoo fit takes it as --option query=a,b; or use latentzoo query --items a,b"
+        )
+    if isinstance(query, str):  # the command line's "a,b,3": names, or row numbers
+        names = {str(name) for name in Features.coerce(data).item_names}
+        parts = [part.strip() for part in query.split(",") if part.strip()]
+        query = [int(p) if p not in names and p.isdigit() else p for p in parts]
     return bayesian_sets(data, query, model)
 
 
@@ -1001,7 +1043,8 @@ FAMILY = Family(
     model=BayesianSets,
     methods={
         "query": Method(
-            retrieve, (anything("query", None, "the query set: item indices or item names"),)
+            retrieve,
+            (anything("query", None, "the query set: item indices or item names", quick=[0, 2]),),
         )
     },
     recipe=None,
@@ -1010,5 +1053,5 @@ FAMILY = Family(
     notebook="notebooks/bayesian_sets.ipynb",
     description="Bayesian Sets retrieval (Heller 2007, ch. 4); its face is `latentzoo query`",
 )
-"""Bayesian Sets' family: a retrieval model (not yet in :data:`latentzoo.zoo.FAMILY_MODULES`:
-the common checks do not yet know a retrieval method, which needs a query)."""
+"""Bayesian Sets' family: a retrieval model; its one method needs a query (quick runs query the
+first and third items, which :meth:`BayesianSets.simulate` puts in one set)."""

@@ -379,8 +379,8 @@ def _cmd_fit(args):
 
     result = latentzoo.fit(model, data, method=method, **options)
     save_options = {}
-    if args.k is not None and not entry.sizes:
-        # A family without sizes (a tree) takes --k as the number of clusters to cut into.
+    if args.k is not None and not entry.sizes and _saves_with(result, "n_clusters"):
+        # A family without sizes whose result is cut when saved (a tree): --k clusters.
         save_options["n_clusters"] = args.k
     try:
         write_atomically(out, lambda path: fitted.save(result, path, data, **save_options))
@@ -487,6 +487,22 @@ def _binarised(data, how: str):
                           item_names=data.item_names, kind="binary")  # fmt: skip
         return binary, "features binarised as presence (x > 0)"
     return binarize(data), "features binarised by skewness at the 80th percentile (thesis 5.2.2)"
+
+
+def _saves_with(result, name: str) -> bool:
+    """Whether the result's own ``save`` takes the option ``name`` (a sample's has none).
+
+    Examples
+    --------
+    >>> class Cut:
+    ...     def save(self, path, data=None, n_clusters=None): ...
+    >>> _saves_with(Cut(), "n_clusters"), _saves_with(object(), "n_clusters")
+    (True, False)
+    """
+    import inspect
+
+    save = getattr(type(result), "save", None)
+    return save is not None and name in inspect.signature(save).parameters
 
 
 def _cmd_query(args):

@@ -432,12 +432,19 @@ def _write_data_file(data, folder: Path) -> Path:
 
 
 def _cli_quick_flags(entry, method: str) -> list[str]:
-    kind = method_kind(entry, method)
+    """Quick flags of the method's kind, and ``--option NAME=VALUE`` for each option declared
+    with a quick value (a subsample size, a retrieval method's query)."""
+    declared = entry.methods[method]
+    flags = []
+    for name, value in declared.quick_options().items():
+        text = ",".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
+        flags += ["--option", f"{name}={text}"]
+    kind = declared.kind
     if kind == "sampler":
-        return ["--chains", "1", "--draws", "2", "--tune", "1"]
+        return ["--chains", "1", "--draws", "2", "--tune", "1", *flags]
     if kind == "em":
-        return ["--betas", "1", "--max-iter", "5"]
-    return []
+        return ["--betas", "1", "--max-iter", "5", *flags]
+    return flags
 
 
 def _cli_fit(entry, method: str, data_file: Path, out: Path, *flags: str) -> list[str]:
@@ -1101,6 +1108,11 @@ def _check_memory_k(entry, method):
 def _check_determinism(entry, method):
     def check():
         model, data, _ = small_problem(entry)
+        if not entry.methods[method].takes_random_state:  # deterministic: the same bits twice
+            first = result_arrays(run_method(entry, method, model, data))
+            changed = _differences(first, result_arrays(run_method(entry, method, model, data)))
+            _fail([f"{', '.join(changed)} differ"] if changed else [], f"{method}: two runs")
+            return
         first = result_arrays(run_method(entry, method, model, data, random_state=0))
         again = result_arrays(run_method(entry, method, model, data, random_state=0))
         failures = []
@@ -1466,13 +1478,14 @@ def _check_cli_options(entry, method):
 def method_checks(entry, method: str) -> list[tuple[str, Check]]:
     """The named checks of one fast method of a family.
 
-    * ``random_state``: ``'abc'``, 1.5 and -1 refused naming it; an int, a ``RandomState``, a
-      ``Generator`` and None taken;
+    * ``random_state`` (methods taking one): ``'abc'``, 1.5 and -1 refused naming it; an int, a
+      ``RandomState``, a ``Generator`` and None taken;
     * ``option[<name>]`` for every option the method declares with values its constraint
       refuses (:func:`bad_option_values`), and ``option[unknown]``;
     * ``memory:huge_counts`` (4 x 5 counts of 1e9), ``memory:huge_k`` (sizes of 200,000 on
       200,000 x 200,000 counts, or 1e9 components): run, or refused up front with the estimate;
-    * ``determinism``: the same seed gives the same bits, different seeds differ;
+    * ``determinism``: the same seed gives the same bits, different seeds differ (a method
+      without ``random_state``: two runs give the same bits);
     * ``data:sparse_formats``: every scipy sparse format gives the dense fit bit for bit;
       ``data:empty_rows_and_columns``, ``data:single_item``, ``data:extremes`` (a row of 1e6
       tokens; temperatures from 1e-3 to 1e3): a finite fit or a ``ValueError``;
@@ -1493,7 +1506,9 @@ def method_checks(entry, method: str) -> list[tuple[str, Check]]:
     True
     """
     options = method_options(entry, method)
-    checks = [("random_state", _check_random_state(entry, method))]
+    checks = []
+    if entry.methods[method].takes_random_state:  # a deterministic method takes no seed
+        checks.append(("random_state", _check_random_state(entry, method)))
     for name in bad_option_values(entry, method):
         if name != "random_state":
             checks.append((f"option[{name}]", _check_option(entry, method, name)))

@@ -42,6 +42,7 @@ FAMILY_MODULES = (
     "latentzoo.inference.bhc",
     "latentzoo.inference.pairwise",
     "latentzoo.inference.cluster_abstraction",
+    "latentzoo.inference.bayesian_sets",
 )
 """The modules that export the zoo's families, in the order ``latentzoo list`` shows them."""
 

@@ -243,6 +243,9 @@ class RetrievalModel(Model, Protocol):
     def prior(self, data) -> Any:
         """The prior (conjugate component) used for ``data``."""
 
+    def simulate(self, random_state, **sizes) -> tuple[Any, dict]:
+        """``(data, truth)``: items drawn from hidden sets (``truth["labels"]``)."""
+
     def log_score(self, data, query) -> np.ndarray:
         """``log p(x | query) / p(x)`` of every item (the Bayesian Sets score)."""
 

@@ -237,7 +237,7 @@ class BayesianSets:
         >>> BayesianSets().check_data([[0, 2]])
         Traceback (most recent call last):
         ...
-        ValueError: X must be binary (0 or 1) for Bayesian Sets with a BetaBernoulli component, got counts data; binarise it first (e.g. X > 0, or latentzoo.inference.bayesian_sets.binarize for real features)
+        ValueError: X must be binary (0 or 1) for Bayesian Sets with a BetaBernoulli component, got counts data, a kind it does not take; binarise it first (e.g. X > 0, or latentzoo.inference.bayesian_sets.binarize for real features)
         """
         data = Features.coerce(data)
         comp = self.component
@@ -263,6 +263,36 @@ class BayesianSets:
         if self.component is not None:
             return self.component
         return BetaBernoulli.from_data(_matrix(data), self.scale)
+
+    # ------------------------------------------------------------------ simulation
+    def simulate(
+        self, random_state=None, n_items: int = 20, n_features: int = 8, n_sets: int = 2
+    ) -> tuple[Features, dict]:
+        """Items drawn from ``n_sets`` hidden sets: each set's parameters from the component's
+        prior (``Beta(1, 1)`` features when ``component`` is None), each item from its set's.
+
+        Returns
+        -------
+        data : Features
+        truth : dict
+            ``labels`` (N,), each item's set (a query from one set should rank its set first),
+            and the component's parameters of each set.
+
+        Examples
+        --------
+        >>> data, truth = BayesianSets().simulate(0, n_items=6, n_features=3)
+        >>> data, truth["labels"].tolist()
+        (Features(6 x 3, binary, dense), [0, 1, 0, 1, 0, 1])
+        """
+        check_integer("n_items", n_items)
+        check_integer("n_features", n_features)
+        check_integer("n_sets", n_sets)
+        rng = as_rng(random_state)
+        comp = BetaBernoulli(1.0, 1.0) if self.component is None else self.component
+        params = comp.sample_prior(rng, n_sets, n_features)
+        labels = np.arange(n_items) % n_sets
+        data = Features(comp.simulate(rng, params, labels))
+        return data, {"labels": labels, **params}
 
     # ------------------------------------------------------------------ reference score
     def log_score(self, data, query) -> np.ndarray:
@@ -333,7 +363,7 @@ class BayesianSets:
             "offdiag": np.arange(d * (d - 1) // 2),
         }
 
-    def pymc_model(self, data, query, temperature: float = 1.0):
+    def pymc_model(self, data, query=None, temperature: float = 1.0):
         """The reference: the posterior of the component's parameters given the query items.
 
         One cluster, ``theta ~ p(theta)`` (the prior of :meth:`prior`) and the query items
@@ -348,6 +378,7 @@ class BayesianSets:
         ----------
         data : Features or array-like
         query : sequence of int or str
+            Required: the reference is the posterior given a query.
         temperature : float
             Positive; the query likelihood is raised to ``1 / temperature``.
 
@@ -360,7 +391,17 @@ class BayesianSets:
         >>> m = BayesianSets().pymc_model(np.eye(3), [0, 1])
         >>> sorted(m.named_vars)
         ['query_loglik', 'theta']
+        >>> BayesianSets().pymc_model(np.eye(3))
+        Traceback (most recent call last):
+        ...
+        ValueError: Bayesian Sets' PyMC reference is the posterior given a query: pymc_model(data, query), scored by monte_carlo_log_score; the fast method is method="query"
         """
+        if query is None:
+            raise ValueError(
+                "Bayesian Sets' PyMC reference is the posterior given a query: "
+                "pymc_model(data, query), scored by monte_carlo_log_score; "
+                'the fast method is method="query"'
+            )
         import pymc as pm
 
         data = self.check_data(data)

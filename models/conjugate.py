@@ -837,12 +837,12 @@ class _Component:
         >>> DirichletMultinomial().check_data_kind("real", "Bayesian Sets")
         Traceback (most recent call last):
         ...
-        ValueError: X must be non-negative integer counts for Bayesian Sets with a DirichletMultinomial component, got real data
+        ValueError: X must be non-negative integer counts for Bayesian Sets with a DirichletMultinomial component, got real data, a kind it does not take
         """
         if kind not in self.data_kinds:
             raise ValueError(
                 f"X must be {self.data_description} for {user} with a "
-                f"{type(self).__name__} component, got {kind} data{self.kind_advice}"
+                f"{type(self).__name__} component, got {kind} data, a kind it does not take{self.kind_advice}"
             )
 
     def pymc_coords(self, feature_names) -> dict:

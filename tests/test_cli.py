@@ -22,6 +22,24 @@ def test_list_shows_models_and_datasets(capsys):
     code, out, _ = _run(capsys, "list")
     assert code == 0
     assert "aspect" in out and "annealed_em" in out and "reuters" in out
+    assert "bayesian_sets" in out and "Bayesian Sets retrieval" in out
+
+
+def test_fit_bayesian_sets_takes_its_query_as_an_option(capsys, tmp_path):
+    """A retrieval family fits like any other once given its query; without one, or asked to
+    validate (it declares no recipe), the command says so in one line."""
+    data = tmp_path / "items.csv"
+    np.savetxt(data, np.array([[1, 1, 0], [1, 1, 0], [0, 0, 1], [1, 0, 0]]), delimiter=",")
+    out = tmp_path / "ranking.npz"
+    code, _, err = _run(capsys, "fit", "bayesian_sets", "--data", str(data), "--out", str(out))
+    assert code == 2 and "--option query=" in err and len(err.strip().splitlines()) == 1
+    code, printed, _ = _run(capsys, "fit", "bayesian_sets", "--data", str(data), "--option",
+                            "query=0", "--out", str(out))  # fmt: skip
+    assert code == 0 and "best: 1 (" in printed
+    with np.load(out, allow_pickle=False) as saved:
+        assert saved["result.score"].shape == (4,) and saved["result.query"].tolist() == [0]
+    code, _, err = _run(capsys, "validate", "bayesian_sets", "--quick")
+    assert code == 2 and "no validation recipe for bayesian_sets" in err
 
 
 def test_list_options_shows_the_declared_options(capsys):

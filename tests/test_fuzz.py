@@ -224,6 +224,8 @@ def options_strategy(draw, entry, method):
                 options[name] = draw(st.booleans())
     elif "max_iter" in taken:
         options["max_iter"] = draw(st.integers(1, 10))
+    if "query" in taken:  # a retrieval method: one to three items (beyond small data: refused)
+        options["query"] = draw(st.lists(st.integers(0, 4), min_size=1, max_size=3, unique=True))
     return options
 
 
@@ -392,9 +394,8 @@ def test_check_result_catches_a_rising_free_energy_and_a_bad_simplex():
     """The properties themselves: a fit that breaks them is caught."""
     import pandas as pd
 
-    from latentzoo.models import AspectModel
-
     from latentzoo.inference.annealing import estimate_arrays
+    from latentzoo.models import AspectModel
 
     class Fake:
         params = {"theta": np.array([[0.5, 0.5]]), "phi": np.array([[0.2, 0.8], [0.6, 0.4]])}

@@ -23,12 +23,8 @@ def test_every_family_keeps_the_contracts(name):
     if family.reference != "pymc":  # an approximation of another family's model (BHC of the DPM)
         reference = getattr(model, family.reference)
         assert isinstance(reference, Model) and entry_for(reference).name == family.reference
-    elif not hasattr(model, "log_likelihood"):  # a Gibbs distribution over assignments: a cost
-        for member in ("check_data", "simulate", "cost", "pymc_model", "invariants",
-                       "gibbs_expectations"):  # fmt: skip
-            assert callable(getattr(model, member)), member
-    else:
-        assert isinstance(model, Model)
+    else:  # its declared protocol: a likelihood, cost or retrieval model
+        assert isinstance(model, Model) and isinstance(model, family.protocol)
     assert model.data_type is family.data
     assert family.methods and all(callable(method) for method in family.methods.values())
     assert entry_for(model) is family and entry_for(name) is family
