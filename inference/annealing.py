@@ -31,12 +31,16 @@ from typing import NamedTuple, Protocol, runtime_checkable
 import numba as nb
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from latentzoo.data.checks import as_rng, check_fraction
+from latentzoo.inference._lazy import lazy_import
 from latentzoo.inference.family import SCHEDULE_OPTIONS
 from latentzoo.inference.mcmc import check_parameter_memory, model_attrs, netcdf_attr
 from latentzoo.models._checks import check_integer, check_interval
+
+# The notebook-aware progress bar (tqdm.auto imports asyncio and ssl): imported when a bar is
+# first made, so that listing the zoo stays cheap.
+_bar = lazy_import("tqdm.auto")
 
 __all__ = [
     "EMProblem",
@@ -1153,7 +1157,7 @@ def annealed_fit(
     start = time.perf_counter()
     problem = problem_on(data)
     selection = transitions = None
-    with tqdm(desc=desc, disable=not progressbar, leave=False) as bar:
+    with _bar.tqdm(desc=desc, disable=not progressbar, leave=False) as bar:
         if isinstance(betas, GeometricCooling):
             params = problem.init(rng)
             run, _, transitions = cool(problem, params, betas, max_iter, tol, overrelax, bar)

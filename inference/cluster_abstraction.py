@@ -63,10 +63,10 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
 
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
+from latentzoo.inference._lazy import lazy_import
 from latentzoo.inference.annealing import (
     EMResult,
     EMStats,
@@ -110,6 +110,10 @@ from latentzoo.models.cluster_abstraction import ClusterAbstractionModel, TopicT
 from latentzoo.models.conjugate import dirichlet_multinomial_log
 from latentzoo.models.invariants import coassignment_pairs, default_dyads
 from latentzoo.models.one_sided import OneSidedClustering
+
+# The notebook-aware progress bar (tqdm.auto imports asyncio and ssl): imported when a bar is
+# first made, so that listing the zoo stays cheap.
+_bar = lazy_import("tqdm.auto")
 
 __all__ = [
     "ClusterAbstractionEM",
@@ -766,7 +770,7 @@ def grow_tree(
     split_rows, stage_rows = [], []
     last = 0
     acm = OneSidedClustering(1, alpha=model.alpha, eta=model.eta)
-    for position, beta in enumerate(tqdm(betas, desc="growing the tree", disable=not progressbar,
+    for position, beta in enumerate(_bar.tqdm(betas, desc="growing the tree", disable=not progressbar,
                                          leave=False)):  # fmt: skip
         last = position
         k = len(node_of)

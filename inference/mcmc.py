@@ -30,12 +30,15 @@ from typing import Any, NamedTuple
 
 import numba as nb
 import numpy as np
-from tqdm.auto import tqdm
 
 from latentzoo.data.checks import check_memory, check_random_state
 from latentzoo.inference._lazy import lazy_import
 from latentzoo.models._checks import check_integer
 from latentzoo.models.base import model_attrs, netcdf_attr  # noqa: F401 - re-exported
+
+# The notebook-aware progress bar (tqdm.auto imports asyncio and ssl): imported when a bar is
+# first made, so that listing the zoo stays cheap.
+_bar = lazy_import("tqdm.auto")
 
 # Imported at first use: listing the zoo imports this module and needs none of them.
 az = lazy_import("arviz")
@@ -343,7 +346,7 @@ def run_chains(
     kept_stats: dict[str, list] = {}
     total = chains * (tune + draws * thin)
     start = time.perf_counter()
-    with tqdm(total=total, desc=desc, disable=not progressbar, leave=False) as bar:
+    with _bar.tqdm(total=total, desc=desc, disable=not progressbar, leave=False) as bar:
         for rng in generators:
             state = init(rng)
             for _ in range(tune):

@@ -52,10 +52,10 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy.special import gammaln
-from tqdm.auto import tqdm
 
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
+from latentzoo.inference._lazy import lazy_import
 from latentzoo.inference.annealing import (
     EMResult,
     EMStats,
@@ -94,6 +94,10 @@ from latentzoo.models._checks import check_integer
 from latentzoo.models.conjugate import dirichlet_multinomial_log
 from latentzoo.models.invariants import default_dyads
 from latentzoo.models.one_sided import OneSidedClustering, default_pairs, row_logsumexp
+
+# The notebook-aware progress bar (tqdm.auto imports asyncio and ssl): imported when a bar is
+# first made, so that listing the zoo stays cheap.
+_bar = lazy_import("tqdm.auto")
 
 __all__ = [
     "OneSidedEM",
@@ -341,7 +345,7 @@ def hard_acm(
     rng = as_rng(random_state)
     start = time.perf_counter()
     best = None
-    for _ in tqdm(range(n_init), desc="hard ACM starts", disable=not progressbar, leave=False):
+    for _ in _bar.tqdm(range(n_init), desc="hard ACM starts", disable=not progressbar, leave=False):
         q0 = (
             init["q"] if init is not None else kl_kmeans_plus_plus(data, model.n_clusters, rng)["q"]
         )
