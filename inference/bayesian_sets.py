@@ -1038,6 +1038,120 @@ def retrieve(model: BayesianSets, data, query=None) -> RetrievalResult:
     return bayesian_sets(data, query, model)
 
 
+# ------------------------------------------------------------------------------ validation
+def _quadrature_log_scores(component: BetaBernoulli, X: np.ndarray, query) -> np.ndarray:
+    """(4.1) for Beta-Bernoulli items by numerical integration, independent of the closed form.
+
+    Each feature's predictive ``P(x_j = 1)`` under the prior and under the posterior given the
+    query is ``int theta Beta(theta) dtheta`` computed by QUADPACK's QAWS rule, which integrates
+    the algebraic end-point singularities of ``theta^(a-1) (1-theta)^(b-1)`` exactly (priors with
+    ``a < 1`` included).
+    """
+    from scipy.integrate import quad
+
+    d = X.shape[1]
+    a = np.broadcast_to(np.asarray(component.a, dtype=np.float64), (d,))
+    b = np.broadcast_to(np.asarray(component.b, dtype=np.float64), (d,))
+    ones, n = X[query].sum(axis=0), len(query)
+
+    def mean(alpha, beta):
+        mass = quad(lambda t: 1.0, 0.0, 1.0, weight="alg", wvar=(alpha - 1, beta - 1))[0]
+        first = quad(lambda t: t, 0.0, 1.0, weight="alg", wvar=(alpha - 1, beta - 1))[0]
+        return first / mass
+
+    prior = np.array([mean(a[j], b[j]) for j in range(d)])  # d features, not items
+    post = np.array([mean(a[j] + ones[j], b[j] + n - ones[j]) for j in range(d)])
+    on, off = np.log(post / prior), np.log1p(-post) - np.log1p(-prior)
+    return X @ on + (1 - X) @ off
+
+
+def _exact_level(entry, recipe, model, data, settings, rng, progressbar=False):
+    """The method's scores against (4.1) integrated numerically, on simulated binary items."""
+    from latentzoo.inference.compare import Check, Comparison
+
+    problems = [("your model", model), ("a < 1 per feature", BayesianSets(
+        component=BetaBernoulli(a=(0.3, 0.8, 1.0, 2.5, 0.5, 4.0), b=0.7)))]  # fmt: skip
+    checks, worst = [], {}
+    for label, local in problems:
+        small, truth = local.simulate(rng, n_items=30, n_features=6, n_sets=2)
+        prior = local.prior(small)
+        if not isinstance(prior, BetaBernoulli):
+            continue  # the quadrature is written for Bernoulli features
+        query = np.flatnonzero(truth["labels"] == 0)[:4]
+        X = np.asarray(small.X, dtype=np.float64)
+        fast = entry.methods["query"](local, small, query=query).scores
+        exact = _quadrature_log_scores(prior, X, query)
+        error = float(np.max(np.abs(fast - exact) / (1 + np.abs(exact))))
+        worst[label] = error
+        checks.append(Check("exact", f"{label}: scores = (4.1) by quadrature", error < 1e-8,
+                            f"max relative error {error:.1e} over {len(X)} items (need < 1e-8)",
+                            {"max_relative_error": error}))  # fmt: skip
+    problem = "30 simulated binary items x 6 features, query of 4 items of one set"
+    return Comparison(checks=checks, problem=problem)
+
+
+def _reference_level(entry, recipe, model, data, settings, rng, progressbar=False):
+    """The method's scores against PyMC's Monte Carlo estimate of (4.1) (NUTS on the posterior
+    given the query, :meth:`BayesianSets.monte_carlo_log_score`), within 5 Monte Carlo standard
+    errors (delta method on ``log mean_s p(x | theta_s)`` with the ESS of each item's weights)."""
+    import arviz as az
+    import pymc as pm
+
+    from latentzoo.inference.compare import Check, Comparison
+
+    small, truth = model.simulate(rng, n_items=12, n_features=4, n_sets=2)
+    query = np.flatnonzero(truth["labels"] == 0)[:3]
+    draws = settings.pymc_draws
+    with model.pymc_model(small, query):
+        idata = pm.sample(draws=draws, tune=settings.pymc_tune, chains=2, cores=1,
+                          random_seed=int(rng.integers(2**31)), progressbar=progressbar,
+                          compute_convergence_checks=False)  # fmt: skip
+    comp = model.prior(small)
+    posterior = idata.posterior
+    params = {name: posterior[name].values for name in comp.param_names}
+    monte_carlo = model.monte_carlo_log_score(params, small)
+    fast = entry.methods["query"](model, small, query=query).scores
+    n_chains, n_draws = posterior.sizes["chain"], posterior.sizes["draw"]
+    flat = {k: v.reshape((n_chains * n_draws,) + v.shape[3:]) for k, v in params.items()}
+    loglik = comp.log_likelihood(flat, np.asarray(small.X, dtype=np.float64))  # (N, S)
+    weights = np.exp(loglik - loglik.max(axis=1, keepdims=True))
+    ess = np.array([az.ess(w.reshape(n_chains, n_draws)) for w in weights], dtype=np.float64)
+    mcse = weights.std(axis=1) / np.sqrt(ess) / weights.mean(axis=1)
+    z = np.abs(monte_carlo - fast) / mcse
+    passed = bool(np.all(z < 5))
+    check = Check("reference", "scores = PyMC Monte Carlo estimate", passed,
+                  f"max |z| {z.max():.2f} over {len(z)} items (need < 5; min ESS {ess.min():.0f})",
+                  {"max_z": float(z.max()), "min_ess": float(ess.min())})  # fmt: skip
+    problem = (f"{small} simulated from 2 sets, query of {len(query)} items; "
+               f"PyMC NUTS 2 x {draws} draws")  # fmt: skip
+    return Comparison(checks=[check], problem=problem)
+
+
+_CLOSED_FORM = "the scores are closed forms: there is no sampler or point estimate to check"
+
+
+def validation_recipe():
+    """Bayesian Sets' levels: exact (quadrature) and reference (PyMC Monte Carlo).
+
+    Examples
+    --------
+    >>> sorted(validation_recipe().checks)
+    ['exact', 'reference']
+    """
+    from latentzoo.inference.validation import ValidationRecipe
+
+    return ValidationRecipe(
+        checks={"exact": _exact_level, "reference": _reference_level},
+        not_applicable={
+            "density": "the PyMC declaration is a posterior given the query, checked through"
+            " its Monte Carlo score at the reference level",
+            "optimality": _CLOSED_FORM,
+            "mode-matched": _CLOSED_FORM,
+            "calibrated": _CLOSED_FORM,
+        },
+    )
+
+
 FAMILY = Family(
     name="bayesian_sets",
     model=BayesianSets,
@@ -1047,7 +1161,7 @@ FAMILY = Family(
             (anything("query", None, "the query set: item indices or item names", quick=[0, 2]),),
         )
     },
-    recipe=None,
+    recipe=validation_recipe,
     sizes=(),
     dataset="movielens",
     notebook="notebooks/bayesian_sets.ipynb",
