@@ -95,6 +95,51 @@ def _labelled_enumeration(n_items, n_labels, log_joint):
     return log_joint(enumerate_assignments(n_items, n_labels)), n_labels
 
 
+def _cooccurrence_recipe(
+    cls,
+    gibbs_class,
+    *,
+    problems,
+    moments,
+    enumerate_states,
+    synthetic,
+    sbc_data,
+    initvals,
+    gibbs_weights,
+) -> ValidationRecipe:
+    """The recipe of a co-occurrence family with ``alpha``/``eta`` priors and a Gibbs sampler.
+
+    ``initvals = (first, second)`` names the two simplex parameters PyMC starts from (smoothed by
+    1e-3 and 1e-4); ``gibbs_weights(params, sampler)`` gives each Gibbs item's label
+    probabilities, from which the chain's start is drawn.
+    """
+    first, second = initvals
+
+    def gibbs_start(params, sampler, rng):
+        weights = gibbs_weights(params, sampler)
+        u = rng.random(len(weights))[:, None]
+        return np.minimum((weights.cumsum(axis=1) < u).sum(axis=1), weights.shape[1] - 1)
+
+    return cooccurrence_checks(
+        ValidationRecipe(
+            small=lambda m, k: cls(k, alpha=m.alpha, eta=m.eta),
+            sizes={"exact": 2, "reference": 2, "reference_full": 3, "real": 3, "sbc": 2},
+            exact_problems=problems,
+            exact_state=lambda sampler, state: state.z.copy(),
+            exact_params=lambda setup, state, rng: setup.draw(state, rng),
+            exact_moments=moments,
+            synthetic=synthetic,
+            sbc_data=sbc_data,
+            sampler="gibbs",
+            sampler_class=gibbs_class,
+            enumerate=enumerate_states,
+            em="annealed_em",
+            initvals=lambda p: {first: _smooth(p[first], 1e-3), second: _smooth(p[second], 1e-4)},
+            gibbs_start=gibbs_start,
+        )
+    )
+
+
 def aspect(gibbs_class) -> ValidationRecipe:
     """The aspect model: every level (token assignments enumerated at the exact level)."""
     from latentzoo.models import AspectModel
@@ -124,36 +169,23 @@ def aspect(gibbs_class) -> ValidationRecipe:
              "an empty row, unobserved inner and last columns"),
         )  # fmt: skip
 
-    def gibbs_start(params, sampler, rng):
-        """Token assignments drawn from the E-step posterior of the EM solution."""
+    def gibbs_weights(params, sampler):
+        """The E-step posterior of each token's assignment at the EM solution."""
         theta, phi = params["theta"], params["phi"]
         weights = theta[sampler.docs] * phi[:, sampler.words].T
         weights /= weights.sum(axis=1, keepdims=True)
-        u = rng.random(len(weights))[:, None]
-        return np.minimum((weights.cumsum(axis=1) < u).sum(axis=1), theta.shape[1] - 1)
+        return weights
 
     def synthetic(settings):
         n_docs, n_words, length = (30, 60, 200) if settings.full else (10, 12, 60)
         return {"n_docs": n_docs, "n_words": n_words, "doc_length": length}
 
-    return cooccurrence_checks(
-        ValidationRecipe(
-            small=lambda m, k: AspectModel(k, alpha=m.alpha, eta=m.eta),
-            sizes={"exact": 2, "reference": 2, "reference_full": 3, "real": 3, "sbc": 2},
-            exact_problems=problems,
-            exact_state=lambda sampler, state: state.z.copy(),
-            exact_params=lambda setup, state, rng: setup.draw(state, rng),
-            exact_moments=moments,
-            synthetic=synthetic,
-            sbc_data={"n_docs": 4, "n_words": 5, "doc_length": 6},
-            sampler="gibbs",
-            sampler_class=gibbs_class,
-            enumerate=enumerate_states,
-            em="annealed_em",
-            initvals=lambda p: {"theta": _smooth(p["theta"], 1e-3), "phi": _smooth(p["phi"], 1e-4)},
-            gibbs_start=gibbs_start,
-        )
-    )
+    return _cooccurrence_recipe(
+        AspectModel, gibbs_class, problems=problems, moments=moments,
+        enumerate_states=enumerate_states, synthetic=synthetic,
+        sbc_data={"n_docs": 4, "n_words": 5, "doc_length": 6}, initvals=("theta", "phi"),
+        gibbs_weights=gibbs_weights,
+    )  # fmt: skip
 
 
 def one_sided(gibbs_class) -> ValidationRecipe:
@@ -184,35 +216,18 @@ def one_sided(gibbs_class) -> ValidationRecipe:
              "cells and rows above 8, an empty row, an unobserved column"),
         )  # fmt: skip
 
-    def gibbs_start(params, sampler, rng):
-        resp = params["resp"]
-        u = rng.random(len(resp))[:, None]
-        return np.minimum((resp.cumsum(axis=1) < u).sum(axis=1), resp.shape[1] - 1)
-
     def synthetic(settings):
         # Separation 0.5 leaves some rows' clusters uncertain (at 0.9 every co-assignment was 0 or
         # 1, and a sampler without +alpha gave bit-identical output); PyMC still converges.
         n_docs, n_words, length = (24, 30, 30) if settings.full else (12, 12, 30)
         return {"n_docs": n_docs, "n_words": n_words, "doc_length": length, "separation": 0.5}
 
-    return cooccurrence_checks(
-        ValidationRecipe(
-            small=lambda m, k: OneSidedClustering(k, alpha=m.alpha, eta=m.eta),
-            sizes={"exact": 2, "reference": 2, "reference_full": 3, "real": 3, "sbc": 2},
-            exact_problems=problems,
-            exact_state=lambda sampler, state: state.z.copy(),
-            exact_params=lambda setup, state, rng: setup.draw(state, rng),
-            exact_moments=moments,
-            synthetic=synthetic,
-            sbc_data={"n_docs": 5, "n_words": 5, "doc_length": 4},
-            sampler="gibbs",
-            sampler_class=gibbs_class,
-            enumerate=enumerate_states,
-            em="annealed_em",
-            initvals=lambda p: {"rho": _smooth(p["rho"], 1e-3), "q": _smooth(p["q"], 1e-4)},
-            gibbs_start=gibbs_start,
-        )
-    )
+    return _cooccurrence_recipe(
+        OneSidedClustering, gibbs_class, problems=problems, moments=moments,
+        enumerate_states=enumerate_states, synthetic=synthetic,
+        sbc_data={"n_docs": 5, "n_words": 5, "doc_length": 4}, initvals=("rho", "q"),
+        gibbs_weights=lambda params, sampler: params["resp"],
+    )  # fmt: skip
 
 
 def product_space() -> ValidationRecipe:
