@@ -66,6 +66,7 @@ from latentzoo.inference.mcmc import (
     GibbsInfo,
     GibbsSetup,
     LabelAxis,
+    gibbs_data,
     gibbs_entry,
     keep_params_auto,
     next_uniform,
@@ -1317,11 +1318,7 @@ annealed_em = em_entry(
 
 def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto"):
     """The family side of :func:`gibbs`: checks, sampler, draw, coordinates."""
-    data = model.check_data(data)
-    if test is not None:
-        test = model.check_data(test)
-        if test.shape != data.shape:
-            raise ValueError(f"test has shape {test.shape}, expected {data.shape}")
+    data, test = gibbs_data(model, data, test)
     sampler = AspectGibbs(model, data)
     dyads = default_dyads(data)
     k = model.n_components

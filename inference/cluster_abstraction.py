@@ -98,6 +98,8 @@ from latentzoo.inference.mcmc import (
     GibbsSetup,
     dirichlet_rows,
     draw_log_weights,
+    evaluated_draw,
+    gibbs_data,
     gibbs_entry,
     keep_params_auto,
     next_uniform,
@@ -1451,11 +1453,7 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
     """The family side of :func:`gibbs`: checks, sampler, draw, coordinates."""
     if not isinstance(model, ClusterAbstractionModel):
         raise ValueError(f"model must be a ClusterAbstractionModel, got {type(model).__name__}")
-    data = model.check_data(data)
-    if test is not None:
-        test = CoOccurrence.coerce(test)
-        if test.shape != data.shape:
-            raise ValueError(f"test has shape {test.shape}, expected {data.shape}")
+    data, test = gibbs_data(model, data, test, CoOccurrence.coerce)
     sampler = ClusterAbstractionGibbs(model, data)
     dyads = default_dyads(data)
     pairs = coassignment_pairs(data.row_totals)
@@ -1464,17 +1462,7 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
     size = tree.n_leaves + tree.n_nodes * data.n_cols + tau_size + data.n_rows
     keep_params = keep_params_auto(keep_params, chains, draws, size)
     scored = test if test is not None else data
-    coefficient = model.log_multinomial_coefficient(scored)
-
-    def draw(state, rng):
-        params = sampler.draw(state, rng)
-        per_row, out = model.evaluate(params, data, dyads, pairs)
-        if test is not None:
-            per_row = model.predictive_log_density(params, test, data)
-        out["counts"] = per_row + coefficient
-        if keep_params:
-            out.update(params)
-        return out
+    draw = evaluated_draw(model, sampler, data, test, dyads, pairs, keep_params)
 
     return GibbsSetup(sampler, draw, model.coords(data), model.dims, scored,
                       observed_dims=("doc", "word"), label_axes=())  # fmt: skip

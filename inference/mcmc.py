@@ -478,6 +478,95 @@ def keep_params_auto(keep_params, chains: int, draws: int, values_per_draw: int)
     return keep_params
 
 
+def gibbs_data(model, data, test=None, coerce=None):
+    """Check a Gibbs sampler's training ``data`` and held-out ``test`` (which must have its shape).
+
+    Parameters
+    ----------
+    model : a registered model
+        Its ``check_data`` checks ``data``.
+    data : the training data
+    test : the held-out data, optional
+    coerce : callable, optional
+        Converts ``test`` (default ``model.check_data``).
+
+    Returns
+    -------
+    tuple
+        ``(data, test)``, checked; ``test`` stays ``None`` when not given.
+
+    Raises
+    ------
+    ValueError
+        If ``test`` has another shape than ``data``.
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> from latentzoo.models import OneSidedClustering
+    >>> data, test = gibbs_data(OneSidedClustering(2), load("toy"), load("toy"))
+    >>> test.shape == data.shape
+    True
+    """
+    data = model.check_data(data)
+    if test is not None:
+        test = (model.check_data if coerce is None else coerce)(test)
+        if test.shape != data.shape:
+            raise ValueError(f"test has shape {test.shape}, expected {data.shape}")
+    return data, test
+
+
+def evaluated_draw(model, sampler, data, test, dyads, pairs, keep_params) -> Callable:
+    """The ``draw(state, rng)`` of a :class:`GibbsSetup` for counts scored by ``model.evaluate``.
+
+    Each draw holds the invariants of ``model.evaluate(params, data, dyads, pairs)`` and
+    ``counts``: the per-row log-likelihood of ``data`` or, with ``test``, the predictive log
+    density of each held-out row (``model.predictive_log_density``), plus the multinomial
+    coefficient; the parameters of ``sampler.draw`` too when ``keep_params`` is True.
+
+    Parameters
+    ----------
+    model : a co-occurrence model with ``evaluate`` and ``predictive_log_density``
+    sampler : its Gibbs sampler
+    data, test : the training counts and the held-out ones (or None)
+    dyads, pairs : what ``model.evaluate`` scores
+    keep_params : bool
+
+    Returns
+    -------
+    callable
+        ``draw(state, rng) -> dict``.
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> from latentzoo.inference.one_sided import OneSidedGibbs
+    >>> from latentzoo.models import OneSidedClustering
+    >>> from latentzoo.models.invariants import default_dyads
+    >>> from latentzoo.models.one_sided import default_pairs
+    >>> model, data = OneSidedClustering(2), load("toy")
+    >>> sampler = OneSidedGibbs(model, data)
+    >>> draw = evaluated_draw(model, sampler, data, None, default_dyads(data), default_pairs(data),
+    ...                       keep_params=False)
+    >>> rng = np.random.default_rng(0)
+    >>> draw(sampler.init(rng), rng)["counts"].shape
+    (6,)
+    """
+    coefficient = model.log_multinomial_coefficient(test if test is not None else data)
+
+    def draw(state, rng):
+        params = sampler.draw(state, rng)
+        per_row, out = model.evaluate(params, data, dyads, pairs)
+        if test is not None:
+            per_row = model.predictive_log_density(params, test, data)
+        out["counts"] = per_row + coefficient
+        if keep_params:
+            out.update(params)
+        return out
+
+    return draw
+
+
 def sample_to_inference_data(
     sampler,
     draw: Callable,

@@ -85,6 +85,8 @@ from latentzoo.inference.mcmc import (
     check_parameter_memory,
     dirichlet_rows,
     draw_log_weights,
+    evaluated_draw,
+    gibbs_data,
     gibbs_entry,
     keep_params_auto,
     splitmix_seeds,
@@ -650,28 +652,14 @@ class OneSidedGibbs:
 
 def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto"):
     """The family side of :func:`gibbs`: checks, sampler, draw, coordinates."""
-    data = model.check_data(data)
-    if test is not None:
-        test = CoOccurrence.coerce(test)
-        if test.shape != data.shape:
-            raise ValueError(f"test has shape {test.shape}, expected {data.shape}")
+    data, test = gibbs_data(model, data, test, CoOccurrence.coerce)
     sampler = OneSidedGibbs(model, data)
     dyads = default_dyads(data)
     pairs = default_pairs(data)
     k = model.n_clusters
     keep_params = keep_params_auto(keep_params, chains, draws, k * (data.n_cols + 1) + data.n_rows)
     scored = test if test is not None else data
-    coefficient = model.log_multinomial_coefficient(scored)
-
-    def draw(state, rng):
-        params = sampler.draw(state, rng)
-        per_row, out = model.evaluate(params, data, dyads, pairs)
-        if test is not None:
-            per_row = model.predictive_log_density(params, test, data)
-        out["counts"] = per_row + coefficient
-        if keep_params:
-            out.update(params)
-        return out
+    draw = evaluated_draw(model, sampler, data, test, dyads, pairs, keep_params)
 
     coords, dims = model.coords(data), model.dims
     return GibbsSetup(

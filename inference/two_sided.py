@@ -84,6 +84,7 @@ from latentzoo.inference.mcmc import (
     GibbsSetup,
     LabelAxis,
     dirichlet_rows,
+    gibbs_data,
     gibbs_entry,
     keep_params_auto,
     next_uniform,
@@ -810,11 +811,7 @@ class TwoSidedGibbs:
 
 def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto"):
     """The family side of :func:`gibbs`: checks, sampler, draw, coordinates."""
-    data = model.check_data(data)
-    if test is not None:
-        test = CoOccurrence.coerce(test)
-        if test.shape != data.shape:
-            raise ValueError(f"test has shape {test.shape}, expected {data.shape}")
+    data, test = gibbs_data(model, data, test, CoOccurrence.coerce)
     sampler = TwoSidedGibbs(model, data)
     dyads = default_dyads(data)
     row_pairs = default_pairs(data.row_totals)
