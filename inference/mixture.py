@@ -299,6 +299,28 @@ def _refresh(kind, hyper, tables, stats, coef, base, k):
 
 
 @nb.njit(cache=True)
+def _take_out(x, k, sizes, stats, prior, kind, hyper, tables, coef, base):
+    """Remove item ``x`` from slot ``k`` (size, statistics, cached predictive); True when ``k``
+    empties, its statistics then reset to ``prior`` exactly (no round-off left behind)."""
+    sizes[k] -= 1
+    emptied = sizes[k] == 0
+    if emptied:
+        stats[k, :] = prior
+    else:
+        stats_update(kind, hyper, stats[k], x, -1.0)
+    _refresh(kind, hyper, tables, stats, coef, base, k)
+    return emptied
+
+
+@nb.njit(cache=True)
+def _put_in(x, k, sizes, stats, kind, hyper, tables, coef, base):
+    """Add item ``x`` to slot ``k`` (size, statistics, cached predictive)."""
+    sizes[k] += 1
+    stats_update(kind, hyper, stats[k], x, 1.0)
+    _refresh(kind, hyper, tables, stats, coef, base, k)
+
+
+@nb.njit(cache=True)
 def _log_pred(kind, hyper, stats, coef, base, k, x):
     """``log p(x | D_k)`` of slot ``k``: the cached form for Beta-Bernoulli, else the kernel."""
     if kind == 0:
@@ -337,9 +359,7 @@ def _dpm_sweep(X, z, sizes, stats, prior, prior_pred, kind, hyper, tables, alpha
     for i in range(X.shape[0]):
         x = X[i]
         old = z[i]
-        sizes[old] -= 1
-        if sizes[old] == 0:
-            stats[old, :] = prior  # exact reset, no round-off left behind
+        if _take_out(x, old, sizes, stats, prior, kind, hyper, tables, coef, base):
             p = where[old]
             last = order[n_active - 1]
             order[p] = last
@@ -347,9 +367,6 @@ def _dpm_sweep(X, z, sizes, stats, prior, prior_pred, kind, hyper, tables, alpha
             order[n_active - 1] = old
             where[old] = n_active - 1
             n_active -= 1
-        else:
-            stats_update(kind, hyper, stats[old], x, -1.0)
-        _refresh(kind, hyper, tables, stats, coef, base, old)
         for a in range(n_active):
             k = order[a]
             logw[a] = math.log(sizes[k]) + _log_pred(kind, hyper, stats, coef, base, k, x)
@@ -374,9 +391,7 @@ def _dpm_sweep(X, z, sizes, stats, prior, prior_pred, kind, hyper, tables, alpha
         else:
             k = order[a]
         z[i] = k
-        sizes[k] += 1
-        stats_update(kind, hyper, stats[k], x, 1.0)
-        _refresh(kind, hyper, tables, stats, coef, base, k)
+        _put_in(x, k, sizes, stats, kind, hyper, tables, coef, base)
     return sizes, stats
 
 
@@ -389,13 +404,7 @@ def _finite_sweep(X, z, sizes, stats, prior, prior_pred, kind, hyper, tables, al
     logw = np.empty(n_labels)
     for i in range(X.shape[0]):
         x = X[i]
-        old = z[i]
-        sizes[old] -= 1
-        if sizes[old] == 0:
-            stats[old, :] = prior
-        else:
-            stats_update(kind, hyper, stats[old], x, -1.0)
-        _refresh(kind, hyper, tables, stats, coef, base, old)
+        _take_out(x, z[i], sizes, stats, prior, kind, hyper, tables, coef, base)
         for k in range(n_labels):
             if sizes[k] == 0:
                 logw[k] = math.log(offset) + prior_pred[i]
@@ -405,9 +414,7 @@ def _finite_sweep(X, z, sizes, stats, prior, prior_pred, kind, hyper, tables, al
                 )
         k = draw_log_weights(logw, n_labels, state)
         z[i] = k
-        sizes[k] += 1
-        stats_update(kind, hyper, stats[k], x, 1.0)
-        _refresh(kind, hyper, tables, stats, coef, base, k)
+        _put_in(x, k, sizes, stats, kind, hyper, tables, coef, base)
 
 
 # --------------------------------------------------------------------------- split-merge
