@@ -52,9 +52,7 @@ from latentzoo.inference.em import (
 )
 from latentzoo.inference.family import (
     DTYPE,
-    GIBBS_OPTIONS,
-    GIBBS_TEST,
-    KEEP_PARAMS,
+    GIBBS_METHOD_OPTIONS,
     SCHEDULE_OPTIONS,
     THREADS,
     Family,
@@ -1480,7 +1478,7 @@ FAMILY = Family(
                 annealed_em.defaults,
             ),
         ),
-        "gibbs": Method(gibbs, (*GIBBS_OPTIONS, GIBBS_TEST, KEEP_PARAMS)),
+        "gibbs": Method(gibbs, GIBBS_METHOD_OPTIONS),
     },
     recipe=validation_recipe,
     sizes=("n_components",),

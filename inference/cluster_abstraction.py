@@ -83,9 +83,7 @@ from latentzoo.inference.em import (
     tempered_row_posterior,
 )
 from latentzoo.inference.family import (
-    GIBBS_OPTIONS,
-    GIBBS_TEST,
-    KEEP_PARAMS,
+    GIBBS_METHOD_OPTIONS,
     SCHEDULE_OPTIONS,
     THREADS,
     Family,
@@ -1609,7 +1607,7 @@ FAMILY = Family(
     methods={
         "annealed_em": Method(annealed_em, with_defaults(_EM_OPTIONS, annealed_em.defaults)),
         "three_stage": Method(three_stage_em, with_defaults(_EM_OPTIONS, annealed_em.defaults)),
-        "gibbs": Method(gibbs, (*GIBBS_OPTIONS, GIBBS_TEST, KEEP_PARAMS)),
+        "gibbs": Method(gibbs, GIBBS_METHOD_OPTIONS),
     },
     recipe=validation_recipe,
     sizes=("tree",),

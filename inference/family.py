@@ -413,6 +413,26 @@ KEEP_PARAMS = Option(
     ("always",),
 )
 
+GIBBS_METHOD_OPTIONS = (*GIBBS_OPTIONS, GIBBS_TEST, KEEP_PARAMS)
+"""The options of a family's ``gibbs`` method (:func:`~latentzoo.inference.mcmc.gibbs_entry`)."""
+
+
+def hard_options(*options: Option) -> tuple[Option, ...]:
+    """The options of a hard-assignment method: ``max_iter``, ``random_state``, the family's own
+    ``options``, ``progressbar``.
+
+    Examples
+    --------
+    >>> [option.name for option in hard_options(integer("n_init", 1, "random starts"))]
+    ['max_iter', 'random_state', 'n_init', 'progressbar']
+    """
+    return (
+        integer("max_iter", 100, "iterations at most"),
+        seed(),
+        *options,
+        flag("progressbar", False, "show a progress bar"),
+    )
+
 
 # ---------------------------------------------------------------------------------- methods
 @dataclass(frozen=True)

@@ -65,17 +65,14 @@ from latentzoo.inference.annealing import (
 )
 from latentzoo.inference.em import kl_kmeans_plus_plus, multinomial_mixture_pass
 from latentzoo.inference.family import (
-    GIBBS_OPTIONS,
-    GIBBS_TEST,
-    KEEP_PARAMS,
+    GIBBS_METHOD_OPTIONS,
     SCHEDULE_OPTIONS,
     THREADS,
     Family,
     Method,
     anything,
-    flag,
+    hard_options,
     integer,
-    seed,
     with_defaults,
 )
 from latentzoo.inference.mcmc import (
@@ -720,18 +717,15 @@ FAMILY = Family(
     methods={
         "hard": Method(
             hard_acm,
-            (
-                integer("max_iter", 100, "iterations at most"),
-                seed(),
+            hard_options(
                 integer("n_init", 1, "random starts; the best is kept"),
                 anything("init", None, "starting parameters (dict), instead of random starts"),
-                flag("progressbar", False, "show a progress bar"),
             ),
         ),
         "annealed_em": Method(
             annealed_em, with_defaults((*SCHEDULE_OPTIONS, THREADS), annealed_em.defaults)
         ),
-        "gibbs": Method(gibbs, (*GIBBS_OPTIONS, GIBBS_TEST, KEEP_PARAMS)),
+        "gibbs": Method(gibbs, GIBBS_METHOD_OPTIONS),
     },
     recipe=validation_recipe,
     sizes=("n_components",),

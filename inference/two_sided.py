@@ -67,16 +67,13 @@ from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
 from latentzoo.inference.annealing import EMStats, annealed_fit, em_entry
 from latentzoo.inference.family import (
-    GIBBS_OPTIONS,
-    GIBBS_TEST,
-    KEEP_PARAMS,
+    GIBBS_METHOD_OPTIONS,
     SCHEDULE_OPTIONS,
     Family,
     Method,
     anything,
     flag,
-    integer,
-    seed,
+    hard_options,
     with_defaults,
 )
 from latentzoo.inference.mcmc import (
@@ -904,16 +901,13 @@ FAMILY = Family(
     methods={
         "hard": Method(
             hard_scm,
-            (
-                integer("max_iter", 100, "iterations at most"),
-                seed(),
-                anything("init", "acm", f"starting partition: one of {INITS}, or a dict with 'I'"),
-                flag("progressbar", False, "show a progress bar"),
+            hard_options(
+                anything("init", "acm", f"starting partition: one of {INITS}, or a dict with 'I'")
             ),
         ),
         "mean_field": _MEAN_FIELD,
         "annealed_em": _MEAN_FIELD,
-        "gibbs": Method(gibbs, (*GIBBS_OPTIONS, GIBBS_TEST, KEEP_PARAMS)),
+        "gibbs": Method(gibbs, GIBBS_METHOD_OPTIONS),
     },
     recipe=validation_recipe,
     sizes=("n_row_clusters", "n_col_clusters"),
