@@ -882,10 +882,6 @@ def validation_recipe():
 _MEMORY = integer(
     "memory_limit", None, "bytes the run may allocate (None: half the RAM)", none=True
 )
-_DETERMINISTIC = (
-    "bhc is deterministic and takes no random_state: the same data give the same tree, ties"
-    " broken by the smallest pair (tests/inference/test_bhc.py)"
-)
 # A tree model has no PyMC declaration of its own (it approximates the DPM, whose declaration is
 # checked in the dpm family) and no parameters to set against a simulated truth: the common checks
 # that need them do not apply (latentzoo.testing.CHECK_NEEDS); `latentzoo validate bhc` compares
@@ -929,9 +925,6 @@ FAMILY = Family(
             none=True,
         ),
     ),
-    skipped_checks={
-        "bhc:random_state": _DETERMINISTIC,
-        "bhc:determinism": _DETERMINISTIC,
-    },
+    skipped_checks={},
 )
 """Bayesian hierarchical clustering's family (listed in :mod:`latentzoo.zoo`)."""

@@ -105,7 +105,8 @@ class Option:
     constraint : str
         The constraint in words (``"an integer >= 1"``), used in the error message.
     check : callable or None
-        ``check(value) -> bool``: whether the value meets the constraint (None: any value).
+        ``check(value) -> bool``: whether the value meets the constraint (None: any value); it
+        may raise its own ``ValueError`` to name an offending entry of a list (``betas[2]``).
     bad_values : tuple
         Values the constraint refuses: the common checks pass each and expect a ``ValueError``
         naming the option.
@@ -342,7 +343,11 @@ def _betas_ok(value) -> bool:
         values = list(value)
     except TypeError:
         return False
-    return bool(values) and all(_is_real(b) and 0 < b < float("inf") for b in values)
+    for position, beta in enumerate(values):
+        if not (_is_real(beta) and 0 < beta < float("inf")):
+            # The offending entry named, as annealing.check_schedule does.
+            raise ValueError(f"betas[{position}] = {beta!r} must be a positive finite number")
+    return bool(values)
 
 
 SCHEDULE_OPTIONS = (

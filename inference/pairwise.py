@@ -1555,7 +1555,6 @@ _COST_CHECKS = {
     " memory of large inputs is checked by memory:huge_k",
 }
 _REAL_VALUED = "the model takes real values: negative and fractional entries are valid data"
-_WARD = "ward is deterministic (scipy linkage) and takes no random_state"
 FAMILIES = (
     Family(
         name="pairwise",
@@ -1609,8 +1608,6 @@ FAMILIES = (
         skipped_checks={
             **_COST_CHECKS,
             "data:fractional": "dissimilarities are real numbers: fractional entries are valid",
-            "ward:random_state": _WARD,
-            "ward:determinism": _WARD,
         },
     ),
     Family(

@@ -400,7 +400,7 @@ class _MixtureMethods(LikelihoodHeldout):
         Examples
         --------
         >>> BayesianMixture(3).sizes_label(), DirichletProcessMixture().sizes_label()
-        ('3', 'unbounded (DPM; PyMC truncated at 10 sticks)')
+        ('3', 'unbounded (DPM; PyMC truncated at 20 sticks)')
         """
         if self._is_dp:
             return f"unbounded (DPM; PyMC truncated at {self.n_components} sticks)"
