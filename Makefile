@@ -77,11 +77,13 @@ prepare-rdata: install
 demo: install
 	$(PYTHON) -m latentzoo demo --out report
 
-# Three tiers (README, "Tests"): `test` is the default run (under 8 minutes on 2 cores); `test-slow`
-# the full-size runs that .ci/run also runs; `test-heavy` the hour-long studies (the mutation suite,
-# false alarms over 100 seeds), marked both slow and heavy, run by `test-all` with everything else.
+# Three tiers (README, "Test tiers"): `test` is the default run, on every core (pytest-xdist, one
+# test file per worker so module fixtures are built once; TEST_WORKERS=0 runs it in one process);
+# `test-slow` the full-size runs; `test-heavy` the hour-long studies (the mutation suite, false
+# alarms over 100 seeds), marked both slow and heavy, run by `test-all` with everything else.
+TEST_WORKERS ?= auto
 test: install-test
-	$(PYTHON) -m pytest -q -m "not slow" --durations=15
+	$(PYTHON) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 test-slow: install-test
 	$(PYTHON) -m pytest -q -m "slow and not heavy" --durations=15
