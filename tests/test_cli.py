@@ -85,7 +85,10 @@ def test_bad_counts_file_is_a_one_line_error(capsys, tmp_path, rows, message):
         (["fit", "nomodel", "--data", "toy"], "unknown model 'nomodel'"),
         (["fit", "aspect", "--data", "toy", "--k", "2", "--method", "magic"], "unknown method"),
         (["fit", "aspect", "--data", "toy", "--k", "2", "--betas", "x,1"], "--betas"),
-        (["fit", "aspect", "--data", "toy", "--k", "2", "--betas", "-1"], "betas must be"),
+        (
+            ["fit", "aspect", "--data", "toy", "--k", "2", "--betas", "-1"],
+            "betas[0] = -1.0 must be",
+        ),
         (["fit", "aspect", "--data", "toy", "--k", "2", "--draws", "5"], "does not take --draws"),
         (
             ["fit", "one_sided", "--data", "toy", "--k", "2", "--method", "hard", "--betas", "1"],
