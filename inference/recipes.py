@@ -326,8 +326,7 @@ def two_sided(gibbs_class) -> ValidationRecipe:
                 "J": rng.integers(0, model.n_col_clusters, data.n_cols),
             },
             pymc_draws_factor=5,
-            # The SCM's EM is a mean field (sec. 3.4), not a MAP of the PyMC posterior.
-            problems={"em_fixed_point": "mean_field"},
+            em_fixed_point="mean_field",  # the SCM's EM (sec. 3.4), not a MAP of PyMC's posterior
         )
     )
 

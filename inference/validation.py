@@ -187,6 +187,11 @@ class ValidationRecipe:
         most 1.004 over four seeds).
     problems : dict
         Free-form settings of a family's own checks.
+    em_fixed_point : str
+        What the ``em`` method converges to: ``"map"`` (a posterior mode: the optimality level
+        asks every prior >= 1 and checks the KKT conditions and PyMC's find_MAP) or
+        ``"mean_field"`` (the SCM's, sec. 3.4: checked as a mean-field fixed point; only
+        ``alpha >= 1`` is needed).
     """
 
     checks: dict = field(default_factory=dict)
@@ -209,6 +214,7 @@ class ValidationRecipe:
     random_start: Callable | None = None
     pymc_draws_factor: int = 1
     problems: dict = field(default_factory=dict)
+    em_fixed_point: str = "map"
 
 
 # -------------------------------------------------------------------------------- levels
@@ -553,7 +559,7 @@ def optimality_level(entry, recipe, model, data, settings, rng, progressbar=Fals
         return Comparison(skipped=[skipped(OPTIMALITY, reason)])
     small = recipe.small(model, recipe.sizes["reference"])
     # A mean-field EM (the SCM's) needs alpha >= 1 only; a MAP EM needs every prior >= 1.
-    mean_field = recipe.problems.get("em_fixed_point") == "mean_field"
+    mean_field = recipe.em_fixed_point == "mean_field"
     names = ("alpha",) if mean_field else ("alpha", "eta")
     priors = {name: getattr(small, name) for name in names if hasattr(small, name)}
     if any(value < 1 for value in priors.values()):
