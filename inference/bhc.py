@@ -925,6 +925,5 @@ FAMILY = Family(
             none=True,
         ),
     ),
-    skipped_checks={},
 )
 """Bayesian hierarchical clustering's family (listed in :mod:`latentzoo.zoo`)."""
