@@ -492,6 +492,8 @@ class CoOccurrence(Coercible):
     file_formats = ("npz", "csv")
     #: Whether entry ``[i, j]`` and ``[j, i]`` are one value (False: rows and columns differ).
     symmetric = False
+    #: What :meth:`table_sizes` counts as the observations: the total count.
+    _observations = "total"
 
     def with_names(self, item_names, column_names=None) -> CoOccurrence:
         """The same counts with rows named ``item_names`` and columns ``column_names``.
@@ -640,17 +642,6 @@ class CoOccurrence(Coercible):
         (True, False)
         """
         return CoOccurrence(self.counts.copy(), self.row_labels, self.col_labels)
-
-    def table_sizes(self) -> tuple[int, int, int]:
-        """``(rows, columns, observations)``, the sizes ``list_datasets`` shows.
-
-        Examples
-        --------
-        >>> from latentzoo.data import CoOccurrence
-        >>> CoOccurrence([[1, 2], [0, 3]]).table_sizes()
-        (2, 2, 6)
-        """
-        return self.n_rows, self.n_cols, self.total
 
     # ------------------------------------------------------------------ dunder
     def __repr__(self) -> str:

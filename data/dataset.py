@@ -28,12 +28,33 @@ import numpy as np
 
 from .checks import as_rng, check_fraction
 
-__all__ = ["Coercible", "Dataset", "holdout_items", "matrix_edge_cases"]
+__all__ = ["Coercible", "Dataset", "RealMatrix", "holdout_items", "matrix_edge_cases"]
 
 
 class Coercible:
-    """What a container offers the layers above to take data that may already be one of its
-    kind, without testing its class there (``data/<container>.py`` owns that test)."""
+    """What every container offers the layers above, written once: taking data that may already
+    be one of its kind without testing its class there (``data/<container>.py`` owns that
+    test), and its sizes for ``list_datasets``."""
+
+    #: Name of the property :meth:`table_sizes` reports as the observations (set by each
+    #: container: total count, non-zero entries, observed pairs).
+    _observations: str
+
+    def table_sizes(self) -> tuple[int, int, int]:
+        """``(rows, columns, observations)``, the sizes ``list_datasets`` shows: the total count
+        of co-occurrence counts, the non-zero entries of feature vectors, the observed pairs of
+        dissimilarities.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence, Dissimilarities, Features
+        >>> CoOccurrence([[1, 2], [0, 3]]).table_sizes(), Features([[0, 1], [1, 1]]).table_sizes()
+        ((2, 2, 6), (2, 2, 3))
+        >>> Dissimilarities([[0, 1], [1, 0]]).table_sizes()
+        (2, 2, 1)
+        """
+        n_rows, n_cols = self.shape
+        return n_rows, n_cols, getattr(self, self._observations)
 
     @classmethod
     def coerce(cls, data, **options):
@@ -48,6 +69,65 @@ class Coercible:
         (True, (1, 2))
         """
         return data if isinstance(data, cls) else cls(data, **options)
+
+
+class RealMatrix(Coercible):
+    """What the containers of a real matrix over items (feature vectors, dissimilarities) share:
+    their items' names and labels, their awkward cases and no bound of their own on the number
+    of components."""
+
+    @property
+    def n_items(self) -> int:
+        """Number of items ``N`` (the rows)."""
+        return self.shape[0]
+
+    @property
+    def labels(self) -> np.ndarray | None:
+        """Read-only class labels of the items, or ``None``."""
+        return self._labels
+
+    @property
+    def item_names(self) -> np.ndarray:
+        """Read-only unicode names of the items."""
+        return self._item_names
+
+    def _classes_note(self) -> str:
+        """``", K classes"`` (the distinct labels) for a repr, ``""`` without labels."""
+        if self._labels is None:
+            return ""
+        return f", {len(np.unique(self._labels.astype(str)))} classes"
+
+    def _same_items(self, other) -> bool:
+        """Whether ``other`` has the same shape, item names and labels: what equality of these
+        containers asks first."""
+        if (self._labels is None) != (other._labels is None):
+            return False
+        return bool(
+            self.shape == other.shape
+            and np.array_equal(self._item_names, other._item_names)
+            and (self._labels is None or np.array_equal(self._labels, other._labels))
+        )
+
+    @classmethod
+    def edge_cases(cls) -> dict[str, list[np.ndarray]]:
+        """Valid but awkward matrices, by name, that every method must fit (finitely) or
+        refuse (:func:`~latentzoo.data.dataset.matrix_edge_cases`).
+
+        Examples
+        --------
+        >>> from latentzoo.data import Dissimilarities, Features
+        >>> sorted(Features.edge_cases()) == sorted(Dissimilarities.edge_cases())
+        True
+        >>> sorted(Features.edge_cases())
+        ['empty_rows_and_columns', 'single_item']
+        """
+        return matrix_edge_cases()
+
+    @classmethod
+    def supporting(cls, n_components: int) -> None:
+        """None: feature vectors and dissimilarities put no bound on the number of components
+        or clusters (the model may)."""
+        return None
 
 
 @runtime_checkable

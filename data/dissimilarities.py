@@ -38,12 +38,12 @@ from .checks import (
     normalise_index,
     normalise_names,
 )
-from .dataset import Coercible, holdout_items, matrix_edge_cases
+from .dataset import RealMatrix, holdout_items
 
 __all__ = ["DissimilarityRows", "Dissimilarities"]
 
 
-class Dissimilarities(Coercible):
+class Dissimilarities(RealMatrix):
     """Dissimilarities ``D_ij`` between ``N`` items.
 
     Parameters
@@ -95,6 +95,8 @@ class Dissimilarities(Coercible):
     #: Whether entry ``[i, j]`` and ``[j, i]`` are one value: input is symmetrised as
     #: ``(D + D^T) / 2``, so a corrupted entry must be corrupted on both sides.
     symmetric = True
+    #: What :meth:`table_sizes` counts as the observations: the observed pairs.
+    _observations = "n_pairs"
 
     def __init__(self, D, labels=None, item_names=None):
         if isinstance(D, pd.DataFrame) and item_names is None:
@@ -453,24 +455,9 @@ class Dissimilarities(Coercible):
         return self.n_items * (self.n_items - 1) // 2
 
     @property
-    def n_items(self) -> int:
-        """Number of items ``N``."""
-        return self.shape[0]
-
-    @property
     def asymmetry(self) -> float:
         """``max |D_ij - D_ji|`` of the input before symmetrisation (0 for symmetric input)."""
         return self._asymmetry
-
-    @property
-    def labels(self) -> np.ndarray | None:
-        """Read-only class labels of the items, or ``None``."""
-        return self._labels
-
-    @property
-    def item_names(self) -> np.ndarray:
-        """Read-only unicode names of the items."""
-        return self._item_names
 
     def condensed(self) -> np.ndarray:
         """The upper triangle as a condensed vector (the input of ``scipy`` linkage).
@@ -610,23 +597,6 @@ class Dissimilarities(Coercible):
         """
         return Dissimilarities(self.D, labels=self.labels, item_names=item_names)
 
-    @classmethod
-    def edge_cases(cls) -> dict[str, list[np.ndarray]]:
-        """Valid but awkward matrices, by name, that every method must fit (finitely) or
-        refuse (:func:`~latentzoo.data.dataset.matrix_edge_cases`).
-
-        Examples
-        --------
-        >>> sorted(Dissimilarities.edge_cases())
-        ['empty_rows_and_columns', 'single_item']
-        """
-        return matrix_edge_cases()
-
-    @classmethod
-    def supporting(cls, n_components: int) -> None:
-        """None: dissimilarities put no bound on the number of clusters (the model may)."""
-        return None
-
     def top_centred_eigenvalue(self) -> float:
         """``lambda_max(-J D J) / N`` (``J`` the centring matrix; 0 if negative): classical
         scaling's leading eigenvalue per item (Torgerson 1952). Dense below 300 items, else
@@ -659,18 +629,6 @@ class Dissimilarities(Coercible):
                     return_eigenvectors=False)  # fmt: skip
         return float(max(top[0], 0.0) / n)
 
-    def table_sizes(self) -> tuple[int, int, int]:
-        """``(items, items, pairs)``, the sizes ``list_datasets`` shows.
-
-        Examples
-        --------
-        >>> from latentzoo.data import Dissimilarities
-        >>> Dissimilarities([[0, 1], [1, 0]]).table_sizes()
-        (2, 2, 1)
-        """
-        n_rows, n_cols = self.shape
-        return n_rows, n_cols, self.n_pairs
-
     def copy(self) -> Dissimilarities:
         """An independent copy."""
         labels = None if self._labels is None else self._labels.copy()
@@ -688,34 +646,19 @@ class Dissimilarities(Coercible):
         if self._pairs is not None:
             sparse = f", sparse: {self.n_pairs} of {self._all_pairs()} pairs"
         note = ", symmetrised" if self._asymmetry > 0 else ""
-        classes = ""
-        if self._labels is not None:
-            classes = f", {len(np.unique(self._labels.astype(str)))} classes"
-        return f"Dissimilarities({self.n_items} items{sparse}{note}{classes})"
+        return f"Dissimilarities({self.n_items} items{sparse}{note}{self._classes_note()})"
 
     def __eq__(self, other):
         if not isinstance(other, Dissimilarities):
             return NotImplemented
-        same_labels = (self._labels is None and other._labels is None) or (
-            self._labels is not None
-            and other._labels is not None
-            and np.array_equal(self._labels, other._labels)
-        )
-        if self.is_sparse != other.is_sparse:
+        if self.is_sparse != other.is_sparse or not self._same_items(other):
             return False
         if self._pairs is not None:
-            same_values = all(
+            return all(
                 np.array_equal(getattr(self._pairs, part), getattr(other._pairs, part))
                 for part in ("indptr", "indices", "data")
             )
-        else:
-            same_values = np.array_equal(self._D, other._D)
-        return bool(
-            same_labels
-            and self.shape == other.shape
-            and np.array_equal(self._item_names, other._item_names)
-            and same_values
-        )
+        return bool(np.array_equal(self._D, other._D))
 
     __hash__ = None
 

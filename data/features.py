@@ -13,7 +13,7 @@ import pandas as pd
 import scipy.sparse as sp
 
 from .checks import as_matrix, check_entries, check_vector, normalise_index, normalise_names
-from .dataset import Coercible, holdout_items, matrix_edge_cases
+from .dataset import RealMatrix, holdout_items
 
 __all__ = ["KINDS", "Features"]
 
@@ -51,7 +51,7 @@ def _check_values(values, kind, shape, rows=None, cols=None) -> str:
     return _infer_kind(np.asarray(values)) if kind is None else kind
 
 
-class Features(Coercible):
+class Features(RealMatrix):
     """Feature vectors of ``N`` items: an ``N x D`` matrix of binary, count or real values.
 
     Parameters
@@ -97,6 +97,8 @@ class Features(Coercible):
     file_formats = ("csv",)
     #: Whether entry ``[i, j]`` and ``[j, i]`` are one value (False: items x features).
     symmetric = False
+    #: What :meth:`table_sizes` counts as the observations: the non-zero entries.
+    _observations = "nnz"
 
     def __init__(self, X, labels=None, feature_names=None, item_names=None, kind=None):
         _check_kind(kind)
@@ -204,11 +206,6 @@ class Features(Coercible):
         return (int(source.shape[0]), int(source.shape[1]))
 
     @property
-    def n_items(self) -> int:
-        """Number of items ``N`` (rows)."""
-        return self.shape[0]
-
-    @property
     def n_features(self) -> int:
         """Number of features ``D`` (columns)."""
         return self.shape[1]
@@ -226,19 +223,9 @@ class Features(Coercible):
         return self._kind
 
     @property
-    def labels(self) -> np.ndarray | None:
-        """Read-only class labels of the items, or ``None``."""
-        return self._labels
-
-    @property
     def feature_names(self) -> np.ndarray:
         """Read-only unicode names of the features."""
         return self._feature_names
-
-    @property
-    def item_names(self) -> np.ndarray:
-        """Read-only unicode names of the items."""
-        return self._item_names
 
     @property
     def nnz(self) -> int:
@@ -446,23 +433,6 @@ class Features(Coercible):
                         feature_names=column_names, item_names=item_names, kind=self.kind)  # fmt: skip
 
     @classmethod
-    def edge_cases(cls) -> dict[str, list[np.ndarray]]:
-        """Valid but awkward matrices, by name, that every method must fit (finitely) or
-        refuse (:func:`~latentzoo.data.dataset.matrix_edge_cases`).
-
-        Examples
-        --------
-        >>> sorted(Features.edge_cases())
-        ['empty_rows_and_columns', 'single_item']
-        """
-        return matrix_edge_cases()
-
-    @classmethod
-    def supporting(cls, n_components: int) -> None:
-        """None: feature vectors put no bound on the number of components (the model may)."""
-        return None
-
-    @classmethod
     def matrix_of(cls, X):
         """The matrix of ``X``: ``X.X`` for :class:`Features`, ``X`` itself (unchecked) otherwise.
 
@@ -509,17 +479,6 @@ class Features(Coercible):
         cov = X.T @ X / X.shape[0]
         return float(2.0 * np.linalg.eigvalsh(np.atleast_2d(cov))[-1])
 
-    def table_sizes(self) -> tuple[int, int, int]:
-        """``(items, features, non-zero entries)``, the sizes ``list_datasets`` shows.
-
-        Examples
-        --------
-        >>> Features([[0, 1], [1, 1]]).table_sizes()
-        (2, 2, 3)
-        """
-        n_rows, n_cols = self.shape
-        return n_rows, n_cols, self.nnz
-
     def copy(self) -> Features:
         """An independent copy (``load`` hands these out)."""
         dense = None if self._dense is None else self._dense.copy()
@@ -538,23 +497,16 @@ class Features(Coercible):
     def __repr__(self) -> str:
         n_items, n_features = self.shape
         storage = "sparse" if self._sparse is not None else "dense"
-        classes = ""
-        if self._labels is not None:
-            classes = f", {len(np.unique(self._labels.astype(str)))} classes"
-        return f"Features({n_items} x {n_features}, {self._kind}, {storage}{classes})"
+        return f"Features({n_items} x {n_features}, {self._kind}, {storage}{self._classes_note()})"
 
     def __eq__(self, other):
         if not isinstance(other, Features):
             return NotImplemented
         if (
-            self.shape != other.shape
+            not self._same_items(other)
             or self._kind != other._kind
-            or not np.array_equal(self._item_names, other._item_names)
             or not np.array_equal(self._feature_names, other._feature_names)
-            or (self._labels is None) != (other._labels is None)
         ):
-            return False
-        if self._labels is not None and not np.array_equal(self._labels, other._labels):
             return False
         if self._sparse is None and other._sparse is None:
             return bool(np.array_equal(self._dense, other._dense))
