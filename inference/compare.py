@@ -995,16 +995,15 @@ def _reference_checks(result, fast, reference, var_names, alpha, rhat_max, names
     table["z_calibrated"] = table["z"] / inflation
     table["agree"] = table["degenerate"] | (table["z_calibrated"] <= table["threshold"])
     result.agreement = table
-    worst_z = _worst(table["z_calibrated"])
     result.checks.append(
-        Check(
-            "reference",
+        _agreement_check(
             f"{fast_name} agrees with {ref_name}",
-            bool(table["agree"].all()),
-            f"max |z| {worst_z:.2f} over {_tested(table)} after calibration by "
-            f"{ref_name}'s two halves (factor {inflation:.2f}; threshold "
+            table,
+            "z_calibrated",
+            "max |z|",
+            f"after calibration by {ref_name}'s two halves (factor {inflation:.2f}; threshold "
             f"{table['threshold'].iloc[0]:.2f}, family-wise alpha {alpha})",
-            {"max_z": worst_z, "inflation": inflation},
+            inflation=inflation,
         )
     )
 
@@ -1023,6 +1022,22 @@ def _tested(table) -> str:
     if degenerate:
         text += f" ({degenerate} degenerate excluded)"
     return text
+
+
+def _agreement_check(name: str, table, column: str, statistic: str, terms: str, **numbers) -> Check:
+    """The reference-level check that every quantity of an agreement ``table`` agrees.
+
+    Its detail reads ``"<statistic> <largest z of column> over <N quantities> <terms>"``; its
+    numbers are that largest z (``max_z``) followed by ``numbers``.
+    """
+    worst = _worst(table[column])
+    return Check(
+        "reference",
+        name,
+        bool(table["agree"].all()),
+        f"{statistic} {worst:.2f} over {_tested(table)} {terms}",
+        {"max_z": worst, **numbers},
+    )
 
 
 MODE_RHAT_MAX = 1.05
@@ -1250,15 +1265,13 @@ def point_in_posterior(
             {"max_rhat": worst_rhat},
         )
     )
-    worst = _worst(table["z"])
     result.checks.append(
-        Check(
-            "reference",
+        _agreement_check(
             f"{name} inside the pymc posterior",
-            bool(table["agree"].all()),
-            f"max |estimate - mean| / sd = {worst:.2f} over {_tested(table)} "
+            table,
+            "z",
+            "max |estimate - mean| / sd =",
             f"(threshold {threshold:.2f})",
-            {"max_z": worst},
         )
     )
     return result
