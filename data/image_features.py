@@ -136,6 +136,14 @@ def _chunked(function, rgb: np.ndarray, single: bool, cost: int) -> np.ndarray:
     return out[0] if single else out
 
 
+def _extract(images, *extractors) -> np.ndarray:
+    """Validate ``images`` once, apply each extractor by chunks (:data:`_COSTS`) and put the
+    features side by side."""
+    rgb, single = _as_images(images)
+    parts = [_chunked(extract, rgb, single, _COSTS[extract]) for extract in extractors]
+    return np.concatenate(parts, axis=-1)
+
+
 # ---------------------------------------------------------------- colour
 
 
@@ -229,8 +237,7 @@ def colour_histogram(images) -> np.ndarray:
     >>> histogram.shape, float(histogram.sum()), str(feature_names()[histogram.argmax()])
     ((165,), 1.0, 'hsv_v4_h0_s4')
     """
-    rgb, single = _as_images(images)
-    return _chunked(_colour_histogram, rgb, single, cost=4)
+    return _extract(images, _colour_histogram)
 
 
 # ---------------------------------------------------------------- Gabor
@@ -316,8 +323,7 @@ def gabor_features(images) -> np.ndarray:
     >>> [int(i) for i in np.unravel_index(means.argmax(), means.shape)]  # (scale, orientation)
     [2, 0]
     """
-    rgb, single = _as_images(images)
-    return _chunked(_gabor_features, rgb, single, cost=4 * GABOR_SCALES * GABOR_ORIENTATIONS)
+    return _extract(images, _gabor_features)
 
 
 # ---------------------------------------------------------------- Tamura
@@ -494,11 +500,18 @@ def tamura_features(images) -> np.ndarray:
     >>> tamura_features(np.full((48, 48), 0.5))[9:18]  # contrast of a constant image
     array([0., 0., 0., 0., 0., 0., 0., 0., 0.])
     """
-    rgb, single = _as_images(images)
-    return _chunked(_tamura_features, rgb, single, cost=3 * (TAMURA_COARSENESS_LEVELS + 1))
+    return _extract(images, _tamura_features)
 
 
 # ---------------------------------------------------------------- all features
+
+# Floats each extractor holds per pixel of a chunk of images (the Gabor bank's complex
+# responses, coarseness's window averages), which sets how many images a chunk takes.
+_COSTS = {
+    _colour_histogram: 4,
+    _gabor_features: 4 * GABOR_SCALES * GABOR_ORIENTATIONS,
+    _tamura_features: 3 * (TAMURA_COARSENESS_LEVELS + 1),
+}
 
 
 def feature_names() -> np.ndarray:
@@ -565,10 +578,4 @@ def image_features(images) -> np.ndarray:
     >>> image_features(rng.random((2, 32, 32, 3))).shape
     (2, 240)
     """
-    rgb, single = _as_images(images)
-    parts = [
-        _chunked(_colour_histogram, rgb, single, cost=4),
-        _chunked(_gabor_features, rgb, single, cost=4 * GABOR_SCALES * GABOR_ORIENTATIONS),
-        _chunked(_tamura_features, rgb, single, cost=3 * (TAMURA_COARSENESS_LEVELS + 1)),
-    ]
-    return np.concatenate(parts, axis=-1)
+    return _extract(images, _colour_histogram, _gabor_features, _tamura_features)
