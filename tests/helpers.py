@@ -2,6 +2,7 @@
 Gibbs ``InferenceData`` of co-occurrence data has, and loading in a fresh interpreter without
 optional sources, the small models many tests run."""
 
+import math
 import subprocess
 import sys
 
@@ -245,3 +246,58 @@ def assert_free_energy_falls(result, n_steps: int) -> None:
     assert len(fe) == n_steps
     assert increases(fe).size == 0, np.diff(fe).max()
     assert fe[-1] < fe[0]
+
+
+def assert_invariants_label_free(model, seed, k: int, relabel, rtol, atol=0.0, **sizes):
+    """``(data, truth, invariants)``: data and truth that ``model.simulate(rng, **sizes)`` draws
+    from ``seed``, after checking that the invariants carry the declared names and agree, within
+    ``rtol`` and ``atol``, with those of ``relabel(truth, perm)`` (the truth with its ``k`` labels
+    permuted by a random non-identity ``perm``)."""
+    rng = np.random.default_rng(seed)
+    data, truth = model.simulate(rng, **sizes)
+    permuted = relabel(truth, other_permutation(rng, k))
+    invariants, relabelled = model.invariants(truth, data), model.invariants(permuted, data)
+    assert set(invariants) == set(model.invariant_names)
+    for name in model.invariant_names:
+        np.testing.assert_allclose(invariants[name], relabelled[name], rtol=rtol, atol=atol)
+    return data, truth, invariants
+
+
+def assert_evidence_is_the_prior_average(log_joints, likelihoods, n: int = 200_000) -> None:
+    """The evidence, ``exp(logsumexp(log_joints))`` over every assignment, equals the mean of
+    ``likelihoods(rng, n)`` (the likelihood at ``n`` draws from the prior, generator seeded 2024)
+    within 5 Monte Carlo standard errors."""
+    from scipy.special import logsumexp
+
+    evidence = math.exp(logsumexp(log_joints))
+    values = likelihoods(np.random.default_rng(2024), n)
+    mcse = values.std(ddof=1) / math.sqrt(n)
+    assert abs(values.mean() - evidence) < 5 * mcse, (values.mean(), evidence, mcse)
+
+
+def assert_simulate_is_reproducible(model, seed, names, differs: str, **sizes):
+    """``(data, truth)`` that ``model.simulate(seed, **sizes)`` draws, after checking that a
+    second call draws the same data and the same truth ``names``, and ``seed + 100`` another
+    truth ``differs``."""
+    data, truth = model.simulate(seed, **sizes)
+    again, truth_again = model.simulate(seed, **sizes)
+    other = model.simulate(seed + 100, **sizes)[1]
+    assert data == again
+    assert all(np.array_equal(truth[name], truth_again[name]) for name in names)
+    assert not np.array_equal(truth[differs], other[differs])
+    return data, truth
+
+
+def assert_log_likelihood_is(model, seed, random_params, brute_force, atol) -> None:
+    """On random 7 x 9 counts with row 3 empty and ``params = random_params(rng)`` (generator
+    ``seed``), ``model.log_likelihood`` gives one value a row: ``brute_force(counts, params)`` to
+    1e-12 relative and ``atol`` absolute, zero for the empty row."""
+    from latentzoo.data import CoOccurrence
+
+    rng = np.random.default_rng(seed)
+    counts = random_counts(rng, 7, 9, zero_rows=[3])
+    params = random_params(rng)
+    got = model.log_likelihood(params, CoOccurrence(counts))
+    assert got.shape == (7,)
+    np.testing.assert_allclose(got, brute_force(counts, params), rtol=1e-12, atol=atol)
+    assert got[3] == 0.0  # a row without observations

@@ -16,14 +16,7 @@ from scipy.special import logsumexp
 from latentzoo.data import CoOccurrence, load
 from latentzoo.models import AspectModel
 from latentzoo.models.aspect import default_dyads
-from tests.helpers import (
-    REFERENCE_COUNTS,
-    bad_constructor_arguments,
-    other_permutation,
-    peak_bytes,
-    pymc_reference,
-    random_counts,
-)
+from tests import helpers
 
 SEEDS = [0, 1, 2]
 
@@ -35,8 +28,24 @@ def random_params(rng, n_rows, n_cols, k):
     }
 
 
+def brute_loglik(counts, params):
+    """sum_j n_ij log (theta phi)_ij per row with explicit loops."""
+    n_rows, n_cols = counts.shape
+    expected = np.zeros(n_rows)
+    p = params["theta"] @ params["phi"]
+    for i in range(n_rows):
+        for j in range(n_cols):
+            if counts[i, j]:
+                expected[i] += counts[i, j] * math.log(p[i, j])
+    return expected
+
+
+def relabel_topics(params, perm):
+    return {"theta": params["theta"][:, perm], "phi": params["phi"][perm]}
+
+
 # ----------------------------------------------------------------------------- construction
-@pytest.mark.parametrize("kwargs, match", bad_constructor_arguments())
+@pytest.mark.parametrize("kwargs, match", helpers.bad_constructor_arguments())
 def test_constructor_rejects_invalid_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         AspectModel(**kwargs)
@@ -81,21 +90,9 @@ def test_check_data_passes_on_data_errors():
 # ----------------------------------------------------------------------------- likelihood
 @pytest.mark.parametrize("seed", SEEDS)
 def test_log_likelihood_matches_dense_brute_force(seed):
-    rng = np.random.default_rng(seed)
-    n_rows, n_cols, k = 7, 9, 3
-    counts = random_counts(rng, n_rows, n_cols, zero_rows=[3])
-    data = CoOccurrence(counts)
-    params = random_params(rng, n_rows, n_cols, k)
-    expected = np.zeros(n_rows)
-    p = params["theta"] @ params["phi"]
-    for i in range(n_rows):
-        for j in range(n_cols):
-            if counts[i, j]:
-                expected[i] += counts[i, j] * math.log(p[i, j])
-    got = AspectModel(k).log_likelihood(params, data)
-    assert got.shape == (n_rows,)
-    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
-    assert got[3] == 0.0
+    helpers.assert_log_likelihood_is(
+        AspectModel(3), seed, lambda rng: random_params(rng, 7, 9, 3), brute_loglik, atol=1e-12
+    )
 
 
 def test_log_likelihood_ignores_zero_probability_of_unobserved_cells():
@@ -146,7 +143,7 @@ def test_log_likelihood_forms_no_nnz_by_k_array():
     data = CoOccurrence(rng.poisson(1.0, size=(n_rows, n_cols)))
     params = random_params(rng, n_rows, n_cols, k)
     model = AspectModel(k)
-    peak = peak_bytes(lambda: model.log_likelihood(params, data))
+    peak = helpers.peak_bytes(lambda: model.log_likelihood(params, data))
     # An nnz x K float64 array would take 8 * data.nnz * k = 30 MB; phi.T and the result ~0.05 MB.
     assert data.nnz * k * 8 > 25e6
     assert peak < 1e6
@@ -168,7 +165,7 @@ def test_log_likelihood_rejects_parameters_of_the_wrong_shape(theta_shape, phi_s
 
 def test_log_multinomial_coefficient_matches_scipy():
     rng = np.random.default_rng(5)
-    counts = random_counts(rng, 5, 6, zero_rows=[2])
+    counts = helpers.random_counts(rng, 5, 6, zero_rows=[2])
     data = CoOccurrence(counts)
     params = random_params(rng, 5, 6, 2)
     model = AspectModel(2)
@@ -178,26 +175,12 @@ def test_log_multinomial_coefficient_matches_scipy():
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
 
 
-def test_log_prior_matches_scipy_dirichlet():
-    rng = np.random.default_rng(3)
-    model = AspectModel(3, alpha=0.7, eta=1.6)
-    params = random_params(rng, 4, 5, 3)
-    want = sum(stats.dirichlet.logpdf(row, np.full(3, 0.7)) for row in params["theta"])
-    want += sum(stats.dirichlet.logpdf(row, np.full(5, 1.6)) for row in params["phi"])
-    assert model.log_prior(params) == pytest.approx(want, rel=1e-12)
-
-
 @pytest.mark.parametrize("seed", SEEDS)
 def test_invariants_are_unchanged_by_permuting_topics(seed):
-    rng = np.random.default_rng(seed)
     model = AspectModel(4)
-    data, truth = model.simulate(rng, n_docs=6, n_words=10, doc_length=15)
-    perm = other_permutation(rng, 4)
-    permuted = {"theta": truth["theta"][:, perm], "phi": truth["phi"][perm]}
-    a, b = model.invariants(truth, data), model.invariants(permuted, data)
-    assert set(a) == set(model.invariant_names)
-    np.testing.assert_allclose(a["loglik"], b["loglik"], rtol=1e-12)
-    np.testing.assert_allclose(a["p_dyad"], b["p_dyad"], rtol=1e-12)
+    data, truth, a = helpers.assert_invariants_label_free(
+        model, seed, 4, relabel_topics, rtol=1e-12, n_docs=6, n_words=10, doc_length=15
+    )
     # and they are what they claim to be
     assert float(a["loglik"]) == pytest.approx(model.log_likelihood(truth, data).sum(), rel=1e-14)
     dyads = default_dyads(data)
@@ -216,13 +199,9 @@ def test_default_dyads_are_the_largest_cells():
 # ----------------------------------------------------------------------------- simulator
 @pytest.mark.parametrize("seed", SEEDS)
 def test_simulate_is_reproducible_and_has_fixed_lengths(seed):
-    model = AspectModel(3)
-    a, ta = model.simulate(seed, n_docs=8, n_words=11, doc_length=17)
-    b, tb = model.simulate(seed, n_docs=8, n_words=11, doc_length=17)
-    c, tc = model.simulate(seed + 100, n_docs=8, n_words=11, doc_length=17)
-    assert a == b
-    assert np.array_equal(ta["theta"], tb["theta"]) and np.array_equal(ta["phi"], tb["phi"])
-    assert not np.array_equal(ta["theta"], tc["theta"])
+    a, ta = helpers.assert_simulate_is_reproducible(
+        AspectModel(3), seed, ("theta", "phi"), "theta", n_docs=8, n_words=11, doc_length=17
+    )
     assert a.shape == (8, 11)
     assert np.all(a.row_totals == 17)
     assert ta["theta"].shape == (8, 3) and ta["phi"].shape == (3, 11)
@@ -277,8 +256,10 @@ def test_simulate_separated_topics():
 def reference_setup():
     pytest.importorskip("pymc")
     model = AspectModel(3, alpha=0.7, eta=1.3)
-    data, pm_model, fn, tempered, potential = pymc_reference(model, ["theta", "phi", "counts"])
-    return model, data, REFERENCE_COUNTS, pm_model, fn, tempered, potential
+    data, pm_model, fn, tempered, potential = helpers.pymc_reference(
+        model, ["theta", "phi", "counts"]
+    )
+    return model, data, helpers.REFERENCE_COUNTS, pm_model, fn, tempered, potential
 
 
 def test_pymc_model_declares_named_variables_with_dims(reference_setup):
@@ -363,15 +344,16 @@ def test_collapsed_evidence_matches_monte_carlo_over_the_prior():
     k, n_words, alpha, eta = 2, 3, 0.8, 1.5
     model = AspectModel(k, alpha=alpha, eta=eta)
     states = np.array(list(itertools.product(range(k), repeat=5)))
-    evidence = math.exp(logsumexp(model.collapsed_log_joint(docs, words, states)))
-    rng = np.random.default_rng(2024)
-    n = 200_000
-    theta = rng.dirichlet(np.full(k, alpha), size=(n, 2))
-    phi = rng.dirichlet(np.full(n_words, eta), size=(n, k))
-    p = np.einsum("sdk,skw->sdw", theta, phi)
-    values = np.prod(p[:, docs, words], axis=1)
-    mcse = values.std(ddof=1) / math.sqrt(n)
-    assert abs(values.mean() - evidence) < 5 * mcse, (values.mean(), evidence, mcse)
+
+    def likelihoods(rng, n):
+        theta = rng.dirichlet(np.full(k, alpha), size=(n, 2))
+        phi = rng.dirichlet(np.full(n_words, eta), size=(n, k))
+        p = np.einsum("sdk,skw->sdw", theta, phi)
+        return np.prod(p[:, docs, words], axis=1)
+
+    helpers.assert_evidence_is_the_prior_average(
+        model.collapsed_log_joint(docs, words, states), likelihoods
+    )
 
 
 def test_collapsed_log_joint_uses_the_full_vocabulary():

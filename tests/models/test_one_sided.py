@@ -17,18 +17,17 @@ from scipy.special import logsumexp
 from latentzoo.data import CoOccurrence, load
 from latentzoo.models.aspect import default_dyads
 from latentzoo.models.one_sided import OneSidedClustering, default_pairs, row_logsumexp
-from tests.helpers import (
-    bad_constructor_arguments,
-    other_permutation,
-    pymc_reference,
-    random_counts,
-)
+from tests import helpers
 
 SEEDS = [0, 1, 2]
 
 
 def random_params(rng, n_cols, k):
     return {"rho": rng.dirichlet(np.ones(k)), "q": rng.dirichlet(np.ones(n_cols), size=k)}
+
+
+def relabel_clusters(params, perm):
+    return {"rho": params["rho"][perm], "q": params["q"][perm]}
 
 
 def brute_cluster_loglik(counts, q):
@@ -44,7 +43,7 @@ def brute_cluster_loglik(counts, q):
 
 
 # ----------------------------------------------------------------------------- construction
-@pytest.mark.parametrize("kwargs, match", bad_constructor_arguments())
+@pytest.mark.parametrize("kwargs, match", helpers.bad_constructor_arguments())
 def test_constructor_rejects_invalid_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         OneSidedClustering(**kwargs)
@@ -114,22 +113,18 @@ def test_check_params():
 # ----------------------------------------------------------------------------- likelihood
 @pytest.mark.parametrize("seed", SEEDS)
 def test_log_likelihood_matches_brute_force(seed):
-    rng = np.random.default_rng(seed)
-    n_rows, n_cols, k = 7, 9, 3
-    counts = random_counts(rng, n_rows, n_cols, zero_rows=[3])
-    data = CoOccurrence(counts)
-    params = random_params(rng, n_cols, k)
-    per_cluster = brute_cluster_loglik(counts, params["q"])
-    want = [logsumexp(np.log(params["rho"]) + per_cluster[i]) for i in range(n_rows)]
-    got = OneSidedClustering(k).log_likelihood(params, data)
-    assert got.shape == (n_rows,)
-    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
-    assert got[3] == 0.0  # a row without observations
+    def brute_loglik(counts, params):
+        per_cluster = brute_cluster_loglik(counts, params["q"])
+        return [logsumexp(np.log(params["rho"]) + row) for row in per_cluster]
+
+    helpers.assert_log_likelihood_is(
+        OneSidedClustering(3), seed, lambda rng: random_params(rng, 9, 3), brute_loglik, atol=1e-14
+    )
 
 
 def test_log_likelihood_plus_coefficient_is_the_mixture_of_multinomials():
     rng = np.random.default_rng(5)
-    counts = random_counts(rng, 5, 6, zero_rows=[2])
+    counts = helpers.random_counts(rng, 5, 6, zero_rows=[2])
     data = CoOccurrence(counts)
     params = random_params(rng, 6, 3)
     model = OneSidedClustering(3)
@@ -181,7 +176,7 @@ def test_row_logsumexp_is_stable():
 def test_responsibilities_are_the_tempered_posterior(beta):
     """eq. (60): <I_ik> ∝ rho_k (prod_j q_kj^n_ij)**beta, brute force in log space."""
     rng = np.random.default_rng(4)
-    counts = random_counts(rng, 6, 7, zero_rows=[1])
+    counts = helpers.random_counts(rng, 6, 7, zero_rows=[1])
     params = random_params(rng, 7, 3)
     per_cluster = brute_cluster_loglik(counts, params["q"])
     log_w = np.log(params["rho"]) + beta * per_cluster
@@ -196,7 +191,7 @@ def test_responsibilities_are_the_tempered_posterior(beta):
 def test_heldout_log_likelihood_uses_training_posteriors():
     """eq. (32): sum_j n_ij log sum_k q_kj <I_ik>, brute force."""
     rng = np.random.default_rng(8)
-    counts = random_counts(rng, 5, 6)
+    counts = helpers.random_counts(rng, 5, 6)
     test = CoOccurrence(counts)
     params = random_params(rng, 6, 3)
     resp = rng.dirichlet(np.ones(3), size=5)
@@ -225,8 +220,8 @@ def test_heldout_log_likelihood_uses_training_posteriors():
 def test_predictive_log_density_conditions_on_the_training_row():
     rng = np.random.default_rng(9)
     model = OneSidedClustering(2)
-    train_counts = random_counts(rng, 4, 5)
-    test_counts = random_counts(rng, 4, 5, zero_rows=[2])
+    train_counts = helpers.random_counts(rng, 4, 5)
+    test_counts = helpers.random_counts(rng, 4, 5, zero_rows=[2])
     params = random_params(rng, 5, 2)
     a = np.log(params["rho"]) + brute_cluster_loglik(train_counts, params["q"])
     b = brute_cluster_loglik(test_counts, params["q"])
@@ -241,27 +236,13 @@ def test_predictive_log_density_conditions_on_the_training_row():
         model.predictive_log_density(params, CoOccurrence([[1]]), CoOccurrence(train_counts))
 
 
-def test_log_prior_matches_scipy_dirichlet():
-    rng = np.random.default_rng(3)
-    model = OneSidedClustering(3, alpha=0.7, eta=1.6)
-    params = random_params(rng, 5, 3)
-    want = stats.dirichlet.logpdf(params["rho"], np.full(3, 0.7))
-    want += sum(stats.dirichlet.logpdf(row, np.full(5, 1.6)) for row in params["q"])
-    assert model.log_prior(params) == pytest.approx(want, rel=1e-12)
-
-
 # ----------------------------------------------------------------------------- invariants
 @pytest.mark.parametrize("seed", SEEDS)
 def test_invariants_are_label_free_and_what_they_claim(seed):
-    rng = np.random.default_rng(seed)
     model = OneSidedClustering(4)
-    data, truth = model.simulate(rng, n_docs=7, n_words=10, doc_length=6)
-    perm = other_permutation(rng, 4)
-    permuted = {"rho": truth["rho"][perm], "q": truth["q"][perm]}
-    a, b = model.invariants(truth, data), model.invariants(permuted, data)
-    assert set(a) == set(model.invariant_names)
-    for name in model.invariant_names:
-        np.testing.assert_allclose(a[name], b[name], rtol=1e-10, atol=1e-15)
+    data, truth, a = helpers.assert_invariants_label_free(
+        model, seed, 4, relabel_clusters, rtol=1e-10, atol=1e-15, n_docs=7, n_words=10, doc_length=6
+    )
     counts = data.toarray()
     log_w = np.log(truth["rho"]) + brute_cluster_loglik(counts, truth["q"])
     resp = np.exp(log_w - logsumexp(log_w, axis=1, keepdims=True))
@@ -291,12 +272,9 @@ def test_default_pairs():
 # ----------------------------------------------------------------------------- simulator
 @pytest.mark.parametrize("seed", SEEDS)
 def test_simulate_is_reproducible(seed):
-    model = OneSidedClustering(3)
-    a, ta = model.simulate(seed, n_docs=8, n_words=11, doc_length=17)
-    b, tb = model.simulate(seed, n_docs=8, n_words=11, doc_length=17)
-    c, tc = model.simulate(seed + 100, n_docs=8, n_words=11, doc_length=17)
-    assert a == b and all(np.array_equal(ta[n], tb[n]) for n in ("rho", "q", "z"))
-    assert not np.array_equal(ta["q"], tc["q"])
+    a, ta = helpers.assert_simulate_is_reproducible(
+        OneSidedClustering(3), seed, ("rho", "q", "z"), "q", n_docs=8, n_words=11, doc_length=17
+    )
     assert a.shape == (8, 11) and np.all(a.row_totals == 17)
     assert ta["rho"].shape == (3,) and ta["q"].shape == (3, 11) and ta["z"].shape == (8,)
     np.testing.assert_allclose(ta["q"].sum(1), 1.0, rtol=1e-12)
@@ -388,15 +366,15 @@ def test_collapsed_evidence_matches_monte_carlo_over_the_prior():
     k, alpha, eta = 2, 0.8, 1.5
     model = OneSidedClustering(k, alpha=alpha, eta=eta)
     states = np.array(list(itertools.product(range(k), repeat=3)))
-    evidence = math.exp(logsumexp(model.collapsed_log_joint(states, CoOccurrence(counts))))
-    rng = np.random.default_rng(2024)
-    n = 200_000
-    rho = rng.dirichlet(np.full(k, alpha), size=n)  # (n, K)
-    q = rng.dirichlet(np.full(3, eta), size=(n, k))  # (n, K, M)
-    per_cluster = np.prod(q[:, None, :, :] ** counts[None, :, None, :], axis=-1)  # (n, N, K)
-    values = np.prod((rho[:, None, :] * per_cluster).sum(-1), axis=1)
-    mcse = values.std(ddof=1) / math.sqrt(n)
-    assert abs(values.mean() - evidence) < 5 * mcse, (values.mean(), evidence, mcse)
+
+    def likelihoods(rng, n):
+        rho = rng.dirichlet(np.full(k, alpha), size=n)  # (n, K)
+        q = rng.dirichlet(np.full(3, eta), size=(n, k))  # (n, K, M)
+        per_cluster = np.prod(q[:, None, :, :] ** counts[None, :, None, :], axis=-1)  # (n, N, K)
+        return np.prod((rho[:, None, :] * per_cluster).sum(-1), axis=1)
+
+    log_joints = model.collapsed_log_joint(states, CoOccurrence(counts))
+    helpers.assert_evidence_is_the_prior_average(log_joints, likelihoods)
 
 
 # ----------------------------------------------------------------------------- PyMC reference
@@ -404,7 +382,7 @@ def test_collapsed_evidence_matches_monte_carlo_over_the_prior():
 def reference_setup():
     pytest.importorskip("pymc")
     model = OneSidedClustering(3, alpha=0.7, eta=1.3)
-    data, pm_model, fn, _, potential = pymc_reference(model)
+    data, pm_model, fn, _, potential = helpers.pymc_reference(model)
     return model, data, pm_model, fn, potential
 
 
