@@ -40,6 +40,7 @@ from latentzoo.models.bayesian_sets import (
     BayesianSets,
     RelationalBayesianSets,
     _check_logistic_inputs,
+    _check_positive_definite,
     _pair_features,
     check_query,
 )
@@ -693,16 +694,7 @@ def _prior_precision(prior_cov, prior_precision, K):
         raise ValueError("give exactly one of prior_cov and prior_precision")
     if prior_cov is not None:
         return None
-    P = np.asarray(prior_precision, dtype=np.float64)
-    if P.shape != (K, K):
-        raise ValueError(f"prior_precision must have shape ({K}, {K}), got {P.shape}")
-    if not np.all(np.isfinite(P)) or not np.allclose(P, P.T):
-        raise ValueError("prior_precision must be a finite symmetric matrix")
-    try:
-        np.linalg.cholesky(P)
-    except np.linalg.LinAlgError:
-        raise ValueError("prior_precision must be positive definite") from None
-    return P
+    return _check_positive_definite("prior_precision", prior_precision, K)
 
 
 def variational_logistic(

@@ -878,13 +878,19 @@ def _check_logistic_inputs(features, labels, prior_mean, prior_cov):
         raise ValueError(f"prior_mean[{int(np.argmax(~np.isfinite(mean)))}] is not finite")
     if prior_cov is None:
         return X, y, mean, None
-    cov = np.asarray(prior_cov, dtype=np.float64)
-    if cov.shape != (K, K):
-        raise ValueError(f"prior_cov must have shape ({K}, {K}), got {cov.shape}")
-    if not np.all(np.isfinite(cov)) or not np.allclose(cov, cov.T):
-        raise ValueError("prior_cov must be a finite symmetric matrix")
+    return X, y, mean, _check_positive_definite("prior_cov", prior_cov, K)
+
+
+def _check_positive_definite(name: str, matrix, K: int) -> np.ndarray:
+    """``matrix`` as a float64 ``(K, K)`` array, refused (naming ``name``) unless it is finite,
+    symmetric and positive definite: a prior covariance or precision of the logistic model."""
+    matrix = np.asarray(matrix, dtype=np.float64)
+    if matrix.shape != (K, K):
+        raise ValueError(f"{name} must have shape ({K}, {K}), got {matrix.shape}")
+    if not np.all(np.isfinite(matrix)) or not np.allclose(matrix, matrix.T):
+        raise ValueError(f"{name} must be a finite symmetric matrix")
     try:
-        np.linalg.cholesky(cov)
+        np.linalg.cholesky(matrix)
     except np.linalg.LinAlgError:
-        raise ValueError("prior_cov must be positive definite") from None
-    return X, y, mean, cov
+        raise ValueError(f"{name} must be positive definite") from None
+    return matrix
