@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from .image_features import feature_names, image_features
-from .rebuild import PrepareError, rebuild, rebuild_parser
+from .rebuild import PrepareError, rebuild_main
 
 __all__ = [
     "CROP",
@@ -282,20 +282,20 @@ def build() -> dict[str, np.ndarray]:
     }
 
 
+def _same(npz, arrays) -> bool:
+    # JPEG decoders and resampling may differ in the last bits between versions.
+    return np.allclose(npz["X"], arrays["X"], rtol=1e-6, atol=1e-9) and all(
+        np.array_equal(npz[key], arrays[key])
+        for key in ("item_names", "label_codes", "classes", "crop_origin")
+    )
+
+
+def _detail(arrays) -> str:
+    return f", {len(arrays['X'])} images"
+
+
 def main(argv=None) -> int:
-    args = rebuild_parser(__doc__, OUTPUT).parse_args(argv)
-
-    def same(npz, arrays):
-        # JPEG decoders and resampling may differ in the last bits between versions.
-        return np.allclose(npz["X"], arrays["X"], rtol=1e-6, atol=1e-9) and all(
-            np.array_equal(npz[key], arrays[key])
-            for key in ("item_names", "label_codes", "classes", "crop_origin")
-        )
-
-    def detail(arrays):
-        return f", {len(arrays['X'])} images"
-
-    return rebuild("prepare_images", build, args.out, args.check, same, detail)
+    return rebuild_main("prepare_images", build, __doc__, OUTPUT, argv, _same, _detail)
 
 
 if __name__ == "__main__":

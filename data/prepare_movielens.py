@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 
-from .rebuild import rebuild, rebuild_parser, rscript
+from .rebuild import rebuild_main, rscript, same_data
 
 __all__ = ["LIKED", "MIN_MOVIE_LIKES", "MIN_USER_LIKES", "build", "keep_active", "main"]
 
@@ -159,22 +159,13 @@ def build() -> dict[str, np.ndarray]:
     }
 
 
+def _detail(arrays) -> str:
+    n_movies, n_users = (int(n) for n in arrays["shape"])
+    return f": {n_movies} movies x {n_users} users, {arrays['indices'].size} likes"
+
+
 def main(argv=None) -> int:
-    args = rebuild_parser(__doc__, OUTPUT).parse_args(argv)
-
-    def same(npz, arrays):
-        # The versions in "source" may differ on another machine: compare the data.
-        return all(
-            np.array_equal(npz[key], arrays[key])
-            for key in arrays
-            if key not in ("source", "licence", "derivation")
-        )
-
-    def detail(arrays):
-        n_movies, n_users = (int(n) for n in arrays["shape"])
-        return f": {n_movies} movies x {n_users} users, {arrays['indices'].size} likes"
-
-    return rebuild("prepare_movielens", build, args.out, args.check, same, detail)
+    return rebuild_main("prepare_movielens", build, __doc__, OUTPUT, argv, same_data, _detail)
 
 
 if __name__ == "__main__":

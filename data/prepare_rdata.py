@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .rebuild import PrepareError, check_or_write, rebuild_parser, rscript
+from .rebuild import PrepareError, check_or_write, rebuild_parser, rscript, same_data
 
 __all__ = ["DATASETS", "build", "main", "party", "read_r_matrix"]
 
@@ -128,14 +128,6 @@ def build(name: str) -> dict[str, np.ndarray]:
 def main(argv=None) -> int:
     args = rebuild_parser(__doc__, FOLDER, "folder of the .npz files").parse_args(argv)
 
-    def same(npz, arrays):
-        # The versions in "source" may differ on another machine: compare the data.
-        return all(
-            np.array_equal(npz[key], arrays[key])
-            for key in ("D", "names", "labels")
-            if key in arrays
-        )
-
     status = 0
     for name in DATASETS:
         try:
@@ -143,7 +135,9 @@ def main(argv=None) -> int:
         except (PrepareError, ValueError) as error:
             print(f"prepare_rdata: {error}", file=sys.stderr)
             return 1
-        status = max(status, check_or_write(args.out / f"{name}.npz", arrays, args.check, same))
+        status = max(
+            status, check_or_write(args.out / f"{name}.npz", arrays, args.check, same_data)
+        )
     return status
 
 

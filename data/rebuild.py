@@ -17,7 +17,19 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["PrepareError", "check_or_write", "rebuild", "rebuild_parser", "rscript"]
+__all__ = [
+    "PROVENANCE",
+    "PrepareError",
+    "check_or_write",
+    "rebuild",
+    "rebuild_main",
+    "rebuild_parser",
+    "rscript",
+    "same_data",
+]
+
+#: The provenance strings of a derived file; they name versions that may differ between machines.
+PROVENANCE = ("source", "licence", "derivation")
 
 
 class PrepareError(RuntimeError):
@@ -71,6 +83,22 @@ def _all_equal(npz, arrays: dict) -> bool:
     )
 
 
+def same_data(npz, arrays: dict) -> bool:
+    """Whether the file ``npz`` holds the arrays of ``arrays``, the :data:`PROVENANCE` strings
+    aside (a ``same`` of :func:`check_or_write` for sources whose versions may differ).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> out = Path(tempfile.mkdtemp()) / "x.npz"
+    >>> np.savez(out, a=np.arange(3), source=np.array("R 4.2.2"))
+    >>> with np.load(out) as npz:
+    ...     same_data(npz, {"a": np.arange(3), "source": np.array("R 4.3.0")})
+    True
+    """
+    return all(np.array_equal(npz[key], arrays[key]) for key in arrays if key not in PROVENANCE)
+
+
 def check_or_write(out: Path, arrays: dict, check: bool, same=None, detail: str = "") -> int:
     """With ``check``, compare ``arrays`` with the file ``out`` and say whether they are the same
     (``same(npz, arrays)``; default: the same names and equal arrays); otherwise write them
@@ -116,3 +144,19 @@ def rebuild(script: str, build: Callable[[], dict], out: Path, check: bool, same
         print(f"{script}: {error}", file=sys.stderr)
         return 1
     return check_or_write(out, arrays, check, same, "" if detail is None else detail(arrays))
+
+
+def rebuild_main(script: str, build: Callable[[], dict], doc: str, out: Path, argv=None, same=None,
+                 detail: Callable[[dict], str] | None = None) -> int:  # fmt: skip
+    """The whole command line of a script that builds one file: :func:`rebuild_parser`'s
+    ``--out``/``--check`` parsed from ``argv``, then :func:`rebuild`.
+
+    Examples
+    --------
+    >>> def missing():
+    ...     raise PrepareError("no source: install it with: apt-get install x")
+    >>> rebuild_main("prepare_x", missing, "Rebuild x.\\n", Path("x.npz"), ["--check"])
+    1
+    """
+    args = rebuild_parser(doc, out).parse_args(argv)
+    return rebuild(script, build, args.out, args.check, same, detail)
