@@ -57,7 +57,7 @@ from latentzoo.inference.aspect import AspectGibbs, em_pass, gibbs
 from latentzoo.models.aspect import AspectModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from em_yardstick import loop_ceilings, yardstick_fit, yardstick_pass  # noqa: E402
+from em_yardstick import loop_ceilings, map_em_loop, yardstick_fit, yardstick_pass  # noqa: E402
 
 EM_TARGET = 2.2  # G non-zero-topic updates / s / thread, serial em_pass (issue)
 GIBBS_TARGET = 1.0  # ours / tomotopy tokens per second
@@ -330,20 +330,12 @@ def numpy_em_pass(data: CoOccurrence, theta, phi_t, beta=1.0, dtype=np.float64):
 
 
 def numpy_em_fit(data: CoOccurrence, theta, phi_t, iterations, alpha, eta, dtype=np.float64):
-    """:func:`numpy_em_pass` in the plain EM loop of :func:`em_yardstick.yardstick_fit` (MAP
-    M-step and the free energy with the log prior): the numpy EM, iteration for iteration.
+    """:func:`numpy_em_pass` in :func:`em_yardstick.map_em_loop`, the loop of ``yardstick_fit``
+    (MAP M-step and the free energy with the log prior): the numpy EM, iteration for iteration.
     Returns ``(theta, phi_t, free energies)``."""
     theta, phi_t = theta.astype(dtype), phi_t.astype(dtype)
-    free = []
-    for _ in range(iterations):
-        n_theta, n_phi, energy = numpy_em_pass(data, theta, phi_t, 1.0, dtype)
-        prior = (alpha - 1.0) * np.log(theta).sum() + (eta - 1.0) * np.log(phi_t).sum()
-        free.append(-energy - prior)
-        theta = n_theta + (alpha - 1.0)
-        theta /= theta.sum(axis=1, keepdims=True)
-        phi_t = n_phi + (eta - 1.0)
-        phi_t /= phi_t.sum(axis=0, keepdims=True)
-    return theta, phi_t, np.array(free)
+    em_pass = partial(numpy_em_pass, data, beta=1.0, dtype=dtype)
+    return map_em_loop(em_pass, theta, phi_t, iterations, alpha, eta)
 
 
 def cache_resident(data: CoOccurrence) -> CoOccurrence:

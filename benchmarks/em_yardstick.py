@@ -79,9 +79,25 @@ def yardstick_fit(csr, theta, phi_t, iterations, alpha=1.0, eta=1.0, dtype=np.fl
     counts = csr.data.astype(dtype)
     theta, phi_t = theta.astype(dtype), phi_t.astype(dtype)
     n_theta, n_phi = np.empty_like(theta), np.empty_like(phi_t)
+
+    def fused_pass(theta, phi_t):
+        loglik = yardstick_pass(csr.indptr, csr.indices, counts, theta, phi_t, n_theta, n_phi)
+        return n_theta, n_phi, loglik
+
+    return map_em_loop(fused_pass, theta, phi_t, iterations, alpha, eta)
+
+
+def map_em_loop(em_pass, theta, phi_t, iterations, alpha, eta):
+    """``iterations`` MAP EM iterations of the aspect model around ``em_pass``.
+
+    ``em_pass(theta, phi_t) -> (n_theta, n_phi, loglik)`` gives the expected counts (N x K and
+    M x K) and the log-likelihood; the loop records the free energy ``-loglik - log prior`` and
+    takes the M-step ``(counts + pseudo) / row sum`` in numpy. Returns ``(theta, phi_t, free
+    energies)``.
+    """
     free = []
     for _ in range(iterations):
-        loglik = yardstick_pass(csr.indptr, csr.indices, counts, theta, phi_t, n_theta, n_phi)
+        n_theta, n_phi, loglik = em_pass(theta, phi_t)
         prior = (alpha - 1.0) * np.log(theta).sum() + (eta - 1.0) * np.log(phi_t).sum()
         free.append(-loglik - prior)
         theta = n_theta + (alpha - 1.0)
