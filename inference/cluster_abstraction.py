@@ -383,9 +383,9 @@ class ClusterAbstractionEM:
     >>> from latentzoo.data import load
     >>> problem = ClusterAbstractionEM(ClusterAbstractionModel(1), load("toy"))
     >>> params = problem.init(np.random.default_rng(0))
-    >>> new, stats = problem.step(params, 1.0)
-    >>> sorted(new), bool(np.isfinite(stats.free_energy))
-    (['q', 'resp', 'rho', 'tau'], True)
+    >>> new, stats = problem.step(params, 0.5)
+    >>> sorted(new), new["tau"].sum(axis=1).tolist(), bool(stats.free_energy > 0)
+    (['q', 'resp', 'rho', 'tau'], [1.0, 1.0], True)
     """
 
     monotone = True
@@ -433,17 +433,7 @@ class ClusterAbstractionEM:
         return params
 
     def step(self, params, beta):
-        """One fused E/M pass: the M-step estimate and the ``EMStats`` of ``params``.
-
-        Examples
-        --------
-        >>> from latentzoo.data import load
-        >>> problem = ClusterAbstractionEM(ClusterAbstractionModel(1), load("toy"))
-        >>> params = problem.init(np.random.default_rng(0))
-        >>> new, stats = problem.step(params, 0.5)
-        >>> new["tau"].sum(axis=1).tolist(), bool(stats.free_energy > 0)
-        ([1.0, 1.0], True)
-        """
+        """One fused E/M pass: the M-step estimate and the ``EMStats`` of ``params``."""
         model = self.model
         rho = np.asarray(params["rho"], dtype=float)
         q = np.asarray(params["q"], dtype=float)
@@ -1059,14 +1049,23 @@ def gibbs_sweep(doc_ptr, words, z, v, sizes, c_qt, c_node, c_lev, c_lev_tot, pat
 def _remove_doc(i, leaf, first, last, words, v, c_qt, c_node, c_lev, c_lev_tot, paths, form):
     """Take the observations of row ``i`` (at leaf ``leaf``, levels ``v``) out of the tables."""
     for t in range(first, last):
-        node = paths[leaf, v[t]]
-        c_qt[words[t], node] -= 1.0
-        c_node[node] -= 1.0
-        if form == 2:
-            c_lev[i, v[t]] -= 1.0
-        else:
-            c_lev[leaf, v[t]] -= 1.0
-            c_lev_tot[leaf] -= 1.0
+        _count_token(i, leaf, words[t], v[t], -1.0, c_qt, c_node, c_lev, c_lev_tot, paths, form)
+
+
+@nb.njit(cache=True)
+def _count_token(i, leaf, j, level, delta, c_qt, c_node, c_lev, c_lev_tot, paths, form):
+    """Add ``delta`` (+1 or -1) for word ``j`` of row ``i`` at ``level`` of ``leaf`` to the tables.
+
+    The object form (2) counts levels per row, the others per leaf (with the leaf's total).
+    """
+    node = paths[leaf, level]
+    c_qt[j, node] += delta
+    c_node[node] += delta
+    if form == 2:
+        c_lev[i, level] += delta
+    else:
+        c_lev[leaf, level] += delta
+        c_lev_tot[leaf] += delta
 
 
 @nb.njit(cache=True)
@@ -1104,14 +1103,7 @@ def _replay(i, leaf, first, last, words, v, c_qt, c_node, c_lev, c_lev_tot, path
         total += top + math.log(norm)
         if draw:
             v[t] = draw_log_weights(logp, depth, state)
-        node = paths[leaf, v[t]]
-        c_qt[j, node] += 1.0
-        c_node[node] += 1.0
-        if form == 2:
-            c_lev[i, v[t]] += 1.0
-        else:
-            c_lev[leaf, v[t]] += 1.0
-            c_lev_tot[leaf] += 1.0
+        _count_token(i, leaf, j, v[t], 1.0, c_qt, c_node, c_lev, c_lev_tot, paths, form)
         added += 1.0
     return total
 
@@ -1170,14 +1162,7 @@ def _count_tables(doc_ptr, words, z, v, paths, n_cols, n_nodes, form):
         a = z[i]
         sizes[a] += 1.0
         for t in range(doc_ptr[i], doc_ptr[i + 1]):
-            node = paths[a, v[t]]
-            c_qt[words[t], node] += 1.0
-            c_node[node] += 1.0
-            if form == 2:
-                c_lev[i, v[t]] += 1.0
-            else:
-                c_lev[a, v[t]] += 1.0
-                c_lev_tot[a] += 1.0
+            _count_token(i, a, words[t], v[t], 1.0, c_qt, c_node, c_lev, c_lev_tot, paths, form)
     return sizes, c_qt, c_node, c_lev, c_lev_tot
 
 
