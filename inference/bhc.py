@@ -369,21 +369,12 @@ def _build(
     row_size = comp.stats_size(D) if comp.kind_code != 3 else 1 + D + D * D
     n_max = X.shape[0]
     _check_memory(_memory_estimate(L, row_size, D, comp.kind_code, n_max), memory_limit)
-    rows, log_d, log_ev, log_h1, hyper = model._setup(X, leaf_labels, n_leaves)
+    nodes = model._setup(X, leaf_labels, n_leaves)
     if L == 1:
         empty = np.zeros(0)
-        return model._tree(
-            np.zeros((0, 2), dtype=np.int64),
-            rows,
-            log_d,
-            log_ev,
-            log_h1,
-            empty,
-            empty,
-            empty,
-            hyper,
-            leaf_of=leaf_of,
-        )
+        no_merges = np.zeros((0, 2), dtype=np.int64)
+        return model._tree(no_merges, nodes, (empty, empty, empty), leaf_of=leaf_of)
+    rows, log_d, log_ev, log_h1, hyper = nodes
     tables, const = _bernoulli_tables(comp, D, n_max)
     log_alpha = math.log(model.alpha)
     if comp.kind_code == 0 and leaf_labels is None and tables.shape[1] == 1:
@@ -408,14 +399,8 @@ def _build(
     )
     return model._tree(
         children,
-        rows,
-        log_d,
-        log_ev,
-        log_h1,
-        log_r,
-        log_1mr,
-        log_pi,
-        hyper,
+        nodes,
+        (log_r, log_1mr, log_pi),
         leaf_of=leaf_of,
         info={"rescans": int(rescans)},
     )

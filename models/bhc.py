@@ -43,6 +43,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numba as nb
 import numpy as np
@@ -1091,6 +1092,18 @@ def dendrogram_purity(tree, labels, weighting: str = "pairs") -> float:
 
 
 # ------------------------------------------------------------------------------ the model
+class _Nodes(NamedTuple):
+    """The node-capacity arrays (``2 n - 1`` nodes, leaves first) a tree is built or evaluated in:
+    sufficient-statistic rows, ``log d_k``, ``log p(D_k | T_k)``, ``log p(D_k | H_1)``, and the
+    component's hyperparameters."""
+
+    rows: np.ndarray
+    log_d: np.ndarray
+    log_ev: np.ndarray
+    log_h1: np.ndarray
+    hyper: np.ndarray
+
+
 @dataclass(frozen=True)
 class BayesianHierarchicalClustering:
     """Bayesian hierarchical clustering of feature vectors (Heller 2007, chapter 3).
@@ -1172,7 +1185,7 @@ class BayesianHierarchicalClustering:
         return self.dpm.check_data(data)
 
     # -- internals shared with latentzoo.inference.bhc
-    def _setup(self, X: np.ndarray, leaf_labels=None, n_leaves=None):
+    def _setup(self, X: np.ndarray, leaf_labels=None, n_leaves=None) -> _Nodes:
         """Leaf rows, ``log d``, ``log p(D_i)`` and sizes of the leaves, in node-capacity arrays."""
         comp = self.component
         rows_leaf = _leaf_rows(comp, X, leaf_labels, n_leaves)
@@ -1191,22 +1204,13 @@ class BayesianHierarchicalClustering:
             log_h1[:L] = comp.log_marginal(rows_leaf)
         log_ev = np.empty(2 * L - 1)
         log_ev[:L] = log_h1[:L]
-        return rows, log_d, log_ev, log_h1, hyper
+        return _Nodes(rows, log_d, log_ev, log_h1, hyper)
 
-    def _tree(
-        self,
-        children,
-        rows,
-        log_d,
-        log_ev,
-        log_h1,
-        log_r,
-        log_1mr,
-        log_pi,
-        hyper,
-        leaf_of=None,
-        info=None,
-    ) -> Tree:
+    def _tree(self, children, nodes: _Nodes, merges, leaf_of=None, info=None) -> Tree:
+        """The :class:`Tree` of the merges ``children`` over the filled ``nodes``; ``merges`` holds
+        the per-merge ``(log_r, log_1mr, log_pi)``."""
+        rows, log_d, log_ev, log_h1, hyper = nodes
+        log_r, log_1mr, log_pi = merges
         L = children.shape[0] + 1
         comp_rows = _component_rows(self.component.kind_code, hyper, rows)
         return Tree(
@@ -1255,18 +1259,18 @@ class BayesianHierarchicalClustering:
         data = self.check_data(data)
         X = np.ascontiguousarray(data.X, dtype=np.float64)
         children = _check_children(children, X.shape[0])
-        rows, log_d, log_ev, log_h1, hyper = self._setup(X)
-        log_r, log_1mr, log_pi = _evaluate_tree(
+        nodes = self._setup(X)
+        merges = _evaluate_tree(
             children,
-            rows,
-            log_d,
-            log_ev,
-            log_h1,
+            nodes.rows,
+            nodes.log_d,
+            nodes.log_ev,
+            nodes.log_h1,
             self.component.kind_code,
-            hyper,
+            nodes.hyper,
             math.log(self.alpha),
         )
-        tree = self._tree(children, rows, log_d, log_ev, log_h1, log_r, log_1mr, log_pi, hyper)
+        tree = self._tree(children, nodes, merges)
         return dataclasses.replace(tree, coords=data.coords())
 
 
