@@ -446,6 +446,44 @@ def _catching_levels(outcome: Outcome) -> set[str]:
     return levels
 
 
+def _table(title: str, columns: list[str], rows) -> list[str]:
+    """The lines of a report section ``## title`` holding a markdown table with the ``columns``
+    and one line for each of the ``rows`` (each a sequence of cells, already escaped)."""
+    lines = ["", f"## {title}", "", f"| {' | '.join(columns)} |", "|" + "---|" * len(columns)]
+    return lines + [f"| {' | '.join(str(cell) for cell in row)} |" for row in rows]
+
+
+def _control_failures(control: Outcome) -> str:
+    failed = "; ".join(f"{x['level']}: {x['name']}" for x in control.checks if not x["passed"])
+    if control.error:
+        failed = f"crashed in {control.error_level}: {control.error[:160]}"
+    return failed
+
+
+def _mutation_failures(outcome: Outcome) -> str:
+    failed = "; ".join(
+        f"{c['level']}: {c['name']} ({c['detail']})" for c in outcome.checks if not c["passed"]
+    )
+    if outcome.error:
+        failed = (failed + "; " if failed else "") + f"exception: {outcome.error}"
+    return failed
+
+
+def _level_row(level: str, outcomes: list[Outcome]) -> tuple:
+    """The cells of ``level`` in the per-level table: mutations whose run reached it, caught by
+    it, caught by it alone, and of those caught by it the ones that crashed in it."""
+    ran = sum(
+        any(c["level"] == level for c in o.checks)
+        or level in _catching_levels(o)
+        or any(s["level"] == level for s in o.skipped)
+        for o in outcomes
+    )
+    by_level = [o for o in outcomes if level in _catching_levels(o)]
+    alone = [o for o in by_level if _catching_levels(o) == {level}]
+    crashed = [o for o in by_level if o.error and level in str(o.error_level)]
+    return (level, ran, len(by_level), len(alone), len(crashed))
+
+
 def render_report(outcomes: list[Outcome], controls: list[Outcome], settings: dict) -> str:
     """The markdown report: controls, the mutation table, a per-level summary and the details.
 
@@ -459,30 +497,24 @@ def render_report(outcomes: list[Outcome], controls: list[Outcome], settings: di
     lines = ["# Mutation suite results", ""]
     lines += [f"- {key}: {value}" for key, value in settings.items()]
     if controls:
-        lines += ["", "## Controls (unmutated copies; must pass)", ""]
-        lines += [
-            "| control | model | verdict | failed checks | seconds |",
-            "|---|---|---|---|---|",
-        ]
-        for c in controls:
-            failed = "; ".join(f"{x['level']}: {x['name']}" for x in c.checks if not x["passed"])
-            if c.error:
-                failed = f"crashed in {c.error_level}: {c.error[:160]}"
-            lines.append(
-                f"| {_cell(c.id)} | `{c.model}` | {c.verdict} | {_cell(failed or '-')} | "
-                f"{c.seconds:.0f} |"
-            )
+        lines += _table(
+            "Controls (unmutated copies; must pass)",
+            ["control", "model", "verdict", "failed checks", "seconds"],
+            [
+                (_cell(c.id), f"`{c.model}`", c.verdict, _cell(_control_failures(c) or "-"),
+                 f"{c.seconds:.0f}")
+                for c in controls
+            ],
+        )  # fmt: skip
     if outcomes:
-        lines += ["", "## Mutations", ""]
-        lines += [
-            "| mutation | family | kind | description | caught by levels | verdict |",
-            "|---|---|---|---|---|---|",
-        ]
-        for o in outcomes:
-            lines.append(
-                f"| {o.id} | {o.family} | {o.kind} | {_cell(o.description)} | "
-                f"{_cell(_caught_by(o))} | {o.verdict} |"
-            )
+        lines += _table(
+            "Mutations",
+            ["mutation", "family", "kind", "description", "caught by levels", "verdict"],
+            [
+                (o.id, o.family, o.kind, _cell(o.description), _cell(_caught_by(o)), o.verdict)
+                for o in outcomes
+            ],
+        )
         caught = sum(o.caught for o in outcomes)
         lines += [
             "",
@@ -491,36 +523,24 @@ def render_report(outcomes: list[Outcome], controls: list[Outcome], settings: di
         missed = [o.id for o in outcomes if not o.caught]
         if missed:
             lines.append(f"Not caught: {', '.join(missed)}.")
-        lines += ["", "## Per level", ""]
-        lines += [
-            "| level | ran in | caught | caught alone | of which crashed |",
-            "|---|---|---|---|---|",
-        ]
-        for level in _levels_of(outcomes):
-            ran = sum(
-                any(c["level"] == level for c in o.checks)
-                or level in _catching_levels(o)
-                or any(s["level"] == level for s in o.skipped)
-                for o in outcomes
-            )
-            by_level = [o for o in outcomes if level in _catching_levels(o)]
-            alone = [o for o in by_level if _catching_levels(o) == {level}]
-            crashed = [o for o in by_level if o.error and level in str(o.error_level)]
-            lines.append(f"| {level} | {ran} | {len(by_level)} | {len(alone)} | {len(crashed)} |")
+        lines += _table(
+            "Per level",
+            ["level", "ran in", "caught", "caught alone", "of which crashed"],
+            [_level_row(level, outcomes) for level in _levels_of(outcomes)],
+        )
         lines += [
             "",
             "'ran in': mutations whose run reached the level (or skipped it as not applicable); "
             "'caught alone': no other level caught that mutation.",
         ]
-        lines += ["", "## Details", ""]
-        lines += ["| mutation | model | seconds | failed checks |", "|---|---|---|---|"]
-        for o in outcomes:
-            failed = "; ".join(
-                f"{c['level']}: {c['name']} ({c['detail']})" for c in o.checks if not c["passed"]
-            )
-            if o.error:
-                failed = (failed + "; " if failed else "") + f"exception: {o.error}"
-            lines.append(f"| {o.id} | `{o.model}` | {o.seconds:.0f} | {_cell(failed or '-')} |")
+        lines += _table(
+            "Details",
+            ["mutation", "model", "seconds", "failed checks"],
+            [
+                (o.id, f"`{o.model}`", f"{o.seconds:.0f}", _cell(_mutation_failures(o) or "-"))
+                for o in outcomes
+            ],
+        )
     return "\n".join(lines) + "\n"
 
 
