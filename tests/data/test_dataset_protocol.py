@@ -52,6 +52,19 @@ def data(request):
     return CONTAINERS[request.param]()
 
 
+@pytest.mark.parametrize(
+    ("container", "matrix", "name"),
+    [(Features, np.eye(4), "X"), (Dissimilarities, 1 - np.eye(4), "D")],
+    ids=["features", "dissimilarities"],
+)
+def test_labels_and_item_names_must_match_the_items(container, matrix, name):
+    # Both containers of items check labels and names with the same shared checks and words.
+    with pytest.raises(ValueError, match=rf"^labels has 3 entries but {name} has 4 items$"):
+        container(matrix, labels=[0, 1, 0])
+    with pytest.raises(ValueError, match=rf"^item_names has 5 entries but {name} has 4 items$"):
+        container(matrix, item_names=list("abcde"))
+
+
 def test_isinstance_of_runtime_protocol(data):
     assert isinstance(data, Dataset)
     assert data.n_items == 10

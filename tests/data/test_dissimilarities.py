@@ -63,53 +63,33 @@ def test_integer_bool_sparse_and_dataframe_input():
     assert Dissimilarities([[0.0]]).n_items == 1
 
 
-@pytest.mark.parametrize(
-    ("D", "kwargs", "message"),
-    [
-        ([[0.0, np.nan], [1.0, 0.0]], {}, r"^D\[0, 1\] is nan$"),
-        ([[0.0, 1.0], [np.inf, 0.0]], {}, r"^D\[1, 0\] is inf$"),
-        (
-            [[0.0, 1.0, -1.0], [1.0, 0.0, 1.0], [-1.0, 1.0, 0.0]],
-            {},
-            r"^D\[0, 2\] = -1.0 is negative$",
-        ),
-        ([[0, -3], [-3, 0]], {}, r"^D\[0, 1\] = -3 is negative$"),
-        (
-            [[0.0, 1.0], [1.0, 0.25]],
-            {},
-            r"^D\[1, 1\] = 0.25 is not zero \(the diagonal must be zero\)$",
-        ),
-        ([[0.0, 1.0, 2.0], [1.0, 0.0, 3.0]], {}, r"^D must be square, got shape \(2, 3\)$"),
-        ([0.0, 1.0], {}, r"^D must be 2-D, got shape \(2,\)$"),
-        (np.zeros((0, 0)), {}, r"^D is empty \(shape \(0, 0\)\)$"),
-        ([["a", "b"], ["c", "d"]], {}, r"^D must be numeric \(bool, integer or float\)"),
-        (sp.csr_matrix(np.array([[0j, 1j], [1j, 0j]])), {}, r"^D must be numeric"),
-        (
-            [[0.0, 1.0], [1.0, 0.0]],
-            {"labels": [1, 2, 3]},
-            r"^labels has 3 entries but D has 2 items$",
-        ),
-        (
-            [[0.0, 1.0], [1.0, 0.0]],
-            {"item_names": ["a"]},
-            r"^item_names has 1 entries but D has 2 items$",
-        ),
-    ],
-    ids=[
-        "nan",
-        "inf",
-        "negative",
-        "negative-int",
-        "diagonal",
-        "not-square",
-        "1-d",
-        "empty",
-        "strings",
-        "complex-sparse",
-        "labels-length",
-        "names-length",
-    ],
-)
+_INVALID_D = {
+    "nan": ([[0.0, np.nan], [1.0, 0.0]], {}, r"^D\[0, 1\] is nan$"),
+    "inf": ([[0.0, 1.0], [np.inf, 0.0]], {}, r"^D\[1, 0\] is inf$"),
+    "negative": (
+        [[0.0, 1.0, -1.0], [1.0, 0.0, 1.0], [-1.0, 1.0, 0.0]],
+        {},
+        r"^D\[0, 2\] = -1.0 is negative$",
+    ),
+    "negative-int": ([[0, -3], [-3, 0]], {}, r"^D\[0, 1\] = -3 is negative$"),
+    "diagonal": (
+        [[0.0, 1.0], [1.0, 0.25]],
+        {},
+        r"^D\[1, 1\] = 0.25 is not zero \(the diagonal must be zero\)$",
+    ),
+    "not-square": (
+        [[0.0, 1.0, 2.0], [1.0, 0.0, 3.0]],
+        {},
+        r"^D must be square, got shape \(2, 3\)$",
+    ),
+    "1-d": ([0.0, 1.0], {}, r"^D must be 2-D, got shape \(2,\)$"),
+    "empty": (np.zeros((0, 0)), {}, r"^D is empty \(shape \(0, 0\)\)$"),
+    "strings": ([["a", "b"], ["c", "d"]], {}, r"^D must be numeric \(bool, integer or float\)"),
+    "complex-sparse": (sp.csr_matrix(np.array([[0j, 1j], [1j, 0j]])), {}, r"^D must be numeric"),
+}
+
+
+@pytest.mark.parametrize(("D", "kwargs", "message"), _INVALID_D.values(), ids=_INVALID_D.keys())
 def test_validation_messages(D, kwargs, message):
     with pytest.raises(ValueError, match=message):
         Dissimilarities(D, **kwargs)

@@ -129,69 +129,43 @@ def test_sparse_validation_names_matrix_position():
 # ---------------------------------------------------------------- validation
 
 
-@pytest.mark.parametrize(
-    ("X", "kwargs", "message"),
-    [
-        (np.where(np.arange(40).reshape(4, 10) == 35, np.nan, 1.0), {}, r"^X\[3, 5\] is nan$"),
-        ([[1.0, np.inf]], {}, r"^X\[0, 1\] is inf$"),
-        ([[1.0, -np.inf]], {"kind": "real"}, r"^X\[0, 1\] is -inf$"),
-        ([1, 0, 1], {}, r"^X must be 2-D, got shape \(3,\)$"),
-        (np.ones((2, 2, 2)), {}, r"^X must be 2-D, got shape \(2, 2, 2\)$"),
-        (np.zeros((0, 3)), {}, r"^X is empty \(shape \(0, 3\)\)$"),
-        ([[]], {}, r"^X is empty \(shape \(1, 0\)\)$"),
-        (sp.csr_matrix((0, 4)), {}, r"^X is empty \(shape \(0, 4\)\)$"),
-        ([["a", "b"]], {}, r"^X must be numeric \(bool, integer or float\), got dtype <U1$"),
-        ([[1j]], {}, r"^X must be numeric"),
-        ([[1, 2], [3]], {}, r"^X could not be converted to a 2-D array"),
-        (
-            [[0.0, 1.0], [0.5, 1.0]],
-            {"kind": "binary"},
-            r"^X\[1, 0\] = 0.5 is not binary \(0 or 1\)$",
-        ),
-        ([[0, 2]], {"kind": "binary"}, r"^X\[0, 1\] = 2 is not binary \(0 or 1\)$"),
-        ([[0, 1], [3, -1]], {"kind": "counts"}, r"^X\[1, 1\] = -1 is negative$"),
-        ([[0.0, -2.0]], {"kind": "counts"}, r"^X\[0, 1\] = -2.0 is negative$"),
-        ([[1.0, 2.5]], {"kind": "counts"}, r"^X\[0, 1\] = 2.5 is not an integer$"),
-        ([[np.nan, 2.0]], {"kind": "counts"}, r"^X\[0, 0\] is nan$"),
-        (
-            BINARY,
-            {"kind": "bernoulli"},
-            r"^kind must be one of 'binary', 'counts', 'real' or None, got 'bernoulli'$",
-        ),
-        (BINARY, {"labels": [0, 1, 0]}, r"^labels has 3 entries but X has 4 items$"),
-        (BINARY, {"labels": [[0, 1, 0, 1]]}, r"^labels must be 1-D, got shape \(1, 4\)$"),
-        (
-            BINARY,
-            {"feature_names": ["a", "b"]},
-            r"^feature_names has 2 entries but X has 3 features$",
-        ),
-        (BINARY, {"item_names": list("abcde")}, r"^item_names has 5 entries but X has 4 items$"),
-    ],
-    ids=[
-        "nan",
-        "inf",
-        "minus-inf-real",
-        "1-d",
-        "3-d",
-        "empty-rows",
-        "empty-cols",
-        "empty-sparse",
-        "strings",
-        "complex",
-        "ragged",
-        "binary-half",
-        "binary-two",
-        "counts-negative-int",
-        "counts-negative-float",
-        "counts-fraction",
-        "counts-nan",
-        "unknown-kind",
-        "labels-length",
-        "labels-2d",
-        "feature-names-length",
-        "item-names-length",
-    ],
-)
+_INVALID_X = {
+    "nan": (np.where(np.arange(40).reshape(4, 10) == 35, np.nan, 1.0), {}, r"^X\[3, 5\] is nan$"),
+    "inf": ([[1.0, np.inf]], {}, r"^X\[0, 1\] is inf$"),
+    "minus-inf-real": ([[1.0, -np.inf]], {"kind": "real"}, r"^X\[0, 1\] is -inf$"),
+    "1-d": ([1, 0, 1], {}, r"^X must be 2-D, got shape \(3,\)$"),
+    "3-d": (np.ones((2, 2, 2)), {}, r"^X must be 2-D, got shape \(2, 2, 2\)$"),
+    "empty-rows": (np.zeros((0, 3)), {}, r"^X is empty \(shape \(0, 3\)\)$"),
+    "empty-cols": ([[]], {}, r"^X is empty \(shape \(1, 0\)\)$"),
+    "empty-sparse": (sp.csr_matrix((0, 4)), {}, r"^X is empty \(shape \(0, 4\)\)$"),
+    "strings": ([["a", "b"]], {}, r"^X must be numeric \(bool, integer or float\), got dtype <U1$"),
+    "complex": ([[1j]], {}, r"^X must be numeric"),
+    "ragged": ([[1, 2], [3]], {}, r"^X could not be converted to a 2-D array"),
+    "binary-half": (
+        [[0.0, 1.0], [0.5, 1.0]],
+        {"kind": "binary"},
+        r"^X\[1, 0\] = 0.5 is not binary \(0 or 1\)$",
+    ),
+    "binary-two": ([[0, 2]], {"kind": "binary"}, r"^X\[0, 1\] = 2 is not binary \(0 or 1\)$"),
+    "counts-negative-int": ([[0, 1], [3, -1]], {"kind": "counts"}, r"^X\[1, 1\] = -1 is negative$"),
+    "counts-negative-float": ([[0.0, -2.0]], {"kind": "counts"}, r"^X\[0, 1\] = -2.0 is negative$"),
+    "counts-fraction": ([[1.0, 2.5]], {"kind": "counts"}, r"^X\[0, 1\] = 2.5 is not an integer$"),
+    "counts-nan": ([[np.nan, 2.0]], {"kind": "counts"}, r"^X\[0, 0\] is nan$"),
+    "unknown-kind": (
+        BINARY,
+        {"kind": "bernoulli"},
+        r"^kind must be one of 'binary', 'counts', 'real' or None, got 'bernoulli'$",
+    ),
+    "labels-2d": (BINARY, {"labels": [[0, 1, 0, 1]]}, r"^labels must be 1-D, got shape \(1, 4\)$"),
+    "feature-names-length": (
+        BINARY,
+        {"feature_names": ["a", "b"]},
+        r"^feature_names has 2 entries but X has 3 features$",
+    ),
+}
+
+
+@pytest.mark.parametrize(("X", "kwargs", "message"), _INVALID_X.values(), ids=_INVALID_X.keys())
 def test_validation_messages(X, kwargs, message):
     with pytest.raises(ValueError, match=message):
         Features(X, **kwargs)
