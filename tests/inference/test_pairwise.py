@@ -18,6 +18,7 @@ from latentzoo.inference.pairwise import (
     tap_fields,
     ward,
 )
+from latentzoo.inference.recipes import _exact_expectation_residuals
 from latentzoo.models import CentralClustering, PairwiseClustering
 from latentzoo.models.pairwise import critical_temperature, pairwise_cost, uniform_dissimilarities
 
@@ -109,16 +110,8 @@ def test_tap_residuals_beat_naive_mean_field_near_the_transition_n6_k2():
     rng = np.random.default_rng()
     model = PairwiseClustering(2)
     for factor in (1.0, 0.8):
-        wins = 0
-        for _ in range(40):
-            data = uniform_dissimilarities(rng, 6)
-            T = factor * critical_temperature(data)
-            field = np.zeros((6, 2))
-            field[0, 1] = 10 * data.D.max()
-            exact = model.gibbs_expectations(data, T, field=field)["resp"]
-            naive = mean_field_residual(data, exact, T, field=field)
-            tap = mean_field_residual(data, exact, T, tap=True, field=field)
-            wins += tap < naive
+        naive, tap = _exact_expectation_residuals(model, mean_field_residual, factor, rng)
+        wins = int(np.sum(tap < naive))
         assert wins > 20, (factor, wins)
 
 
