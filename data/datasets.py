@@ -449,7 +449,8 @@ def _load_movielens() -> Features:
     )
 
 
-def _features_labels(name: str) -> Callable[[], np.ndarray]:
+def _loaded_labels(name: str) -> Callable[[], np.ndarray]:
+    """The labels of the loaded (cached) feature vectors or dissimilarities ``name``."""
     return lambda: _load_cached(name).labels
 
 
@@ -474,10 +475,6 @@ def _read_dissimilarity_npz(filename: str) -> Dissimilarities:
     (read with ``allow_pickle=False``; validated by the container like any user input)."""
     arrays = _open_derived(filename, _DISSIMILARITY_REBUILD[filename], ("D", "names"), ("labels",))
     return Dissimilarities(arrays["D"], labels=arrays.get("labels"), item_names=arrays["names"])
-
-
-def _dissimilarity_labels(name: str) -> Callable[[], np.ndarray]:
-    return lambda: _load_cached(name).labels
 
 
 _GLOBIN_FAMILIES = (
@@ -582,7 +579,7 @@ _REGISTRY: dict[str, _Dataset] = {
             "digits at 128 of 255 in the same way"
         ),
         size=(1797, 64, 37151),
-        labels=_features_labels("digits"),
+        labels=_loaded_labels("digits"),
     ),
     "glass": _Dataset(
         loader=_load_glass,
@@ -601,7 +598,7 @@ _REGISTRY: dict[str, _Dataset] = {
             "(WinF 70, WinNF 76, Veh 17, Con 13, Tabl 9, Head 29)"
         ),
         size=(214, 9, 1533),
-        labels=_features_labels("glass"),
+        labels=_loaded_labels("glass"),
     ),
     "spam": _Dataset(
         loader=_load_spam,
@@ -623,7 +620,7 @@ _REGISTRY: dict[str, _Dataset] = {
             "via load_labels"
         ),
         size=(4597, 57, 59173),
-        labels=_features_labels("spam"),
+        labels=_loaded_labels("spam"),
     ),
     "newsgroups4": _Dataset(
         loader=_load_newsgroups4,
@@ -639,7 +636,7 @@ _REGISTRY: dict[str, _Dataset] = {
             "load_labels. The thesis (sec. 3.5) used Rainbow's stop list"
         ),
         size=(2381, 500, 71092),
-        labels=_features_labels("newsgroups4"),
+        labels=_loaded_labels("newsgroups4"),
     ),
     "globins": _Dataset(
         loader=lambda: _read_dissimilarity_npz("globins45.npz"),
@@ -662,7 +659,7 @@ _REGISTRY: dict[str, _Dataset] = {
             "226 globins"
         ),
         size=(45, 45, 990),
-        labels=_dissimilarity_labels("globins"),
+        labels=_loaded_labels("globins"),
     ),
     "eurodist": _Dataset(
         loader=lambda: _read_dissimilarity_npz("eurodist.npz"),
@@ -695,7 +692,7 @@ _REGISTRY: dict[str, _Dataset] = {
             "recorded); party 'R' (7) or 'D' (8) via load_labels"
         ),
         size=(15, 15, 105),
-        labels=_dissimilarity_labels("voting"),
+        labels=_loaded_labels("voting"),
     ),
     "images": _Dataset(
         loader=_load_images,
@@ -722,7 +719,7 @@ _REGISTRY: dict[str, _Dataset] = {
             "binarise by skewness and percentiles (sec. 5.2.2) for Bayesian Sets"
         ),
         size=(1136, 240, 101490),
-        labels=_features_labels("images"),
+        labels=_loaded_labels("images"),
     ),
     "movielens": _Dataset(
         loader=_load_movielens,
@@ -747,7 +744,7 @@ _REGISTRY: dict[str, _Dataset] = {
             "'Comedy|Romance'), not a partition"
         ),
         size=(1255, 653, 38979),
-        labels=_features_labels("movielens"),
+        labels=_loaded_labels("movielens"),
     ),
 }
 
