@@ -286,9 +286,17 @@ def density_check(model, data, rng, n_points: int = 5, rtol: float = DENSITY_RTO
 
 
 # ----------------------------------------------------------------------------- optimality
+def _posterior_declaration(model, data, name, check_name):
+    """``(data, pm_model, skipped)``: the checked ``data``, the model's PyMC declaration on them
+    and, when the declaration has discrete free variables (no gradient, and a point estimate of
+    the continuous parameters is not a point of its posterior), the skipped check (else None)."""
+    data = model.check_data(data)
+    pm_model = model.pymc_model(data)
+    return data, pm_model, _not_a_posterior_point(pm_model, name, check_name)
+
+
 def _not_a_posterior_point(pm_model, name, check_name) -> Comparison | None:
-    """A skipped check when the declaration has discrete free variables (no gradient, and a
-    point estimate of the continuous parameters is not a point of its posterior)."""
+    """A skipped check when the declaration has discrete free variables."""
     discrete = [rv.name for rv in pm_model.free_RVs if _is_discrete(rv)]
     if not discrete:
         return None
@@ -299,6 +307,32 @@ def _not_a_posterior_point(pm_model, name, check_name) -> Comparison | None:
         "point) is no point of its posterior and there is no gradient to vanish"
     )
     return Comparison(skipped=[Check(OPTIMALITY, check_name, True, reason)])
+
+
+_MAP_CHECK_SECTIONS = """    Returns
+    -------
+    Comparison
+        One check, level ``"optimality"``, or a skipped one.
+
+    Examples
+    --------
+    >>> from latentzoo.inference.aspect import annealed_em
+    >>> from latentzoo.models import AspectModel
+    >>> model = AspectModel(2)
+    >>> data, _ = model.simulate(0, n_docs=5, n_words=6, doc_length=20)
+    >>> fit = annealed_em(model, data, betas=[1.0], tol=1e-10, max_iter=5000, random_state=0)
+    >>> {check}(model, data, fit.params).passed
+    True
+    """
+
+
+def _map_check_sections(check):
+    """End the docstring of a check of a MAP estimate with the Returns and Examples sections the
+    two share (:func:`kkt_check`, :func:`find_map_check`: one report, the same annealed-EM fit)."""
+    check.__doc__ = (
+        f"{check.__doc__.rstrip()}\n\n{_MAP_CHECK_SECTIONS.format(check=check.__name__)}"
+    )
+    return check
 
 
 def _concentrations(rv) -> np.ndarray | None:
@@ -356,6 +390,7 @@ def _dual_violation(pm_model, natural, tol) -> tuple[float, int]:
     return worst, n_boundary
 
 
+@_map_check_sections
 def kkt_check(
     model, data, params, name: str = "annealed EM", tol: float = KKT_TOL, random_state=0
 ) -> Comparison:
@@ -381,28 +416,11 @@ def kkt_check(
         Largest residual that passes, in counts.
     random_state : int or Generator
         For the prior draw that sets the reported scale.
-
-    Returns
-    -------
-    Comparison
-        One check, level ``"optimality"``, or a skipped one.
-
-    Examples
-    --------
-    >>> from latentzoo.inference.aspect import annealed_em
-    >>> from latentzoo.models import AspectModel
-    >>> model = AspectModel(2)
-    >>> data, _ = model.simulate(0, n_docs=5, n_words=6, doc_length=20)
-    >>> fit = annealed_em(model, data, betas=[1.0], tol=1e-10, max_iter=5000, random_state=0)
-    >>> kkt_check(model, data, fit.params).passed
-    True
     """
     if not tol > 0:
         raise ValueError(f"tol must be positive, got {tol!r}")
     check_name = f"{name} satisfies the MAP's KKT conditions"
-    data = model.check_data(data)
-    pm_model = model.pymc_model(data)
-    skipped = _not_a_posterior_point(pm_model, name, check_name)
+    data, pm_model, skipped = _posterior_declaration(model, data, name, check_name)
     if skipped is not None:
         return skipped
     rvs = list(pm_model.free_RVs)
@@ -446,6 +464,7 @@ def kkt_check(
     return Comparison(checks=[Check(OPTIMALITY, check_name, passed, detail, numbers)])
 
 
+@_map_check_sections
 def find_map_check(
     model,
     data,
@@ -472,21 +491,6 @@ def find_map_check(
     gain_tol, invariant_atol : float
     maxeval : int
         Largest number of log-density evaluations of ``find_MAP``.
-
-    Returns
-    -------
-    Comparison
-        One check, level ``"optimality"``, or a skipped one.
-
-    Examples
-    --------
-    >>> from latentzoo.inference.aspect import annealed_em
-    >>> from latentzoo.models import AspectModel
-    >>> model = AspectModel(2)
-    >>> data, _ = model.simulate(0, n_docs=5, n_words=6, doc_length=20)
-    >>> fit = annealed_em(model, data, betas=[1.0], tol=1e-10, max_iter=5000, random_state=0)
-    >>> find_map_check(model, data, fit.params).passed
-    True
     """
     import pymc as pm
 
@@ -496,9 +500,7 @@ def find_map_check(
     if int(maxeval) != maxeval or maxeval < 1:
         raise ValueError(f"maxeval must be a positive integer, got {maxeval!r}")
     check_name = f"pymc find_MAP cannot improve {name}"
-    data = model.check_data(data)
-    pm_model = model.pymc_model(data)
-    skipped = _not_a_posterior_point(pm_model, name, check_name)
+    data, pm_model, skipped = _posterior_declaration(model, data, name, check_name)
     if skipped is not None:
         return skipped
     natural = pymc_free_values(model, params, pm_model)
