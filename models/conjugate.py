@@ -39,6 +39,23 @@ the Beta-Bernoulli marginal after (2.9), also (4.9); the Dirichlet-multinomial (
 Normal-inverse-Wishart marginal after (2.14)) and of Murphy (2007), *Conjugate Bayesian analysis of
 the Gaussian distribution* (Normal-Gamma marginal eq. (95) and Student-t predictive eq. (100);
 Normal-inverse-Wishart posterior eqs. (250)-(254), predictive (258) and marginal (266)).
+
+For the PyMC references every component declares its parameters in the current model
+(``pymc_parameters(n_clusters, n_features)``, dims ``(cluster, feature)`` plus its
+``pymc_coords``) and the ``(N, K)`` tensor of ``log f(x_i | params_k)`` under them
+(``pymc_log_likelihood(variables, x)``):
+
+>>> import pymc as pm
+>>> for name, component in COMPONENTS.items():
+...     comp = component()
+...     with pm.Model(coords={"cluster": [0, 1], "feature": [0, 1], **comp.pymc_coords([0, 1])}):
+...         variables = comp.pymc_parameters(2, 2)
+...         loglik = comp.pymc_log_likelihood(variables, np.ones((3, 2)))
+...     print(name, sorted(variables), loglik.ndim)
+beta_bernoulli ['theta'] 2
+dirichlet_multinomial ['theta'] 2
+normal_gamma ['mu', 'tau'] 2
+normal_inverse_wishart ['bartlett_c', 'bartlett_z', 'cov', 'mu', 'mu_std', 'precision_chol'] 2
 """
 
 from __future__ import annotations
@@ -242,6 +259,28 @@ def _reset_row(kind_code, hyper, row, D):
 
 
 @nb.njit(cache=True)
+def _beta_feature(hyper, stats_row, D, d):
+    """``(a, b, m)`` of feature ``d`` of a Beta-Bernoulli row: its prior and its count of ones."""
+    return hyper[d], hyper[D + d], stats_row[1 + d]
+
+
+@nb.njit(cache=True)
+def _normal_gamma_feature(hyper, stats_row, D, d, n):
+    """``(mu0, kappa0, a0, b0, kappa_n, a_n, b_n)`` of feature ``d`` of a Normal-Gamma row of
+    ``n`` items: the prior and the posterior's precision terms, shared by the marginal and the
+    predictive so that both read the row's layout the same way."""
+    mu0 = hyper[d]
+    k0 = hyper[D + d]
+    a0 = hyper[2 * D + d]
+    b0 = hyper[3 * D + d]
+    kn = k0 + n
+    an = a0 + 0.5 * n
+    dev = stats_row[1 + d] - mu0
+    bn = b0 + 0.5 * stats_row[1 + D + d] + 0.5 * k0 * n * dev * dev / kn
+    return mu0, k0, a0, b0, kn, an, bn
+
+
+@nb.njit(cache=True)
 def _chol_update(row, off, D, v):
     """``L <- chol(L L^T + v v^T)`` in place (Givens rotations, O(D^2)); ``v`` is overwritten.
 
@@ -416,9 +455,7 @@ def log_predictive_one(kind_code, hyper, stats_row, x_row):
     out = 0.0
     if kind_code == 0:
         for d in range(D):
-            a = hyper[d]
-            b = hyper[D + d]
-            m = stats_row[1 + d]
+            a, b, m = _beta_feature(hyper, stats_row, D, d)
             x = x_row[d]
             if x == 1.0:
                 out += math.log(a + m)
@@ -444,16 +481,8 @@ def log_predictive_one(kind_code, hyper, stats_row, x_row):
         return out + math.lgamma(am) - math.lgamma(am + total_x)
     if kind_code == 2:
         for d in range(D):
-            mu0 = hyper[d]
-            k0 = hyper[D + d]
-            a0 = hyper[2 * D + d]
-            b0 = hyper[3 * D + d]
-            mean = stats_row[1 + d]
-            kn = k0 + n
-            an = a0 + 0.5 * n
-            dev = mean - mu0
-            mun = (k0 * mu0 + n * mean) / kn
-            bn = b0 + 0.5 * stats_row[1 + D + d] + 0.5 * k0 * n * dev * dev / kn
+            mu0, k0, _, _, kn, an, bn = _normal_gamma_feature(hyper, stats_row, D, d, n)
+            mun = (k0 * mu0 + n * stats_row[1 + d]) / kn
             nu = 2.0 * an
             s2 = bn * (kn + 1.0) / (an * kn)
             z = x_row[d] - mun
@@ -507,9 +536,7 @@ def log_marginal_one(kind_code, hyper, stats_row):
     out = 0.0
     if kind_code == 0:
         for d in range(D):
-            a = hyper[d]
-            b = hyper[D + d]
-            m = stats_row[1 + d]
+            a, b, m = _beta_feature(hyper, stats_row, D, d)
             out += (
                 math.lgamma(a + m)
                 + math.lgamma(b + n - m)
@@ -531,14 +558,7 @@ def log_marginal_one(kind_code, hyper, stats_row):
         return out + math.lgamma(total_eta) - math.lgamma(total_eta + total_m)
     if kind_code == 2:
         for d in range(D):
-            mu0 = hyper[d]
-            k0 = hyper[D + d]
-            a0 = hyper[2 * D + d]
-            b0 = hyper[3 * D + d]
-            kn = k0 + n
-            an = a0 + 0.5 * n
-            dev = stats_row[1 + d] - mu0
-            bn = b0 + 0.5 * stats_row[1 + D + d] + 0.5 * k0 * n * dev * dev / kn
+            _, k0, a0, b0, kn, an, bn = _normal_gamma_feature(hyper, stats_row, D, d, n)
             out += (
                 math.lgamma(an)
                 - math.lgamma(a0)
@@ -638,6 +658,14 @@ def _as_matrix(X, name="X"):
 def _first(mask):
     """Index tuple of the first True entry of ``mask`` (row-major)."""
     return np.unravel_index(int(np.argmax(mask)), mask.shape)
+
+
+def _reject_first(X, bad, requirement: str) -> None:
+    """``ValueError`` naming the first entry of ``X`` where ``bad`` holds: it is not
+    ``requirement``."""
+    if bad.any():
+        i, j = _first(bad)
+        raise ValueError(f"X[{i}, {j}] = {X[i, j]} is not {requirement}")
 
 
 def _check_labels(labels, n_items, n_clusters):
@@ -877,9 +905,19 @@ class _Component:
         return dict(values)
 
 
+class _CountSumComponent(_Component):
+    """A component whose stats row is the item count and the summed features (Beta-Bernoulli,
+    Dirichlet-multinomial): ``[n_k, m_k1..m_kD]``."""
+
+    def stats(self, X, labels, n_clusters) -> np.ndarray:
+        """``(n_clusters, D + 1)`` rows ``[n_k, sum_{i in k} x_i]``."""
+        _, _, counts, sums = self._counts_sums(X, labels, n_clusters)
+        return np.column_stack([counts, sums])
+
+
 # ------------------------------------------------------------------------------ components
 @dataclass(frozen=True)
-class BetaBernoulli(_Component):
+class BetaBernoulli(_CountSumComponent):
     """Independent Bernoulli features with conjugate ``Beta(a_d, b_d)`` priors (thesis (2.8)-(2.9)).
 
     The cluster marginal (thesis section 2.1.1, after (2.9); chapter 4, (4.9)), with
@@ -978,15 +1016,7 @@ class BetaBernoulli(_Component):
         return np.concatenate([h["a"], h["b"]])
 
     def _check_values(self, X):
-        bad = (X != 0.0) & (X != 1.0)
-        if bad.any():
-            i, j = _first(bad)
-            raise ValueError(f"X[{i}, {j}] = {X[i, j]} is not binary")
-
-    def stats(self, X, labels, n_clusters) -> np.ndarray:
-        """``(n_clusters, D + 1)`` rows ``[n_k, sum_{i in k} x_i]``."""
-        _, _, counts, sums = self._counts_sums(X, labels, n_clusters)
-        return np.column_stack([counts, sums])
+        _reject_first(X, (X != 0.0) & (X != 1.0), "binary")
 
     def _posterior(self, stats, D):
         h = self.hyperparameters(D)
@@ -1077,13 +1107,7 @@ class BetaBernoulli(_Component):
 
         Must be called inside a ``pymc.Model`` context; returns ``{"theta": tensor}``.
 
-        Examples
-        --------
-        >>> import pymc as pm
-        >>> with pm.Model(coords={"cluster": [0, 1], "feature": [0, 1, 2]}):
-        ...     variables = BetaBernoulli().pymc_parameters(2, 3)
-        >>> sorted(variables)
-        ['theta']
+        The module docstring has an example with every component.
         """
         import pymc as pm
 
@@ -1098,14 +1122,7 @@ class BetaBernoulli(_Component):
     def pymc_log_likelihood(self, variables: dict, x):
         """``(N, K)`` tensor ``log f(x_i | theta_k) = x log theta + (1 - x) log(1 - theta)``.
 
-        Examples
-        --------
-        >>> import pymc as pm
-        >>> with pm.Model(coords={"cluster": [0], "feature": [0]}):
-        ...     v = BetaBernoulli().pymc_parameters(1, 1)
-        ...     loglik = BetaBernoulli().pymc_log_likelihood(v, np.ones((2, 1)))
-        >>> loglik.ndim
-        2
+        The module docstring has an example with every component.
         """
         import pytensor.tensor as pt
 
@@ -1152,7 +1169,7 @@ class BetaBernoulli(_Component):
 
 
 @dataclass(frozen=True)
-class DirichletMultinomial(_Component):
+class DirichletMultinomial(_CountSumComponent):
     """Count vectors, one multinomial draw each, ``Dirichlet(eta)`` prior (thesis (2.10)-(2.12)).
 
     An item ``x_i in N^D`` is a sequence of ``T_i = sum_d x_id`` categorical tokens; its likelihood is
@@ -1213,15 +1230,7 @@ class DirichletMultinomial(_Component):
         return self.hyperparameters(D)["eta"]
 
     def _check_values(self, X):
-        bad = (X < 0.0) | (X != np.floor(X))
-        if bad.any():
-            i, j = _first(bad)
-            raise ValueError(f"X[{i}, {j}] = {X[i, j]} is not a non-negative integer count")
-
-    def stats(self, X, labels, n_clusters) -> np.ndarray:
-        """``(n_clusters, D + 1)`` rows ``[n_k, sum_{i in k} x_i]``."""
-        _, _, counts, sums = self._counts_sums(X, labels, n_clusters)
-        return np.column_stack([counts, sums])
+        _reject_first(X, (X < 0.0) | (X != np.floor(X)), "a non-negative integer count")
 
     def log_marginal(self, stats) -> np.ndarray:
         """Closed-form ``log p(D_k)`` (2.12), sequence form, over the leading axes of ``stats``."""
@@ -1310,13 +1319,7 @@ class DirichletMultinomial(_Component):
     def pymc_parameters(self, n_clusters: int, n_features: int) -> dict:
         """Declare ``theta[k] ~ Dir(eta)`` (dims ``(cluster, feature)``) in the current PyMC model.
 
-        Examples
-        --------
-        >>> import pymc as pm
-        >>> with pm.Model(coords={"cluster": [0, 1], "feature": [0, 1, 2]}):
-        ...     variables = DirichletMultinomial().pymc_parameters(2, 3)
-        >>> sorted(variables)
-        ['theta']
+        The module docstring has an example with every component.
         """
         import pymc as pm
 
@@ -1327,14 +1330,7 @@ class DirichletMultinomial(_Component):
     def pymc_log_likelihood(self, variables: dict, x):
         """``(N, K)`` tensor ``sum_d x_id log theta_kd`` (sequence form, no multinomial coefficient).
 
-        Examples
-        --------
-        >>> import pymc as pm
-        >>> with pm.Model(coords={"cluster": [0], "feature": [0, 1]}):
-        ...     v = DirichletMultinomial().pymc_parameters(1, 2)
-        ...     loglik = DirichletMultinomial().pymc_log_likelihood(v, np.ones((3, 2)))
-        >>> loglik.ndim
-        2
+        The module docstring has an example with every component.
         """
         import pytensor.tensor as pt
 
@@ -1566,13 +1562,7 @@ class NormalGamma(_Component):
         """Declare ``tau ~ Gamma(a0, rate b0)`` and ``mu ~ N(mu0, 1 / (kappa0 tau))`` (dims
         ``(cluster, feature)``) in the current PyMC model.
 
-        Examples
-        --------
-        >>> import pymc as pm
-        >>> with pm.Model(coords={"cluster": [0, 1], "feature": [0, 1, 2]}):
-        ...     variables = NormalGamma().pymc_parameters(2, 3)
-        >>> sorted(variables)
-        ['mu', 'tau']
+        The module docstring has an example with every component.
         """
         import pymc as pm
         import pytensor.tensor as pt
@@ -1588,14 +1578,7 @@ class NormalGamma(_Component):
         """``(N, K)`` tensor ``sum_d [log tau - log 2 pi - tau (x - mu)^2] / 2`` by three matrix
         products.
 
-        Examples
-        --------
-        >>> import pymc as pm
-        >>> with pm.Model(coords={"cluster": [0], "feature": [0]}):
-        ...     v = NormalGamma().pymc_parameters(1, 1)
-        ...     loglik = NormalGamma().pymc_log_likelihood(v, np.zeros((2, 1)))
-        >>> loglik.ndim
-        2
+        The module docstring has an example with every component.
         """
         import pytensor.tensor as pt
 
