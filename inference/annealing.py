@@ -46,6 +46,7 @@ __all__ = [
     "EMProblem",
     "EMStats",
     "AnnealingResult",
+    "PointEstimateMethods",
     "GeometricCooling",
     "annealed_fit",
     "balanced_row_chunks",
@@ -58,6 +59,7 @@ __all__ = [
     "check_map_priors",
     "cool",
     "em_entry",
+    "table_to_netcdf",
     "SCHEDULE_DEFAULTS",
 ]
 
@@ -740,8 +742,49 @@ def estimate_arrays(params: dict, trace: pd.DataFrame) -> dict[str, np.ndarray]:
     return out
 
 
+def table_to_netcdf(table: pd.DataFrame, index: str):
+    """A per-step table as an ``xarray.Dataset`` that netCDF saves and reads back unchanged.
+
+    The index becomes the dimension ``index``; text columns become fixed-width strings, since
+    netCDF reads an object column back with another dtype.
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"beta": [0.5, 1.0], "stopped": ["tolerance", "max_iter"]})
+    >>> saved = table_to_netcdf(table, "stage")
+    >>> saved["stopped"].dims, saved["stopped"].dtype.kind
+    (('stage',), 'U')
+    """
+    dataset = table.rename_axis(index).to_xarray()
+    return dataset.assign(
+        {name: var.astype(str) for name, var in dataset.data_vars.items() if var.dtype == object}
+    )
+
+
+class PointEstimateMethods:
+    """The methods every point estimate with ``params``, a per-step ``trace`` and
+    ``to_inference_data(data)`` shares: saving, the estimate, its arrays.
+
+    Mixed into the dataclasses of point estimates (:class:`EMResult`, the clustering result of
+    :mod:`latentzoo.inference.pairwise`), so that each is written once.
+    """
+
+    def save(self, path, data=None) -> None:
+        """Write the fit to ``path`` as netCDF (:meth:`to_inference_data`)."""
+        self.to_inference_data(data).to_netcdf(str(path))
+
+    def point_estimate(self) -> dict:
+        """The estimate (:attr:`params`), as saved in the one posterior draw."""
+        return self.params
+
+    def arrays(self) -> dict:
+        """Every array of the fit keyed ``"params.<name>"`` and ``"trace.<column>"``
+        (:func:`estimate_arrays`), to compare two fits bit for bit."""
+        return estimate_arrays(self.params, self.trace)
+
+
 @dataclass
-class EMResult:
+class EMResult(PointEstimateMethods):
     """A point estimate from annealed EM, with its trace and convergence flag.
 
     Attributes
@@ -865,24 +908,12 @@ class EMResult:
             f"converged: {self.converged}"
         ]
 
-    def save(self, path, data=None) -> None:
-        """Write the fit to ``path`` as netCDF (:meth:`to_inference_data`)."""
-        self.to_inference_data(data).to_netcdf(str(path))
-
     def figure(self, data=None):
         """The family's picture of the estimate (``plot(model, result, data) -> Axes``, set by
         the family's method, e.g. the HACM's tree), as a matplotlib ``Figure``; None without."""
         if self.plot is None:
             return None
         return self.plot(self.model, self, data).figure
-
-    def point_estimate(self) -> dict:
-        """The parameters, as saved in the one posterior draw."""
-        return self.params
-
-    def arrays(self) -> dict:
-        """Every array of the fit (:func:`estimate_arrays`), to compare two fits bit for bit."""
-        return estimate_arrays(self.params, self.trace)
 
     def objective(self, data) -> tuple[str, float]:
         """``("log-likelihood of the data", value)``: the estimate's log-likelihood of ``data``."""
@@ -948,23 +979,9 @@ class EMResult:
         )
         idata.posterior.attrs.update(attrs)
         trace = self.trace.drop(columns=[c for c in ("score",) if c in self.trace])
-        trace = trace.rename_axis("step").to_xarray()
-        # Text columns (the HACM's tau form per stage) as fixed-width strings, as for the stages.
-        trace = trace.assign(
-            {name: var.astype(str) for name, var in trace.data_vars.items() if var.dtype == object}
-        )
-        groups = {"em_trace": trace}
+        groups = {"em_trace": table_to_netcdf(trace, "step")}
         if self.stages is not None:
-            # Text columns (how each stage ended) as fixed-width strings: netCDF reads an
-            # object column back with another dtype.
-            stages = self.stages.rename_axis("stage").to_xarray()
-            groups["em_stages"] = stages.assign(
-                {
-                    name: var.astype(str)
-                    for name, var in stages.data_vars.items()
-                    if var.dtype == object
-                }
-            )
+            groups["em_stages"] = table_to_netcdf(self.stages, "stage")
         for group in groups.values():
             group.attrs.update(attrs)
         idata.add_groups(groups, warn_on_custom_groups=False)

@@ -75,7 +75,13 @@ from scipy.special import logsumexp
 
 from latentzoo.data import Dissimilarities
 from latentzoo.data.checks import as_rng
-from latentzoo.inference.annealing import EMStats, GeometricCooling, cool, estimate_arrays
+from latentzoo.inference.annealing import (
+    EMStats,
+    GeometricCooling,
+    PointEstimateMethods,
+    cool,
+    table_to_netcdf,
+)
 from latentzoo.inference.family import Family, Method, Option, choice, flag, integer, real, seed
 from latentzoo.models._checks import check_integer, check_interval, check_positive
 from latentzoo.models.pairwise import (
@@ -103,7 +109,7 @@ _FROZEN = 1e-6
 
 # ----------------------------------------------------------------------------- result
 @dataclass
-class ClusteringResult:
+class ClusteringResult(PointEstimateMethods):
     """The outcome of a clustering method of this module.
 
     Attributes
@@ -207,22 +213,9 @@ class ClusteringResult:
             f"transitions at T = {temperatures}"
         ]
 
-    def save(self, path, data=None) -> None:
-        """Write the fit to ``path`` as netCDF (:meth:`to_inference_data`)."""
-        self.to_inference_data(data).to_netcdf(str(path))
-
     def figure(self, data=None):
         """None: ``latentzoo fit`` saves no picture of a clustering."""
         return None
-
-    def point_estimate(self) -> dict:
-        """The estimate (:attr:`params`), as saved in the one posterior draw."""
-        return self.params
-
-    def arrays(self) -> dict:
-        """Every array of the fit keyed ``"params.<name>"`` and ``"trace.<column>"``
-        (:func:`~latentzoo.inference.annealing.estimate_arrays`)."""
-        return estimate_arrays(self.params, self.trace)
 
     def objective(self, data) -> tuple[str, float]:
         """``("cost", value)``: the cost of the hard labels (a cost model has no likelihood)."""
@@ -292,15 +285,7 @@ class ClusteringResult:
         )
         groups = {"posterior": posterior}
         if len(self.trace):
-            trace = self.trace.rename_axis("step").to_xarray()
-            # Text columns as fixed-width strings: netCDF reads an object column back otherwise.
-            groups["clustering_trace"] = trace.assign(
-                {
-                    name: var.astype(str)
-                    for name, var in trace.data_vars.items()
-                    if var.dtype == object
-                }
-            )
+            groups["clustering_trace"] = table_to_netcdf(self.trace, "step")
         for group in groups.values():
             group.attrs.update(attrs)
         return az.InferenceData(**groups, warn_on_custom_groups=False)
