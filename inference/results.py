@@ -77,6 +77,22 @@ class PointEstimate(Protocol):
     params: dict
 
 
+_HELD_OUT_SETUP = """    >>> import latentzoo
+    >>> from latentzoo.data import load
+    >>> from latentzoo.models import AspectModel
+    >>> train, test = load("toy").split(0.3, random_state=0)
+"""
+
+
+def _held_out_example(score):
+    """Open the Examples of a held-out score with the setup the three share: the toy corpus split
+    into ``train`` and ``test`` (each token held out with probability 0.3), and the aspect model."""
+    marker = "    Examples\n    --------\n"
+    head, tail = score.__doc__.split(marker, 1)
+    score.__doc__ = f"{head}{marker}{_HELD_OUT_SETUP}{tail}"
+    return score
+
+
 # ------------------------------------------------------------------------------ the model
 def _component_from_text(text: str):
     """A conjugate component from the text ``model_attrs`` writes, e.g. ``BetaBernoulli(a=1.0)``.
@@ -260,6 +276,7 @@ def _sample_heldout(result, model, test, train, max_draws) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ the face
+@_held_out_example
 def heldout_log_likelihood(
     result, test, *, train=None, max_draws: int | None = MAX_DRAWS, model=None
 ) -> np.ndarray:
@@ -308,10 +325,6 @@ def heldout_log_likelihood(
 
     Examples
     --------
-    >>> import latentzoo
-    >>> from latentzoo.data import load
-    >>> from latentzoo.models import AspectModel
-    >>> train, test = load("toy").split(0.3, random_state=0)
     >>> fit = latentzoo.fit(AspectModel(2), train, betas=[1.0], random_state=0)
     >>> heldout_log_likelihood(fit, test).shape
     (6,)
@@ -326,6 +339,7 @@ def heldout_log_likelihood(
     return np.asarray(model.heldout_log_likelihood(result.params, test), dtype=float)
 
 
+@_held_out_example
 def heldout_score(
     result, test, *, train=None, max_draws: int | None = MAX_DRAWS, model=None
 ) -> float:
@@ -338,10 +352,6 @@ def heldout_score(
 
     Examples
     --------
-    >>> import latentzoo
-    >>> from latentzoo.data import load
-    >>> from latentzoo.models import AspectModel
-    >>> train, test = load("toy").split(0.3, random_state=0)
     >>> fit = latentzoo.fit(AspectModel(2), train, betas=[1.0], random_state=0)
     >>> bool(np.isclose(np.exp(-heldout_score(fit, test)), perplexity(fit, test)))
     True
@@ -353,6 +363,7 @@ def heldout_score(
     return float(scores.sum() / units)
 
 
+@_held_out_example
 def perplexity(result, test, *, train=None, max_draws: int | None = MAX_DRAWS, model=None) -> float:
     """Held-out perplexity ``exp(-sum heldout_log_likelihood / units)`` of any result.
 
@@ -365,10 +376,6 @@ def perplexity(result, test, *, train=None, max_draws: int | None = MAX_DRAWS, m
 
     Examples
     --------
-    >>> import latentzoo
-    >>> from latentzoo.data import load
-    >>> from latentzoo.models import AspectModel
-    >>> train, test = load("toy").split(0.3, random_state=0)
     >>> idata = latentzoo.fit(AspectModel(2), train, method="gibbs", chains=1, draws=20, tune=20,
     ...                       random_state=0, progressbar=False)
     >>> perplexity(idata, test) < 8  # below the uniform distribution over the 8 words
