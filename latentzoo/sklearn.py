@@ -76,6 +76,8 @@ Examples
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import logsumexp
@@ -234,12 +236,111 @@ def _completion_score(counts, posterior_of, predictive_right) -> tuple[float, in
     return float(loglik.sum()), total
 
 
-def _store_arguments(estimator, arguments: dict) -> None:
-    """scikit-learn's rule for ``__init__``: every argument stored unchanged under its own name
-    (validated in ``fit``); ``arguments`` is the ``locals()`` of that ``__init__``."""
-    for name, value in arguments.items():
-        if name != "self":
-            setattr(estimator, name, value)
+def _init_storing(n_components: int, **keyword_only):
+    """An ``__init__(self, n_components=<n_components>, *, <keyword_only>)`` that stores every
+    argument unchanged under its own name (scikit-learn's rule: validated in ``fit``).
+
+    scikit-learn reads an estimator's parameters from the signature of its ``__init__``
+    (``get_params``, ``clone``), so the signature is built from the defaults given, in their
+    order, and set as ``__signature__``: the estimators that share options (the annealing
+    schedule, :data:`_SCHEDULE`) declare them once.
+    """
+    parameter = inspect.Parameter
+    signature = inspect.Signature(
+        [
+            parameter("self", parameter.POSITIONAL_OR_KEYWORD),
+            parameter("n_components", parameter.POSITIONAL_OR_KEYWORD, default=n_components),
+            *(
+                parameter(name, parameter.KEYWORD_ONLY, default=default)
+                for name, default in keyword_only.items()
+            ),
+        ]
+    )
+
+    def __init__(self, *args, **kwargs):
+        try:
+            arguments = signature.bind(self, *args, **kwargs)
+        except TypeError as error:
+            raise TypeError(f"{type(self).__name__}.__init__() {error}") from None
+        arguments.apply_defaults()
+        for name, value in arguments.arguments.items():
+            if name != "self":
+                setattr(self, name, value)
+
+    __init__.__signature__ = signature
+    return __init__
+
+
+_SCHEDULE = {"betas": None, "max_iter": None, "tol": None, "fit_options": None}
+"""The annealed-EM options of the co-occurrence estimators (``None``: the library's default)."""
+
+
+class _LatentEstimator(ClassNamePrefixFeaturesOutMixin, TransformerMixin):
+    """What the four estimators share: input validation, tags, :meth:`fit` (the family's part in
+    ``_fit_validated``) and :meth:`transform` (the family's soft encoding, ``_soft_encoding``)."""
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.target_tags.required = False
+        return tags
+
+    def _validate(self, X, reset: bool):
+        if not reset:
+            check_is_fitted(self)
+        return validate_data(
+            self, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype="numeric"
+        )
+
+    def fit(self, X, y=None):
+        """Fit the estimator's model to ``X``.
+
+        Parameters
+        ----------
+        X : array_like or sparse matrix (n_rows, n_features)
+            A documents x words count matrix for the co-occurrence estimators (non-negative
+            integers, e.g. the output of ``CountVectorizer``); data of its component's kind
+            (binary, counts or real) for :class:`MixtureClusterer`.
+        y : ignored
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Examples
+        --------
+        >>> X = np.array([[4, 2, 0, 0], [3, 3, 0, 1], [0, 1, 4, 3], [0, 0, 3, 5]])
+        >>> AspectEstimator(2, betas=[1.0], random_state=0).fit(X).n_features_in_
+        4
+        """
+        return self._fit_validated(self._validate(X, reset=True))
+
+    def transform(self, X):
+        """The soft encoding of the rows of ``X`` given the fitted parameters.
+
+        :class:`AspectEstimator`: the topic proportions of each row, folded in with the topics
+        fixed (see its class docstring); the clusterers: the cluster posteriors of
+        :meth:`~_Clusterer.predict_proba`.
+
+        Parameters
+        ----------
+        X : array_like or sparse matrix (n_rows, n_features_in_)
+
+        Returns
+        -------
+        ndarray of shape (n_rows, n_encoded); rows sum to one
+            ``n_encoded`` is ``n_components``, or ``len(weights_)`` for
+            :class:`MixtureClusterer`.
+
+        Examples
+        --------
+        >>> X = np.array([[4, 2, 0, 0], [3, 3, 0, 1], [0, 1, 4, 3], [0, 0, 3, 5]])
+        >>> est = AspectEstimator(2, betas=[1.0], random_state=0).fit(X)
+        >>> est.transform(X).shape
+        (4, 2)
+        """
+        return self._soft_encoding(X)
 
 
 class _CountsMixin:
@@ -256,26 +357,31 @@ class _CountsMixin:
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
         tags.input_tags.positive_only = True
         # The only tag with which scikit-learn's checks feed non-negative integer data, the
         # input these estimators take (see the module docstring); nothing else reads it.
         tags.input_tags.categorical = True
-        tags.target_tags.required = False
         return tags
 
-    def _validate(self, X, reset: bool):
-        X = validate_data(
-            self, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype="numeric"
-        )
-        return X
+    def _fit_validated(self, X):
+        return self._fit_counts(_cooccurrence(X))
 
-    def _fit_counts(self, X) -> CoOccurrence:
-        return _cooccurrence(self._validate(X, reset=True))
+    @property
+    def _n_features_out(self):
+        return self.components_.shape[0]
+
+    def _check_transform_options(self):
+        """Nothing to check but in :class:`AspectEstimator` (its fold-in options)."""
+
+    def _soft_encoding(self, X) -> np.ndarray:
+        self._check_transform_options()
+        return self._posterior_counts(self._new_counts(X))
+
+    def _predictive_right(self) -> np.ndarray:
+        return np.ascontiguousarray(self.components_.T)
 
     def _new_counts(self, X) -> sp.csr_matrix:
         """New rows as canonical int64 CSR counts (all zero allowed)."""
-        check_is_fitted(self)
         X = self._validate(X, reset=False)
         data = _cooccurrence(X, allow_empty=True)
         return sp.csr_matrix(X.shape, dtype=np.int64) if data is None else data.counts
@@ -332,14 +438,17 @@ class _CountsMixin:
 
 
 # ------------------------------------------------------------------------- aspect model
-class AspectEstimator(
-    _CountsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
-):
+class AspectEstimator(_CountsMixin, _LatentEstimator, BaseEstimator):
     """The aspect model (PLSA with Dirichlet priors) as a scikit-learn topic transformer.
 
     Fits :class:`~latentzoo.models.AspectModel` by :func:`latentzoo.fit`; ``transform`` folds
     new documents in: their topic proportions are fitted by EM with the topics ``phi`` held
-    fixed (:func:`~latentzoo.inference.aspect.fold_in_rows`; see :meth:`transform`).
+    fixed (:func:`~latentzoo.inference.aspect.fold_in_rows`), iterating
+    ``theta_k ∝ max(N_k + a, 0)`` with ``N_k = sum_j n_j P(k | j)`` the expected counts:
+    ``a = alpha - 1`` after ``annealed_em`` (the MAP estimate under ``Dir(alpha)``, so a
+    training document gets back its fitted ``theta``), ``a = alpha`` after ``gibbs`` (the
+    posterior mean of ``theta`` given the expected counts, which exists for the sparse sampling
+    priors ``alpha < 1``). A document without observations gets uniform proportions.
 
     Parameters
     ----------
@@ -394,43 +503,12 @@ class AspectEstimator(
     np.True_
     """
 
-    def __init__(
-        self,
-        n_components=10,
-        *,
-        alpha=None,
-        eta=None,
-        method="annealed_em",
-        betas=None,
-        max_iter=None,
-        tol=None,
-        fit_options=None,
-        transform_max_iter=200,
-        transform_tol=1e-6,
-        random_state=None,
-    ):
-        _store_arguments(self, locals())
+    __init__ = _init_storing(
+        10, alpha=None, eta=None, method="annealed_em", **_SCHEDULE,
+        transform_max_iter=200, transform_tol=1e-6, random_state=None,
+    )  # fmt: skip
 
-    def fit(self, X, y=None):
-        """Fit the topics to the count matrix ``X``.
-
-        Parameters
-        ----------
-        X : sparse or dense count matrix (n_documents, n_words)
-            Non-negative integer counts, e.g. the output of ``CountVectorizer``.
-        y : ignored
-
-        Returns
-        -------
-        self
-
-        Examples
-        --------
-        >>> X = np.array([[4, 2, 0, 0], [3, 3, 0, 1], [0, 1, 4, 3], [0, 0, 3, 5]])
-        >>> AspectEstimator(2, betas=[1.0], random_state=0).fit(X).n_features_in_
-        4
-        """
-        data = self._fit_counts(X)
+    def _fit_counts(self, data: CoOccurrence):
         self._check_transform_options()
         model = AspectModel(self.n_components, **_options(alpha=self.alpha, eta=self.eta))
         # The priors left unset take the method's defaults, as in latentzoo.fit; resolved here
@@ -468,10 +546,6 @@ class AspectEstimator(
         check_integer("transform_max_iter", self.transform_max_iter)
         check_interval("transform_tol", self.transform_tol, 0, np.inf, closed="left")
 
-    @property
-    def _n_features_out(self):
-        return self.components_.shape[0]
-
     def _posterior_counts(self, counts) -> np.ndarray:
         """Fold-in proportions ``theta`` (N x K) of the rows of CSR ``counts``."""
         k = self.components_.shape[0]
@@ -485,39 +559,6 @@ class AspectEstimator(
         )  # fmt: skip
         return theta
 
-    def _predictive_right(self) -> np.ndarray:
-        return np.ascontiguousarray(self.components_.T)
-
-    def transform(self, X):
-        """Topic proportions of the documents of ``X``, folded in with the topics fixed.
-
-        EM on each document's ``theta`` with ``phi = components_`` fixed
-        (:func:`~latentzoo.inference.aspect.fold_in_rows`), iterating
-        ``theta_k ∝ max(N_k + a, 0)`` with ``N_k = sum_j n_j P(k | j)`` the expected counts:
-        ``a = alpha - 1`` after ``annealed_em`` (the MAP estimate under ``Dir(alpha)``, so a
-        training document gets back its fitted ``theta``), ``a = alpha`` after ``gibbs`` (the
-        posterior mean of ``theta`` given the expected counts, which exists for the sparse
-        sampling priors ``alpha < 1``). A document without observations gets uniform
-        proportions.
-
-        Parameters
-        ----------
-        X : sparse or dense count matrix (n_documents, n_features_in_)
-
-        Returns
-        -------
-        ndarray of shape (n_documents, n_components); rows sum to one
-
-        Examples
-        --------
-        >>> X = np.array([[4, 2, 0, 0], [3, 3, 0, 1], [0, 1, 4, 3], [0, 0, 3, 5]])
-        >>> est = AspectEstimator(2, betas=[1.0], random_state=0).fit(X)
-        >>> est.transform(X).shape
-        (4, 2)
-        """
-        self._check_transform_options()
-        return self._posterior_counts(self._new_counts(X))
-
 
 def _best_chain_mean(idata, name: str) -> np.ndarray:
     """Posterior mean of ``name`` over the draws of the chain with the highest mean loglik."""
@@ -527,8 +568,51 @@ def _best_chain_mean(idata, name: str) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- clusterers
-class _CountsClusterer(_CountsMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin,
-                       ClusterMixin, BaseEstimator):  # fmt: skip
+class _Clusterer(_LatentEstimator, ClusterMixin):
+    """What the clusterers share: ``predict_proba`` (their soft encoding) and ``predict`` (the
+    arg max of ``_predict_scores``)."""
+
+    def predict_proba(self, X):
+        """Posterior cluster probabilities of the rows of ``X`` given the fitted parameters: the
+        soft encoding of :meth:`transform` (same parameters and return) under scikit-learn's name.
+
+        The co-occurrence clusterers by Bayes' rule, ``P(k | row) ∝ weights_[k] prod_j
+        components_[k, j] ** n_j`` (seed eq. (29)-(30)), in log space, a row without
+        observations getting ``weights_``; :class:`MixtureClusterer` by the posterior predictive
+        given its partition, the last column of the DPM being a new cluster.
+
+        Examples
+        --------
+        >>> X = np.array([[4, 2, 0, 0], [3, 3, 0, 1], [0, 1, 4, 3], [0, 0, 3, 5]])
+        >>> est = OneSidedClusterer(2, betas=[1.0], random_state=0).fit(X)
+        >>> bool(np.allclose(est.predict_proba(X).sum(axis=1), 1))
+        True
+        """
+        return self._soft_encoding(X)
+
+    def predict(self, X):
+        """The most probable cluster of each row of ``X`` (the arg max of :meth:`predict_proba`;
+        for the DPM of :class:`MixtureClusterer`, ``n_clusters_`` means a new cluster).
+
+        Parameters
+        ----------
+        X : array_like or sparse matrix (n_rows, n_features_in_)
+
+        Returns
+        -------
+        ndarray of shape (n_rows,), int64
+
+        Examples
+        --------
+        >>> X = np.array([[4, 2, 0, 0], [3, 3, 0, 1], [0, 1, 4, 3], [0, 0, 3, 5]])
+        >>> labels = OneSidedClusterer(2, betas=[1.0], random_state=0).fit(X).predict(X)
+        >>> bool(labels[0] == labels[1] != labels[2] == labels[3])
+        True
+        """
+        return self._predict_scores(X).argmax(axis=1).astype(np.int64)
+
+
+class _CountsClusterer(_CountsMixin, _Clusterer, BaseEstimator):
     """New rows of the co-occurrence clusterers: everything follows from the fitted cluster
     weights ``weights_`` and profiles ``components_`` (``P(word | cluster)``)."""
 
@@ -541,79 +625,11 @@ class _CountsClusterer(_CountsMixin, ClassNamePrefixFeaturesOutMixin, Transforme
         self.n_iter_ = len(result.trace)
         return self
 
-    @property
-    def _n_features_out(self):
-        return self.components_.shape[0]
-
     def _posterior_counts(self, counts) -> np.ndarray:
         return _cluster_posteriors(counts, _log(self.weights_), _log(self.components_))
 
-    def _predictive_right(self) -> np.ndarray:
-        return np.ascontiguousarray(self.components_.T)
-
-    def predict_proba(self, X):
-        """Posterior cluster probabilities of the rows of ``X`` given the fitted parameters.
-
-        ``P(k | row) ∝ weights_[k] prod_j components_[k, j] ** n_j`` (Bayes' rule, seed
-        eq. (29)-(30)), in log space; a row without observations gets ``weights_``.
-
-        Parameters
-        ----------
-        X : sparse or dense count matrix (n_rows, n_features_in_)
-
-        Returns
-        -------
-        ndarray of shape (n_rows, n_clusters); rows sum to one
-
-        Examples
-        --------
-        >>> X = np.array([[4, 2, 0, 0], [3, 3, 0, 1], [0, 1, 4, 3], [0, 0, 3, 5]])
-        >>> est = OneSidedClusterer(2, betas=[1.0], random_state=0).fit(X)
-        >>> est.predict_proba(X).shape
-        (4, 2)
-        """
-        return self._posterior_counts(self._new_counts(X))
-
-    def transform(self, X):
-        """The cluster posteriors of :meth:`predict_proba` (a soft encoding of the rows).
-
-        Parameters
-        ----------
-        X : sparse or dense count matrix (n_rows, n_features_in_)
-
-        Returns
-        -------
-        ndarray of shape (n_rows, n_clusters)
-
-        Examples
-        --------
-        >>> X = np.array([[4, 2, 0, 0], [3, 3, 0, 1], [0, 1, 4, 3], [0, 0, 3, 5]])
-        >>> est = OneSidedClusterer(2, betas=[1.0], random_state=0).fit(X)
-        >>> bool(np.allclose(est.transform(X).sum(axis=1), 1))
-        True
-        """
-        return self.predict_proba(X)
-
-    def predict(self, X):
-        """The most probable cluster of each row of ``X`` (the arg max of :meth:`predict_proba`).
-
-        Parameters
-        ----------
-        X : sparse or dense count matrix (n_rows, n_features_in_)
-
-        Returns
-        -------
-        ndarray of shape (n_rows,), int64
-
-        Examples
-        --------
-        >>> X = np.array([[4, 2, 0, 0], [3, 3, 0, 1], [0, 1, 4, 3], [0, 0, 3, 5]])
-        >>> est = OneSidedClusterer(2, betas=[1.0], random_state=0).fit(X)
-        >>> labels = est.predict(X)
-        >>> bool(labels[0] == labels[1] != labels[2] == labels[3])
-        True
-        """
-        return self.predict_proba(X).argmax(axis=1).astype(np.int64)
+    def _predict_scores(self, X) -> np.ndarray:
+        return self._soft_encoding(X)
 
 
 class OneSidedClusterer(_CountsClusterer):
@@ -661,40 +677,11 @@ class OneSidedClusterer(_CountsClusterer):
     True
     """
 
-    def __init__(
-        self,
-        n_components=8,
-        *,
-        alpha=None,
-        eta=None,
-        method="annealed_em",
-        betas=None,
-        max_iter=None,
-        tol=None,
-        fit_options=None,
-        random_state=None,
-    ):
-        _store_arguments(self, locals())
+    __init__ = _init_storing(
+        8, alpha=None, eta=None, method="annealed_em", **_SCHEDULE, random_state=None
+    )
 
-    def fit(self, X, y=None):
-        """Cluster the rows of the count matrix ``X``.
-
-        Parameters
-        ----------
-        X : sparse or dense count matrix (n_rows, n_words)
-        y : ignored
-
-        Returns
-        -------
-        self
-
-        Examples
-        --------
-        >>> X = np.array([[4, 2, 0, 0], [3, 3, 0, 1], [0, 1, 4, 3], [0, 0, 3, 5]])
-        >>> OneSidedClusterer(2, betas=[1.0], random_state=0).fit(X).components_.shape
-        (2, 4)
-        """
-        data = self._fit_counts(X)
+    def _fit_counts(self, data: CoOccurrence):
         model = OneSidedClustering(self.n_components, **_options(alpha=self.alpha, eta=self.eta))
         result = self._fit_schedule(model, data)
         params = result.params
@@ -744,41 +731,12 @@ class TwoSidedClusterer(_CountsClusterer):
     ((4,), (2, 4))
     """
 
-    def __init__(
-        self,
-        n_components=8,
-        *,
-        n_column_clusters=None,
-        alpha=None,
-        eta=None,
-        method="mean_field",
-        betas=None,
-        max_iter=None,
-        tol=None,
-        fit_options=None,
+    __init__ = _init_storing(
+        8, n_column_clusters=None, alpha=None, eta=None, method="mean_field", **_SCHEDULE,
         random_state=None,
-    ):
-        _store_arguments(self, locals())
+    )  # fmt: skip
 
-    def fit(self, X, y=None):
-        """Co-cluster the rows and columns of the count matrix ``X``.
-
-        Parameters
-        ----------
-        X : sparse or dense count matrix (n_rows, n_words)
-        y : ignored
-
-        Returns
-        -------
-        self
-
-        Examples
-        --------
-        >>> X = np.array([[4, 2, 0, 0], [3, 3, 0, 1], [0, 1, 4, 3], [0, 0, 3, 5]])
-        >>> TwoSidedClusterer(2, betas=[1.0], random_state=0).fit(X).labels_.shape
-        (4,)
-        """
-        data = self._fit_counts(X)
+    def _fit_counts(self, data: CoOccurrence):
         n_cols = self.n_components if self.n_column_clusters is None else self.n_column_clusters
         model = TwoSidedClustering(
             self.n_components, n_cols, **_options(alpha=self.alpha, eta=self.eta)
@@ -797,8 +755,7 @@ class TwoSidedClusterer(_CountsClusterer):
 
 
 # ------------------------------------------------------------------------------ mixtures
-class MixtureClusterer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin,
-                       BaseEstimator):  # fmt: skip
+class MixtureClusterer(_Clusterer, BaseEstimator):
     """A finite Bayesian mixture or a Dirichlet process mixture of conjugate components
     (Heller 2007, ch. 2), fitted by collapsed Gibbs sampling, as a scikit-learn clusterer.
 
@@ -854,27 +811,10 @@ class MixtureClusterer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cluste
     True
     """
 
-    def __init__(
-        self,
-        n_components=5,
-        *,
-        alpha=1.0,
-        component="normal_gamma",
-        dirichlet_process=False,
-        chains=2,
-        draws=100,
-        tune=100,
-        split_merge=True,
-        fit_options=None,
-        random_state=None,
-    ):
-        _store_arguments(self, locals())
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.target_tags.required = False
-        return tags
+    __init__ = _init_storing(
+        5, alpha=1.0, component="normal_gamma", dirichlet_process=False, chains=2, draws=100,
+        tune=100, split_merge=True, fit_options=None, random_state=None,
+    )  # fmt: skip
 
     def _model(self):
         component = self.component
@@ -888,35 +828,8 @@ class MixtureClusterer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cluste
             return DirichletProcessMixture(alpha=self.alpha, component=component)
         return BayesianMixture(self.n_components, alpha=self.alpha, component=component)
 
-    def _features(self, X, reset: bool) -> np.ndarray:
-        if not reset:
-            check_is_fitted(self)
-        X = validate_data(
-            self, X, reset=reset, accept_sparse=("csr", "csc", "coo"), dtype="numeric"
-        )
-        return np.ascontiguousarray(self.model_.check_data(Features(X)).X if not reset else X)
-
-    def fit(self, X, y=None):
-        """Sample the partition posterior of the items ``X`` and keep its best partition.
-
-        Parameters
-        ----------
-        X : array_like or sparse (n_items, n_features)
-            Data of the component's kind (binary, counts or real).
-        y : ignored
-
-        Returns
-        -------
-        self
-
-        Examples
-        --------
-        >>> X = np.array([[0.0, 0.1], [0.2, -0.1], [5.0, 5.2], [5.1, 4.9]])
-        >>> MixtureClusterer(2, draws=10, tune=10, random_state=0).fit(X).n_clusters_
-        2
-        """
-        X = validate_data(self, X, reset=True, accept_sparse=("csr", "csc", "coo"),
-                          dtype="numeric")  # fmt: skip
+    def _fit_validated(self, X):
+        """Sample the partition posterior of the items ``X`` and keep its best partition."""
         model = self._model()
         data = model.check_data(Features(X))
         dense = np.ascontiguousarray(data.X, dtype=np.float64)
@@ -953,70 +866,17 @@ class MixtureClusterer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, Cluste
         return self.weights_.shape[0]
 
     def _log_joint(self, X) -> np.ndarray:
-        dense = self._features(X, reset=False)
+        X = self._validate(X, reset=False)
+        dense = np.ascontiguousarray(self.model_.check_data(Features(X)).X)
         log_pred = self.model_.component.log_predictive(self._stats, dense)
         return log_pred + _log(self.weights_)[None, :]
 
-    def predict_proba(self, X):
-        """Posterior predictive cluster probabilities of the items ``X`` given the partition.
-
-        Parameters
-        ----------
-        X : array_like or sparse (n_items, n_features_in_)
-
-        Returns
-        -------
-        ndarray of shape (n_items, len(weights_))
-            For the DPM the last column is a new cluster.
-
-        Examples
-        --------
-        >>> X = np.array([[0.0, 0.1], [0.2, -0.1], [5.0, 5.2], [5.1, 4.9]])
-        >>> est = MixtureClusterer(2, draws=10, tune=10, random_state=0).fit(X)
-        >>> bool(np.allclose(est.predict_proba(X).sum(axis=1), 1))
-        True
-        """
+    def _soft_encoding(self, X) -> np.ndarray:
         joint = self._log_joint(X)
         return np.exp(joint - logsumexp(joint, axis=1, keepdims=True))
 
-    def transform(self, X):
-        """The cluster probabilities of :meth:`predict_proba` (a soft encoding of the items).
-
-        Parameters
-        ----------
-        X : array_like or sparse (n_items, n_features_in_)
-
-        Returns
-        -------
-        ndarray of shape (n_items, len(weights_))
-
-        Examples
-        --------
-        >>> X = np.array([[0.0, 0.1], [0.2, -0.1], [5.0, 5.2], [5.1, 4.9]])
-        >>> MixtureClusterer(2, draws=10, tune=10, random_state=0).fit(X).transform(X).shape
-        (4, 2)
-        """
-        return self.predict_proba(X)
-
-    def predict(self, X):
-        """The most probable cluster of each item (for the DPM ``n_clusters_`` means a new one).
-
-        Parameters
-        ----------
-        X : array_like or sparse (n_items, n_features_in_)
-
-        Returns
-        -------
-        ndarray of shape (n_items,), int64
-
-        Examples
-        --------
-        >>> X = np.array([[0.0, 0.1], [0.2, -0.1], [5.0, 5.2], [5.1, 4.9]])
-        >>> est = MixtureClusterer(2, draws=10, tune=10, random_state=0).fit(X)
-        >>> bool((est.predict(X) == est.labels_).all())
-        True
-        """
-        return self._log_joint(X).argmax(axis=1).astype(np.int64)
+    def _predict_scores(self, X) -> np.ndarray:
+        return self._log_joint(X)
 
     def score_samples(self, X):
         """Log posterior predictive density of each item, ``log p(x | partition, data)``.
