@@ -58,6 +58,7 @@ from latentzoo.models.aspect import AspectModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from em_yardstick import loop_ceilings, map_em_loop, yardstick_fit, yardstick_pass  # noqa: E402
+from run_config import QuickConfig, sized  # noqa: E402
 
 EM_TARGET = 2.2  # G non-zero-topic updates / s / thread, serial em_pass (issue)
 GIBBS_TARGET = 1.0  # ours / tomotopy tokens per second
@@ -66,51 +67,32 @@ RESULTS = Path(__file__).resolve().parent / "RESULTS.md"  # tracked copy of a fu
 
 
 @dataclass
-class Config:
+class Config(QuickConfig):
     """Problem sizes and repeats of one run (full or ``--quick``)."""
 
     copies: int = 16
-    em_topics: tuple = (10, 20, 64, 128)
+    em_topics: tuple = sized((10, 20, 64, 128), quick=(20, 64))
     em_diagnostic_topics: tuple = (20, 64)  # the target's K: diagnostics and verdict
-    em_iterations: int = 3  # kernel passes per timing
-    em_repeats: int = 8
-    em_fit_iterations: int = 10  # iterations of each timed fixed-iteration fit
-    em_fit_repeats: int = 3
-    numpy_repeats: int = 4
-    numpy_fit_iterations: int = 2
+    em_iterations: int = sized(3, quick=2)  # kernel passes per timing
+    em_repeats: int = sized(8, quick=4)
+    em_fit_iterations: int = sized(10, quick=4)  # iterations of each timed fixed-iteration fit
+    em_fit_repeats: int = sized(3, quick=2)
+    numpy_repeats: int = sized(4, quick=2)
+    numpy_fit_iterations: int = sized(2, quick=1)
     gibbs_topics: tuple = (10, 20, 50)
     gibbs_sweeps: int = 200
-    gibbs_repeats: int = 3
-    perplexity_seeds: tuple = (1, 2, 3)
-    ess_topics: int = 3
-    ess_docs: int = 30
-    ess_words: int = 60
-    ess_length: int = 200
-    pymc_chains: int = 4
+    gibbs_repeats: int = sized(3, quick=1)
+    perplexity_seeds: tuple = sized((1, 2, 3), quick=(1,))
+    ess_topics: int = sized(3, quick=2)
+    ess_docs: int = sized(30, quick=10)
+    ess_words: int = sized(60, quick=12)
+    ess_length: int = sized(200, quick=60)
+    pymc_chains: int = sized(4, quick=2)
     pymc_draws: int = 400
     pymc_tune: int = 400
     gibbs_chains: int = 4
     gibbs_draws: int = 2000
     gibbs_tune: int = 200
-
-    @classmethod
-    def quick(cls) -> Config:
-        return cls(
-            em_topics=(20, 64),
-            em_iterations=2,
-            em_repeats=4,
-            em_fit_iterations=4,
-            em_fit_repeats=2,
-            numpy_repeats=2,
-            numpy_fit_iterations=1,
-            gibbs_repeats=1,
-            perplexity_seeds=(1,),
-            ess_topics=2,
-            ess_docs=10,
-            ess_words=12,
-            ess_length=60,
-            pymc_chains=2,
-        )
 
 
 @dataclass

@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # and the report writer.
 from bench_aspect import Ratio, machine_rows, markdown_table, run_suite  # noqa: E402
 from bench_aspect import interleaved_rounds as interleaved_seconds  # noqa: E402
+from run_config import QuickConfig, sized  # noqa: E402
 
 from latentzoo.data import load, load_labels  # noqa: E402
 from latentzoo.inference.bayesian_sets import BayesianSetsIndex  # noqa: E402
@@ -54,16 +55,12 @@ TARGET_MS = 5.0  # one query over the binarised 20 Newsgroups matrix (issue 13)
 
 
 @dataclass
-class Config:
+class Config(QuickConfig):
     """Repeats of one run (full or ``--quick``)."""
 
-    repeats: int = 300
+    repeats: int = sized(300, quick=30)
     query_size: int = 3
     seed: int = 0
-
-    @classmethod
-    def quick(cls) -> Config:
-        return cls(repeats=30)
 
 
 def machine_info() -> list[tuple[str, str]]:

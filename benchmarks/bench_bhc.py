@@ -55,6 +55,7 @@ from bench_aspect import (  # noqa: E402
     markdown_table,
     run_suite,
 )
+from run_config import QuickConfig, sized  # noqa: E402
 
 from latentzoo.data import load, load_labels  # noqa: E402
 from latentzoo.inference.bhc import bhc, embhc, rbhc  # noqa: E402
@@ -69,30 +70,21 @@ PEERS = ("bhc", "bhclustering")  # PyPI names
 
 
 @dataclass
-class Config:
+class Config(QuickConfig):
     """Problem sizes and repeats of one run (full or ``--quick``)."""
 
-    digits_rounds: int = 3
-    large_items: int = 100_000
+    digits_rounds: int = sized(3, quick=1)
+    large_items: int = sized(100_000, quick=20_000)
     large_features: int = 64
     large_clusters: int = 10
     large_m: int = 100  # subsample size of RBHC / EMBHC
-    large_rounds: int = 2
-    subset_items: int = 5000  # exact BHC, RBHC, EMBHC and average linkage on the same items
-    peer_sizes: tuple = (25, 50, 75)
-    peer_timeout: float = 300.0  # seconds per peer run; larger sizes are skipped after a timeout
+    large_rounds: int = sized(2, quick=1)
+    # exact BHC, RBHC, EMBHC and average linkage on the same items
+    subset_items: int = sized(5000, quick=1000)
+    peer_sizes: tuple = sized((25, 50, 75), quick=(15, 25))
+    # seconds per peer run; larger sizes are skipped after a timeout
+    peer_timeout: float = sized(300.0, quick=60.0)
     seed: int = 0
-
-    @classmethod
-    def quick(cls) -> Config:
-        return cls(
-            digits_rounds=1,
-            large_items=20_000,
-            large_rounds=1,
-            subset_items=1000,
-            peer_sizes=(15, 25),
-            peer_timeout=60.0,
-        )
 
 
 # ----------------------------------------------------------------------------------- helpers

@@ -46,6 +46,7 @@ from bench_aspect import (  # noqa: E402
     markdown_table,
     run_suite,
 )
+from run_config import QuickConfig, sized  # noqa: E402
 
 from latentzoo.data import load  # noqa: E402
 from latentzoo.inference.cluster_abstraction import ClusterAbstractionEM, hacm_em_pass  # noqa: E402
@@ -58,17 +59,13 @@ TARGET = 3.0  # HACM (depth-4 binary tree) / ACM (16 clusters) time per EM itera
 
 
 @dataclass
-class Config:
+class Config(QuickConfig):
     """Problem sizes and repeats of one run (full or ``--quick``)."""
 
     depth: int = 4  # complete binary tree: 2**depth leaves, as many ACM clusters
     betas: tuple = (1.0, 0.5)
-    rounds: int = 200  # timed calls per case, interleaved across the cases
+    rounds: int = sized(200, quick=10)  # timed calls per case, interleaved across the cases
     seed: int = 0
-
-    @classmethod
-    def quick(cls) -> Config:
-        return cls(rounds=10)
 
 
 def em_cases(cfg: Config, data) -> tuple[dict, list[str]]:

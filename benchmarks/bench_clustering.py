@@ -59,6 +59,7 @@ from bench_aspect import (  # noqa: E402
     report_header,
     version_of,
 )
+from run_config import QuickConfig, sized  # noqa: E402
 
 from latentzoo.data import CoOccurrence, load  # noqa: E402
 from latentzoo.inference import one_sided  # noqa: E402
@@ -76,25 +77,23 @@ COCLUST_PIP = "pip install coclust"
 
 
 @dataclass
-class Config:
+class Config(QuickConfig):
     """Problem sizes and repeats of one run (full or ``--quick``)."""
 
     copies: tuple = (1, 4)
     em_clusters: int = 20
     em_betas: tuple = (1.0, 0.5)
-    em_passes: int = 20  # consecutive calls per timing
-    em_rounds: int = 15  # timed rounds, interleaved
+    em_passes: int = sized(20, quick=10)  # consecutive calls per timing
+    em_rounds: int = sized(15, quick=5)  # timed rounds, interleaved
     scm_clusters: int = 20
     scm_max_iter: int = 200
     seed: int = 0
-    auto: bool = True  # also the "auto" (tempered) schedule
-    time_acm_init: bool = True  # time the ACM initialisation on its own (same call, same seed)
-    spectral: bool = True  # scikit-learn's SpectralCoclustering as a context peer
+    auto: bool = sized(True, quick=False)  # also the "auto" (tempered) schedule
+    # time the ACM initialisation on its own (same call, same seed)
+    time_acm_init: bool = sized(True, quick=False)
+    # scikit-learn's SpectralCoclustering as a context peer
+    spectral: bool = sized(True, quick=False)
     coclust_max_iter: int = 100
-
-    @classmethod
-    def quick(cls) -> Config:
-        return cls(em_passes=10, em_rounds=5, auto=False, time_acm_init=False, spectral=False)
 
 
 # ----------------------------------------------------------------------------------- helpers

@@ -53,6 +53,7 @@ from bench_aspect import (  # noqa: E402
     run_suite,
     version_of,
 )
+from run_config import QuickConfig, sized  # noqa: E402
 
 from latentzoo.inference.mixture import MixtureGibbs, gibbs  # noqa: E402
 from latentzoo.models import DirichletProcessMixture  # noqa: E402
@@ -66,50 +67,33 @@ ALPHA, PRIOR_A, PRIOR_B = 1.0, 1.0, 1.0  # DP concentration, Beta prior of every
 
 
 @dataclass
-class Config:
+class Config(QuickConfig):
     """Problem sizes and repeats of one run (full or ``--quick``)."""
 
     n_items: int = 10_000
     n_features: int = 64
     seed: int = 0
-    burn_in: int = 50  # sweeps before the timed rounds (from a CRP prior draw)
-    sweeps_per_round: int = 20
-    rounds: int = 5
-    numpy_sweeps: int = 2  # timed sweeps of the plain-numpy Gibbs (best of)
-    sklearn_iterations: int = 10  # diagonal covariance: iterations per timed (warm-started) fit
-    sklearn_full_iterations: int = 5  # full covariance (scikit-learn's default); 0: skip
-    sklearn_rounds: int = 3  # timed fits of each (best of)
+    burn_in: int = sized(50, quick=10)  # sweeps before the timed rounds (from a CRP prior draw)
+    sweeps_per_round: int = sized(20, quick=5)
+    rounds: int = sized(5, quick=2)
+    numpy_sweeps: int = sized(2, quick=1)  # timed sweeps of the plain-numpy Gibbs (best of)
+    # diagonal covariance: iterations per timed (warm-started) fit
+    sklearn_iterations: int = sized(10, quick=3)
+    # full covariance (scikit-learn's default); 0: skip
+    sklearn_full_iterations: int = sized(5, quick=2)
+    sklearn_rounds: int = sized(3, quick=1)  # timed fits of each (best of)
     sklearn_components: int = 30
     sklearn_max_iter: int = 500  # the fit to convergence (diagonal covariance, default tol)
     ess_items: int = 40
     ess_features: int = 8
     ess_truncation: int = 8
-    gibbs_chains: int = 4
-    gibbs_draws: int = 2000
-    gibbs_tune: int = 200
-    pymc_chains: int = 4
-    pymc_draws: int = 500
-    pymc_tune: int = 500
-    draw_timings: int = 200  # calls of the per-draw work, timed for the breakdown
-
-    @classmethod
-    def quick(cls) -> Config:
-        return cls(
-            burn_in=10,
-            sweeps_per_round=5,
-            rounds=2,
-            numpy_sweeps=1,
-            sklearn_iterations=3,
-            sklearn_rounds=1,
-            sklearn_full_iterations=2,
-            gibbs_chains=2,
-            gibbs_draws=500,
-            gibbs_tune=100,
-            pymc_chains=2,
-            pymc_draws=200,
-            pymc_tune=200,
-            draw_timings=50,
-        )
+    gibbs_chains: int = sized(4, quick=2)
+    gibbs_draws: int = sized(2000, quick=500)
+    gibbs_tune: int = sized(200, quick=100)
+    pymc_chains: int = sized(4, quick=2)
+    pymc_draws: int = sized(500, quick=200)
+    pymc_tune: int = sized(500, quick=200)
+    draw_timings: int = sized(200, quick=50)  # calls of the per-draw work, timed for the breakdown
 
 
 # ----------------------------------------------------------------------------------- helpers

@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # The shared helpers of the aspect-model benchmark: run header, markdown tables, the summary row
 # and the report writer.
 from bench_aspect import Ratio, Stopwatch, machine_rows, markdown_table, run_suite  # noqa: E402
+from run_config import QuickConfig, sized  # noqa: E402
 
 from latentzoo.inference.pairwise import (  # noqa: E402
     central_annealing,
@@ -62,19 +63,15 @@ TARGET = 5.0  # seconds, one full annealing schedule for N = 1000, K = 10 (issue
 
 
 @dataclass
-class Config:
+class Config(QuickConfig):
     """Problem sizes and repeats of one run (full or ``--quick``)."""
 
-    n_items: int = 1000
+    n_items: int = sized(1000, quick=300)
     n_clusters: int = 10
-    rounds: int = 2  # timed annealing runs per instance (best reported)
+    rounds: int = sized(2, quick=1)  # timed annealing runs per instance (best reported)
     greedy_starts: int = 100  # the seed's "best of 100 gradient descent solutions"
-    kmeans_rounds: int = 3
+    kmeans_rounds: int = sized(3, quick=1)
     seed: int = 0
-
-    @classmethod
-    def quick(cls) -> Config:
-        return cls(n_items=300, rounds=1, kmeans_rounds=1)
 
 
 # ----------------------------------------------------------------------------------- helpers

@@ -33,7 +33,7 @@ from __future__ import annotations
 import platform
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numba as nb
@@ -49,6 +49,7 @@ from bench_aspect import (  # noqa: E402
     parse_run_arguments,
     report_header,
 )
+from run_config import QuickConfig, sized  # noqa: E402
 
 from latentzoo.data import load  # noqa: E402
 from latentzoo.inference.annealing import SCHEDULE_DEFAULTS, perplexity  # noqa: E402
@@ -61,16 +62,14 @@ N_COMPONENTS = 20
 
 
 @dataclass
-class Config:
+class Config(QuickConfig):
     """Corpora, seeds, and the corpora that run only their first few seeds."""
 
-    corpora: tuple = ("reuters-300", "reuters", "reuters-r8", "20newsgroups")
-    seeds: tuple = (0, 1, 2)
-    fewer_seeds: dict = field(default_factory=lambda: {"20newsgroups": 1})
-
-    @classmethod
-    def quick(cls) -> Config:
-        return cls(corpora=("reuters-300", "reuters"), seeds=(0, 1), fewer_seeds={})
+    corpora: tuple = sized(
+        ("reuters-300", "reuters", "reuters-r8", "20newsgroups"), quick=("reuters-300", "reuters")
+    )
+    seeds: tuple = sized((0, 1, 2), quick=(0, 1))
+    fewer_seeds: dict = sized({"20newsgroups": 1}, quick={})
 
 
 def corpus(name: str):
