@@ -461,6 +461,26 @@ def _result(model, data, labels, resp, cost, method, start, **fields) -> Cluster
     )
 
 
+def _annealed_result(
+    model, data, labels, resp, method, start, stages, transitions, **fields
+) -> ClusteringResult:
+    """The result of an annealing run from what :func:`~latentzoo.inference.annealing.cool`
+    returned: its per-temperature ``stages`` as the trace, and its phase ``transitions``
+    (inverse temperatures) as temperatures; the cost is the model's cost of ``labels``."""
+    return _result(
+        model,
+        data,
+        labels,
+        resp,
+        float(model.cost(data, labels)),
+        method,
+        start,
+        trace=stages[_TRACE_COLUMNS],
+        transitions=[1.0 / beta for beta in transitions],
+        **fields,
+    )
+
+
 # ----------------------------------------------------------------------------- cooling hooks
 _TRACE_COLUMNS = [
     "temperature",
@@ -666,21 +686,19 @@ def central_annealing(
     run, stages, transitions = cool(
         problem, start_params, _schedule(T0, T_final, eta), max_iter, tol * scale
     )
-    trace = stages[_TRACE_COLUMNS]
     y = run.params["centroids"]
-    resp, _ = problem.assignments(y, 1.0 / trace["temperature"].iloc[-1])
+    resp, _ = problem.assignments(y, 1.0 / stages["temperature"].iloc[-1])
     labels = np.argmax(resp, axis=1).astype(np.int64)
     y, resp = _fill_centroids(y, resp, k)
-    return _result(
+    return _annealed_result(
         model,
         data,
         labels,
         resp,
-        float(model.cost(data, labels)),
         "central_annealing",
         start,
-        trace=trace,
-        transitions=[1.0 / b for b in transitions],
+        stages,
+        transitions,
         converged=run.converged,
         centroids=y,
         settings={"T0": T0, "T_final": T_final, "eta": eta, "T_c": T_c},
@@ -1130,16 +1148,15 @@ def pairwise_annealing(
         labels, sweeps, done = _quench(D, labels, k, rng)
         settings["quench_sweeps"] = sweeps
         converged = converged and done
-    return _result(
+    return _annealed_result(
         model,
         data,
         labels,
         resp,
-        pairwise_cost(D, labels, k),
         "pairwise_annealing_tap" if tap else "pairwise_annealing",
         start,
-        trace=stages[_TRACE_COLUMNS],
-        transitions=[1.0 / b for b in transitions],
+        stages,
+        transitions,
         converged=converged,
         settings=settings,
     )
@@ -1462,16 +1479,15 @@ def structure_preserving_mds(
     )
     labels = np.argmax(run.params["resp"], axis=1).astype(np.int64)
     y, resp = _fill_centroids(run.params["centroids"], run.params["resp"], k)
-    return _result(
+    return _annealed_result(
         model,
         data,
         labels,
         resp,
-        pairwise_cost(D, labels, k),
         "structure_preserving_mds",
         start,
-        trace=stages[_TRACE_COLUMNS],
-        transitions=[1.0 / b for b in transitions],
+        stages,
+        transitions,
         converged=run.converged,
         centroids=y,
         embedding=run.params["embedding"],
