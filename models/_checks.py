@@ -15,7 +15,9 @@ __all__ = [
     "check_fits_data",
     "check_integer",
     "check_interval",
+    "check_nonnegative",
     "check_positive",
+    "check_simplex_rows",
 ]
 
 
@@ -159,3 +161,35 @@ def check_table(name: str, table, shape) -> np.ndarray:
     if array.shape != tuple(shape):
         raise ValueError(f"{name} has shape {array.shape}, expected {tuple(shape)}")
     return array
+
+
+def check_nonnegative(name: str, array) -> None:
+    """Raise ``ValueError`` unless every entry of ``array`` is finite and non-negative.
+
+    Examples
+    --------
+    >>> check_nonnegative("w", np.array([0.5, 0.5]))
+    >>> check_nonnegative("w", np.array([0.5, np.nan]))
+    Traceback (most recent call last):
+    ...
+    ValueError: w must be finite and non-negative
+    """
+    if not np.all(np.isfinite(array)) or np.any(array < 0):
+        raise ValueError(f"{name} must be finite and non-negative")
+
+
+def check_simplex_rows(name: str, array) -> None:
+    """Raise ``ValueError`` unless ``array`` (2-D) is finite and non-negative with rows that sum to
+    one (to 1e-6): a table of distributions such as ``theta``, ``q`` or soft assignments.
+
+    Examples
+    --------
+    >>> check_simplex_rows("q", np.array([[0.25, 0.75]]))
+    >>> check_simplex_rows("q", np.array([[0.25, 0.5]]))
+    Traceback (most recent call last):
+    ...
+    ValueError: rows of q must sum to one
+    """
+    check_nonnegative(name, array)
+    if not np.allclose(array.sum(axis=1), 1.0, atol=1e-6):
+        raise ValueError(f"rows of {name} must sum to one")

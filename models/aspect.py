@@ -32,6 +32,7 @@ from latentzoo.models._checks import (
     check_fits_data,
     check_integer,
     check_positive,
+    check_simplex_rows,
     check_table,
 )
 from latentzoo.models.base import CorpusFamily, LikelihoodHeldout, LikelihoodModel
@@ -228,11 +229,8 @@ class AspectModel(DyadPredictive, CorpusFamily, LikelihoodHeldout):
             raise ValueError(f"theta has shape {theta.shape}, expected {(data.n_rows, k)}")
         if phi.shape != (k, data.n_cols):
             raise ValueError(f"phi has shape {phi.shape}, expected {(k, data.n_cols)}")
-        for name, arr in (("theta", theta), ("phi", phi)):
-            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-                raise ValueError(f"{name} must be finite and non-negative")
-            if not np.allclose(arr.sum(axis=1), 1.0, atol=1e-6):
-                raise ValueError(f"rows of {name} must sum to one")
+        check_simplex_rows("theta", theta)
+        check_simplex_rows("phi", phi)
         return theta, phi
 
     # --------------------------------------------------------------- reference

@@ -36,7 +36,7 @@ import numpy as np
 
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
-from latentzoo.models._checks import check_data_shape, check_positive
+from latentzoo.models._checks import check_data_shape, check_nonnegative, check_positive
 from latentzoo.models.base import LikelihoodModel, RowClustering
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
@@ -530,8 +530,7 @@ class ClusterAbstractionModel(RowMixture, RowClustering):
         for name, arr in (("rho", rho), ("q", q), ("tau", tau)):
             if arr.shape != wanted[name]:
                 raise ValueError(f"{name} has shape {arr.shape}, expected {wanted[name]}")
-            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-                raise ValueError(f"{name} must be finite and non-negative")
+            check_nonnegative(name, arr)
             if not np.allclose(arr.sum(axis=-1), 1.0, atol=1e-6):
                 raise ValueError(f"{name} must sum to one along its last axis")
         if np.any(tau[..., tree.paths < 0] != 0):

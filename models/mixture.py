@@ -49,7 +49,7 @@ from scipy.special import gammaln, logsumexp, xlogy
 
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng
-from latentzoo.models._checks import check_integer, check_positive
+from latentzoo.models._checks import check_integer, check_nonnegative, check_positive
 from latentzoo.models.base import LikelihoodHeldout, LikelihoodModel, labels_from_memberships
 from latentzoo.models.conjugate import (
     BetaBernoulli,
@@ -444,8 +444,7 @@ class _MixtureMethods(LikelihoodHeldout):
         w = np.asarray(params["w"], dtype=float)
         if w.ndim != 1 or w.size == 0:
             raise ValueError(f"w must be a non-empty 1-D array, got shape {w.shape}")
-        if not np.all(np.isfinite(w)) or np.any(w < 0):
-            raise ValueError("w must be finite and non-negative")
+        check_nonnegative("w", w)
         k = w.shape[0]
         comp_params = {}
         for name in self.component.param_names:

@@ -35,6 +35,7 @@ from latentzoo.models._checks import (
     check_fits_data,
     check_integer,
     check_positive,
+    check_simplex_rows,
 )
 from latentzoo.models.base import LikelihoodModel, RowClustering
 from latentzoo.models.conjugate import (
@@ -169,11 +170,8 @@ class OneSidedClustering(RowMixture, RowClustering):
             raise ValueError(f"rho has shape {rho.shape}, expected {(k,)}")
         if q.shape != (k, data.n_cols):
             raise ValueError(f"q has shape {q.shape}, expected {(k, data.n_cols)}")
-        for name, arr in (("rho", rho[None]), ("q", q)):
-            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-                raise ValueError(f"{name} must be finite and non-negative")
-            if not np.allclose(arr.sum(axis=1), 1.0, atol=1e-6):
-                raise ValueError(f"rows of {name} must sum to one")
+        check_simplex_rows("rho", rho[None])
+        check_simplex_rows("q", q)
         return rho, q
 
     # --------------------------------------------------------------- reference

@@ -16,6 +16,7 @@ from latentzoo.data.checks import as_rng, check_memory
 from latentzoo.models._checks import (
     check_data_shape,
     check_integer,
+    check_nonnegative,
     check_positive,
     check_table,
 )
@@ -199,8 +200,7 @@ class ProductSpaceMixture(DyadPredictive, CorpusFamily, LikelihoodHeldout):
         for name, (arr, shape) in expected.items():
             if arr.shape != shape:
                 raise ValueError(f"{name} has shape {arr.shape}, expected {shape}")
-            if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-                raise ValueError(f"{name} must be finite and non-negative")
+            check_nonnegative(name, arr)
         if not np.isclose(pi.sum(), 1.0, atol=1e-6):
             raise ValueError("pi must sum to one")
         for name, arr in (("p_row", p_row), ("q_col", q_col)):

@@ -102,6 +102,7 @@ from latentzoo.models._checks import (
     check_data_shape,
     check_integer,
     check_positive,
+    check_simplex_rows,
 )
 from latentzoo.models.base import (
     CellHeldout,
@@ -199,10 +200,7 @@ def soft_assignments(values, n, k, name) -> np.ndarray:
     arr = np.asarray(arr, dtype=float)
     if arr.shape != (n, k):
         raise ValueError(f"{name} has shape {arr.shape}, expected {(n, k)} or ({n},) labels")
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0):
-        raise ValueError(f"{name} must be finite and non-negative")
-    if not np.allclose(arr.sum(axis=1), 1.0, atol=1e-6):
-        raise ValueError(f"rows of {name} must sum to one")
+    check_simplex_rows(name, arr)
     return arr
 
 
