@@ -30,6 +30,7 @@ the estimated forms, ``tau_{.|alpha(,i)} ~ Dir(gamma)`` over the path's nodes. T
 from __future__ import annotations
 
 import numbers
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,6 +81,11 @@ def default_tracked_words(data: CoOccurrence, n_words: int = N_TRACKED_WORDS) ->
     return data.top_columns(min(n_words, data.n_cols))
 
 
+def _read_only(attribute: str, doc: str) -> property:
+    """A property that returns the stored ``attribute`` (the tree's arrays, set once)."""
+    return property(operator.attrgetter(attribute), doc=doc)
+
+
 class TopicTree:
     """A rooted tree topology for the HACM: nodes, parents, leaves and root-to-leaf paths.
 
@@ -95,9 +101,15 @@ class TopicTree:
 
     Examples
     --------
+    The structure of one tree (the properties below), all at once:
+
     >>> tree = TopicTree([-1, 0, 0, 1, 1])
-    >>> tree.leaves.tolist(), tree.paths.tolist()
-    ([2, 3, 4], [[0, 2, -1], [0, 1, 3], [0, 1, 4]])
+    >>> tree.parents.tolist(), tree.n_nodes, tree.root, tree.depth.tolist(), tree.n_levels
+    ([-1, 0, 0, 1, 1], 5, 0, [0, 1, 1, 2, 2], 3)
+    >>> tree.leaves.tolist(), tree.n_leaves, tree.paths.tolist(), tree.path_lengths.tolist()
+    ([2, 3, 4], 3, [[0, 2, -1], [0, 1, 3], [0, 1, 4]], [2, 3, 3])
+    >>> TopicTree([2, 2, -1]).root  # the root need not be node 0
+    2
     >>> TopicTree([-1, 0, 1, 1]) == TopicTree.from_parents([-1, 0, 1, 1])
     True
     """
@@ -198,103 +210,42 @@ class TopicTree:
         return cls(parents)
 
     # ------------------------------------------------------------------- structure
-    @property
-    def parents(self) -> np.ndarray:
-        """Parent of every node (``-1`` for the root), read-only int64.
-
-        Examples
-        --------
-        >>> TopicTree([-1, 0, 0, 1, 1]).parents.tolist()
-        [-1, 0, 0, 1, 1]
-        """
-        return self._parents
+    parents = _read_only("_parents", "Parent of every node (``-1`` for the root), read-only int64.")
 
     @property
     def n_nodes(self) -> int:
-        """Number of nodes.
-
-        Examples
-        --------
-        >>> TopicTree([-1, 0, 0, 1, 1]).n_nodes
-        5
-        """
+        """Number of nodes."""
         return int(self._parents.size)
 
     @property
     def root(self) -> int:
-        """The root node.
-
-        Examples
-        --------
-        >>> TopicTree([2, 2, -1]).root
-        2
-        """
+        """The root node."""
         return int(np.flatnonzero(self._parents == -1)[0])
 
-    @property
-    def depth(self) -> np.ndarray:
-        """Depth of every node (the root has depth 0), read-only int64.
-
-        Examples
-        --------
-        >>> TopicTree([-1, 0, 0, 1, 1]).depth.tolist()
-        [0, 1, 1, 2, 2]
-        """
-        return self._depth
+    depth = _read_only("_depth", "Depth of every node (the root has depth 0), read-only int64.")
 
     @property
     def n_levels(self) -> int:
-        """Number of levels, ``max depth + 1``: the longest path's number of nodes.
-
-        Examples
-        --------
-        >>> TopicTree([-1, 0, 0, 1, 1]).n_levels
-        3
-        """
+        """Number of levels, ``max depth + 1``: the longest path's number of nodes."""
         return int(self._paths.shape[1])
 
-    @property
-    def leaves(self) -> np.ndarray:
-        """The leaf nodes (clusters) in increasing node order, read-only int64.
-
-        Examples
-        --------
-        >>> TopicTree([-1, 0, 0, 1, 1]).leaves.tolist()
-        [2, 3, 4]
-        """
-        return self._leaves
+    leaves = _read_only(
+        "_leaves", "The leaf nodes (clusters) in increasing node order, read-only int64."
+    )
 
     @property
     def n_leaves(self) -> int:
-        """Number of leaves (clusters).
-
-        Examples
-        --------
-        >>> TopicTree([-1, 0, 0, 1, 1]).n_leaves
-        3
-        """
+        """Number of leaves (clusters)."""
         return int(self._leaves.size)
 
-    @property
-    def paths(self) -> np.ndarray:
-        """``(n_leaves, n_levels)``: the depth-``l`` node above leaf ``a``, ``-1`` past its depth.
-
-        Examples
-        --------
-        >>> TopicTree([-1, 0, 0, 1, 1]).paths.tolist()
-        [[0, 2, -1], [0, 1, 3], [0, 1, 4]]
-        """
-        return self._paths
+    paths = _read_only(
+        "_paths",
+        "``(n_leaves, n_levels)``: the depth-``l`` node above leaf ``a``, ``-1`` past its depth.",
+    )
 
     @property
     def path_lengths(self) -> np.ndarray:
-        """Number of nodes on each leaf's path (its depth + 1).
-
-        Examples
-        --------
-        >>> TopicTree([-1, 0, 0, 1, 1]).path_lengths.tolist()
-        [2, 3, 3]
-        """
+        """Number of nodes on each leaf's path (its depth + 1)."""
         return self._depth[self._leaves] + 1
 
     def children(self, node: int) -> np.ndarray:
