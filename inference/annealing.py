@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from latentzoo.data.checks import as_rng, check_fraction
+from latentzoo.inference._docstrings import with_example_setup
 from latentzoo.inference._lazy import lazy_import
 from latentzoo.inference.family import SCHEDULE_OPTIONS
 from latentzoo.inference.mcmc import check_parameter_memory, model_attrs, netcdf_attr
@@ -783,6 +784,16 @@ class PointEstimateMethods:
         return estimate_arrays(self.params, self.trace)
 
 
+_FIT_EXAMPLE_SETUP = """
+>>> import latentzoo
+>>> from latentzoo.data import load
+>>> from latentzoo.models import AspectModel
+>>> result = latentzoo.fit(AspectModel(2), load("toy"), betas=[1.0], random_state=0)
+"""
+"""The start of the Examples of :class:`EMResult`'s methods: the aspect model fitted to the toy
+corpus at ``beta = 1``."""
+
+
 @dataclass
 class EMResult(PointEstimateMethods):
     """A point estimate from annealed EM, with its trace and convergence flag.
@@ -889,17 +900,14 @@ class EMResult(PointEstimateMethods):
     def invariants(self, data) -> dict:
         return self.model.invariants(self.params, data)
 
+    @with_example_setup(_FIT_EXAMPLE_SETUP)
     def summary_lines(self) -> list[str]:
         """What ``latentzoo fit`` prints: the final inverse temperature, the log-likelihood there
         and whether the last temperature converged.
 
         Examples
         --------
-        >>> import latentzoo
-        >>> from latentzoo.data import load
-        >>> from latentzoo.models import AspectModel
-        >>> fit = latentzoo.fit(AspectModel(2), load("toy"), betas=[1.0], random_state=0)
-        >>> fit.summary_lines()  # doctest: +ELLIPSIS
+        >>> result.summary_lines()  # doctest: +ELLIPSIS
         ['final beta 1, log-likelihood ..., converged: True']
         """
         last = self.trace.iloc[-1]
@@ -921,6 +929,7 @@ class EMResult(PointEstimateMethods):
             loglik = np.asarray(self.model.log_likelihood(self.params, self.model.check_data(data)))
         return "log-likelihood of the data", float(loglik.sum())
 
+    @with_example_setup(_FIT_EXAMPLE_SETUP)
     def to_inference_data(self, data=None):
         """The estimate as a one-draw ``InferenceData`` (posterior: chain=1, draw=1) that a reader
         of the saved file can identify.
@@ -949,10 +958,6 @@ class EMResult(PointEstimateMethods):
 
         Examples
         --------
-        >>> import latentzoo
-        >>> from latentzoo.data import load
-        >>> from latentzoo.models import AspectModel
-        >>> result = latentzoo.fit(AspectModel(2), load("toy"), betas=[1.0], random_state=0)
         >>> idata = result.to_inference_data()
         >>> idata.posterior["theta"].dims, idata.posterior.attrs["model"]
         (('chain', 'draw', 'doc', 'topic'), 'AspectModel')

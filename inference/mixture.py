@@ -64,6 +64,7 @@ from scipy.special import gammaln, logsumexp
 
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng
+from latentzoo.inference._docstrings import with_example_setup
 from latentzoo.inference.family import (
     GIBBS_OPTIONS,
     GIBBS_TEST,
@@ -750,6 +751,15 @@ def _dense(model, data, name: str):
     return data, np.ascontiguousarray(data.X, dtype=np.float64)
 
 
+_DRAW_EXAMPLE_SETUP = """
+>>> from latentzoo.models.mixture import DirichletProcessMixture
+>>> sampler = MixtureGibbs(DirichletProcessMixture(), np.eye(3))
+>>> rng = np.random.default_rng(0)
+"""
+"""The start of the Examples of :meth:`MixtureGibbs.draw_params` and :meth:`MixtureGibbs.draw`: a
+DPM sampler of three items and its generator."""
+
+
 class MixtureGibbs:
     """Collapsed Gibbs sampler of a DPM (Neal's algorithm 3) or a finite Bayesian mixture.
 
@@ -939,6 +949,7 @@ class MixtureGibbs:
         slots[labels] = state.z
         return labels, slots
 
+    @with_example_setup(_DRAW_EXAMPLE_SETUP)
     def draw_params(self, state: MixtureGibbsState, rng: np.random.Generator) -> dict:
         """A posterior draw of the mixing measure given the partition, with canonical ``z``.
 
@@ -952,9 +963,6 @@ class MixtureGibbs:
 
         Examples
         --------
-        >>> from latentzoo.models.mixture import DirichletProcessMixture
-        >>> sampler = MixtureGibbs(DirichletProcessMixture(), np.eye(3))
-        >>> rng = np.random.default_rng(0)
         >>> params = sampler.draw_params(sampler.init(rng, z=[0, 0, 1]), rng)
         >>> len(params["w"]) > 2, round(float(params["w"].sum()), 12), params["z"].tolist()
         (True, 1.0, [0, 0, 1])
@@ -1001,6 +1009,7 @@ class MixtureGibbs:
         log_pred = self.component.log_predictive(rows, self.test_X)
         return logsumexp(log_pred + np.log(weights)[None, :], axis=1) - math.log(n + state.alpha)
 
+    @with_example_setup(_DRAW_EXAMPLE_SETUP)
     def draw(self, state: MixtureGibbsState, rng: np.random.Generator) -> dict:
         """The kept variables of one draw.
 
@@ -1012,9 +1021,6 @@ class MixtureGibbs:
 
         Examples
         --------
-        >>> from latentzoo.models.mixture import DirichletProcessMixture
-        >>> sampler = MixtureGibbs(DirichletProcessMixture(), np.eye(3))
-        >>> rng = np.random.default_rng(0)
         >>> out = sampler.draw(sampler.init(rng, z=[0, 0, 1]), rng)
         >>> out["n_clusters"], out["x"].shape, sorted(out)
         (2, (3,), ['coassign', 'loglik', 'n_clusters', 'n_occupied', 'x', 'z'])
