@@ -39,6 +39,7 @@ __all__ = [
     "RowMemberships",
     "Model",
     "TwoSidedLabels",
+    "balanced_labels",
     "cell_posterior_predictive",
     "labels_from_memberships",
     "missing_draws_error",
@@ -308,6 +309,22 @@ def labels_from_memberships(model, params, train=None) -> np.ndarray:
         f"the result holds no assignments of {type(model).__name__} (z or resp): pass train=, the "
         "training data, to label the rows from the parameters"
     )
+
+
+def balanced_labels(rng, n_items: int, n_clusters: int) -> np.ndarray:
+    """Balanced labels for the simulators' well-separated data: the items dealt to the clusters in
+    turn (each gets ``n_items // n_clusters`` or one more), then shuffled by ``rng``.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_items,), int64
+
+    Examples
+    --------
+    >>> np.bincount(balanced_labels(np.random.default_rng(0), 5, 2)).tolist()
+    [3, 2]
+    """
+    return rng.permutation(np.arange(n_items) % n_clusters).astype(np.int64)
 
 
 def missing_draws_error(model, why: str, advice: str) -> ValueError:

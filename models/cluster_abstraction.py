@@ -38,7 +38,7 @@ import numpy as np
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_data_shape, check_nonnegative, check_positive
-from latentzoo.models.base import LikelihoodModel, RowClustering
+from latentzoo.models.base import LikelihoodModel, RowClustering, balanced_labels
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
@@ -671,7 +671,7 @@ class ClusterAbstractionModel(RowMixture, RowClustering):
                 raise ValueError(f"separated nodes need n_words={n_words} >= n_nodes={v}")
             q = separated_profiles(v, n_words, separation)
             rho = np.full(k, 1.0 / k)
-            z = rng.permutation(np.arange(n_docs) % k).astype(np.int64)
+            z = balanced_labels(rng, n_docs, k)
             tau = self.default_tau(n_docs)
         else:
             rho = rng.dirichlet(np.full(k, self.alpha))

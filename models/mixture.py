@@ -50,7 +50,12 @@ from scipy.special import gammaln, logsumexp, xlogy
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_integer, check_nonnegative, check_positive
-from latentzoo.models.base import LikelihoodHeldout, LikelihoodModel, labels_from_memberships
+from latentzoo.models.base import (
+    LikelihoodHeldout,
+    LikelihoodModel,
+    balanced_labels,
+    labels_from_memberships,
+)
 from latentzoo.models.conjugate import (
     BetaBernoulli,
     row_logsumexp,
@@ -1116,7 +1121,7 @@ class _MixtureMethods(LikelihoodHeldout):
             k = self._default_separated_clusters() if n_clusters is None else n_clusters
             check_integer("n_clusters", k)
             w = np.full(k, 1.0 / k)
-            z = rng.permutation(np.arange(n_items) % k).astype(np.int64)
+            z = balanced_labels(rng, n_items, k)
             if self._is_dp:
                 z = canonical_labels(z)
             params = comp.separated_params(k, n_features)

@@ -37,7 +37,7 @@ from latentzoo.models._checks import (
     check_positive,
     check_simplex_rows,
 )
-from latentzoo.models.base import LikelihoodModel, RowClustering
+from latentzoo.models.base import LikelihoodModel, RowClustering, balanced_labels
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
@@ -296,7 +296,7 @@ class OneSidedClustering(RowMixture, RowClustering):
                 raise ValueError(f"separated clusters need n_words={n_words} >= n_components={k}")
             q = separated_profiles(k, n_words, separation)
             rho = np.full(k, 1.0 / k)
-            z = rng.permutation(np.arange(n_docs) % k).astype(np.int64)
+            z = balanced_labels(rng, n_docs, k)
         else:
             rho = rng.dirichlet(np.full(k, self.alpha))
             q = rng.dirichlet(np.full(n_words, self.eta), size=k)

@@ -42,7 +42,7 @@ from scipy.special import logsumexp
 from latentzoo.data import Dataset, Dissimilarities, Features
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_fits_data, check_integer, check_positive
-from latentzoo.models.base import CostModel
+from latentzoo.models.base import CostModel, balanced_labels
 
 __all__ = [
     "MAX_STATES",
@@ -406,7 +406,7 @@ class PairwiseClustering(_AssignmentCost):
         rng = as_rng(random_state)
         k = self.n_components
         centers = rng.normal(0.0, separation, size=(k, n_features))
-        z = rng.permutation(np.arange(n_items) % k).astype(np.int64)
+        z = balanced_labels(rng, n_items, k)
         points = centers[z] + rng.normal(size=(n_items, n_features))
         data = Dissimilarities.from_features(points, metric=metric, labels=z)
         return data, {"z": z, "points": points, "centers": centers}
@@ -715,7 +715,7 @@ class CentralClustering(_AssignmentCost):
         directions = rng.normal(size=(k, n_features))
         centers = radius * directions / np.linalg.norm(directions, axis=1, keepdims=True)
         cluster_var = rng.choice(variances, size=(k, n_features))
-        z = rng.permutation(np.arange(n_items) % k).astype(np.int64)
+        z = balanced_labels(rng, n_items, k)
         points = centers[z] + rng.normal(size=(n_items, n_features)) * np.sqrt(cluster_var[z])
         data = Features(points, labels=z, kind="real")
         return data, {"z": z, "centers": centers, "variances": cluster_var}

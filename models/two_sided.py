@@ -110,6 +110,7 @@ from latentzoo.models.base import (
     PlainPyMCValues,
     TrainConditionedHeldout,
     TwoSidedLabels,
+    balanced_labels,
 )
 from latentzoo.models.cooccurrence import checked_grid_data, grid_coords
 from latentzoo.models.invariants import coassignment_pairs as default_pairs
@@ -889,8 +890,8 @@ class TwoSidedClustering(CellHeldout, TrainConditionedHeldout, PlainPyMCValues):
                 )
             if not 0 <= separation <= 1:
                 raise ValueError(f"separation must lie in [0, 1], got {separation!r}")
-            labels_i = rng.permutation(np.arange(n_rows) % kx).astype(np.int64)
-            labels_j = rng.permutation(np.arange(n_cols) % ky).astype(np.int64)
+            labels_i = balanced_labels(rng, n_rows, kx)
+            labels_j = balanced_labels(rng, n_cols, ky)
             nu, mu = np.meshgrid(np.arange(kx), np.arange(ky), indexing="ij")
             on = (nu % ky == mu) | (mu % kx == nu)
             pi = separation * on / on.sum() + (1.0 - separation) / (kx * ky)
