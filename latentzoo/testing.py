@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import inspect
 import io
 import itertools
@@ -483,18 +484,62 @@ def _numeric_fields(cls) -> list[tuple[dataclasses.Field, type]]:
     return out
 
 
-def _hyperparameter_failures(build: Callable, item, kind: type, name: str, skipped) -> list[str]:
+def _hyperparameter_failures(build: Callable, item, kind: type, name: str, skipped):
+    """Failures of ``build(value)`` to refuse each bad value of a numeric field, naming it."""
     bad = [-1, 1.5, math.nan, math.inf, "a"] if kind is int else [-1.0, math.nan, math.inf, "a"]
     if f"hyperparameter[{name}]=0" not in skipped:
         bad.append(0)
     if item.default is not None:
         bad.append(None)
-    failures = []
     for value in bad:
-        failure = _expect_refusal(lambda value=value: build(value), item.name, f"{name}={value!r}")
-        if failure:
-            failures.append(failure)
-    return failures
+        yield _expect_refusal(lambda value=value: build(value), item.name, f"{name}={value!r}")
+
+
+def _promise(promise: str):
+    """Make a check factory of a generator of failure messages.
+
+    ``@_promise(text)`` on ``def _check_x(entry, ...)``, whose body yields a message for each
+    case that broke the promise (None for a case that kept it): ``_check_x(entry, ...)`` returns
+    the :data:`Check` that runs the body and raises ``AssertionError`` stating ``text``
+    (formatted with the factory's arguments by name, e.g. ``{method}``) over the messages.
+    Building a check runs nothing: the body runs when the check is called.
+    """
+
+    def decorate(failures_of):
+        signature = inspect.signature(failures_of)
+
+        @functools.wraps(failures_of)
+        def factory(*arguments):
+            named = signature.bind(*arguments).arguments
+
+            def check():
+                failures = [failure for failure in failures_of(*arguments) if failure]
+                _fail(failures, promise.format(**named))
+
+            return check
+
+        return factory
+
+    return decorate
+
+
+def _fit_failure(entry, method: str, model, data, what: str, **options) -> str | None:
+    """:func:`_finite_or_refused` of ``method`` fitting ``model`` to ``data`` with ``options``."""
+    return _finite_or_refused(
+        lambda: run_method(entry, method, model, data, **options), what, model, data
+    )
+
+
+@contextlib.contextmanager
+def _cli_files(entry, method: str, data, out_name: str = "out.nc"):
+    """``(folder, data file, --out path, control)`` in a temporary folder: ``data`` written as
+    the CLI reads it, and the failure of the valid command (:func:`_cli_control`; None: it
+    works), so that the bad inputs fail for their own reason."""
+    with tempfile.TemporaryDirectory() as folder:
+        folder = Path(folder)
+        data_file = _write_data_file(data, folder)
+        out = folder / out_name
+        yield folder, data_file, out, _cli_control(entry, method, data_file, out)
 
 
 # ------------------------------------------------------------------------------ model checks
@@ -524,49 +569,38 @@ def _if_declared(entry, name: str, check: Check) -> list[tuple[str, Check]]:
     return []
 
 
+@_promise("{entry.model.__name__} must refuse a bad {item.name} naming it")
 def _check_hyperparameter(entry, item, kind):
     base = {size: 1 for size in entry.sizes}
-
-    def check():
-        failures = _hyperparameter_failures(
-            lambda value: entry.model(**{**base, item.name: value}),
-            item,
-            kind,
-            item.name,
-            entry.skipped_checks if hasattr(entry, "skipped_checks") else {},
-        )
-        _fail(failures, f"{entry.model.__name__} must refuse a bad {item.name} naming it")
-
-    return check
+    yield from _hyperparameter_failures(
+        lambda value: entry.model(**{**base, item.name: value}),
+        item,
+        kind,
+        item.name,
+        entry.skipped_checks if hasattr(entry, "skipped_checks") else {},
+    )
 
 
+@_promise("{entry.model.__name__} must refuse a bad {item.name} naming it")
 def _check_component(entry, item):
     """A non-numeric field holding a dataclass (a mixture's component): a wrong object, and bad
     values of the default component's own numeric hyperparameters."""
     base = {size: 1 for size in entry.sizes}
-
-    def check():
-        failures = []
-        for value in ("abc", 1.0, None):
-            failure = _expect_refusal(
-                lambda value=value: entry.model(**{**base, item.name: value}),
-                item.name,
-                f"{item.name}={value!r}",
-            )
-            if failure:
-                failures.append(failure)
-        default = getattr(entry.model(**base), item.name)
-        for sub, kind in _numeric_fields(type(default)):
-            failures += _hyperparameter_failures(
-                lambda value, sub=sub: dataclasses.replace(default, **{sub.name: value}),
-                sub,
-                kind,
-                f"{type(default).__name__}.{sub.name}",
-                {},
-            )
-        _fail(failures, f"{entry.model.__name__} must refuse a bad {item.name} naming it")
-
-    return check
+    for value in ("abc", 1.0, None):
+        yield _expect_refusal(
+            lambda value=value: entry.model(**{**base, item.name: value}),
+            item.name,
+            f"{item.name}={value!r}",
+        )
+    default = getattr(entry.model(**base), item.name)
+    for sub, kind in _numeric_fields(type(default)):
+        yield from _hyperparameter_failures(
+            lambda value, sub=sub: dataclasses.replace(default, **{sub.name: value}),
+            sub,
+            kind,
+            f"{type(default).__name__}.{sub.name}",
+            {},
+        )
 
 
 def _base_matrix(entry) -> np.ndarray:
@@ -574,363 +608,288 @@ def _base_matrix(entry) -> np.ndarray:
     return _dense(data).astype(float)
 
 
+def _data_refusals(model, cases: dict):
+    """Failures of ``model.check_data`` to refuse each case (label -> data) with ValueError."""
+    for label, data in cases.items():
+        yield _expect_refusal(lambda data=data: model.check_data(data), "", label)
+
+
+@_promise("{entry.model.__name__}.check_data must refuse {label} naming the entry")
 def _check_bad_entry(entry, value, words: tuple[str, ...], label: str):
     """Entry ``[0, 1]`` of valid data set to ``value``: ValueError naming the entry (or, for a
     container that infers the kind of its data, the kind that the model refuses)."""
-
-    def check():
-        model = small_model(entry, 1)
-        matrix = _base_matrix(entry)
-        matrix[0, 1] = value
-        if entry.data.symmetric:  # both halves: the input is symmetrised
-            matrix[1, 0] = value
-        failures = []
-        for form, data in (("dense", matrix), ("csr", sp.csr_matrix(matrix))):
-            try:
-                model.check_data(data)
-            except ValueError as error:
-                text = str(error)
-                if not any(word in text.lower() for word in words):
-                    failures.append(f"{form} {label}: message does not say what is wrong: {text}")
-                continue
-            except Exception as error:
-                failures.append(f"{form} {label}: raised {_short(error)} instead of ValueError")
-                continue
-            failures.append(f"{form} {label} at [0, 1] accepted")
-        _fail(failures, f"{type(model).__name__}.check_data must refuse {label} naming the entry")
-
-    return check
+    model = small_model(entry, 1)
+    matrix = _base_matrix(entry)
+    matrix[0, 1] = value
+    if entry.data.symmetric:  # both halves: the input is symmetrised
+        matrix[1, 0] = value
+    for form, data in (("dense", matrix), ("csr", sp.csr_matrix(matrix))):
+        try:
+            model.check_data(data)
+        except ValueError as error:
+            text = str(error)
+            if not any(word in text.lower() for word in words):
+                yield f"{form} {label}: message does not say what is wrong: {text}"
+        except Exception as error:
+            yield f"{form} {label}: raised {_short(error)} instead of ValueError"
+        else:
+            yield f"{form} {label} at [0, 1] accepted"
 
 
+@_promise("empty data must be refused with ValueError")
 def _check_empty(entry):
-    def check():
-        model = small_model(entry, 1)
-        matrix = _base_matrix(entry)
-        cases = {
+    model = small_model(entry, 1)
+    matrix = _base_matrix(entry)
+    yield from _data_refusals(
+        model,
+        {
             "an empty list": [],
             "zero rows": np.zeros((0, matrix.shape[1])),
             "zero columns": np.zeros((matrix.shape[0], 0)),
-        }
-        failures = []
-        for label, data in cases.items():
-            failure = _expect_refusal(
-                lambda data=data: model.check_data(data), "", f"{label}", errors=(ValueError,)
-            )
-            if failure:
-                failures.append(failure)
-        # All zeros: counts hold no observation (refused), binary features are valid data.
-        try:
-            model.check_data(np.zeros_like(matrix))
-        except ValueError:
-            pass
-        except Exception as error:
-            failures.append(f"all-zero data: raised {_short(error)} instead of ValueError")
-        _fail(failures, "empty data must be refused with ValueError")
-
-    return check
+        },
+    )
+    # All zeros: counts hold no observation (refused), binary features are valid data.
+    try:
+        model.check_data(np.zeros_like(matrix))
+    except ValueError:
+        pass
+    except Exception as error:
+        yield f"all-zero data: raised {_short(error)} instead of ValueError"
 
 
+@_promise("data of the wrong dimensionality or type must be refused with ValueError")
 def _check_dimensionality(entry):
-    def check():
-        model = small_model(entry, 1)
-        matrix = _base_matrix(entry)
-        cases = {
+    matrix = _base_matrix(entry)
+    yield from _data_refusals(
+        small_model(entry, 1),
+        {
             "1-D": matrix[0],
             "3-D": matrix[None],
             "a scalar": 3.0,
             "strings": np.full(matrix.shape, "a"),
-        }
-        failures = []
-        for label, data in cases.items():
-            failure = _expect_refusal(
-                lambda data=data: model.check_data(data), "", label, errors=(ValueError,)
-            )
-            if failure:
-                failures.append(failure)
-        _fail(failures, "data of the wrong dimensionality or type must be refused with ValueError")
-
-    return check
+        },
+    )
 
 
+@_promise("a size larger than the data allow must be refused naming it")
 def _check_k_too_large(entry):
-    def check():
-        _, data, _ = small_problem(entry, k=1)
-        failures = []
-        for size in entry.sizes:
-            settings = {**{s: 1 for s in entry.sizes}, size: 10**6}
-            # Refused by the model itself (a tree too deep to build) or by check_data.
-            failure = _expect_refusal(
-                lambda settings=settings: entry.model(**settings).check_data(data),
-                size,
-                f"{size}=10**6 on {data}",
-            )
-            if failure:
-                failures.append(failure)
-        _fail(failures, "a size larger than the data allow must be refused naming it")
-
-    return check
+    _, data, _ = small_problem(entry, k=1)
+    for size in entry.sizes:
+        settings = {**{s: 1 for s in entry.sizes}, size: 10**6}
+        # Refused by the model itself (a tree too deep to build) or by check_data.
+        yield _expect_refusal(
+            lambda settings=settings: entry.model(**settings).check_data(data),
+            size,
+            f"{size}=10**6 on {data}",
+        )
 
 
+@_promise("overflowing data must be refused or fitted without overflow")
 def _check_overflow(entry):
-    def check():
-        model = small_model(entry, 1)
-        failures = []
-        big = np.array([[2**62, 2**62], [2**62, 1]], dtype=np.int64)
-        huge = np.full((2, 2), 1e308)
-        cases = (
-            ("int64 counts summing past 2**63", big),
-            ("the same counts as CSR", sp.csr_matrix(big)),
-            ("1e308 entries", huge),
-        )
-        for label, data in cases:
-            try:
-                checked = model.check_data(data)
-            except ValueError as error:
-                text = str(error)
-                if re.search(r"-\d{15,}", text):
-                    failures.append(f"{label}: refused with an overflowed number: {text}")
-                continue
-            except Exception as error:
-                failures.append(f"{label}: raised {_short(error)} instead of ValueError")
-                continue
-            totals = [getattr(checked, name, None) for name in ("total", "row_totals")]
-            for total in totals:
-                if total is not None and np.any(np.asarray(total) < 0):
-                    failures.append(f"{label}: accepted with negative totals {total!r}")
-                    break
-            else:
-                first = next(iter(entry.methods))
-                failure = _finite_or_refused(
-                    lambda data=checked, first=first: run_method(entry, first, model, data),
-                    f"{label}: {first}",
-                    model,
-                    checked,
-                )
-                if failure:
-                    failures.append(failure)
-        _fail(failures, "overflowing data must be refused or fitted without overflow")
-
-    return check
+    model = small_model(entry, 1)
+    big = np.array([[2**62, 2**62], [2**62, 1]], dtype=np.int64)
+    huge = np.full((2, 2), 1e308)
+    cases = (
+        ("int64 counts summing past 2**63", big),
+        ("the same counts as CSR", sp.csr_matrix(big)),
+        ("1e308 entries", huge),
+    )
+    for label, data in cases:
+        try:
+            checked = model.check_data(data)
+        except ValueError as error:
+            text = str(error)
+            if re.search(r"-\d{15,}", text):
+                yield f"{label}: refused with an overflowed number: {text}"
+            continue
+        except Exception as error:
+            yield f"{label}: raised {_short(error)} instead of ValueError"
+            continue
+        totals = [getattr(checked, name, None) for name in ("total", "row_totals")]
+        for total in totals:
+            if total is not None and np.any(np.asarray(total) < 0):
+                yield f"{label}: accepted with negative totals {total!r}"
+                break
+        else:
+            first = next(iter(entry.methods))
+            yield _fit_failure(entry, first, model, checked, f"{label}: {first}")
 
 
+@_promise("every scipy sparse format must give the same {entry.data.__name__}")
 def _check_sparse_containers(entry):
-    def check():
-        _, data, _ = small_problem(entry)
-        dense = _dense(data)
-        reference = entry.data(dense)
-        failures = []
-        for label, matrix in _sparse_variants(dense):
-            try:
-                converted = entry.data(matrix)
-            except Exception as error:
-                failures.append(f"{label}: raised {_short(error)}")
-                continue
-            if not converted == reference:
-                failures.append(f"{label}: the container differs from the dense one")
-            elif not _same(_dense(converted), _dense(reference)):
-                failures.append(f"{label}: the values differ from the dense ones")
-        _fail(failures, f"every scipy sparse format must give the same {entry.data.__name__}")
-
-    return check
+    _, data, _ = small_problem(entry)
+    dense = _dense(data)
+    reference = entry.data(dense)
+    for label, matrix in _sparse_variants(dense):
+        try:
+            converted = entry.data(matrix)
+        except Exception as error:
+            yield f"{label}: raised {_short(error)}"
+            continue
+        if not converted == reference:
+            yield f"{label}: the container differs from the dense one"
+        elif not _same(_dense(converted), _dense(reference)):
+            yield f"{label}: the values differ from the dense ones"
 
 
+@_promise(
+    "pymc_model's log density of {entry.model.__name__} must equal log_likelihood + log_prior"
+)
 def _check_density(entry):
-    def check():
-        from latentzoo.inference.optimality import density_check
+    from latentzoo.inference.optimality import density_check
 
-        model, data, _ = small_problem(entry)
-        comparison = density_check(model, data, 0, n_points=3)
-        failed = [f"{c.name}: {c.detail}" for c in comparison.checks if not c.passed]
-        _fail(
-            failed,
-            f"pymc_model's log density of {type(model).__name__} must equal "
-            "log_likelihood + log_prior",
-        )
-
-    return check
+    model, data, _ = small_problem(entry)
+    comparison = density_check(model, data, 0, n_points=3)
+    for compared in comparison.checks:
+        if not compared.passed:
+            yield f"{compared.name}: {compared.detail}"
 
 
 class _PyMCRan(AssertionError):
     pass
 
 
+@_promise("PyMC options must be refused up front, naming the option")
 def _check_pymc_options(entry):
-    def check():
-        import pymc
+    import pymc
 
-        import latentzoo
+    import latentzoo
 
-        model, data, _ = small_problem(entry)
-        failures = []
-        with mock.patch.object(pymc, "sample", side_effect=_PyMCRan("pm.sample was called")):
-            cases = [*PYMC_BAD_OPTIONS, ("bogus_option", 1)]
-            for name, value in cases:
-                options = {"progressbar": False, name: value}
-                what = f'fit(method="pymc", {name}={value!r})'
-                try:
-                    latentzoo.fit(model, data, method="pymc", **options)
-                except _PyMCRan:
-                    failures.append(f"{what}: not refused before PyMC ran")
-                    continue
-                except (ValueError, TypeError) as error:
-                    if name not in str(error) or (
-                        isinstance(error, TypeError) and name != "bogus_option"
-                    ):
-                        failures.append(f"{what}: {_short(error)} does not name {name!r}")
-                    continue
-                except Exception as error:
-                    failures.append(f"{what}: raised {_short(error)}")
-                    continue
-                failures.append(f"{what}: accepted")
-        _fail(failures, "PyMC options must be refused up front, naming the option")
-
-    return check
-
-
-def _check_no_unpickling(entry):
-    def check():
-        import arviz as az
-
-        from latentzoo.data import load
-        from latentzoo.inference import fitted
-
-        failures = []
-        sources = {inspect.getsourcefile(entry.model), inspect.getsourcefile(entry.data)}
-        sources |= {inspect.getsourcefile(inspect.unwrap(fn)) for fn in entry.methods.values()}
-        for source in sorted(s for s in sources if s):
-            text = Path(source).read_text()
-            for match in _PICKLE_SOURCE.finditer(text):
-                line = text[: match.start()].count("\n") + 1
-                failures.append(f"{source}:{line} unpickles ({match.group(0)})")
-
-        def refuse(*args, **kwargs):
-            raise AssertionError("a file was unpickled")
-
-        model, data, _ = small_problem(entry)
-        method = next(iter(entry.methods))
-        result = run_method(entry, method, model, data)
-        idata = fitted.as_inference_data(result)
-        with tempfile.TemporaryDirectory() as folder:
-            path = Path(folder) / "fit.nc"
-            idata.to_netcdf(str(path))
-            saved = None
-            if "npz" in data.file_formats:
-                saved = Path(folder) / "data.npz"
-                data.to_npz(saved)
-            with (
-                mock.patch("pickle.load", refuse),
-                mock.patch("pickle.loads", refuse),
-                mock.patch("pickle.Unpickler", refuse),
-            ):
-                steps = [("reading the saved fit", lambda: az.from_netcdf(str(path)).load())]
-                if saved is not None:
-                    steps.append(("reading the saved data", lambda: type(data).from_npz(saved)))
-                steps.append((f"load({entry.dataset!r})", lambda: load(entry.dataset)))
-                for label, step in steps:
-                    try:
-                        step()
-                    except AssertionError as error:
-                        failures.append(f"{label}: {error}")
-                    except Exception as error:
-                        failures.append(f"{label}: raised {_short(error)}")
-        _fail(failures, "no file may be unpickled")
-
-    return check
-
-
-def _check_cli_bad_input(entry):
-    def check():
-        model, data, _ = small_problem(entry)
-        method = next(iter(entry.methods))
-        failures = []
-        with tempfile.TemporaryDirectory() as folder:
-            folder = Path(folder)
-            good = _write_data_file(data, folder)
-            out = folder / "out.nc"
-            control = _cli_control(entry, method, good, out)
-            if control:
-                failures.append(control)
-            corrupt = folder / f"corrupt{good.suffix}"
-            corrupt.write_bytes(b"PK\x03\x04 this is not an archive\x00\xff")
-            cases = [
-                ("an unknown model", [*_cli_fit(entry, method, good, out)[:1], "no_such_model",
-                                      *_cli_fit(entry, method, good, out)[2:]]),
-                ("an unknown method", [*_cli_fit(entry, method, good, out), "--method", "nope"]),
-                ("a missing file", _cli_fit(entry, method, folder / f"no{good.suffix}", out),
-                 f"no{good.suffix}"),
-                ("an unknown dataset", _cli_fit(entry, method, Path("no_such_dataset"), out)),
-                ("a corrupt file", _cli_fit(entry, method, corrupt, out), corrupt.name),
-                ("--k 0", [*_cli_fit(entry, method, good, out), "--k", "0"]),
-            ]  # fmt: skip
-            floats = [item.name for item, kind in _numeric_fields(entry.model) if kind is float]
-            for name in floats[:1]:
-                for value in ("abc", "nan", "-1"):
-                    flags = ["--param", f"{name}={value}"]
-                    cases.append((" ".join(flags), _cli_fit(entry, method, good, out, *flags)))
-            if good.suffix == ".npz":
-                with np.load(good, allow_pickle=False) as archive:
-                    arrays = {key: archive[key] for key in archive.files}
-                if "indices" in arrays:
-                    arrays["indices"] = arrays["indices"] + 10**6
-                    broken = folder / "out_of_range.npz"
-                    np.savez(broken, **arrays)
-                    cases.append(
-                        ("out-of-range indices", _cli_fit(entry, method, broken, out), broken.name)
-                    )
-            for label, argv, *names in cases:
-                failure = _cli_error(argv, label, out, *names)
-                if failure:
-                    failures.append(failure)
-        _fail(failures, "the CLI must turn bad input into one line on stderr and exit code 2")
-
-    return check
-
-
-def _check_cli_interrupt(entry):
-    def check():
-        import arviz as az
-
-        import latentzoo
-
-        model, data, _ = small_problem(entry)
-        method = next(iter(entry.methods))
-        failures = []
-
-        def interrupt(*args, **kwargs):
-            raise KeyboardInterrupt
-
-        def partial_write(self, path, *args, **kwargs):
-            Path(path).write_bytes(b"CDF\x01 partial")
-            raise KeyboardInterrupt
-
-        with tempfile.TemporaryDirectory() as folder:
-            folder = Path(folder)
-            good = _write_data_file(data, folder)
-            out = folder / "result" / "out.nc"
-            control = _cli_control(entry, method, good, out)
-            if control:
-                failures.append(control)
-            argv = _cli_fit(entry, method, good, out)
-            for label, patch in (
-                ("Ctrl-C during the fit", mock.patch.object(latentzoo, "fit", interrupt)),
-                (
-                    "Ctrl-C while writing --out",
-                    mock.patch.object(az.InferenceData, "to_netcdf", partial_write),
+    model, data, _ = small_problem(entry)
+    with mock.patch.object(pymc, "sample", side_effect=_PyMCRan("pm.sample was called")):
+        for name, value in [*PYMC_BAD_OPTIONS, ("bogus_option", 1)]:
+            # Only the unknown option may be refused by the signature (TypeError); PyMC having
+            # run (_PyMCRan) is a failure like any other exception.
+            yield _expect_refusal(
+                lambda name=name, value=value: latentzoo.fit(
+                    model, data, method="pymc", **{"progressbar": False, name: value}
                 ),
-            ):
-                with patch:
-                    code, stderr = _run_cli(argv)
-                lines = [line for line in stderr.splitlines() if line.strip()]
-                if isinstance(code, BaseException):
-                    failures.append(f"{label}: {_short(code)} escaped main (a traceback)")
-                elif code in (0, None) or "Traceback" in stderr or len(lines) > 1:
-                    failures.append(f"{label}: exit code {code!r}, stderr {stderr.strip()[:200]!r}")
-                left = sorted(p.name for p in out.parent.iterdir()) if out.parent.exists() else []
-                if left:
-                    failures.append(f"{label}: left {left} behind")
-        _fail(failures, "Ctrl-C must end the CLI with one line and no partial output")
+                name,
+                f'fit(method="pymc", {name}={value!r})',
+                errors=(ValueError, TypeError) if name == "bogus_option" else (ValueError,),
+            )
 
-    return check
+
+@_promise("no file may be unpickled")
+def _check_no_unpickling(entry):
+    import arviz as az
+
+    from latentzoo.data import load
+    from latentzoo.inference import fitted
+
+    sources = {inspect.getsourcefile(entry.model), inspect.getsourcefile(entry.data)}
+    sources |= {inspect.getsourcefile(inspect.unwrap(fn)) for fn in entry.methods.values()}
+    for source in sorted(s for s in sources if s):
+        text = Path(source).read_text()
+        for match in _PICKLE_SOURCE.finditer(text):
+            line = text[: match.start()].count("\n") + 1
+            yield f"{source}:{line} unpickles ({match.group(0)})"
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a file was unpickled")
+
+    model, data, _ = small_problem(entry)
+    method = next(iter(entry.methods))
+    result = run_method(entry, method, model, data)
+    idata = fitted.as_inference_data(result)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "fit.nc"
+        idata.to_netcdf(str(path))
+        saved = None
+        if "npz" in data.file_formats:
+            saved = Path(folder) / "data.npz"
+            data.to_npz(saved)
+        with (
+            mock.patch("pickle.load", refuse),
+            mock.patch("pickle.loads", refuse),
+            mock.patch("pickle.Unpickler", refuse),
+        ):
+            steps = [("reading the saved fit", lambda: az.from_netcdf(str(path)).load())]
+            if saved is not None:
+                steps.append(("reading the saved data", lambda: type(data).from_npz(saved)))
+            steps.append((f"load({entry.dataset!r})", lambda: load(entry.dataset)))
+            for label, step in steps:
+                try:
+                    step()
+                except AssertionError as error:
+                    yield f"{label}: {error}"
+                except Exception as error:
+                    yield f"{label}: raised {_short(error)}"
+
+
+@_promise("the CLI must turn bad input into one line on stderr and exit code 2")
+def _check_cli_bad_input(entry):
+    _, data, _ = small_problem(entry)
+    method = next(iter(entry.methods))
+    with _cli_files(entry, method, data) as (folder, good, out, control):
+        yield control
+        corrupt = folder / f"corrupt{good.suffix}"
+        corrupt.write_bytes(b"PK\x03\x04 this is not an archive\x00\xff")
+        cases = [
+            ("an unknown model", [*_cli_fit(entry, method, good, out)[:1], "no_such_model",
+                                  *_cli_fit(entry, method, good, out)[2:]]),
+            ("an unknown method", [*_cli_fit(entry, method, good, out), "--method", "nope"]),
+            ("a missing file", _cli_fit(entry, method, folder / f"no{good.suffix}", out),
+             f"no{good.suffix}"),
+            ("an unknown dataset", _cli_fit(entry, method, Path("no_such_dataset"), out)),
+            ("a corrupt file", _cli_fit(entry, method, corrupt, out), corrupt.name),
+            ("--k 0", [*_cli_fit(entry, method, good, out), "--k", "0"]),
+        ]  # fmt: skip
+        floats = [item.name for item, kind in _numeric_fields(entry.model) if kind is float]
+        for name in floats[:1]:
+            for value in ("abc", "nan", "-1"):
+                flags = ["--param", f"{name}={value}"]
+                cases.append((" ".join(flags), _cli_fit(entry, method, good, out, *flags)))
+        if good.suffix == ".npz":
+            with np.load(good, allow_pickle=False) as archive:
+                arrays = {key: archive[key] for key in archive.files}
+            if "indices" in arrays:
+                arrays["indices"] = arrays["indices"] + 10**6
+                broken = folder / "out_of_range.npz"
+                np.savez(broken, **arrays)
+                cases.append(
+                    ("out-of-range indices", _cli_fit(entry, method, broken, out), broken.name)
+                )
+        for label, argv, *names in cases:
+            yield _cli_error(argv, label, out, *names)
+
+
+@_promise("Ctrl-C must end the CLI with one line and no partial output")
+def _check_cli_interrupt(entry):
+    import arviz as az
+
+    import latentzoo
+
+    _, data, _ = small_problem(entry)
+    method = next(iter(entry.methods))
+
+    def interrupt(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    def partial_write(self, path, *args, **kwargs):
+        Path(path).write_bytes(b"CDF\x01 partial")
+        raise KeyboardInterrupt
+
+    with _cli_files(entry, method, data, "result/out.nc") as (_, good, out, control):
+        yield control
+        argv = _cli_fit(entry, method, good, out)
+        for label, patch in (
+            ("Ctrl-C during the fit", mock.patch.object(latentzoo, "fit", interrupt)),
+            (
+                "Ctrl-C while writing --out",
+                mock.patch.object(az.InferenceData, "to_netcdf", partial_write),
+            ),
+        ):
+            with patch:
+                code, stderr = _run_cli(argv)
+            lines = [line for line in stderr.splitlines() if line.strip()]
+            if isinstance(code, BaseException):
+                yield f"{label}: {_short(code)} escaped main (a traceback)"
+            elif code in (0, None) or "Traceback" in stderr or len(lines) > 1:
+                yield f"{label}: exit code {code!r}, stderr {stderr.strip()[:200]!r}"
+            left = sorted(p.name for p in out.parent.iterdir()) if out.parent.exists() else []
+            if left:
+                yield f"{label}: left {left} behind"
 
 
 def model_checks(entry) -> list[tuple[str, Check]]:
@@ -993,61 +952,48 @@ def model_checks(entry) -> list[tuple[str, Check]]:
 
 
 # ------------------------------------------------------------------------------ method checks
+def _option_refusals(entry, method: str, model, data, name: str, values):
+    """Failures of ``method`` to refuse each bad value of option ``name``, naming it."""
+    for value in values:
+        yield _expect_refusal(
+            lambda value=value: run_method(entry, method, model, data, **{name: value}),
+            name,
+            f"{name}={value!r}",
+        )
+
+
+@_promise(
+    "{method} must refuse a bad random_state naming it and take an int, "
+    "a RandomState, a Generator and None"
+)
 def _check_random_state(entry, method):
-    def check():
-        model, data, _ = small_problem(entry)
-        failures = []
-        for value in bad_option_values(entry, method).get("random_state", ("abc", 1.5, -1)):
-            failure = _expect_refusal(
-                lambda value=value: run_method(entry, method, model, data, random_state=value),
-                "random_state",
-                f"random_state={value!r}",
-            )
-            if failure:
-                failures.append(failure)
-        for value in (3, np.int64(3), np.random.RandomState(3), np.random.default_rng(3), None):
-            try:
-                run_method(entry, method, model, data, random_state=value)
-            except Exception as error:
-                failures.append(f"random_state={value!r}: raised {_short(error)}")
-        _fail(
-            failures,
-            f"{method} must refuse a bad random_state naming it and take an int, "
-            "a RandomState, a Generator and None",
-        )
-
-    return check
+    model, data, _ = small_problem(entry)
+    bad = bad_option_values(entry, method).get("random_state", ("abc", 1.5, -1))
+    yield from _option_refusals(entry, method, model, data, "random_state", bad)
+    for value in (3, np.int64(3), np.random.RandomState(3), np.random.default_rng(3), None):
+        try:
+            run_method(entry, method, model, data, random_state=value)
+        except Exception as error:
+            yield f"random_state={value!r}: raised {_short(error)}"
 
 
+@_promise("{method} must refuse a bad {name} naming it")
 def _check_option(entry, method, name):
-    def check():
-        model, data, _ = small_problem(entry)
-        failures = []
-        for value in bad_option_values(entry, method)[name]:
-            failure = _expect_refusal(
-                lambda value=value: run_method(entry, method, model, data, **{name: value}),
-                name,
-                f"{name}={value!r}",
-            )
-            if failure:
-                failures.append(failure)
-        _fail(failures, f"{method} must refuse a bad {name} naming it")
-
-    return check
+    model, data, _ = small_problem(entry)
+    yield from _option_refusals(
+        entry, method, model, data, name, bad_option_values(entry, method)[name]
+    )
 
 
+@_promise("{method} must refuse an unknown option naming it")
 def _check_unknown_option(entry, method):
-    def check():
-        model, data, _ = small_problem(entry)
-        failure = _expect_refusal(
-            lambda: run_method(entry, method, model, data, bogus_option=1),
-            "bogus_option",
-            "bogus_option=1",
-            errors=(ValueError, TypeError),
-        )
-        _fail([failure] if failure else [], f"{method} must refuse an unknown option naming it")
-
-    return check
+    model, data, _ = small_problem(entry)
+    yield _expect_refusal(
+        lambda: run_method(entry, method, model, data, bogus_option=1),
+        "bogus_option",
+        "bogus_option=1",
+        errors=(ValueError, TypeError),
+    )
 
 
 def _memory_failure(entry, method, model, data, label) -> str | None:
@@ -1070,39 +1016,27 @@ def _memory_failure(entry, method, model, data, label) -> str | None:
     return f"{label}: ran but gave non-finite {', '.join(bad)}" if bad else None
 
 
+@_promise("{method} must run in memory or refuse up front with the estimate")
 def _check_memory_counts(entry, method):
-    def check():
-        model = small_model(entry, 2)
-        data = entry.data(np.full((4, 5), 10**9, dtype=np.int64))
-        failure = _memory_failure(entry, method, model, data, "4 x 5 counts of 1e9 per cell")
-        _fail(
-            [failure] if failure else [],
-            f"{method} must run in memory or refuse up front with the estimate",
-        )
-
-    return check
+    model = small_model(entry, 2)
+    data = entry.data(np.full((4, 5), 10**9, dtype=np.int64))
+    yield _memory_failure(entry, method, model, data, "4 x 5 counts of 1e9 per cell")
 
 
+@_promise("{method} must refuse a huge K up front with the estimate")
 def _check_memory_k(entry, method):
-    def check():
-        # Data on which 200,000 components are not too many, so that only memory can refuse the
-        # request; a container that sets no bound on the sizes: small data and 1e9 components.
-        k = 200_000
-        data = entry.data.supporting(k)
-        if data is None:
-            _, data, _ = small_problem(entry, k=1)
-            k = 10**9
-        try:
-            model = small_model(entry, k)
-        except ValueError:
-            return
-        failure = _memory_failure(entry, method, model, data, f"sizes {k} on {data}")
-        _fail(
-            [failure] if failure else [],
-            f"{method} must refuse a huge K up front with the estimate",
-        )
-
-    return check
+    # Data on which 200,000 components are not too many, so that only memory can refuse the
+    # request; a container that sets no bound on the sizes: small data and 1e9 components.
+    k = 200_000
+    data = entry.data.supporting(k)
+    if data is None:
+        _, data, _ = small_problem(entry, k=1)
+        k = 10**9
+    try:
+        model = small_model(entry, k)
+    except ValueError:
+        return
+    yield _memory_failure(entry, method, model, data, f"sizes {k} on {data}")
 
 
 def _check_determinism(entry, method):
@@ -1139,24 +1073,20 @@ def _check_determinism(entry, method):
     return check
 
 
+@_promise("{method}: every sparse format must give the dense fit bit for bit")
 def _check_sparse_fits(entry, method):
-    def check():
-        model, data, _ = small_problem(entry)
-        dense = _dense(data)
-        reference = result_arrays(run_method(entry, method, model, dense))
-        failures = []
-        for label, matrix in _sparse_variants(dense):
-            try:
-                arrays = result_arrays(run_method(entry, method, model, matrix))
-            except Exception as error:
-                failures.append(f"{label}: raised {_short(error)}")
-                continue
-            changed = _differences(reference, arrays)
-            if changed:
-                failures.append(f"{label}: {', '.join(changed)} differ from the dense fit")
-        _fail(failures, f"{method}: every sparse format must give the dense fit bit for bit")
-
-    return check
+    model, data, _ = small_problem(entry)
+    dense = _dense(data)
+    reference = result_arrays(run_method(entry, method, model, dense))
+    for label, matrix in _sparse_variants(dense):
+        try:
+            arrays = result_arrays(run_method(entry, method, model, matrix))
+        except Exception as error:
+            yield f"{label}: raised {_short(error)}"
+            continue
+        changed = _differences(reference, arrays)
+        if changed:
+            yield f"{label}: {', '.join(changed)} differ from the dense fit"
 
 
 def _fitted_loglik(entry, method, model, data, result) -> float:
@@ -1272,74 +1202,35 @@ def _check_netcdf(entry, method):
     return check
 
 
+@_promise("{method}: empty rows and columns must be fitted (finite) or refused")
 def _check_empty_rows_cols(entry, method):
-    def check():
-        failures = []
-        for matrix, k in itertools.product(
-            entry.data.edge_cases()["empty_rows_and_columns"], (1, 2)
-        ):
-            try:
-                model = small_model(entry, k)
-            except ValueError:
-                continue
-            failure = _finite_or_refused(
-                lambda model=model, matrix=matrix: run_method(entry, method, model, matrix),
-                f"sizes {k} on {matrix.tolist()}",
-                model,
-                matrix,
-            )
-            if failure:
-                failures.append(failure)
-        _fail(failures, f"{method}: empty rows and columns must be fitted (finite) or refused")
-
-    return check
+    for matrix, k in itertools.product(entry.data.edge_cases()["empty_rows_and_columns"], (1, 2)):
+        try:
+            model = small_model(entry, k)
+        except ValueError:
+            continue
+        yield _fit_failure(entry, method, model, matrix, f"sizes {k} on {matrix.tolist()}")
 
 
+@_promise("{method}: a single row, column or item must be fitted (finite) or refused")
 def _check_single_item(entry, method):
-    def check():
-        cases = entry.data.edge_cases()["single_item"]
-        model = small_model(entry, 1)
-        failures = []
-        for matrix in cases:
-            failure = _finite_or_refused(
-                lambda matrix=matrix: run_method(entry, method, model, matrix),
-                f"{matrix.tolist()}",
-                model,
-                matrix,
-            )
-            if failure:
-                failures.append(failure)
-        _fail(
-            failures, f"{method}: a single row, column or item must be fitted (finite) or refused"
-        )
-
-    return check
+    cases = entry.data.edge_cases()["single_item"]
+    model = small_model(entry, 1)
+    for matrix in cases:
+        yield _fit_failure(entry, method, model, matrix, f"{matrix.tolist()}")
 
 
+@_promise("{method}: extreme counts and temperatures must stay finite or be refused")
 def _check_extremes(entry, method):
-    def check():
-        model = small_model(entry, 2)
-        failures = []
-        long_row = np.array([[10**6 - 3, 1, 1, 1], [1, 2, 0, 1], [0, 1, 3, 1]])
-        cases = [("a row of 1e6 tokens", long_row, {})]
-        if method_kind(entry, method) == "em":
-            small = np.array([[5, 1, 0, 2], [0, 3, 4, 1], [2, 0, 1, 6]])
-            for betas in ([1e-3], [1e3], [1e-3, 1.0, 1e3]):
-                cases.append((f"betas={betas}", small, {"betas": betas}))
-        for label, matrix, options in cases:
-            failure = _finite_or_refused(
-                lambda matrix=matrix, options=options: run_method(
-                    entry, method, model, matrix, **options
-                ),
-                label,
-                model,
-                matrix,
-            )
-            if failure:
-                failures.append(failure)
-        _fail(failures, f"{method}: extreme counts and temperatures must stay finite or be refused")
-
-    return check
+    model = small_model(entry, 2)
+    long_row = np.array([[10**6 - 3, 1, 1, 1], [1, 2, 0, 1], [0, 1, 3, 1]])
+    cases = [("a row of 1e6 tokens", long_row, {})]
+    if method_kind(entry, method) == "em":
+        small = np.array([[5, 1, 0, 2], [0, 3, 4, 1], [2, 0, 1, 6]])
+        for betas in ([1e-3], [1e3], [1e-3, 1.0, 1e3]):
+            cases.append((f"betas={betas}", small, {"betas": betas}))
+    for label, matrix, options in cases:
+        yield _fit_failure(entry, method, model, matrix, label, **options)
 
 
 EDGE_COUNTS = (
@@ -1370,23 +1261,14 @@ def _check_overrelaxation(entry, method):
                     model.check_data(matrix)
                 except ValueError:
                     continue
-                for max_iter in (1, 2, 5):
-                    for omega in (1.5, 1.9):
-                        for pred in predictive:
-                            options = {"betas": [1.0], "max_iter": max_iter, "tol": 0.0}
-                            options.update(
-                                overrelax=omega, **({"predictive": True} if pred else {})
-                            )
-                            failure = _finite_or_refused(
-                                lambda model=model, matrix=matrix, options=options: run_method(
-                                    entry, method, model, matrix, **options
-                                ),
-                                f"{counts}, sizes {sizes}, {options}",
-                                model,
-                                matrix,
-                            )
-                            if failure:
-                                failures.append(failure)
+                for max_iter, omega, pred in itertools.product((1, 2, 5), (1.5, 1.9), predictive):
+                    options = {"betas": [1.0], "max_iter": max_iter, "tol": 0.0}
+                    options.update(overrelax=omega, **({"predictive": True} if pred else {}))
+                    what = f"{counts}, sizes {sizes}, {options}"
+                    failure = _fit_failure(entry, method, model, matrix, what, **options)
+                    if failure:
+                        failures.append(failure)
+        # Only the first ten cases are shown; the promise counts them all.
         _fail(
             failures[:10],
             f"{method}: over-relaxed (and predictive) EM on tiny counts must "
@@ -1396,83 +1278,61 @@ def _check_overrelaxation(entry, method):
     return check
 
 
+@_promise("{method} in float32 must agree with float64 or refuse the settings")
 def _check_float32(entry, method):
-    def check():
-        failures = []
-        flat = small_model(entry, 1, **{n: 1.0 for n in ("alpha", "eta")})
-        options = {"betas": [1.0], "tol": 0.0, "max_iter": 50}
+    flat = small_model(entry, 1, **{n: 1.0 for n in ("alpha", "eta")})
+    options = {"betas": [1.0], "tol": 0.0, "max_iter": 50}
+    try:
+        result = run_method(entry, method, flat, [[10_000_000, 1]], dtype=np.float32, **options)
+    except ValueError:
+        result = None
+    except Exception as error:
+        yield f"[[1e7, 1]] in float32: raised {_short(error)}"
+        result = None
+    if result is not None:
+        free = result.trace["free_energy"].to_numpy()
+        rise = np.max(np.diff(free) / np.maximum(np.abs(free[:-1]), 1e-300), initial=0.0)
+        if not rise <= 1e-5:
+            yield f"[[1e7, 1]] in float32: the free energy rises by {rise:.3g} (relative) at beta=1"
+    for betas, matrix in (([50.0], [[7, 1]]), ([1.0], [[7, 1]])):
+        options = {"betas": betas, "tol": 0.0, "max_iter": 30}
+        exact = run_method(entry, method, flat, matrix, dtype=np.float64, **options)
         try:
-            result = run_method(entry, method, flat, [[10_000_000, 1]], dtype=np.float32, **options)
+            single = run_method(entry, method, flat, matrix, dtype=np.float32, **options)
         except ValueError:
-            result = None
+            continue
         except Exception as error:
-            failures.append(f"[[1e7, 1]] in float32: raised {_short(error)}")
-            result = None
-        if result is not None:
-            free = result.trace["free_energy"].to_numpy()
-            rise = np.max(np.diff(free) / np.maximum(np.abs(free[:-1]), 1e-300), initial=0.0)
-            if not rise <= 1e-5:
-                failures.append(
-                    f"[[1e7, 1]] in float32: the free energy rises by {rise:.3g} "
-                    "(relative) at beta=1"
-                )
-        for betas, matrix in (([50.0], [[7, 1]]), ([1.0], [[7, 1]])):
-            options = {"betas": betas, "tol": 0.0, "max_iter": 30}
-            exact = run_method(entry, method, flat, matrix, dtype=np.float64, **options)
-            try:
-                single = run_method(entry, method, flat, matrix, dtype=np.float32, **options)
-            except ValueError:
-                continue
-            except Exception as error:
-                failures.append(f"betas={betas} on {matrix}: raised {_short(error)}")
-                continue
-            for name, value in exact.params.items():
-                gap = np.max(np.abs(np.asarray(single.params[name], float) - value), initial=0.0)
-                if not gap <= 1e-3:
-                    failures.append(
-                        f"betas={betas} on {matrix}: {name} differs from float64 by {gap:.3g}"
-                    )
-        _fail(failures, f"{method} in float32 must agree with float64 or refuse the settings")
-
-    return check
+            yield f"betas={betas} on {matrix}: raised {_short(error)}"
+            continue
+        for name, value in exact.params.items():
+            gap = np.max(np.abs(np.asarray(single.params[name], float) - value), initial=0.0)
+            if not gap <= 1e-3:
+                yield f"betas={betas} on {matrix}: {name} differs from float64 by {gap:.3g}"
 
 
+@_promise(
+    "latentzoo fit {entry.name} --method {method}: a bad option must give "
+    "one line on stderr and exit code 2"
+)
 def _check_cli_options(entry, method):
-    def check():
-        model, data, _ = small_problem(entry)
-        failures = []
-        cases = [
-            ["--overrelax", "nan"],
-            ["--overrelax", "2"],
-            ["--max-iter", "0"],
-            ["--tol", "-1"],
-            ["--betas", "x"],
-            ["--betas", "-1"],
-            ["--draws", "0"],
-            ["--chains", "0"],
-            ["--tune", "-1"],
-            ["--seed", "-1"],
-            ["--option", "bogus_option=1"],
-        ]
-        with tempfile.TemporaryDirectory() as folder:
-            folder = Path(folder)
-            good = _write_data_file(data, folder)
-            out = folder / "out.nc"
-            control = _cli_control(entry, method, good, out)
-            if control:
-                failures.append(control)
-            for flags in cases:
-                argv = _cli_fit(entry, method, good, out, *flags)
-                failure = _cli_error(argv, " ".join(flags), out)
-                if failure:
-                    failures.append(failure)
-        _fail(
-            failures,
-            f"latentzoo fit {entry.name} --method {method}: a bad option must give "
-            "one line on stderr and exit code 2",
-        )
-
-    return check
+    _, data, _ = small_problem(entry)
+    cases = [
+        ["--overrelax", "nan"],
+        ["--overrelax", "2"],
+        ["--max-iter", "0"],
+        ["--tol", "-1"],
+        ["--betas", "x"],
+        ["--betas", "-1"],
+        ["--draws", "0"],
+        ["--chains", "0"],
+        ["--tune", "-1"],
+        ["--seed", "-1"],
+        ["--option", "bogus_option=1"],
+    ]
+    with _cli_files(entry, method, data) as (_, good, out, control):
+        yield control
+        for flags in cases:
+            yield _cli_error(_cli_fit(entry, method, good, out, *flags), " ".join(flags), out)
 
 
 def method_checks(entry, method: str) -> list[tuple[str, Check]]:
@@ -1576,17 +1436,8 @@ def check_model(entry) -> dict[str, str]:
 
 
 def check_method(entry, method: str) -> dict[str, str]:
-    """Run every :func:`method_checks` check of ``method`` of ``entry``.
-
-    Returns
-    -------
-    dict
-        Check name -> ``"passed"`` or ``"skipped: <reason>"``.
-
-    Raises
-    ------
-    AssertionError
-        Listing every failed check and what broke.
+    """Run every :func:`method_checks` check of ``method`` of ``entry``; skips, returns and
+    raises as :func:`check_model`.
 
     Examples
     --------
