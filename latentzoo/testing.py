@@ -36,7 +36,7 @@ import re
 import tempfile
 import typing
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from unittest import mock
 
@@ -484,7 +484,9 @@ def _numeric_fields(cls) -> list[tuple[dataclasses.Field, type]]:
     return out
 
 
-def _hyperparameter_failures(build: Callable, item, kind: type, name: str, skipped):
+def _hyperparameter_failures(
+    build: Callable, item, kind: type, name: str, skipped
+) -> Iterator[str | None]:
     """Failures of ``build(value)`` to refuse each bad value of a numeric field, naming it."""
     bad = [-1, 1.5, math.nan, math.inf, "a"] if kind is int else [-1.0, math.nan, math.inf, "a"]
     if f"hyperparameter[{name}]=0" not in skipped:
@@ -608,7 +610,7 @@ def _base_matrix(entry) -> np.ndarray:
     return _dense(data).astype(float)
 
 
-def _data_refusals(model, cases: dict):
+def _data_refusals(model, cases: dict) -> Iterator[str | None]:
     """Failures of ``model.check_data`` to refuse each case (label -> data) with ValueError."""
     for label, data in cases.items():
         yield _expect_refusal(lambda data=data: model.check_data(data), "", label)
@@ -952,7 +954,7 @@ def model_checks(entry) -> list[tuple[str, Check]]:
 
 
 # ------------------------------------------------------------------------------ method checks
-def _option_refusals(entry, method: str, model, data, name: str, values):
+def _option_refusals(entry, method: str, model, data, name: str, values) -> Iterator[str | None]:
     """Failures of ``method`` to refuse each bad value of option ``name``, naming it."""
     for value in values:
         yield _expect_refusal(
