@@ -10,7 +10,9 @@ Default run:
 * the numbers its prose quotes (``PROSE`` below) are the stored key numbers, formatted as quoted.
 
 Marked ``slow``: each notebook re-executed at full size (4 to 9 minutes each on two busy cores, see
-``notebooks/README.md``) reproduces its stored key numbers within ``RTOL`` / ``ATOL`` (see :func:`assert_close`).
+``notebooks/README.md``) reproduces its stored key numbers within ``RTOL`` / ``ATOL`` (see :func:`assert_close`); the
+numbers drawn by PyMC's NUTS, whose draws depend on the CPU's BLAS kernel, within the bounds of
+``SAMPLED``.
 
 The committed outputs are never overwritten. nbclient starts the ``python3`` kernel: the installed
 kernelspec if there is one, otherwise ipykernel's built-in spec of the same name.
@@ -42,6 +44,58 @@ KEY_TAG = "key-numbers"  # cell tag of the last cell, which prints the key numbe
 # within RTOL relative or ATOL absolute (integers, e.g. a count of draws or items: within 1).
 RTOL = 0.02
 ATOL = 0.02
+
+
+# Key numbers computed from PyMC's NUTS draws. NUTS follows the floating-point rounding of the
+# BLAS kernel OpenBLAS picks for the CPU at run time (SkylakeX, Haswell, ...; see
+# tests/fingerprints.py): on another kernel the same seed draws another, equally valid sample, and a
+# Monte Carlo statistic such as a largest |z| over 40 items moves by its own sampling error (1.84 in
+# the stored Bayesian Sets run, 3.05 on a Haswell kernel). Each is checked against the claim it
+# supports, a bound the stored run also meets, instead of the stored digits. A bound is
+# ``(description, predicate(fresh key numbers, stored key numbers))``.
+def _bonferroni_z(count, level=0.01):
+    """The two-sided normal quantile that ``count`` independent |z| all stay below w.p. 1 - level."""
+    from scipy.stats import norm
+
+    return float(norm.isf(level / (2 * count)))
+
+
+SAMPLED = {
+    "bayesian_sets.ipynb": {
+        "closed_vs_pymc/max_abs_z": (
+            "below the Bonferroni 1% quantile for the number of items",
+            lambda new, old: new["max_abs_z"] <= _bonferroni_z(new["items"]),
+        ),
+        "closed_vs_pymc/within_3_se": (
+            "all but at most two items within 3 Monte Carlo s.e. (0.1 expected outside)",
+            lambda new, old: new["within_3_se"] >= new["items"] - 2,
+        ),
+        "closed_vs_pymc/max_abs_diff_mc": (
+            "at most twice the stored run's largest difference",
+            lambda new, old: new["max_abs_diff_mc"] <= 2 * old["max_abs_diff_mc"],
+        ),
+        "closed_vs_pymc/max_r_hat": ("at most 1.01", lambda new, old: new["max_r_hat"] <= 1.01),
+    },
+    "cluster_abstraction.ipynb": {
+        "reference_vs_gibbs/max_z": (
+            "at most the agreement threshold",
+            lambda new, old: new["max_z"] <= new["threshold"],
+        ),
+        "reference_vs_gibbs/other_prior_max_z": (
+            "above the agreement threshold (the other prior is detected)",
+            lambda new, old: new["other_prior_max_z"] > new["threshold"],
+        ),
+        "reference_vs_gibbs/pymc_max_r_hat": (
+            "at most 1.01",
+            lambda new, old: new["pymc_max_r_hat"] <= 1.01,
+        ),
+        "reference_vs_gibbs/divergences": (
+            "no divergences",
+            lambda new, old: new["divergences"] == 0,
+        ),
+    },
+}
+
 
 # Numbers the prose (markdown cells) of each notebook quotes: (path in the key numbers, format).
 # A list value is formatted with ``format(*value)``. Each formatted string must occur verbatim in
@@ -284,11 +338,20 @@ def lookup(tree, path):
     return tree
 
 
-def assert_close(fresh: dict, stored: dict):
+def assert_close(fresh: dict, stored: dict, sampled: dict | None = None):
+    """Every stored key number reproduced within RTOL / ATOL, the ``sampled`` ones (see SAMPLED)
+    within their bound."""
+    sampled = sampled or {}
+    bad = []
+    for key, (claim, holds) in sampled.items():
+        section = key.rsplit("/", 1)[0]
+        if not holds(lookup(fresh, section), lookup(stored, section)):
+            bad.append(f"{key}: re-run {lookup(fresh, key)!r} is not {claim}")
     fresh, stored = flatten(fresh), flatten(stored)
     assert fresh.keys() == stored.keys()
-    bad = []
     for key, want in stored.items():
+        if key in sampled:
+            continue
         got = fresh[key]
         if isinstance(want, bool) or isinstance(want, str) or want is None:
             ok = got == want
@@ -349,9 +412,25 @@ def test_full_run_reproduces_stored_key_numbers(path, monkeypatch):
     stored = key_numbers(read(path))
     fresh = execute(read(path))
     assert not errors(fresh)
-    assert_close(key_numbers(fresh), stored)
+    assert_close(key_numbers(fresh), stored, SAMPLED.get(os.path.basename(path)))
 
 
 def test_notebooks_are_found():
     assert NOTEBOOKS, f"no notebooks in {NOTEBOOK_DIR}"
     assert set(PROSE) == set(IDS), "every notebook needs its PROSE entry"
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLED))
+def test_stored_run_meets_the_bounds_of_its_sampled_key_numbers(name):
+    stored = key_numbers(read(os.path.join(NOTEBOOK_DIR, name)))
+    assert_close(stored, stored, SAMPLED[name])
+
+
+def test_a_sampled_key_number_outside_its_bound_fails():
+    stored = key_numbers(read(os.path.join(NOTEBOOK_DIR, "bayesian_sets.ipynb")))
+    fresh = json.loads(json.dumps(stored))
+    fresh["closed_vs_pymc"]["max_abs_z"] = 4.5  # one item 4.5 MC s.e. off: disagreement
+    with pytest.raises(AssertionError, match="max_abs_z: re-run 4.5 is not below"):
+        assert_close(fresh, stored, SAMPLED["bayesian_sets.ipynb"])
+    fresh["closed_vs_pymc"]["max_abs_z"] = 3.05  # the Haswell re-run: within the bound
+    assert_close(fresh, stored, SAMPLED["bayesian_sets.ipynb"])
