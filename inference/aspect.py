@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from scipy.special import gammaln
 
 from latentzoo.data import CoOccurrence
-from latentzoo.data.checks import as_rng, check_memory
+from latentzoo.data.checks import check_memory
 from latentzoo.inference.annealing import (
     EMStats,
     balanced_row_chunks,
@@ -44,6 +44,7 @@ from latentzoo.inference.annealing import (
     normalise_rows,
     numba_threads,
 )
+from latentzoo.inference.collapsed_gibbs import CollapsedGibbs
 from latentzoo.inference.em import (
     FINITE_FASTMATH,
     kernel_dtype,
@@ -61,14 +62,12 @@ from latentzoo.inference.family import (
     with_defaults,
 )
 from latentzoo.inference.mcmc import (
-    GibbsInfo,
     GibbsSetup,
     LabelAxis,
     gibbs_data,
     gibbs_entry,
     keep_params_auto,
     next_uniform,
-    splitmix_seeds,
     uniform_labels,
 )
 from latentzoo.models.aspect import NO_ROW_NORM, AspectModel, row_log_likelihoods
@@ -1105,11 +1104,10 @@ class GibbsState(NamedTuple):
     rng_state: np.ndarray
 
 
-class AspectGibbs:
+class AspectGibbs(CollapsedGibbs):
     """Collapsed Gibbs sampler of the Bayesian aspect model, as ``init``/``step``/``draw``.
 
-    ``step(state, rng) -> (state, info)`` with ``info`` a :class:`GibbsInfo` (the sampler contract
-    of :func:`~latentzoo.inference.mcmc.run_chains`).
+    A :class:`~latentzoo.inference.collapsed_gibbs.CollapsedGibbs` whose sweep visits every token.
 
     Parameters
     ----------
@@ -1126,6 +1124,8 @@ class AspectGibbs:
     >>> int(state.n_topic.sum()) == load("toy").total, info.lp < 0
     (True, True)
     """
+
+    state_type = GibbsState
 
     def __init__(self, model: AspectModel, data: CoOccurrence):
         check_memory(
@@ -1147,21 +1147,21 @@ class AspectGibbs:
             z = rng.integers(0, k, size=self.words.shape[0])
         else:
             z = np.asarray(z, dtype=np.int64).copy()
-        tables = _count_tables(self.docs, self.words, z, self.data.n_rows, self.data.n_cols, k)
-        seed = splitmix_seeds(rng, 1)
-        return GibbsState(z, *tables, seed)
+        return self._start(rng, z)
 
-    def step(self, state: GibbsState, rng: np.random.Generator) -> tuple[GibbsState, GibbsInfo]:
-        """One sweep over every token (in place), and its :class:`GibbsInfo` (the log joint).
+    def _tables_of(self, z):
+        data = self.data
+        return _count_tables(
+            self.docs, self.words, z, data.n_rows, data.n_cols, self.model.n_components
+        )
 
-        The sweep draws from the chain's splitmix64 stream ``state.rng_state`` (seeded from the
-        chain's ``rng`` by :meth:`init`; see :func:`~latentzoo.inference.mcmc.run_chains`).
-        """
+    def _sweep(self, state: GibbsState) -> tuple:
+        """One sweep over every token (:func:`gibbs_sweep`); reports the log joint only."""
         gibbs_sweep(
             self.doc_ptr, self.words, state.z, state.n_doc_topic, state.n_word_topic,
             state.n_topic, float(self.model.alpha), float(self.model.eta), state.rng_state,
         )  # fmt: skip
-        return state, GibbsInfo(self.log_joint(state))
+        return ()
 
     def draw(self, state: GibbsState, rng: np.random.Generator) -> dict:
         """``theta | z ~ Dir(n_d + alpha)`` and ``phi | z ~ Dir(n_k + eta)``: exact joint draws.
@@ -1252,20 +1252,14 @@ class AspectGibbs:
         )
         return lg_alpha, lg_eta, alpha, eta, m * eta, constant
 
-    def exact_draws(self, n_chains: int, sweeps: int, random_state=None) -> np.ndarray:
-        """Final assignments of ``n_chains`` independent chains of ``sweeps`` sweeps each.
-
-        Independent draws (not one autocorrelated chain), so a chi-square test against the exact
-        posterior is valid.
-        """
-        n_tokens = self.words.shape[0]
+    def _last_states(self, seeds, sweeps) -> np.ndarray:
+        """The final assignments ``(n_chains, T)`` of the tokens."""
+        n_chains, n_tokens = seeds.shape[0], self.words.shape[0]
         check_memory(
             8 * n_tokens * (n_chains + 1),
             "exact_draws of the aspect model's collapsed Gibbs sampler",
             detail=f"for {n_chains} chains x {n_tokens:,} tokens",
         )
-        rng = as_rng(random_state)
-        seeds = splitmix_seeds(rng, n_chains)
         return _many_chains_last_state(
             self.doc_ptr, self.docs, self.words, self.data.n_rows, self.data.n_cols,
             self.model.n_components, float(self.model.alpha), float(self.model.eta), seeds, sweeps,

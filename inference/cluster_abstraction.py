@@ -76,6 +76,7 @@ from latentzoo.inference.annealing import (
     normalise_rows,
     run_schedule,
 )
+from latentzoo.inference.collapsed_gibbs import CollapsedGibbs
 from latentzoo.inference.em import (
     FASTMATH,
     kl_kmeans_plus_plus,
@@ -1224,12 +1225,11 @@ class ClusterAbstractionGibbsState(NamedTuple):
     rng_state: np.ndarray
 
 
-class ClusterAbstractionGibbs:
+class ClusterAbstractionGibbs(CollapsedGibbs):
     """Collapsed Gibbs sampler of the Bayesian HACM on a fixed tree, as ``init``/``step``/``draw``.
 
-    ``step(state, rng) -> (state, info)`` with ``info`` a :class:`LeafJumpInfo` (the log joint and
-    the acceptance of the leaf jumps), the sampler contract of
-    :func:`~latentzoo.inference.mcmc.run_chains`.
+    A :class:`~latentzoo.inference.collapsed_gibbs.CollapsedGibbs` whose ``info`` is a
+    :class:`LeafJumpInfo` (the log joint and the acceptance of the leaf jumps).
 
     Parameters
     ----------
@@ -1244,6 +1244,9 @@ class ClusterAbstractionGibbs:
     >>> int(state.sizes.sum()), state.v.shape == (load("toy").total,)
     (6, True)
     """
+
+    state_type = ClusterAbstractionGibbsState
+    info_type = LeafJumpInfo
 
     def __init__(self, model: ClusterAbstractionModel, data: CoOccurrence):
         self.model = model
@@ -1292,13 +1295,9 @@ class ClusterAbstractionGibbs:
                                self.data.n_cols, self.model.tree.n_nodes, self.form)  # fmt: skip
         return ClusterAbstractionGibbsState(start, levels, *tables, seed)
 
-    def step(
-        self, state: ClusterAbstractionGibbsState, rng: np.random.Generator
-    ) -> tuple[ClusterAbstractionGibbsState, LeafJumpInfo]:
-        """One sweep over all documents and observations (in place), and its :class:`LeafJumpInfo`.
-
-        The sweep draws from the chain's splitmix64 stream ``state.rng_state`` (seeded from the
-        chain's ``rng`` by :meth:`init`; see :func:`~latentzoo.inference.mcmc.run_chains`).
+    def _sweep(self, state: ClusterAbstractionGibbsState) -> tuple[float, int]:
+        """One sweep over all documents and observations (:func:`gibbs_sweep`); reports the
+        acceptance rate and the number of the leaf jumps proposed.
 
         Examples
         --------
@@ -1315,7 +1314,7 @@ class ClusterAbstractionGibbs:
             float(m.alpha), float(m.eta), float(m.gamma), state.rng_state,
         )  # fmt: skip
         rate = accepted / proposed if proposed else 0.0
-        return state, LeafJumpInfo(self.log_joint(state), rate, int(proposed))
+        return rate, int(proposed)
 
     def draw(self, state: ClusterAbstractionGibbsState, rng: np.random.Generator) -> dict:
         """``rho``, ``q``, ``tau`` from their exact conditionals given the assignments, and ``z``.
@@ -1373,9 +1372,8 @@ class ClusterAbstractionGibbs:
             total += dirichlet_multinomial_log(block, model.gamma)
         return float(total)
 
-    def exact_draws(self, n_chains: int, sweeps: int, random_state=None):
-        """Final ``(z, v)`` of independent chains of ``sweeps`` sweeps: ``(n_chains, N)`` and
-        ``(n_chains, T)``; independent draws for a chi-square test against enumeration.
+    def _last_states(self, seeds, sweeps):
+        """The final ``(z, v)`` of the chains: ``(n_chains, N)`` and ``(n_chains, T)``.
 
         Examples
         --------
@@ -1385,10 +1383,6 @@ class ClusterAbstractionGibbs:
         >>> z.shape, v.shape == (3, load("toy").total)
         ((3, 6), True)
         """
-        check_integer("n_chains", n_chains)
-        check_integer("sweeps", sweeps, low=0)
-        rng = as_rng(random_state)
-        seeds = splitmix_seeds(rng, n_chains)
         m = self.model
         return _many_chains_last_state(
             self.doc_ptr, self.words, self.paths, self.lengths, self.log_tau, self.form,

@@ -63,6 +63,7 @@ from latentzoo.inference.annealing import (
     em_entry,
     normalise_rows,
 )
+from latentzoo.inference.collapsed_gibbs import CollapsedGibbs
 from latentzoo.inference.em import kl_kmeans_plus_plus, multinomial_mixture_pass
 from latentzoo.inference.family import (
     GIBBS_METHOD_OPTIONS,
@@ -76,7 +77,6 @@ from latentzoo.inference.family import (
     with_defaults,
 )
 from latentzoo.inference.mcmc import (
-    GibbsInfo,
     GibbsSetup,
     LabelAxis,
     check_parameter_memory,
@@ -86,7 +86,6 @@ from latentzoo.inference.mcmc import (
     gibbs_data,
     gibbs_entry,
     keep_params_auto,
-    splitmix_seeds,
     uniform_labels,
 )
 from latentzoo.models._checks import check_integer
@@ -518,11 +517,10 @@ class OneSidedGibbsState(NamedTuple):
     rng_state: np.ndarray
 
 
-class OneSidedGibbs:
+class OneSidedGibbs(CollapsedGibbs):
     """Collapsed Gibbs sampler of the Bayesian ACM, as ``init``/``step``/``draw``.
 
-    ``step(state, rng) -> (state, info)`` with ``info`` a :class:`GibbsInfo` (the sampler contract
-    of :func:`~latentzoo.inference.mcmc.run_chains`).
+    A :class:`~latentzoo.inference.collapsed_gibbs.CollapsedGibbs` whose sweep visits the rows.
 
     Parameters
     ----------
@@ -537,6 +535,8 @@ class OneSidedGibbs:
     >>> int(state.sizes.sum()), int(state.c_tot.sum()) == load("toy").total
     (6, True)
     """
+
+    state_type = OneSidedGibbsState
 
     def __init__(self, model: OneSidedClustering, data: CoOccurrence):
         self.model = model
@@ -555,24 +555,21 @@ class OneSidedGibbs:
         z = np.asarray(z, dtype=np.int64).copy()
         if z.shape != (self.data.n_rows,) or z.min() < 0 or z.max() >= k:
             raise ValueError(f"initial assignments must be {self.data.n_rows} labels in 0..{k - 1}")
-        tables = _count_tables(self.indptr, self.indices, self.counts, z, self.data.n_cols, k)
-        seed = splitmix_seeds(rng, 1)
-        return OneSidedGibbsState(z, *tables, seed)
+        return self._start(rng, z)
 
-    def step(
-        self, state: OneSidedGibbsState, rng: np.random.Generator
-    ) -> tuple[OneSidedGibbsState, GibbsInfo]:
-        """One sweep over the rows (in place), and its :class:`GibbsInfo` (the log joint).
+    def _tables_of(self, z):
+        return _count_tables(
+            self.indptr, self.indices, self.counts, z, self.data.n_cols, self.model.n_clusters
+        )
 
-        The sweep draws from the chain's splitmix64 stream ``state.rng_state`` (seeded from the
-        chain's ``rng`` by :meth:`init`; see :func:`~latentzoo.inference.mcmc.run_chains`).
-        """
+    def _sweep(self, state: OneSidedGibbsState) -> tuple:
+        """One sweep over the rows (:func:`gibbs_sweep`); reports the log joint only."""
         gibbs_sweep(
             self.indptr, self.indices, self.counts, self.row_totals, state.z, state.sizes,
             state.c_t, state.c_tot, float(self.model.alpha), float(self.model.eta),
             state.rng_state,
         )  # fmt: skip
-        return state, GibbsInfo(self.log_joint(state))
+        return ()
 
     def draw(self, state: OneSidedGibbsState, rng: np.random.Generator) -> dict:
         """``rho | z ~ Dir(m + alpha)``, ``q_k | z ~ Dir(c_k + eta)``: exact joint draws with ``z``.
@@ -627,20 +624,8 @@ class OneSidedGibbs:
             dirichlet_multinomial_log(state.sizes[None, :], self.model.alpha) + per_row.sum(axis=-1)
         )
 
-    def exact_draws(self, n_chains: int, sweeps: int, random_state=None) -> np.ndarray:
-        """Final memberships ``(n_chains, N)`` of independent chains of ``sweeps`` sweeps each.
-
-        Independent draws (not one autocorrelated chain), so a chi-square test against the
-        enumerated posterior is valid.
-
-        Examples
-        --------
-        >>> from latentzoo.data import load
-        >>> OneSidedGibbs(OneSidedClustering(2), load("toy")).exact_draws(4, 10, 0).shape
-        (4, 6)
-        """
-        rng = as_rng(random_state)
-        seeds = splitmix_seeds(rng, n_chains)
+    def _last_states(self, seeds, sweeps) -> np.ndarray:
+        """The final memberships ``(n_chains, N)``."""
         return _many_chains_last_state(
             self.indptr, self.indices, self.counts, self.row_totals, self.data.n_cols,
             self.model.n_clusters, float(self.model.alpha), float(self.model.eta), seeds, sweeps,

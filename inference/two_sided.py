@@ -64,8 +64,8 @@ import scipy.sparse as sp
 from scipy.special import xlogy
 
 from latentzoo.data import CoOccurrence
-from latentzoo.data.checks import as_rng
 from latentzoo.inference.annealing import EMStats, annealed_fit, em_entry
+from latentzoo.inference.collapsed_gibbs import CollapsedGibbs
 from latentzoo.inference.family import (
     GIBBS_METHOD_OPTIONS,
     SCHEDULE_OPTIONS,
@@ -77,7 +77,6 @@ from latentzoo.inference.family import (
     with_defaults,
 )
 from latentzoo.inference.mcmc import (
-    GibbsInfo,
     GibbsSetup,
     LabelAxis,
     dirichlet_rows,
@@ -85,7 +84,6 @@ from latentzoo.inference.mcmc import (
     gibbs_entry,
     keep_params_auto,
     next_uniform,
-    splitmix_seeds,
     uniform_labels,
 )
 from latentzoo.models.invariants import default_dyads
@@ -701,11 +699,11 @@ class TwoSidedState(NamedTuple):
     rng_state: np.ndarray
 
 
-class TwoSidedGibbs:
+class TwoSidedGibbs(CollapsedGibbs):
     """Collapsed Gibbs sampler of the Bayesian SCM, as ``init``/``step``/``draw``.
 
-    ``step(state, rng) -> (state, info)`` with ``info`` a :class:`GibbsInfo` (the sampler contract
-    of :func:`~latentzoo.inference.mcmc.run_chains`).
+    A :class:`~latentzoo.inference.collapsed_gibbs.CollapsedGibbs` whose sweep visits the rows, then
+    the columns.
 
     Examples
     --------
@@ -715,6 +713,8 @@ class TwoSidedGibbs:
     >>> int(state.block.sum()) == load("toy").total
     True
     """
+
+    state_type = TwoSidedState
 
     def __init__(self, model: TwoSidedClustering, data: CoOccurrence):
         self.model = model
@@ -733,24 +733,20 @@ class TwoSidedGibbs:
         labels_j = rng.integers(0, ky, self.data.n_cols) if J is None else J
         labels_i = np.array(labels_i, dtype=np.int64)
         labels_j = np.array(labels_j, dtype=np.int64)
-        tables = _tables(*self.rows, labels_i, labels_j, self.n_i, self.m_j, kx, ky)
-        seed = splitmix_seeds(rng, 1)
-        return TwoSidedState(labels_i, labels_j, *tables, seed)
+        return self._start(rng, labels_i, labels_j)
 
-    def step(
-        self, state: TwoSidedState, rng: np.random.Generator
-    ) -> tuple[TwoSidedState, GibbsInfo]:
-        """One sweep over rows and columns (in place), and its :class:`GibbsInfo` (the log joint).
+    def _tables_of(self, labels_i, labels_j):
+        kx, ky = self.model.shape
+        return _tables(*self.rows, labels_i, labels_j, self.n_i, self.m_j, kx, ky)
 
-        The sweep draws from the chain's splitmix64 stream ``state.rng_state`` (seeded from the
-        chain's ``rng`` by :meth:`init`; see :func:`~latentzoo.inference.mcmc.run_chains`).
-        """
+    def _sweep(self, state: TwoSidedState) -> tuple:
+        """One sweep over rows and columns (the module's ``_sweep``); reports the log joint only."""
         _sweep(
             *self.rows, *self.cols, self.n_i, self.m_j, state.I, state.J, state.block,
             state.sizes_x, state.mass_x, state.sizes_y, state.mass_y, float(self.model.alpha),
             float(self.model.eta), self.total, state.rng_state,
         )  # fmt: skip
-        return state, GibbsInfo(self.log_joint(state))
+        return ()
 
     def draw(self, state: TwoSidedState, rng: np.random.Generator) -> dict:
         """A draw-kind parameter dictionary: the labels and exact conditional Dirichlet draws.
@@ -791,14 +787,9 @@ class TwoSidedGibbs:
             )  # fmt: skip
         )
 
-    def exact_draws(self, n_chains: int, sweeps: int, random_state=None) -> np.ndarray:
-        """Final states ``[I, J]`` (concatenated) of ``n_chains`` independent chains of ``sweeps``.
-
-        Independent draws for the chi-square test against the enumerated posterior
-        (:func:`~latentzoo.inference.compare.exact_test`); each chain starts from uniform labels.
-        """
-        rng = as_rng(random_state)
-        seeds = splitmix_seeds(rng, n_chains)
+    def _last_states(self, seeds, sweeps) -> np.ndarray:
+        """The final states ``[I, J]``, concatenated (for
+        :func:`~latentzoo.inference.compare.exact_test`)."""
         kx, ky = self.model.shape
         return _many_chains_last_state(
             *self.rows, *self.cols, self.n_i, self.m_j, kx, ky, float(self.model.alpha),
