@@ -63,52 +63,29 @@ def compute() -> dict[str, str]:
     fit = latentzoo.fit
     gibbs = {"chains": 2, "draws": 15, "tune": 5, "random_state": 3, "progressbar": False}
 
-    aspect = AspectModel(3)
-    out |= _params(
-        "aspect.em_auto",
-        fit(aspect, small, "annealed_em", betas="auto", max_iter=40, random_state=1).params,
-    )
-    out |= _params(
-        "aspect.em_overrelax",
-        fit(
-            aspect,
-            small,
-            "annealed_em",
-            betas=[0.8, 1.0],
-            overrelax=1.5,
-            max_iter=30,
-            random_state=2,
-        ).params,
-    )
-    out |= _params(
-        "aspect.em_early",
-        fit(
-            aspect, small, "annealed_em", betas="early_stopping", max_iter=30, random_state=2
-        ).params,
-    )
-    out |= _posterior("aspect.gibbs", fit(aspect, toy, "gibbs", **gibbs))
-
-    one = OneSidedClustering(3)
-    out |= _params("one_sided.hard", fit(one, small, "hard", random_state=4).params)
-    out |= _params(
-        "one_sided.em",
-        fit(one, small, "annealed_em", betas="auto", max_iter=40, random_state=4).params,
-    )
-    out |= _posterior("one_sided.gibbs", fit(one, toy, "gibbs", **gibbs))
-
-    two = TwoSidedClustering(2, 3)
-    out |= _params("two_sided.hard", fit(two, small, "hard", random_state=5).params)
-    out |= _params(
-        "two_sided.mean_field",
-        fit(two, small, "mean_field", betas="auto", max_iter=40, random_state=5).params,
-    )
-    out |= _posterior("two_sided.gibbs", fit(two, toy, "gibbs", **gibbs))
-
-    pmm = ProductSpaceMixture(2, 3)
-    out |= _params(
-        "product_space.em",
-        fit(pmm, small, "annealed_em", betas="auto", max_iter=40, random_state=6).params,
-    )
+    aspect, one = AspectModel(3), OneSidedClustering(3)
+    two, pmm = TwoSidedClustering(2, 3), ProductSpaceMixture(2, 3)
+    auto = {"betas": "auto", "max_iter": 40}
+    # (key, model, data, method, options) in the order they run; of a Gibbs fit the posterior
+    # and the log likelihood are digested, of the others the parameters
+    fits = [
+        ("aspect.em_auto", aspect, small, "annealed_em", auto | {"random_state": 1}),
+        ("aspect.em_overrelax", aspect, small, "annealed_em",
+         {"betas": [0.8, 1.0], "overrelax": 1.5, "max_iter": 30, "random_state": 2}),
+        ("aspect.em_early", aspect, small, "annealed_em",
+         {"betas": "early_stopping", "max_iter": 30, "random_state": 2}),
+        ("aspect.gibbs", aspect, toy, "gibbs", gibbs),
+        ("one_sided.hard", one, small, "hard", {"random_state": 4}),
+        ("one_sided.em", one, small, "annealed_em", auto | {"random_state": 4}),
+        ("one_sided.gibbs", one, toy, "gibbs", gibbs),
+        ("two_sided.hard", two, small, "hard", {"random_state": 5}),
+        ("two_sided.mean_field", two, small, "mean_field", auto | {"random_state": 5}),
+        ("two_sided.gibbs", two, toy, "gibbs", gibbs),
+        ("product_space.em", pmm, small, "annealed_em", auto | {"random_state": 6}),
+    ]  # fmt: skip
+    for key, model, data, method, options in fits:
+        result = fit(model, data, method, **options)
+        out |= _posterior(key, result) if method == "gibbs" else _params(key, result.params)
 
     comparison = latentzoo.validate(
         OneSidedClustering(2), quick=True, levels=["exact"], random_state=7
