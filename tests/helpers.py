@@ -301,3 +301,12 @@ def assert_log_likelihood_is(model, seed, random_params, brute_force, atol) -> N
     assert got.shape == (7,)
     np.testing.assert_allclose(got, brute_force(counts, params), rtol=1e-12, atol=atol)
     assert got[3] == 0.0  # a row without observations
+
+
+def em_step_beside_dense(em, model, names, problem, dense_em, beta):
+    """``(new, stats, values, reference)``: one step of ``em(model, data)`` at temperature
+    ``beta`` from ``problem = (data, counts, *values)`` (the parameter values, named ``names``),
+    and ``reference = dense_em(counts, *values, beta)`` at the same values."""
+    data, counts, *values = problem
+    new, stats = em(model, data).step(dict(zip(names, values, strict=True)), beta)
+    return new, stats, values, dense_em(counts, *values, beta)

@@ -299,10 +299,10 @@ def test_memory_estimates_count_what_is_allocated():
 
 @pytest.mark.parametrize("beta", [1.0, 0.6])
 def test_aspect_em_step_is_the_map_m_step(beta):
-    data, counts, theta, phi = random_problem(3)
     model = AspectModel(3, alpha=1.5, eta=1.2)
-    new, stats_ = AspectEM(model, data).step({"theta": theta, "phi": phi}, beta)
-    n_theta, n_phi, energy, loglik = dense_em(counts, theta, phi, beta)
+    new, stats_, (theta, phi), (n_theta, n_phi, energy, loglik) = helpers.em_step_beside_dense(
+        AspectEM, model, ("theta", "phi"), random_problem(3), dense_em, beta
+    )
     want_theta = (n_theta + 0.5) / (n_theta + 0.5).sum(1, keepdims=True)
     want_phi = (n_phi.T + 0.2) / (n_phi.T + 0.2).sum(1, keepdims=True)
     np.testing.assert_allclose(new["theta"], want_theta, rtol=1e-10)

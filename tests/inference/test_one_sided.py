@@ -105,10 +105,10 @@ def test_em_pass_handles_zero_probabilities():
 
 @pytest.mark.parametrize("beta", [1.0, 0.5])
 def test_step_is_the_map_m_step_and_reports_the_free_energy(beta):
-    data, counts, rho, q = random_problem(3)
     model = OneSidedClustering(3, alpha=1.5, eta=1.2)
-    new, stats_ = OneSidedEM(model, data).step({"rho": rho, "q": q}, beta)
-    resp, n_q, energy, loglik = dense_em(counts, rho, q, beta)
+    new, stats_, (rho, q), (resp, n_q, energy, loglik) = helpers.em_step_beside_dense(
+        OneSidedEM, model, ("rho", "q"), random_problem(3), dense_em, beta
+    )
     want_rho = (resp.sum(0) + 0.5) / (resp.sum() + 3 * 0.5)
     want_q = (n_q + 0.2) / (n_q + 0.2).sum(1, keepdims=True)
     np.testing.assert_allclose(new["rho"], want_rho, rtol=1e-10)
