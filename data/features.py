@@ -15,18 +15,29 @@ import scipy.sparse as sp
 from .checks import as_matrix, check_entries, check_vector, normalise_index, normalise_names
 from .dataset import RealMatrix, holdout_items
 
-__all__ = ["KINDS", "Features"]
+__all__ = ["COUNT_LIMIT", "KINDS", "Features"]
 
 #: The kinds of feature data, each with the conjugate component that models it
 #: (Beta-Bernoulli, Dirichlet-multinomial, Normal-Gamma / Normal-Inverse-Wishart).
 KINDS = ("binary", "counts", "real")
 
 
+#: Counts must stay below ``2**63``, the int64 limit that :class:`~latentzoo.data.CoOccurrence`
+#: also enforces: beyond it a count is no longer an exact integer in float64 and the count
+#: components' closed forms disagree with their references.
+COUNT_LIMIT = 2**63
+
+
 def _infer_kind(values: np.ndarray) -> str:
-    """``"binary"`` if every value is 0 or 1, ``"counts"`` if all are non-negative integers."""
+    """``"binary"`` if every value is 0 or 1, ``"counts"`` if all are non-negative integers below
+    :data:`COUNT_LIMIT` (a float such as ``1e300`` is a measurement, not a count)."""
     if values.dtype.kind == "b" or np.all((values == 0) | (values == 1)):
         return "binary"
-    if np.all(values >= 0) and np.all(values == np.floor(values)):
+    if (
+        np.all(values >= 0)
+        and np.all(values == np.floor(values))
+        and (values.dtype.kind in "iu" or np.all(values < COUNT_LIMIT))
+    ):
         return "counts"
     return "real"
 
@@ -36,8 +47,15 @@ def _check_kind(kind) -> None:
         raise ValueError(f"kind must be one of 'binary', 'counts', 'real' or None, got {kind!r}")
 
 
-def _check_values(values, kind, shape, rows=None, cols=None) -> str:
-    """Validate the entries for ``kind`` (``None``: finite only) and return the kind."""
+def _check_values(values, kind, shape, rows=None, cols=None, dtype=None) -> str:
+    """Validate the entries for ``kind`` (``None``: finite only) and return the kind.
+
+    Counts (``kind="counts"``, or integer input whose kind is inferred) must lie in the int64
+    range, as :class:`~latentzoo.data.CoOccurrence` requires; ``dtype`` is that of the user's
+    input when ``values`` were already converted (sparse input).
+    """
+    dtype = np.asarray(values).dtype if dtype is None else np.dtype(dtype)
+    counts = kind == "counts" or (kind is None and dtype.kind in "iu")
     check_entries(
         values,
         "X",
@@ -47,6 +65,8 @@ def _check_values(values, kind, shape, rows=None, cols=None) -> str:
         binary=kind == "binary",
         nonnegative=kind == "counts",
         integer=kind == "counts",
+        int64=counts,
+        compact=dtype.kind in "iu",
     )
     return _infer_kind(np.asarray(values)) if kind is None else kind
 
@@ -66,15 +86,18 @@ class Features(RealMatrix):
         Default to ``"0", "1", ...``.
     kind : {"binary", "counts", "real"}, optional
         Inferred when ``None``: all values in {0, 1} gives ``"binary"``, non-negative integers
-        ``"counts"``, anything else ``"real"``. When given, the values are checked against it.
+        ``"counts"`` (float input: only below ``2**63``, :data:`COUNT_LIMIT`), anything else
+        ``"real"``. When given, the values are checked against it.
 
     Raises
     ------
     ValueError
         If ``X`` is not 2-D, is empty, is not numeric, holds NaN or inf, breaks the given
         ``kind`` (``"binary"``: a value other than 0 or 1; ``"counts"``: a negative or
-        non-integer value), if ``kind`` is unknown or if ``labels``/names have the wrong
-        length. The message names the offending entry, e.g. ``X[3, 5] is nan``.
+        non-integer value, or one of ``2**63`` or more, beyond the int64 range as for
+        :class:`~latentzoo.data.CoOccurrence`; integer input is held to that range too), if
+        ``kind`` is unknown or if ``labels``/names have the wrong length. The message names the
+        offending entry, e.g. ``X[3, 5] is nan``.
 
     Examples
     --------
@@ -122,7 +145,9 @@ class Features(RealMatrix):
             csr.sum_duplicates()
             csr.sort_indices()
             rows = np.repeat(np.arange(shape[0], dtype=np.int64), np.diff(csr.indptr))
-            kind = _check_values(csr.data, kind, shape, rows, csr.indices.astype(np.int64))
+            kind = _check_values(
+                csr.data, kind, shape, rows, csr.indices.astype(np.int64), dtype=X.dtype
+            )
             csr.eliminate_zeros()
             dense = None
         else:

@@ -171,6 +171,36 @@ def test_validation_messages(X, kwargs, message):
         Features(X, **kwargs)
 
 
+_HUGE_COUNTS = np.array([[1, 0, 1], [1, 2**63, 0]], dtype=np.uint64)
+
+
+@pytest.mark.parametrize(
+    ("X", "kwargs"),
+    [
+        (_HUGE_COUNTS, {}),
+        (sp.csr_matrix(_HUGE_COUNTS), {}),
+        (_HUGE_COUNTS, {"kind": "counts"}),
+        (_HUGE_COUNTS.astype(np.float64), {"kind": "counts"}),
+    ],
+    ids=["uint64", "uint64-sparse", "uint64-counts", "float-counts"],
+)
+def test_counts_beyond_int64_are_refused_as_cooccurrence_refuses_them(X, kwargs):
+    """Issue 24: uint64 ``2**63`` was accepted as a count (CoOccurrence refuses it) and the DPM
+    then returned ``lp = inf``; the same limit and a message naming the entry now."""
+    from latentzoo.data import CoOccurrence
+
+    with pytest.raises(
+        ValueError, match=r"^X\[1, 1\] = 9\.?22\d*e?\+?\d* exceeds the int64 range$"
+    ):
+        Features(X, **kwargs)
+    with pytest.raises(ValueError, match=r"exceeds the int64 range"):
+        CoOccurrence(_HUGE_COUNTS)
+    # One below the limit is a count; a float of 2**63 or more is a measurement, not a count.
+    assert Features(np.array([[2**63 - 1, 0]], dtype=np.uint64)).kind == "counts"
+    assert Features(_HUGE_COUNTS, kind="real").kind == "real"
+    assert Features(np.array([[1e300, 2.0]])).kind == "real"
+
+
 def test_first_offender_in_row_major_order():
     X = np.zeros((3, 3))
     X[2, 0] = np.nan
