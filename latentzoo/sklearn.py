@@ -22,6 +22,10 @@ Constructor arguments are stored as given (scikit-learn's rule, so ``get_params`
 ``ValueError`` naming it. ``None`` for a prior or a schedule option means the library's default
 for the chosen method (see :func:`latentzoo.fit`).
 
+**Labels.** The clusterers' ``labels_`` are ``predict`` of the training rows, as scikit-learn's
+mixtures give them (a last E-step at the fitted parameters); the fit's own assignments are
+``latentzoo.labels(result_)`` (``partition_`` of :class:`MixtureClusterer`).
+
 **Input.** The three co-occurrence estimators take a documents x words count matrix (scipy
 sparse or dense, e.g. the output of ``CountVectorizer``), converted through
 :class:`~latentzoo.data.CoOccurrence`: entries must be non-negative integers (a fractional entry
@@ -45,8 +49,8 @@ a row of one token has nothing to score. ``perplexity(X) = exp(-score(X))``.
 mean log predictive density per item (as :meth:`sklearn.mixture.GaussianMixture.score`).
 
 **scikit-learn's checks.** ``sklearn.utils.estimator_checks.check_estimator`` passes on the four
-estimators and their methods (``tests/test_sklearn.py``) except for the checks in
-:data:`EXPECTED_FAILED_CHECKS`:
+estimators, default-constructed and with each method (``tests/test_sklearn.py``), except for the
+checks in :data:`EXPECTED_FAILED_CHECKS`:
 
 - ``check_clustering`` (the count clusterers): it fits standardised Gaussian blobs, real and
   negative, which are no counts.
@@ -77,6 +81,7 @@ Examples
 from __future__ import annotations
 
 import inspect
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -183,6 +188,28 @@ def completion_split(counts) -> tuple[sp.csr_matrix, sp.csr_matrix]:
 def _options(**values) -> dict:
     """The options that are set (``None`` leaves the library's default)."""
     return {name: value for name, value in values.items() if value is not None}
+
+
+def _clipped_to_data(name: str, value, data: CoOccurrence, axis: str, warn: bool = True) -> int:
+    """``value`` components, at most the ``axis`` ("columns" or "rows") and observations of
+    ``data``: the number the model can fit.
+
+    The models refuse more components than the data can identify; the estimators accept any
+    ``n_components`` (as scikit-learn's ``LatentDirichletAllocation`` does, so a default
+    constructor or a grid search fits small data) and fit that many, with a ``UserWarning``
+    when ``warn`` and the value was reduced.
+    """
+    check_integer(name, value)
+    available = data.n_cols if axis == "columns" else data.n_rows
+    fitted = int(min(value, available, data.total))
+    if fitted < value and warn:
+        warnings.warn(
+            f"{name}={value} is larger than the data supports (only {available} {axis}, "
+            f"{data.total} observations): fitting {fitted}",
+            UserWarning,
+            stacklevel=5,  # the caller of fit
+        )
+    return fitted
 
 
 def _extra_options(fit_options) -> dict:
@@ -453,7 +480,9 @@ class AspectEstimator(_CountsMixin, _LatentEstimator, BaseEstimator):
     Parameters
     ----------
     n_components : int, default=10
-        Number of topics ``K``.
+        Number of topics ``K``. More topics than the data have columns (or observations) is
+        accepted, as by ``LatentDirichletAllocation``: that many are fitted, with a
+        ``UserWarning`` (``n_components_``).
     alpha, eta : float or None, default=None
         Dirichlet concentrations of the document-topic and topic-word distributions; ``None``
         takes :class:`~latentzoo.models.AspectModel`'s default for ``method`` (MAP priors for
@@ -481,11 +510,14 @@ class AspectEstimator(_CountsMixin, _LatentEstimator, BaseEstimator):
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components, n_features_in_)
+    components_ : ndarray of shape (n_components_, n_features_in_)
         The topics ``phi``: row ``k`` is ``P(word | topic k)`` and sums to one.
+    n_components_ : int
+        Topics fitted: ``n_components``, or fewer when the data have fewer columns or
+        observations.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
-        When ``X`` was a DataFrame with string column names.
+        When ``X`` was a DataFrame with string column names (the words of :meth:`top_words`).
     model_ : AspectModel
         The model fitted, with the priors used.
     result_ : EMResult or arviz.InferenceData
@@ -510,7 +542,8 @@ class AspectEstimator(_CountsMixin, _LatentEstimator, BaseEstimator):
 
     def _fit_counts(self, data: CoOccurrence):
         self._check_transform_options()
-        model = AspectModel(self.n_components, **_options(alpha=self.alpha, eta=self.eta))
+        self.n_components_ = _clipped_to_data("n_components", self.n_components, data, "columns")
+        model = AspectModel(self.n_components_, **_options(alpha=self.alpha, eta=self.eta))
         # The priors left unset take the method's defaults, as in latentzoo.fit; resolved here
         # so that model_ and the fold-in use the priors actually fitted.
         model = model.for_method(self.method)
@@ -616,12 +649,19 @@ class _CountsClusterer(_CountsMixin, _Clusterer, BaseEstimator):
     """New rows of the co-occurrence clusterers: everything follows from the fitted cluster
     weights ``weights_`` and profiles ``components_`` (``P(word | cluster)``)."""
 
-    def _finish(self, result, model, weights, profiles, labels):
+    def _finish(self, result, model, weights, profiles, data: CoOccurrence):
+        """Store the fitted parameters and label the training rows by a last E-step at them.
+
+        An annealed fit's own assignments are those of its last temperature (and a mean-field
+        fit's are coupled to the column posteriors); the last E-step at ``beta = 1`` with the
+        fitted parameters, as scikit-learn's mixtures run it, makes ``labels_`` equal to
+        ``predict`` of the training rows.
+        """
         self.model_ = model
         self.result_ = result
         self.weights_ = np.asarray(weights, dtype=np.float64)
         self.components_ = np.asarray(profiles, dtype=np.float64)
-        self.labels_ = np.asarray(labels, dtype=np.int64)
+        self.labels_ = self._posterior_counts(data.counts).argmax(axis=1).astype(np.int64)
         self.n_iter_ = len(result.trace)
         return self
 
@@ -658,7 +698,9 @@ class OneSidedClusterer(_CountsClusterer):
     Attributes
     ----------
     labels_ : ndarray of shape (n_rows,)
-        Cluster of each training row (the arg max of its posterior).
+        Cluster of each training row, ``predict`` of the training rows: the arg max of its
+        posterior at the fitted parameters (a last E-step at ``beta = 1``). The fit's own
+        assignments, at its last temperature, are ``latentzoo.labels(result_)``.
     components_ : ndarray of shape (n_components, n_features_in_)
         Cluster profiles ``q``: row ``k`` is ``P(word | cluster k)`` and sums to one.
     weights_ : ndarray of shape (n_components,)
@@ -685,7 +727,7 @@ class OneSidedClusterer(_CountsClusterer):
         model = OneSidedClustering(self.n_components, **_options(alpha=self.alpha, eta=self.eta))
         result = self._fit_schedule(model, data)
         params = result.params
-        return self._finish(result, model, params["rho"], params["q"], result_labels(result))
+        return self._finish(result, model, params["rho"], params["q"], data)
 
 
 class TwoSidedClusterer(_CountsClusterer):
@@ -704,7 +746,9 @@ class TwoSidedClusterer(_CountsClusterer):
     n_components : int, default=8
         Number of row clusters ``Kx``.
     n_column_clusters : int or None, default=None
-        Number of column clusters ``Ky`` (``None``: ``n_components``).
+        Number of column clusters ``Ky`` (``None``: ``n_components``, or the number of columns
+        when that is smaller). More than the data have columns is accepted: that many are
+        fitted, with a ``UserWarning`` (``n_column_clusters_``).
     alpha, eta : float or None, default=None
         Dirichlet concentrations (``None``: the model's defaults).
     method : {"mean_field", "hard"}, default="mean_field"
@@ -715,7 +759,13 @@ class TwoSidedClusterer(_CountsClusterer):
     Attributes
     ----------
     labels_, row_labels_ : ndarray of shape (n_rows,)
+        Row cluster of each training row, ``predict`` of the training rows: the arg max of its
+        posterior given the fitted profiles and column clusters (a last E-step of the rows at
+        ``beta = 1``). The fit's own joint partition is ``latentzoo.labels(result_)``.
     column_labels_ : ndarray of shape (n_features_in_,)
+        Column cluster of each column (the fit's column partition).
+    n_column_clusters_ : int
+        Column clusters fitted.
     components_ : ndarray of shape (n_components, n_features_in_)
         Row-cluster profiles ``P(word | row cluster)``; the rows of occupied clusters sum to one.
     weights_ : ndarray of shape (n_components,)
@@ -737,9 +787,14 @@ class TwoSidedClusterer(_CountsClusterer):
     )  # fmt: skip
 
     def _fit_counts(self, data: CoOccurrence):
-        n_cols = self.n_components if self.n_column_clusters is None else self.n_column_clusters
+        # The default (None: as many column clusters as row clusters) is reduced silently.
+        unset = self.n_column_clusters is None
+        self.n_column_clusters_ = _clipped_to_data(
+            "n_column_clusters", self.n_components if unset else self.n_column_clusters, data,
+            "columns", warn=not unset,
+        )  # fmt: skip
         model = TwoSidedClustering(
-            self.n_components, n_cols, **_options(alpha=self.alpha, eta=self.eta)
+            self.n_components, self.n_column_clusters_, **_options(alpha=self.alpha, eta=self.eta)
         )
         result = self._fit_schedule(model, data)
         params = result.params
@@ -748,10 +803,10 @@ class TwoSidedClusterer(_CountsClusterer):
             params, data.n_rows, data.n_cols, smoothing=max(model.eta - 1.0, 0.0)
         )
         profiles = q[None, :] * (soft_j @ c.T).T
-        both = result_labels(result)
-        self.row_labels_ = np.asarray(both.rows, dtype=np.int64)
-        self.column_labels_ = np.asarray(both.cols, dtype=np.int64)
-        return self._finish(result, model, params["rho_x"], profiles, self.row_labels_)
+        self.column_labels_ = np.asarray(result_labels(result).cols, dtype=np.int64)
+        self._finish(result, model, params["rho_x"], profiles, data)
+        self.row_labels_ = self.labels_
+        return self
 
 
 # ------------------------------------------------------------------------------ mixtures
@@ -761,9 +816,11 @@ class MixtureClusterer(_Clusterer, BaseEstimator):
 
     The point summary is the partition of the kept draw with the highest collapsed log joint
     (``sample_stats.lp``, the posterior of the partition up to a constant) over all chains and
-    draws: ``labels_`` are its clusters, and new items are assigned by the posterior predictive
-    given that partition, ``P(k | x) ∝ (n_k + alpha/K) p(x | D_k)`` (finite) or ``∝ n_k p(x |
+    draws (``partition_``), and items are assigned by the posterior predictive given that
+    partition, ``P(k | x) ∝ (n_k + alpha/K) p(x | D_k)`` (finite) or ``∝ n_k p(x |
     D_k)`` with a last option ``∝ alpha p(x)`` for a new cluster (DPM; eq. (2.19)-(2.20)).
+    ``labels_`` are the training items assigned so, as scikit-learn's mixtures label them by a
+    last E-step: ``labels_ == predict(X)``.
 
     Parameters
     ----------
@@ -788,6 +845,11 @@ class MixtureClusterer(_Clusterer, BaseEstimator):
     Attributes
     ----------
     labels_ : ndarray of shape (n_items,)
+        Cluster of each training item, ``predict`` of the training items (the arg max of the
+        posterior predictive given ``partition_``; for the DPM ``n_clusters_`` would mean a new
+        cluster). It differs from ``partition_`` where an item fits another cluster better
+        than its sampled one.
+    partition_ : ndarray of shape (n_items,)
         Clusters of the selected partition (canonical order, ``0 .. n_clusters_ - 1``).
     n_clusters_ : int
         Occupied clusters of the selected partition.
@@ -853,12 +915,13 @@ class MixtureClusterer(_Clusterer, BaseEstimator):
             weights = np.bincount(labels, minlength=k) + model.alpha / k
         self.model_ = model
         self.result_ = idata
-        self.labels_ = labels
+        self.partition_ = labels
         self.n_clusters_ = n_clusters
         self.weights_ = weights / (n_items + model.alpha)
         self._stats = stats
         moments = comp.posterior_moments(stats[:n_clusters])
         self.components_ = np.asarray(moments[comp.param_names[0]][0], dtype=np.float64)
+        self.labels_ = self._log_joint_of(dense).argmax(axis=1).astype(np.int64)
         return self
 
     @property
@@ -867,7 +930,10 @@ class MixtureClusterer(_Clusterer, BaseEstimator):
 
     def _log_joint(self, X) -> np.ndarray:
         X = self._validate(X, reset=False)
-        dense = np.ascontiguousarray(self.model_.check_data(Features(X)).X)
+        return self._log_joint_of(np.ascontiguousarray(self.model_.check_data(Features(X)).X))
+
+    def _log_joint_of(self, dense: np.ndarray) -> np.ndarray:
+        """``log P(k, x)`` (items x clusters) of checked dense items given ``partition_``."""
         log_pred = self.model_.component.log_predictive(self._stats, dense)
         return log_pred + _log(self.weights_)[None, :]
 
