@@ -6,7 +6,7 @@ Each estimator wraps :func:`latentzoo.fit` behind the scikit-learn API, so it wo
 
 - :class:`AspectEstimator`: the aspect model (PLSA, :class:`~latentzoo.models.AspectModel`) by
   ``annealed_em`` or ``gibbs``; ``transform`` gives the topic proportions of new documents,
-  folded in with the topics fixed.
+  folded in with the topics fixed; ``top_words`` the most probable words of each topic.
 - :class:`OneSidedClusterer`: one-sided clustering (ACM,
   :class:`~latentzoo.models.OneSidedClustering`) by ``annealed_em`` or ``hard``; ``predict``,
   ``predict_proba`` / ``transform`` (cluster posteriors) of new rows.
@@ -84,6 +84,7 @@ import inspect
 import warnings
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 from scipy.special import logsumexp
 from sklearn.base import (
@@ -106,7 +107,7 @@ from latentzoo.models import (
     TwoSidedClustering,
 )
 from latentzoo.models._checks import check_integer, check_interval
-from latentzoo.models.aspect import NO_ROW_NORM, row_log_likelihoods
+from latentzoo.models.aspect import NO_ROW_NORM, row_log_likelihoods, top_words
 from latentzoo.models.conjugate import component_named
 
 __all__ = [
@@ -574,6 +575,40 @@ class AspectEstimator(_CountsMixin, _LatentEstimator, BaseEstimator):
         self.result_ = result
         self.components_ = phi
         return self
+
+    def top_words(self, n: int = 10, vocabulary=None) -> pd.DataFrame:
+        """The ``n`` most probable words of every fitted topic with their probabilities.
+
+        Parameters
+        ----------
+        n : int, default=10
+            Words per topic (all of them when the vocabulary is smaller).
+        vocabulary : sequence of str of length n_features_in_, optional
+            The words, in column order. Default: ``feature_names_in_`` (a DataFrame was
+            fitted), else the column indices. After a ``CountVectorizer`` in a pipeline, pass
+            ``pipe["counts"].get_feature_names_out()``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Index ``(topic, rank)``, columns ``word`` and ``probability`` (``components_[k,
+            j]``), in topic order and then by decreasing probability
+            (:func:`latentzoo.models.aspect.top_words`).
+
+        Examples
+        --------
+        >>> import pandas as pd
+        >>> X = pd.DataFrame([[4, 2, 0, 0], [3, 3, 0, 1], [0, 1, 4, 3], [0, 0, 3, 5]],
+        ...                  columns=["apple", "pear", "goal", "cup"])
+        >>> est = AspectEstimator(2, betas=[1.0], random_state=0).fit(X)
+        >>> words = est.top_words(n=2)["word"]
+        >>> sorted(tuple(words.loc[k]) for k in range(2))
+        [('apple', 'pear'), ('cup', 'goal')]
+        """
+        check_is_fitted(self)
+        if vocabulary is None:
+            vocabulary = getattr(self, "feature_names_in_", None)
+        return top_words(self.components_, vocabulary, n)
 
     def _check_transform_options(self):
         check_integer("transform_max_iter", self.transform_max_iter)

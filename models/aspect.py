@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numba as nb
 import numpy as np
+import pandas as pd
 
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng, check_memory
@@ -44,7 +45,14 @@ from latentzoo.models.cooccurrence import DyadPredictive, separated_profiles
 from latentzoo.models.invariants import default_dyads
 from latentzoo.models.two_sided import cell_dots
 
-__all__ = ["AspectModel", "NO_ROW_NORM", "PRIOR_DEFAULTS", "default_dyads", "row_log_likelihoods"]
+__all__ = [
+    "AspectModel",
+    "NO_ROW_NORM",
+    "PRIOR_DEFAULTS",
+    "default_dyads",
+    "row_log_likelihoods",
+    "top_words",
+]
 
 NO_ROW_NORM = np.empty(0)
 """The ``row_norm`` of :func:`row_log_likelihoods` that divides by nothing."""
@@ -443,6 +451,61 @@ class AspectModel(DyadPredictive, CorpusFamily, LikelihoodHeldout):
             )
         return np.asarray(params["theta"]).argmax(axis=1).astype(np.int64)
 
+    def top_words(self, params, data=None, n: int = 10) -> pd.DataFrame:
+        """The ``n`` most probable words of every topic with their probabilities ``phi[k, j]``.
+
+        The topics of a fit at a glance (tomotopy's ``get_topic_words``, gensim's
+        ``show_topics``): :func:`top_words` applied to ``params["phi"]`` with the words of
+        ``data``.
+
+        Parameters
+        ----------
+        params : mapping with ``"phi"`` of shape (n_components, n_words)
+            A point estimate, e.g. ``result.params`` of an annealed-EM fit. For a sample, pass
+            the posterior mean of ``phi`` over the draws of one chain (chains label their
+            topics differently, so averaging across them blurs the topics).
+        data : CoOccurrence, optional
+            The data fitted; its column labels name the words (default: the column indices).
+        n : int, default=10
+            Words per topic (all of them when the vocabulary is smaller).
+
+        Returns
+        -------
+        pandas.DataFrame
+            As :func:`top_words`: index ``(topic, rank)``, columns ``word`` and ``probability``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> data = CoOccurrence([[3, 1, 0], [0, 1, 4]], col_labels=["apple", "pear", "goal"])
+        >>> phi = np.array([[0.7, 0.25, 0.05], [0.05, 0.15, 0.8]])
+        >>> AspectModel(2).top_words({"phi": phi}, data, n=2)  # doctest: +NORMALIZE_WHITESPACE
+                     word  probability
+        topic rank
+        0     0     apple         0.70
+              1      pear         0.25
+        1     0      goal         0.80
+              1      pear         0.15
+        """
+        if "phi" not in params:
+            raise ValueError(
+                "params hold no phi (keep_params dropped the sample's draws); refit with "
+                "keep_params=True, or pass a point estimate such as result.params"
+            )
+        phi = np.asarray(params["phi"], dtype=np.float64)
+        if phi.ndim != 2 or phi.shape[0] != self.n_components:
+            raise ValueError(
+                f"phi has shape {phi.shape}, expected ({self.n_components}, n_words); for a "
+                "sample pass the posterior mean of one chain, e.g. "
+                'idata.posterior["phi"].isel(chain=0).mean("draw")'
+            )
+        vocabulary = None
+        if data is not None:
+            data = CoOccurrence.coerce(data)
+            check_data_shape("data", data.shape, (None, phi.shape[1]), ("documents", "words"))
+            vocabulary = data.col_labels
+        return top_words(phi, vocabulary, n)
+
     def predictive(self, params, dyads) -> np.ndarray:
         """``P(y_j | x_i)`` for the given dyads (rows of ``(i, j)``)."""
         dyads = np.asarray(dyads, dtype=np.int64)
@@ -503,3 +566,68 @@ class AspectModel(DyadPredictive, CorpusFamily, LikelihoodHeldout):
         np.add.at(ndk, (states, docs[None, :], z), 1.0)
         np.add.at(nkw, (states, z, words[None, :]), 1.0)
         return dirichlet_multinomial_log(ndk, self.alpha) + dirichlet_multinomial_log(nkw, self.eta)
+
+
+def top_words(phi, vocabulary=None, n: int = 10) -> pd.DataFrame:
+    """The ``n`` most probable words of every topic of ``phi`` with their probabilities.
+
+    Parameters
+    ----------
+    phi : array_like of shape (n_topics, n_words)
+        Topic-word distributions ``P(word | topic)`` (rows sum to one; any non-negative weights
+        are ranked as given).
+    vocabulary : sequence of str of length n_words, optional
+        The words, in column order (default: the column indices).
+    n : int, default=10
+        Words per topic (all of them when ``n_words < n``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per topic and rank, in topic order and then by decreasing probability (ties in
+        column order): index ``(topic, rank)``, columns ``word`` and ``probability``.
+        ``frame.loc[k]`` is topic ``k``; ``frame["word"].unstack("topic")`` puts the topics
+        side by side.
+
+    Examples
+    --------
+    >>> phi = np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])
+    >>> frame = top_words(phi, ["apple", "pear", "goal"], n=2)
+    >>> frame.loc[1]  # doctest: +NORMALIZE_WHITESPACE
+           word  probability
+    rank
+    0      goal          0.8
+    1     apple          0.1
+    >>> frame["word"].unstack("topic")  # doctest: +NORMALIZE_WHITESPACE
+    topic      0      1
+    rank
+    0      apple   goal
+    1       pear  apple
+    """
+    phi = np.asarray(phi, dtype=np.float64)
+    if phi.ndim != 2 or phi.shape[0] == 0 or phi.shape[1] == 0:
+        raise ValueError(
+            f"phi must be a non-empty (n_topics, n_words) matrix, got shape {phi.shape}"
+        )
+    bad = ~np.isfinite(phi) | (phi < 0)
+    if bad.any():
+        k, j = np.argwhere(bad)[0]
+        raise ValueError(f"phi[{k}, {j}] = {float(phi[k, j])!r} is not a probability")
+    check_integer("n", n)
+    n_topics, n_words = phi.shape
+    if vocabulary is None:
+        vocabulary = np.arange(n_words)
+    vocabulary = np.asarray(vocabulary)
+    if vocabulary.shape != (n_words,):
+        raise ValueError(f"vocabulary has {vocabulary.size} words, phi has {n_words} columns")
+    n = min(int(n), n_words)
+    # A stable sort of -phi ranks ties in column order.
+    order = np.argsort(-phi, axis=1, kind="stable")[:, :n]
+    index = pd.MultiIndex.from_product([range(n_topics), range(n)], names=["topic", "rank"])
+    return pd.DataFrame(
+        {
+            "word": vocabulary[order].ravel(),
+            "probability": np.take_along_axis(phi, order, axis=1).ravel(),
+        },
+        index=index,
+    )

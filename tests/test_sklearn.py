@@ -441,3 +441,40 @@ def test_components_beyond_what_the_data_support_are_fitted_with_a_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         assert TwoSidedClusterer(8, betas=[1.0], random_state=0).fit(tiny).n_column_clusters_ == 3
+
+
+# ---------------------------------------------------------------------- top words
+def test_top_words_of_the_topics_in_a_pipeline():
+    rng = np.random.default_rng(22)
+    docs, _ = _corpus(rng, 30)
+    pipe = Pipeline([("counts", CountVectorizer()), ("topics", AspectEstimator(3, random_state=0))])
+    pipe.fit(docs)
+    frame = pipe["topics"].top_words(n=8, vocabulary=pipe["counts"].get_feature_names_out())
+    assert frame.index.names == ["topic", "rank"] and len(frame) == 24
+    # Three separated topics: each fitted topic's top words are one topic's eight words.
+    found = {frozenset(frame.loc[k, "word"]) for k in range(3)}
+    assert found == {frozenset(words.split()) for words in TOPIC_WORDS}
+    components = pipe["topics"].components_
+    assert np.array_equal(frame.loc[0, "probability"], np.sort(components[0])[::-1][:8])
+
+
+def test_top_words_name_a_dataframes_columns_by_default():
+    import pandas as pd
+
+    counts = _separated_counts(23)
+    words = [f"word{j}" for j in range(counts.shape[1])]
+    est = AspectEstimator(3, betas=[1.0], random_state=0).fit(
+        pd.DataFrame(counts.toarray(), columns=words)
+    )
+    frame = est.top_words(n=2)
+    best = est.components_.argmax(axis=1)
+    assert [frame.loc[(k, 0), "word"] for k in range(3)] == [words[j] for j in best]
+    unnamed = AspectEstimator(3, betas=[1.0], random_state=0).fit(counts).top_words(n=1)
+    assert unnamed["word"].tolist() == best.tolist()
+
+
+def test_top_words_need_a_fitted_estimator():
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        AspectEstimator(2).top_words()

@@ -15,7 +15,7 @@ from scipy.special import logsumexp
 
 from latentzoo.data import CoOccurrence, load
 from latentzoo.models import AspectModel
-from latentzoo.models.aspect import default_dyads
+from latentzoo.models.aspect import default_dyads, top_words
 from tests import helpers
 
 SEEDS = [0, 1, 2]
@@ -387,3 +387,59 @@ def test_likelihoods_follow_replaced_counts():
     np.testing.assert_allclose(
         model.log_multinomial_coefficient(data), model.log_multinomial_coefficient(fresh)
     )
+
+
+# ------------------------------------------------------------------------- top words
+def test_top_words_are_each_topics_largest_probabilities_in_order():
+    rng = np.random.default_rng(7)
+    phi = rng.dirichlet(np.ones(12), size=4)
+    vocabulary = [f"w{j}" for j in range(12)]
+    frame = top_words(phi, vocabulary, n=5)
+    assert list(frame.columns) == ["word", "probability"]
+    assert frame.index.names == ["topic", "rank"] and len(frame) == 20
+    for k in range(4):
+        # Independently of the ranking: a Python sort of (probability, word) pairs.
+        expected = sorted(zip(phi[k], vocabulary, strict=True), reverse=True)[:5]
+        topic = frame.loc[k]
+        assert list(topic["word"]) == [word for _, word in expected]
+        assert np.array_equal(topic["probability"].to_numpy(), [p for p, _ in expected])
+
+
+def test_top_words_rank_ties_in_column_order_and_stop_at_the_vocabulary():
+    phi = np.array([[0.25, 0.25, 0.25, 0.25], [0.1, 0.4, 0.1, 0.4]])
+    frame = top_words(phi, n=10)  # no vocabulary: column indices; 10 > 4 words
+    assert frame.loc[0, "word"].tolist() == [0, 1, 2, 3]
+    assert frame.loc[1, "word"].tolist() == [1, 3, 0, 2]
+
+
+@pytest.mark.parametrize(
+    "phi, vocabulary, n, message",
+    [
+        (np.ones(3) / 3, None, 2, "phi must be a non-empty"),
+        ([[0.5, np.nan]], None, 2, r"phi\[0, 1\] = nan is not a probability"),
+        ([[1.5, -0.5]], None, 2, r"phi\[0, 1\] = -0.5 is not a probability"),
+        ([[0.5, 0.5]], ["a"], 2, "vocabulary has 1 words, phi has 2 columns"),
+        ([[0.5, 0.5]], None, 0, "n must be an integer >= 1"),
+    ],
+)
+def test_top_words_refuse_bad_input(phi, vocabulary, n, message):
+    with pytest.raises(ValueError, match=message):
+        top_words(phi, vocabulary, n)
+
+
+def test_model_top_words_of_a_fit_name_the_datas_words():
+    import latentzoo
+
+    data = load("toy")
+    result = latentzoo.fit(AspectModel(2), data, method="annealed_em", betas=[1.0], random_state=0)
+    frame = result.model.top_words(result.params, data, n=3)
+    phi = result.params["phi"]
+    for k in range(2):
+        best = np.argsort(-phi[k], kind="stable")[:3]
+        assert frame.loc[k, "word"].tolist() == [data.col_labels[j] for j in best]
+    with pytest.raises(ValueError, match="phi has shape"):
+        AspectModel(3).top_words(result.params, data)
+    with pytest.raises(ValueError, match="data has 3 columns"):
+        result.model.top_words(result.params, CoOccurrence(np.ones((2, 3), dtype=int)))
+    with pytest.raises(ValueError, match="keep_params=True"):
+        result.model.top_words({"theta": result.params["theta"]})
