@@ -49,6 +49,8 @@ __all__ = [
     "AnnealingResult",
     "PointEstimateMethods",
     "GeometricCooling",
+    "ComponentSymmetry",
+    "distinct_groups",
     "annealed_fit",
     "balanced_row_chunks",
     "normalise_rows",
@@ -97,13 +99,15 @@ class EMProblem(Protocol):
 class AnnealingResult:
     """Parameters, trace, per-temperature table and convergence of one run of
     :func:`run_schedule` (``converged``: the last temperature ended by its tolerance or by the
-    early-stopping rule, not by exhausting its budget; ``stages``: one row per temperature)."""
+    early-stopping rule, not by exhausting its budget; ``stages``: one row per temperature;
+    ``transition_measure``: after :func:`cool`, its order parameter in words)."""
 
     params: dict
     trace: pd.DataFrame
     converged: bool
     betas: list = field(default_factory=list)
     stages: pd.DataFrame | None = None
+    transition_measure: str | None = None
 
 
 def project_simplex(x: np.ndarray) -> np.ndarray:
@@ -300,6 +304,7 @@ def run_schedule(
     progress=None,
     min_iter: int = 0,
     score_tol: float = 0.0,
+    unsettled: Callable[[dict], bool] | None = None,
 ) -> AnnealingResult:
     """Run annealed EM through a schedule of inverse temperatures.
 
@@ -337,6 +342,11 @@ def run_schedule(
         dips, bumps up and then improves for a long time: that first dip is no place to stop.
     score_tol : float
         Relative improvement of the score that resets the patience.
+    unsettled : callable, optional
+        ``unsettled(params) -> bool``, called with the iterate of every step: True keeps the
+        stage from ending by ``tol`` after that step (the budget still ends it). Deterministic annealing
+        uses it while duplicated components drift apart (:class:`ComponentSymmetry`): near a
+        symmetric saddle the free energy barely changes although the solution is leaving it.
 
     Returns
     -------
@@ -423,7 +433,8 @@ def run_schedule(
                 if iteration - max(improved_at, floor) >= patience:
                     stopped = "early_stopping"
                     break
-            if tol > 0 and change < tol:
+            held = unsettled is not None and unsettled(following)
+            if tol > 0 and change < tol and not held:
                 stopped = "tolerance"
                 break
         if early and np.isfinite(best_score):
@@ -459,14 +470,20 @@ def run_schedule(
 @dataclass(frozen=True)
 class GeometricCooling:
     """Deterministic annealing's schedule: ``T <- decay T`` (``beta <- beta / decay``), with the
-    phase transitions (the temperatures where the solution changes qualitatively) detected.
+    symmetric solution broken and the phase transitions detected.
 
     Passed as ``betas=GeometricCooling(...)`` to any ``annealed_em``. The inverse temperatures run
-    from ``beta_start`` up to ``beta_end`` (both included). A stage whose *order parameter* jumps
-    is a phase transition (Hofmann & Puzicha 1998, sec. 5.1; Hofmann & Buhmann 1997, sec. 3): the
-    problem's ``order_parameter(params)`` when it has one (for clustering: the number of distinct
-    clusters, which grows as clusters split), otherwise the log-likelihood, whose jump between
-    stages is compared with the typical jump (``jump_factor`` times the median).
+    from ``beta_start`` up to ``beta_end`` (both included). At high temperature every component
+    sits on the same solution; a phase transition is a temperature at which components split
+    (Hofmann & Puzicha 1998, sec. 5.1; Hofmann & Buhmann 1997, sec. 3; Rose et al.). EM cannot
+    leave an exactly symmetric solution, so at every temperature the driver perturbs the
+    components that coincide (:class:`ComponentSymmetry`): below the critical temperature of a
+    group the perturbation grows and the copies split. The *order parameter* is the number of
+    distinct components: the problem's ``order_parameter(params)`` when it has one, otherwise
+    the component rows (by default the rows of every parameter indexed first by components)
+    at L1 distance above ``distinct_tol`` from every earlier row. A transition is reported only
+    where it increases; without an order parameter, where the log-likelihood jumps
+    (``jump_factor`` times the median stage-to-stage change).
 
     Parameters
     ----------
@@ -475,7 +492,15 @@ class GeometricCooling:
     decay : float
         Cooling factor ``eta`` in (0, 1): each stage's temperature is ``eta`` times the previous.
     jump_factor : float
-        How many times the median stage-to-stage change of the log-likelihood counts as a jump.
+        How many times the median stage-to-stage change of the log-likelihood counts as a jump
+        (only for problems without an order parameter).
+    perturbation : float
+        Scale of the multiplicative noise ``exp(perturbation g)``, ``g`` standard normal, given
+        to every coinciding component row at the start of a temperature (0 disables symmetry
+        breaking). Two perturbed copies end about ``1.1 perturbation`` apart in L1 distance,
+        well inside ``distinct_tol`` so that noise is never counted as a split.
+    distinct_tol : float
+        Two component rows are the same component when their L1 distance is at most this.
 
     Examples
     --------
@@ -487,9 +512,11 @@ class GeometricCooling:
     beta_end: float = 1.0
     decay: float = 0.8
     jump_factor: float = 5.0
+    perturbation: float = 1e-4
+    distinct_tol: float = 1e-3
 
     def __post_init__(self):
-        for name in ("beta_start", "beta_end", "jump_factor"):
+        for name in ("beta_start", "beta_end", "jump_factor", "distinct_tol"):
             value = getattr(self, name)
             if not np.isfinite(value) or value <= 0:
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
@@ -499,6 +526,11 @@ class GeometricCooling:
             )
         if not 0 < self.decay < 1:
             raise ValueError(f"decay must lie in (0, 1), got {self.decay!r}")
+        if not 0 <= self.perturbation < self.distinct_tol:
+            raise ValueError(
+                f"perturbation must lie in [0, distinct_tol={self.distinct_tol}), "
+                f"got {self.perturbation!r}"
+            )
 
     def betas(self) -> list[float]:
         """The inverse temperatures, geometric from ``beta_start`` and ending at ``beta_end``."""
@@ -512,7 +544,9 @@ class GeometricCooling:
         """The inverse temperatures at which a phase transition happened.
 
         ``stages`` has one row per temperature with ``beta``, ``log_likelihood`` and, when the
-        problem has one, ``order_parameter`` (its value at the end of the stage).
+        problem has one, ``order_parameter`` (its value at the end of the stage). With an order
+        parameter, a transition is a stage that ends with more distinct components than the
+        previous one ended with.
 
         Examples
         --------
@@ -520,13 +554,16 @@ class GeometricCooling:
         ...                        "log_likelihood": [-100.0, -99.0, -60.0, -59.5]})
         >>> GeometricCooling().transitions(stages)
         [0.4]
+        >>> stages["order_parameter"] = [1, 1, 3, 3]
+        >>> GeometricCooling().transitions(stages)
+        [0.4]
         """
         if len(stages) < 2:
             return []
         betas = stages["beta"].to_numpy()[1:]
         if "order_parameter" in stages:
-            changed = np.abs(np.diff(stages["order_parameter"].to_numpy())) > 0.5
-            return [float(b) for b in betas[changed]]
+            grew = np.diff(stages["order_parameter"].to_numpy(dtype=float)) > 0.5
+            return [float(b) for b in betas[grew]]
         jumps = np.abs(np.diff(stages["log_likelihood"].to_numpy()))
         typical = np.median(jumps)
         if typical == 0:
@@ -534,9 +571,139 @@ class GeometricCooling:
         return [float(b) for b in betas[jumps > self.jump_factor * typical]]
 
 
+def distinct_groups(rows: np.ndarray, tol: float) -> np.ndarray:
+    """Group labels of component rows: a row joins the group of the first earlier row within
+    L1 distance ``tol``, or starts a new group.
+
+    The loop runs over components (a handful), each step vectorised over the row's entries.
+
+    Examples
+    --------
+    >>> distinct_groups(np.array([[0.5, 0.5], [0.9, 0.1], [0.5, 0.5]]), 1e-3).tolist()
+    [0, 1, 0]
+    """
+    rows = np.asarray(rows, dtype=float).reshape(len(rows), -1)
+    labels = np.full(len(rows), -1, dtype=np.int64)
+    n_groups = 0
+    for k in range(len(rows)):
+        if labels[k] >= 0:
+            continue
+        close = np.abs(rows[k:] - rows[k]).sum(axis=1) <= tol
+        close &= labels[k:] < 0
+        labels[k:][close] = n_groups
+        n_groups += 1
+    return labels
+
+
+@dataclass
+class ComponentSymmetry:
+    """Rose's symmetry breaking for deterministic annealing, on any family's parameters.
+
+    ``kinds`` lists, per kind of component, the parameters whose first axis indexes them (the
+    aspect model's ``[["phi"]]``; the product-space mixture's row and column clusters are two
+    kinds): a component's rows are its slices of them. Components of one kind whose rows all
+    lie within L1 distance ``tol`` of each other coincide; :meth:`perturb` multiplies their rows
+    by ``exp(scale g)`` with ``g`` standard normal from ``rng`` (rescaled to keep each row's
+    sum, so rows on the simplex stay there), and :meth:`probe` watches the perturbed groups:
+    above the group's critical temperature the copies fall back together, below it they drift
+    apart, slowly at first, while the free energy hardly changes.
+
+    Examples
+    --------
+    >>> symmetry = ComponentSymmetry([["phi"]], np.random.default_rng(0), 1e-4, 1e-3)
+    >>> params = {"phi": np.full((3, 4), 0.25)}
+    >>> symmetry.count(params), [g.tolist() for _, g in symmetry.groups(params)]
+    (1, [[0, 1, 2]])
+    >>> symmetry.count(symmetry.perturb(params, symmetry.groups(params)))
+    1
+    """
+
+    kinds: list
+    rng: np.random.Generator
+    scale: float
+    tol: float
+    probe_steps: int = 10
+    """Steps after a perturbation during which a stage may not end by its tolerance: the
+    stable directions of the perturbation decay first, the unstable one shows after them."""
+    growth: float = 1e-3
+    """Relative growth per step of the groups' spread that counts as drifting apart."""
+
+    @staticmethod
+    def _rows(params, names, members=None) -> np.ndarray:
+        """The components' rows: their slices of every parameter in ``names``, side by side."""
+        parts = [np.asarray(params[name]) for name in names]
+        if members is not None:
+            parts = [part[members] for part in parts]
+        return np.hstack([part.reshape(len(part), -1) for part in parts])
+
+    def count(self, params) -> int:
+        """The number of distinct components (summed over the kinds)."""
+        return sum(
+            int(distinct_groups(self._rows(params, names), self.tol).max(initial=-1) + 1)
+            for names in self.kinds
+        )
+
+    def groups(self, params) -> list[tuple[int, np.ndarray]]:
+        """``(kind, indices)`` of every group of two or more coinciding components."""
+        out = []
+        for kind, names in enumerate(self.kinds):
+            labels = distinct_groups(self._rows(params, names), self.tol)
+            sizes = np.bincount(labels)
+            out += [(kind, np.flatnonzero(labels == g)) for g in np.flatnonzero(sizes > 1)]
+        return out
+
+    def perturb(self, params, groups) -> dict:
+        """``params`` with the rows of the components in ``groups`` perturbed."""
+        out = dict(params)
+        if self.scale == 0:
+            return out
+        for kind, members in groups:
+            for name in self.kinds[kind]:
+                value = np.array(out[name])
+                rows = value[members].astype(float)
+                moved = rows * np.exp(self.scale * self.rng.standard_normal(rows.shape))
+                axes = tuple(range(1, rows.ndim))
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    ratio = rows.sum(axis=axes, keepdims=True) / moved.sum(axis=axes, keepdims=True)
+                value[members] = np.where(np.isfinite(ratio), moved * ratio, rows)
+                out[name] = value
+        return out
+
+    def spread(self, params, groups) -> float:
+        """The largest L1 distance between two members of one of ``groups``."""
+        widest = 0.0
+        for kind, members in groups:
+            rows = self._rows(params, self.kinds[kind], members)
+            for k in range(len(rows) - 1):
+                widest = max(widest, float(np.abs(rows[k + 1 :] - rows[k]).sum(axis=1).max()))
+        return widest
+
+    def probe(self, params, groups) -> Callable[[dict], bool]:
+        """``unsettled(params)`` for :func:`run_schedule`: True for the first ``probe_steps``
+        steps and then while the groups' spread grows by more than ``growth`` per step."""
+        state = {"steps": 0, "spread": self.spread(params, groups)}
+
+        def unsettled(current) -> bool:
+            state["steps"] += 1
+            spread = self.spread(current, groups)
+            growing = spread > state["spread"] * (1.0 + self.growth)
+            state["spread"] = spread
+            return state["steps"] < self.probe_steps or growing
+
+        return unsettled
+
+    def measure(self) -> str:
+        """The order parameter in words."""
+        rows = " and ".join("rows of " + ", ".join(names) for names in self.kinds)
+        return (
+            f"distinct components: {rows} more than {self.tol:g} apart in L1 distance "
+            "(a row joins the first earlier row within it)"
+        )
+
+
 def cool(problem: EMProblem, params: dict, schedule: GeometricCooling, max_iter=100, tol=1e-5,
-         overrelax: float = 1.0, progress=None):  # fmt: skip
-    """Run a :class:`GeometricCooling` schedule and find its phase transitions.
+         overrelax: float = 1.0, progress=None, *, components=None, rng=None):  # fmt: skip
+    """Run a :class:`GeometricCooling` schedule, breaking symmetry, and find its transitions.
 
     Each temperature is one :func:`run_schedule` stage. A problem may shape the cooling with
     optional hooks, each called once per temperature:
@@ -548,15 +715,26 @@ def cool(problem: EMProblem, params: dict, schedule: GeometricCooling, max_iter=
       over the driver's (e.g. the expected cost and entropy of the final assignments);
     - ``frozen(params) -> bool``: nothing is left to anneal, the schedule stops here.
 
+    A problem without ``begin_stage`` gets the driver's symmetry breaking when ``components``
+    (per kind of component, the names of the parameters indexed first by it) and ``rng`` are
+    given: at the
+    start of every temperature the coinciding components are perturbed
+    (:class:`ComponentSymmetry`, with the schedule's ``perturbation`` and ``distinct_tol``), and
+    the stage cannot end by ``tol`` until their spread has stopped growing. The order parameter
+    is then the problem's ``order_parameter`` or else the number of distinct components.
+
     Returns
     -------
     run : AnnealingResult
-        ``converged``: the last temperature met its tolerance.
+        ``converged``: the last temperature met its tolerance; ``transition_measure``: the order
+        parameter in words (None without one).
     stages : pandas.DataFrame
         One row per temperature: ``beta``, ``iterations``, ``stopped`` (``"tolerance"`` or
-        ``"max_iter"``), the final ``log_likelihood`` and ``free_energy`` and, when the problem
-        has ``order_parameter``, its final value.
+        ``"max_iter"``), the final ``log_likelihood`` and ``free_energy``, with an order
+        parameter its final value (``order_parameter``), and with symmetry breaking the number
+        of components perturbed at its start (``perturbed``).
     transitions : list of float
+        The inverse temperatures at which the order parameter increased.
 
     Examples
     --------
@@ -574,15 +752,36 @@ def cool(problem: EMProblem, params: dict, schedule: GeometricCooling, max_iter=
     end = getattr(problem, "end_stage", None)
     summary = getattr(problem, "stage_summary", None)
     frozen = getattr(problem, "frozen", None)
+    symmetry = None
+    if begin is None and components and rng is not None:
+        symmetry = ComponentSymmetry(list(components), rng, schedule.perturbation,
+                                     schedule.distinct_tol)  # fmt: skip
+        if order is None:
+            order = symmetry.count
+    measure = None
+    if symmetry is not None and order == symmetry.count:
+        measure = symmetry.measure()
+    elif order is not None:
+        measure = (order.__doc__ or "the problem's order_parameter").strip().splitlines()[0]
     run = None
     for beta in schedule.betas():
+        unsettled, perturbed = None, 0
         if begin is not None:
             params = begin(params, beta)
-        run = run_schedule(problem, params, [beta], max_iter, tol, overrelax, progress=progress)
+        elif symmetry is not None and schedule.perturbation > 0:
+            groups = symmetry.groups(params)
+            if groups:
+                params = symmetry.perturb(params, groups)
+                unsettled = symmetry.probe(params, groups)
+                perturbed = int(sum(len(members) for _, members in groups))
+        run = run_schedule(problem, params, [beta], max_iter, tol, overrelax, progress=progress,
+                           unsettled=unsettled)  # fmt: skip
         params = run.params if end is None else end(run.params, beta)
         row = run.stages.iloc[0].to_dict()
         if order is not None:
             row["order_parameter"] = float(order(params))
+        if symmetry is not None:
+            row["perturbed"] = perturbed
         if summary is not None:
             row.update(summary(params, beta))
         rows.append(row)
@@ -591,8 +790,11 @@ def cool(problem: EMProblem, params: dict, schedule: GeometricCooling, max_iter=
             break
     stages = pd.DataFrame(rows)
     trace = pd.concat(traces, ignore_index=True)
+    if measure is None and "order_parameter" in stages:
+        measure = "the problem's order parameter (its stage_summary)"
     result = AnnealingResult(params=params, trace=trace, converged=run.converged,
-                             betas=schedule.betas(), stages=stages)  # fmt: skip
+                             betas=schedule.betas(), stages=stages,
+                             transition_measure=measure)  # fmt: skip
     return result, stages, schedule.transitions(stages)
 
 
@@ -831,7 +1033,11 @@ class EMResult(PointEstimateMethods):
         do not run the driver (e.g. hard clustering).
     transitions : list of float or None
         With a :class:`GeometricCooling` schedule: the inverse temperatures of the detected
-        phase transitions; None otherwise.
+        phase transitions, the stages that ended with more distinct components than the
+        previous one (``stages["order_parameter"]``); None otherwise.
+    transition_measure : str or None
+        With a :class:`GeometricCooling` schedule: how distinct components are counted, e.g.
+        ``"distinct components: rows of phi more than 0.001 apart in L1 distance ..."``.
 
     Examples
     --------
@@ -853,6 +1059,7 @@ class EMResult(PointEstimateMethods):
     selection_trace: pd.DataFrame | None = None
     stages: pd.DataFrame | None = None
     transitions: list | None = None
+    transition_measure: str | None = None
     coords: dict | None = None
     settings: dict = field(default_factory=dict)
     plot: Callable | None = field(default=None, repr=False, compare=False)
@@ -911,10 +1118,20 @@ class EMResult(PointEstimateMethods):
         ['final beta 1, log-likelihood ..., converged: True']
         """
         last = self.trace.iloc[-1]
-        return [
+        lines = [
             f"final beta {last['beta']:.3g}, log-likelihood {last['log_likelihood']:.1f}, "
             f"converged: {self.converged}"
         ]
+        if self.transitions is not None:
+            at = ", ".join(f"{beta:.3g}" for beta in self.transitions) or "none"
+            lines.append(f"phase transitions at beta: {at}")
+            if self.stages is not None and "order_parameter" in self.stages:
+                lines[-1] += (
+                    f" (order parameter at the end: {self.stages['order_parameter'].iloc[-1]:g})"
+                )
+            if self.transition_measure:
+                lines.append(f"order parameter: {self.transition_measure}")
+        return lines
 
     def figure(self, data=None):
         """The family's picture of the estimate (``plot(model, result, data) -> Axes``, set by
@@ -1020,6 +1237,7 @@ class EMResult(PointEstimateMethods):
             attrs[name] = netcdf_attr(value)
         if self.transitions is not None:
             attrs["transitions"] = np.asarray(self.transitions, dtype=float)
+            attrs["transition_measure"] = self.transition_measure
         return {name: value for name, value in attrs.items() if value is not None}
 
 
@@ -1182,7 +1400,10 @@ def annealed_fit(
     with _bar.tqdm(desc=desc, disable=not progressbar, leave=False) as bar:
         if isinstance(betas, GeometricCooling):
             params = problem.init(rng)
-            run, _, transitions = cool(problem, params, betas, max_iter, tol, overrelax, bar)
+            run, _, transitions = cool(
+                problem, params, betas, max_iter, tol, overrelax, bar, rng=rng,
+                components=component_params(model, data, params),
+            )  # fmt: skip
         elif isinstance(betas, str):
             train, validation = data.split(validation_fraction, rng)
             if train.total == 0 or validation.total == 0:
@@ -1253,7 +1474,44 @@ def annealed_fit(
         selection_trace=selection,
         stages=run.stages,
         transitions=transitions,
+        transition_measure=run.transition_measure if transitions is not None else None,
     )
+
+
+def component_params(model, data, params: dict) -> list[list[str]]:
+    """The parameters whose first axis indexes components, grouped by that axis (one list per
+    kind of component), from the model's declared dims.
+
+    A parameter qualifies when it has at least two axes, its declared dims match its shape and
+    its first dim is not one of the data's (documents, words: the dims whose coordinates are
+    the data's row or column labels); the aspect model's ``phi`` (topic x word) does, its
+    ``theta`` (doc x topic) does not.
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> from latentzoo.models import AspectModel
+    >>> data = load("toy")
+    >>> params = {"theta": np.full((data.n_rows, 2), 0.5), "phi": np.full((2, data.n_cols), 0.1)}
+    >>> component_params(AspectModel(2), data, params)
+    [['phi']]
+    """
+    dims = {**getattr(model, "dims", {}), **getattr(model, "estimate_dims", {})}
+    coords = model.coords(data)
+    labels = [list(getattr(data, name, [])) for name in ("row_labels", "col_labels")]
+    data_dims = {name for name, values in coords.items() if list(values) in labels}
+    kinds: dict[str, list[str]] = {}
+    for name, value in params.items():
+        declared = dims.get(name)
+        shape = np.shape(value)
+        if declared is None or len(declared) != len(shape) or len(shape) < 2:
+            continue
+        sized = all(
+            dim in coords and len(coords[dim]) == n for dim, n in zip(declared, shape, strict=True)
+        )
+        if sized and declared[0] not in data_dims:
+            kinds.setdefault(declared[0], []).append(name)
+    return list(kinds.values())
 
 
 def _replayed_stages(replay: pd.DataFrame, tried: pd.DataFrame) -> tuple[pd.DataFrame, bool]:
