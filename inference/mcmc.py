@@ -23,6 +23,7 @@ parameters; and :func:`gibbs_entry`, the one ``gibbs`` entry point that every fa
 from __future__ import annotations
 
 import math
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -45,6 +46,11 @@ az = lazy_import("arviz")
 xr = lazy_import("xarray")
 
 __all__ = [
+    "CONVERGENCE_RULE",
+    "ESS_PER_CHAIN_MIN",
+    "RHAT_MAX",
+    "Convergence",
+    "ConvergenceWarning",
     "GibbsInfo",
     "GibbsSetup",
     "LabelAxis",
@@ -55,15 +61,18 @@ __all__ = [
     "run_chains",
     "chain_seeds",
     "add_invariants",
+    "convergence",
     "invariant_draws",
     "dirichlet_rows",
     "draw_log_weights",
     "keep_params_auto",
     "next_uniform",
     "rank_rhat",
+    "record_convergence",
     "sample_to_inference_data",
     "splitmix_seeds",
     "uniform_labels",
+    "warn_at_caller",
 ]
 
 MAX_KEPT_VALUES = 20_000_000
@@ -73,7 +82,50 @@ MAX_OBSERVED_CELLS = 5_000_000
 RHAT_DISAGREE = 1.1
 """After label alignment, chains whose aligned parameters reach this R-hat are said to disagree."""
 MAX_ESS_VALUES = 200
-""":func:`diagnostic_line` computes the bulk ESS of variables of at most this many values per draw."""
+""":func:`convergence` computes the bulk and tail ESS of variables of at most this many values per
+draw (the invariants and scalars; R-hat covers every float variable)."""
+RHAT_MAX = 1.01
+"""Largest rank-normalised split R-hat of a converged sample: the threshold of Vehtari et al. (2021)
+that ArviZ 0.2x's ``rhat`` cites and PyMC's sampler checks apply."""
+ESS_PER_CHAIN_MIN = 100
+"""Smallest bulk and tail ESS *per chain* of a converged sample (Vehtari et al. 2021: 100 per chain,
+the 400 of ArviZ's ``plot_ess`` for its four default chains; PyMC warns below it)."""
+
+
+class ConvergenceWarning(UserWarning):
+    """A sampler's chains have not converged by the rule of :func:`convergence` (R-hat above
+    ``RHAT_MAX`` or bulk/tail ESS below ``ESS_PER_CHAIN_MIN`` per chain): the sample's summaries
+    are not yet the posterior's. Exported as ``latentzoo.ConvergenceWarning``; raised by
+    :func:`latentzoo.fit` with a suggestion, and recorded in the sample's attributes."""
+
+
+def warn_at_caller(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` attributed to the first frame outside latentzoo: the user's own line.
+
+    A fixed ``stacklevel`` names a latentzoo file whenever the call comes through another layer
+    (``latentzoo.fit`` -> the family's ``gibbs`` -> its ``prepare``); the user needs the line of
+    their script, and filters by module then work on their module.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     warn_at_caller("careful")
+    >>> "mcmc.py" in caught[0].filename
+    False
+    """
+    frame, level = sys._getframe(1), 2
+    while frame.f_back is not None and _in_package(frame):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+def _in_package(frame) -> bool:
+    name = frame.f_globals.get("__name__", "")
+    # The doctests of latentzoo's modules run in their module's namespace, but are callers.
+    inside = name == "latentzoo" or name.startswith("latentzoo.")
+    return inside and not frame.f_code.co_filename.startswith("<doctest")
 
 
 def chain_seeds(random_state, chains: int) -> list[np.random.Generator]:
@@ -465,14 +517,14 @@ def keep_params_auto(keep_params, chains: int, draws: int, values_per_draw: int)
         total = chains * draws * values_per_draw
         if total <= MAX_KEPT_VALUES:
             return True
-        warnings.warn(
+        warn_at_caller(
             f"keep_params='auto' drops the parameter draws: {chains} chains x {draws} draws x "
             f"{values_per_draw} values = {total:.2e} numbers ({8 * total / 2**30:.1f} GiB in "
             f"float64), above {MAX_KEPT_VALUES:.0e}; held-out data then cannot be scored from the "
-            "sample (latentzoo.perplexity). Pass keep_params=True to keep them, fewer draws, or "
-            "test= to score a test set in the log_likelihood group",
+            "sample (latentzoo.perplexity). Pass keep_params=True to keep them, or keep fewer "
+            "draws (draws=, with thin= to run as many sweeps; latentzoo.perplexity averages at "
+            "most 200 draws), or test= to score a test set in the log_likelihood group",
             UserWarning,
-            stacklevel=4,
         )
         return False
     return keep_params
@@ -920,47 +972,230 @@ def _max_rhat(posterior: xr.Dataset, names) -> tuple[float, str]:
     return worst, where
 
 
+CONVERGENCE_RULE = (
+    f"rank-normalised split R-hat <= {RHAT_MAX} and bulk and tail ESS >= {ESS_PER_CHAIN_MIN} per "
+    "chain (Vehtari et al. 2021, as ArviZ and PyMC apply them)"
+)
+"""The rule of :func:`convergence`, as recorded in a sample's ``convergence_rule`` attribute."""
+
+_ADVICE = (
+    "run longer chains (draws=, tune=) or start them elsewhere (another random_state, "
+    "initial_assignments=)"
+)
+
+
+class Convergence(NamedTuple):
+    """The one convergence verdict of a sample (:func:`convergence`), read by :func:`latentzoo.fit`
+    (its :class:`ConvergenceWarning`), ``latentzoo fit`` (its **NOT CONVERGED** line and exit
+    status) and the saved file (the attributes of :meth:`attrs`).
+
+    ``status`` is ``"converged"`` (R-hat and both ESS meet :data:`CONVERGENCE_RULE`),
+    ``"not converged"`` (one of them fails) or ``"not checked"`` (one chain, whose ESS passes: R-hat
+    needs two; or fewer than 4 draws). A quantity that could not be computed is NaN with an empty
+    variable name; R-hat is taken over every float posterior variable, the ESS over those of at
+    most ``MAX_ESS_VALUES`` values per draw (the invariants and scalars).
+
+    Examples
+    --------
+    >>> verdict = Convergence("not converged", 2, 200, 1.412, "coassign", 9.0, "coassign", 30.0,
+    ...                       "loglik", "run longer chains")
+    >>> verdict.converged, verdict.headline()
+    (False, 'NOT CONVERGED: max R-hat 1.412 > 1.01 (coassign), min bulk ESS 9 < 200 (coassign), min tail ESS 30 < 200 (loglik)')
+    """
+
+    status: str
+    chains: int
+    draws: int
+    max_r_hat: float
+    r_hat_var: str
+    min_ess_bulk: float
+    ess_bulk_var: str
+    min_ess_tail: float
+    ess_tail_var: str
+    advice: str = _ADVICE
+
+    @property
+    def converged(self) -> bool:
+        """Whether the sample passed the rule (False when it failed or was not checked)."""
+        return self.status == "converged"
+
+    def _failures(self) -> list[str]:
+        least = ESS_PER_CHAIN_MIN * self.chains
+        out = []
+        if self.max_r_hat > RHAT_MAX:
+            out.append(f"max R-hat {self.max_r_hat:.3f} > {RHAT_MAX} ({self.r_hat_var})")
+        for kind, value, name in (("bulk", self.min_ess_bulk, self.ess_bulk_var),
+                                  ("tail", self.min_ess_tail, self.ess_tail_var)):  # fmt: skip
+            if value < least:
+                out.append(f"min {kind} ESS {value:.0f} < {least} ({name})")
+        return out
+
+    def headline(self) -> str:
+        """``"NOT CONVERGED: <what failed>"``, ``"converged"`` or ``"convergence not checked: ..."``."""
+        if self.status == "not converged":
+            return "NOT CONVERGED: " + ", ".join(self._failures())
+        if self.status == "converged":
+            return f"converged ({CONVERGENCE_RULE})"
+        why = "one chain, nothing to compare it with" if self.chains < 2 else "too few draws"
+        return f"convergence not checked: {why}"
+
+    def message(self) -> str:
+        """The full sentence of a :class:`ConvergenceWarning`: what failed, the rule, what to do."""
+        return (
+            f"{self.headline()}; the rule is {CONVERGENCE_RULE}. The summaries of this sample "
+            f"(means, perplexities, labels) are not yet the posterior's: {self.advice}"
+        )
+
+    def attrs(self) -> dict:
+        """The verdict as netCDF attributes: ``convergence`` (the status), ``converged`` (1 or 0),
+        ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail`` (NaN when not computed), the variables
+        reaching them, ``convergence_rule`` and ``convergence_advice``."""
+        return {
+            "convergence": self.status, "converged": int(self.converged),
+            "max_r_hat": float(self.max_r_hat), "max_r_hat_var": self.r_hat_var,
+            "min_ess_bulk": float(self.min_ess_bulk), "min_ess_bulk_var": self.ess_bulk_var,
+            "min_ess_tail": float(self.min_ess_tail), "min_ess_tail_var": self.ess_tail_var,
+            "convergence_rule": CONVERGENCE_RULE, "convergence_advice": self.advice,
+        }  # fmt: skip
+
+    @classmethod
+    def from_attrs(cls, attrs, chains: int, draws: int):
+        """The verdict recorded in ``attrs`` (see :meth:`attrs`), or None when none is."""
+        if "convergence" not in attrs:
+            return None
+        return cls(
+            str(attrs["convergence"]), int(chains), int(draws),
+            float(attrs.get("max_r_hat", np.nan)), str(attrs.get("max_r_hat_var", "")),
+            float(attrs.get("min_ess_bulk", np.nan)), str(attrs.get("min_ess_bulk_var", "")),
+            float(attrs.get("min_ess_tail", np.nan)), str(attrs.get("min_ess_tail_var", "")),
+            str(attrs.get("convergence_advice", _ADVICE)),
+        )  # fmt: skip
+
+
+def _min_ess(posterior, names, method: str) -> tuple[float, str]:
+    """Smallest ESS (``method`` "bulk" or "tail") over ``names`` and the variable reaching it."""
+    least, where = np.inf, ""
+    if not names:
+        return np.nan, ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant quantities give NaN, skipped below
+        ess = az.ess(posterior[names], method=method)
+    for name in names:
+        values = ess[name].to_numpy()
+        if np.isfinite(values).any() and float(np.nanmin(values)) < least:
+            least, where = float(np.nanmin(values)), name
+    return (least, where) if np.isfinite(least) else (np.nan, "")
+
+
+def _compute_convergence(idata, advice: str) -> Convergence:
+    posterior = idata.posterior
+    chains, draws = int(posterior.sizes["chain"]), int(posterior.sizes["draw"])
+    names = [name for name, var in posterior.data_vars.items() if var.dtype.kind == "f"]
+    worst, where = _max_rhat(posterior, names) if chains >= 2 else (np.nan, "")
+    small = [n for n in names if posterior[n].size <= MAX_ESS_VALUES * chains * draws]
+    bulk, bulk_var = _min_ess(posterior, small, "bulk") if draws >= 4 else (np.nan, "")
+    tail, tail_var = _min_ess(posterior, small, "tail") if draws >= 4 else (np.nan, "")
+    least = ESS_PER_CHAIN_MIN * chains
+    failed = worst > RHAT_MAX or bulk < least or tail < least  # NaN compares False: not failed
+    if failed:
+        status = "not converged"
+    elif np.isfinite(worst) and (np.isfinite(bulk) or np.isfinite(tail) or not small):
+        status = "converged"
+    else:
+        status = "not checked"
+    return Convergence(status, chains, draws, worst, where, bulk, bulk_var, tail, tail_var, advice)
+
+
+def convergence(idata, advice: str | None = None) -> Convergence:
+    """The convergence verdict of a sample: the one recorded by :func:`record_convergence` (a
+    Gibbs sample, a PyMC sample from :func:`latentzoo.fit`, or either read back from netCDF), or
+    else computed now by the same rule without changing ``idata``.
+
+    The rule (:data:`CONVERGENCE_RULE`), as ArviZ 0.2x documents it after Vehtari et al. (2021)
+    and PyMC applies it after sampling: every rank-normalised split R-hat at most ``RHAT_MAX`` =
+    1.01 (ArviZ's ``rhat`` default method; over every float posterior variable, with at least 2
+    chains), and the bulk and the tail ESS at least ``ESS_PER_CHAIN_MIN`` = 100 per chain (400
+    for four chains, ArviZ's ``plot_ess`` line), over the variables of at most
+    ``MAX_ESS_VALUES`` values per draw (the label-invariant quantities and the scalars). One
+    chain is "not converged" when its ESS fails, else "not checked" (R-hat needs two chains).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A sample with a ``posterior`` group (``chain`` and ``draw`` dims).
+    advice : str, optional
+        What to suggest when it failed (the default: longer chains or other starts).
+
+    Returns
+    -------
+    Convergence
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> rng = np.random.default_rng(0)
+    >>> mixed = az.from_dict(posterior={"x": rng.normal(size=(2, 500))})
+    >>> stuck = az.from_dict(posterior={"x": rng.normal(size=(2, 500)) + [[0.0], [3.0]]})
+    >>> convergence(mixed).status, convergence(stuck).status
+    ('converged', 'not converged')
+    """
+    posterior = idata.posterior
+    recorded = Convergence.from_attrs(
+        posterior.attrs, posterior.sizes["chain"], posterior.sizes["draw"]
+    )
+    if recorded is not None:
+        return recorded
+    return _compute_convergence(idata, _ADVICE if advice is None else advice)
+
+
+def record_convergence(idata, advice: str | None = None) -> Convergence:
+    """Compute the verdict of :func:`convergence` and write it into the attributes of every group
+    of ``idata`` (:meth:`Convergence.attrs`: ``convergence``, ``converged``, ``max_r_hat``,
+    ``min_ess_bulk``, ``min_ess_tail``, ...), so the saved file carries it; returns it.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> idata = az.from_dict(posterior={"x": np.random.default_rng(0).normal(size=(2, 50))})
+    >>> verdict = record_convergence(idata)
+    >>> idata.posterior.attrs["convergence"] == verdict.status, idata.posterior.attrs["converged"]
+    (True, 0)
+    """
+    verdict = _compute_convergence(idata, _ADVICE if advice is None else advice)
+    for group in idata.groups():
+        idata[group].attrs.update(verdict.attrs())
+    return verdict
+
+
 def diagnostic_line(idata, method: str | None = None) -> str:
     """One line of convergence diagnostics of a sample, as printed after a sampler run.
 
-    ``"<method>: C chains x D draws, max R-hat R (var), min bulk ESS E (var), N divergences"``.
-    R-hat (rank-normalised split, :func:`rank_rhat`) is computed over every float posterior
-    variable, and only with at least 2 chains; the bulk ESS (:func:`arviz.ess`) over the
-    variables of at most ``MAX_ESS_VALUES`` values per draw (the invariants, scalars); the
-    divergences are counted when ``sample_stats`` records them (NUTS), and are absent for Gibbs.
+    ``"<method>: C chains x D draws, max R-hat R (var), min bulk ESS E (var), min tail ESS T
+    (var)[, N divergences]: <verdict>"``, the numbers and the verdict of :func:`convergence` (the
+    recorded one when the sample carries it): R-hat only with at least 2 chains; the divergences
+    when ``sample_stats`` records them (NUTS), absent for Gibbs.
 
     Examples
     --------
     >>> import arviz as az
     >>> x = np.random.default_rng(0).normal(size=(2, 50))
     >>> diagnostic_line(az.from_dict(posterior={"loglik": x}), "gibbs")  # doctest: +ELLIPSIS
-    'gibbs: 2 chains x 50 draws, max R-hat ... (loglik), min bulk ESS ... (loglik)'
+    'gibbs: 2 chains x 50 draws, max R-hat ... (loglik), min bulk ESS ... (loglik), min tail ESS ... (loglik): NOT CONVERGED: ...'
     """
     posterior = idata.posterior
     method = method or posterior.attrs.get("method", "sampler")
-    chains, draws = posterior.sizes["chain"], posterior.sizes["draw"]
-    parts = [f"{method}: {chains} chains x {draws} draws"]
-    names = [name for name, var in posterior.data_vars.items() if var.dtype.kind == "f"]
-    if chains >= 2:
-        worst, where = _max_rhat(posterior, names)
-        if np.isfinite(worst):
-            parts.append(f"max R-hat {worst:.3f} ({where})")
-    ess_min, ess_where = np.inf, ""
-    small = [n for n in names if posterior[n].size <= MAX_ESS_VALUES * chains * draws]
-    if draws >= 4 and small:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # constant quantities give NaN, skipped below
-            ess = az.ess(posterior[small], method="bulk")
-        for name in small:
-            values = ess[name].to_numpy()
-            if np.isfinite(values).any() and float(np.nanmin(values)) < ess_min:
-                ess_min, ess_where = float(np.nanmin(values)), name
-    if np.isfinite(ess_min):
-        parts.append(f"min bulk ESS {ess_min:.0f} ({ess_where})")
+    verdict = convergence(idata)
+    parts = [f"{method}: {verdict.chains} chains x {verdict.draws} draws"]
+    if np.isfinite(verdict.max_r_hat):
+        parts.append(f"max R-hat {verdict.max_r_hat:.3f} ({verdict.r_hat_var})")
+    if np.isfinite(verdict.min_ess_bulk):
+        parts.append(f"min bulk ESS {verdict.min_ess_bulk:.0f} ({verdict.ess_bulk_var})")
+    if np.isfinite(verdict.min_ess_tail):
+        parts.append(f"min tail ESS {verdict.min_ess_tail:.0f} ({verdict.ess_tail_var})")
     stats = getattr(idata, "sample_stats", None)
     if stats is not None and "diverging" in stats:
         parts.append(f"{int(stats['diverging'].sum())} divergences")
-    return ", ".join(parts)
+    return f"{', '.join(parts)}: {verdict.headline()}"
 
 
 def align_chain_labels(idata, label_axes) -> int:
@@ -993,13 +1228,12 @@ def align_chain_labels(idata, label_axes) -> int:
         if np.isfinite(top) and not top <= worst:
             worst, where = top, name
     if np.isfinite(worst) and worst > RHAT_DISAGREE:
-        warnings.warn(
+        warn_at_caller(
             f"the chains still disagree after aligning their labels to chain 0: max R-hat "
             f"{worst:.2f} on {where} (> {RHAT_DISAGREE}). They may sit in different modes, switch "
             "labels within a chain, or be too short: run longer chains (draws, tune) and judge "
             "convergence on the label-invariant quantities (loglik, p_dyad)",
             UserWarning,
-            stacklevel=3,
         )
     return 1
 
@@ -1011,6 +1245,12 @@ class GibbsSetup(NamedTuple):
     :func:`sample_to_inference_data`, with the coordinates, dimensions and observed data of the
     family's ``InferenceData``; ``label_axes`` (:class:`LabelAxis`) says which labels
     :func:`align_chains` aligns across chains (empty: the family's labels need no alignment).
+    ``heldout_rule_scored`` declares that with ``test=`` each draw's ``log_likelihood`` entry is
+    that draw's held-out log density of the test unit under the model's own held-out rule (the
+    mixtures' ``log p(x_i | z, X)`` of each test item), so that
+    :func:`latentzoo.heldout_score` can average it over the draws when the draws alone cannot be
+    scored; the co-occurrence families' per-row joint is not their per-token rule, and is not
+    declared.
     """
 
     sampler: Any
@@ -1023,6 +1263,7 @@ class GibbsSetup(NamedTuple):
     desc: str = "collapsed Gibbs"
     log_likelihood_name: str = "counts"
     label_axes: tuple = ()
+    heldout_rule_scored: bool = False
 
 
 _GIBBS_NOTES = """Notes
@@ -1035,6 +1276,13 @@ _GIBBS_NOTES = """Notes
     mixtures score their partitions given the training items). The attributes record
     ``kept_params`` (1 when the parameter draws are in the posterior) and ``log_likelihood_data``
     (``"train"``, or ``"test"`` when ``test=`` was scored).
+
+    Convergence: the attributes also carry the verdict of
+    :func:`latentzoo.inference.mcmc.convergence` (rank R-hat <= 1.01 and bulk and tail ESS >= 100
+    per chain, as ArviZ recommends after Vehtari et al. 2021): ``convergence`` ("converged", "not
+    converged" or "not checked"), ``converged`` (1 or 0), ``max_r_hat``, ``min_ess_bulk``,
+    ``min_ess_tail``, the variables reaching them, the rule and a suggestion.
+    :func:`latentzoo.fit` raises a ``latentzoo.ConvergenceWarning`` from them.
 
     Label switching: chains of a mixture-like model find the same components under different
     labels. With ``align_labels=True`` (the default) and several chains, each chain's labels are
@@ -1067,6 +1315,30 @@ def _holds_parameters(model, posterior, setup) -> bool:
         if name not in invariants and name != setup.log_likelihood_name
     ]  # fmt: skip
     return bool(declared) and all(name in posterior.data_vars for name in declared)
+
+
+def _convergence_advice(prepare: Callable, options: dict) -> str:
+    """What to suggest for an unconverged Gibbs run: longer chains, other starts, and the
+    split-merge moves when the family declares them (a ``split_merge`` option) and they were off.
+
+    Examples
+    --------
+    >>> def prepare(model, data, *, chains, draws, split_merge=False): ...
+    >>> "split_merge=True" in _convergence_advice(prepare, {})
+    True
+    >>> "split_merge" in _convergence_advice(prepare, {"split_merge": True})
+    False
+    """
+    import inspect
+
+    advice = _ADVICE
+    if "split_merge" in inspect.signature(prepare).parameters and not options.get("split_merge"):
+        # Single-item Gibbs moves cannot merge or split whole clusters; Jain-Neal moves can.
+        advice += (
+            ", or add split-merge moves (split_merge=True; on the command line --option "
+            "split_merge=true)"
+        )
+    return advice
 
 
 def gibbs_entry(prepare: Callable, doc: str) -> Callable:
@@ -1130,9 +1402,15 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
         # does observed_data/log_likelihood hold the training data or the test set?
         attrs["kept_params"] = int(_holds_parameters(model, idata.posterior, setup))
         attrs["log_likelihood_data"] = "train" if options.get("test") is None else "test"
+        attrs["log_likelihood_heldout_rule"] = int(
+            options.get("test") is not None and setup.heldout_rule_scored
+        )
         attrs["labels_aligned"] = aligned
         for group in idata.groups():
             idata[group].attrs.update(attrs)
+        # The one convergence verdict, in the attributes: latentzoo.fit warns from them, the
+        # command line prints and exits from them, and the saved file keeps them.
+        record_convergence(idata, advice=_convergence_advice(prepare, options))
         return idata
 
     gibbs.__doc__ = _with_notes(doc, _GIBBS_NOTES)

@@ -8,12 +8,22 @@
 
 import importlib
 
-__all__ = ["fit", "fit_pymc", "heldout_score", "labels", "perplexity", "validate", "zoo"]
+__all__ = [
+    "ConvergenceWarning",
+    "fit",
+    "fit_pymc",
+    "heldout_score",
+    "labels",
+    "perplexity",
+    "validate",
+    "zoo",
+]
 __version__ = "0.1.0"
 
 # The public names are imported on first use: ``latentzoo --help`` and ``latentzoo list`` must not
 # pay for ArviZ, PyMC and numba (seconds, tens of seconds on a busy machine) just to print text.
 _LAZY = {
+    "ConvergenceWarning": ("latentzoo.inference.mcmc", "ConvergenceWarning"),
     "fit": ("latentzoo.api", "fit"),
     "fit_pymc": ("latentzoo.api", "fit_pymc"),
     "heldout_score": ("latentzoo.inference.results", "heldout_score"),

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from latentzoo.inference import fitted
 from latentzoo.inference import reference as _reference
 from latentzoo.zoo import entry_for
 
 __all__ = ["fit", "fit_pymc"]
+
+PYMC_ADVICE = (
+    "run longer chains (draws=, tune=), raise target_accept, or start them elsewhere (another "
+    "random_state, initvals=); a multimodal posterior (a topic model on real data) may need "
+    "the family's Gibbs sampler instead"
+)
+"""What an unconverged PyMC sample suggests (recorded in its ``convergence_advice``)."""
 
 
 def fit(model, data, method: str = "annealed_em", **options):
@@ -35,8 +43,20 @@ def fit(model, data, method: str = "annealed_em", **options):
     EMResult or arviz.InferenceData
         After a sampler run (``gibbs``, ``pymc``) with ``progressbar`` on, one line of
         diagnostics goes to stderr (:func:`latentzoo.inference.mcmc.diagnostic_line`): chains and
-        draws, the largest R-hat (with at least 2 chains) and the smallest bulk ESS, with the
-        variable reaching each, and NUTS divergences.
+        draws, the largest R-hat (with at least 2 chains) and the smallest bulk and tail ESS,
+        with the variable reaching each, NUTS divergences, and the convergence verdict.
+
+    Warns
+    -----
+    ConvergenceWarning
+        ``latentzoo.ConvergenceWarning``, whatever ``progressbar``, when a sample is not converged
+        by the rule of :func:`latentzoo.inference.mcmc.convergence`: rank-normalised split R-hat
+        <= 1.01 and bulk and tail ESS >= 100 per chain (ArviZ's guidance, Vehtari et al. 2021).
+        The message names what failed and suggests a remedy (more draws, other starts,
+        split-merge moves for the mixtures). The warning points at the caller's line. The verdict
+        is also in the sample's attributes (``convergence``, ``converged``, ``max_r_hat``,
+        ``min_ess_bulk``, ``min_ess_tail``), so a saved file keeps it. To make it an error:
+        ``warnings.simplefilter("error", latentzoo.ConvergenceWarning)``.
 
     Notes
     -----
@@ -74,19 +94,25 @@ def fit(model, data, method: str = "annealed_em", **options):
         result = fit_pymc(model, data, **options)
     else:
         result = entry.methods[method](model, data, **options)
-    if method in ("gibbs", "pymc") and options.get("progressbar", True):
-        _print_diagnostics(result, method)
+    if fitted.is_sample(result):
+        _say_convergence(result, method, options.get("progressbar", True))
     return result
 
 
-def _print_diagnostics(idata, method: str) -> None:
-    """One line of convergence diagnostics on stderr after a sampler run (the progress bar's
-    place: quiet runs, ``progressbar=False``, print nothing)."""
+def _say_convergence(idata, method: str, progressbar: bool) -> None:
+    """The sample's convergence verdict (recorded by the sampler,
+    :func:`~latentzoo.inference.mcmc.convergence`): one line of diagnostics on stderr in the
+    progress bar's place (quiet runs, ``progressbar=False``, print nothing), and a
+    :class:`~latentzoo.inference.mcmc.ConvergenceWarning` at the caller's line when it failed."""
     import sys
 
-    from latentzoo.inference.mcmc import diagnostic_line
+    from latentzoo.inference import mcmc
 
-    print(diagnostic_line(idata, method), file=sys.stderr)
+    if progressbar:
+        print(mcmc.diagnostic_line(idata, method), file=sys.stderr)
+    verdict = mcmc.convergence(idata)
+    if verdict.status == "not converged":
+        mcmc.warn_at_caller(f"{method}: {verdict.message()}", mcmc.ConvergenceWarning)
 
 
 def fit_pymc(model, data, **options):
@@ -100,5 +126,10 @@ def fit_pymc(model, data, **options):
     >>> [axis.dim for axis in entry_for(AspectModel(2)).labels_to_align(AspectModel(2))]
     ['topic']
     """
+    from latentzoo.inference.mcmc import record_convergence
+
     options.setdefault("label_axes", entry_for(model).labels_to_align(model))
-    return _reference.fit_pymc(model, data, **options)
+    idata = _reference.fit_pymc(model, data, **options)
+    # The verdict every sample carries (the Gibbs samplers record theirs as they finish).
+    record_convergence(idata, advice=PYMC_ADVICE)
+    return idata

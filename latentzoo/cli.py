@@ -1,6 +1,11 @@
 """The ``latentzoo`` command: ``list``, ``fit``, ``validate``, ``query``, ``demo``.
 
 Errors caused by the user's input are one line on stderr with exit code 2, never a traceback.
+
+Exit status of ``latentzoo fit``: 0 when the result is saved, also for a sample that has not
+converged (the result is saved, and a **NOT CONVERGED** line on stderr says what failed and what to
+try); with ``--require-converged``, 3 for a sample that is not converged or whose convergence could
+not be checked (one chain), after saving it; 2 for an error of the user's input; 130 on Ctrl-C.
 """
 
 from __future__ import annotations
@@ -376,8 +381,13 @@ def _cmd_fit(args):
         raise UserError(f"--seed must be a non-negative integer, got {args.seed}")
     options = _method_options(entry, method, args)
     import latentzoo
+    from latentzoo.inference.mcmc import ConvergenceWarning
 
-    result = latentzoo.fit(model, data, method=method, **options)
+    with warnings.catch_warnings():
+        # Said below in the command's own line, with its exit status, rather than as a warning
+        # that names a line of this file.
+        warnings.filterwarnings("ignore", category=ConvergenceWarning)
+        result = latentzoo.fit(model, data, method=method, **options)
     save_options = {}
     if args.k is not None and not entry.sizes and _saves_with(result, "n_clusters"):
         # A family without sizes whose result is cut when saved (a tree): --k clusters.
@@ -389,21 +399,63 @@ def _cmd_fit(args):
             raise
         raise UserError(f"--k {args.k}: {error}") from None
     figure = _save_figure(result, data, out)
-    if options.get("chains") == 1:
-        # Said even with --quiet: without a second chain nothing checks that the run converged.
-        # Said once the result is saved, so that an error or Ctrl-C stays the only line.
-        print(
-            "latentzoo: warning: --chains 1: R-hat needs at least 2 chains, so convergence is "
-            "not checked; use --chains 2 or more",
-            file=sys.stderr,
-        )
     if not args.quiet:
         also = f" and {figure}" if figure else ""
         print(f"fitted {_described(model)} with {method} on {data}; saved to {out}{also}")
         if not fitted.is_sample(result):  # latentzoo.fit printed a sample's diagnostic line
             for line in fitted.summary_lines(result):
                 print(line)
-    return 0
+    if not fitted.is_sample(result):
+        return 0
+    # Said even with --quiet, once the result is saved (so that an error or Ctrl-C stays the only
+    # line): the verdict recorded in the sample, the one latentzoo.fit warns from.
+    from latentzoo.inference.mcmc import convergence
+
+    verdict = convergence(result)
+    line = _convergence_line(verdict, args.require_converged)
+    if line:
+        print(line, file=sys.stderr)
+    return EXIT_NOT_CONVERGED if args.require_converged and not verdict.converged else 0
+
+
+EXIT_NOT_CONVERGED = 3
+"""Exit status of ``latentzoo fit --require-converged`` for a sample that is not converged."""
+
+ONE_CHAIN = "--chains 1: R-hat needs at least 2 chains"
+
+
+def _convergence_line(verdict, required: bool) -> str:
+    """The loud line of an unconverged (or unchecked) sample, or "" for a converged one.
+
+    Examples
+    --------
+    >>> from latentzoo.inference.mcmc import Convergence
+    >>> stuck = Convergence("not converged", 2, 200, 1.412, "coassign", 9.0, "coassign", 50.0,
+    ...                     "loglik", "run longer chains")
+    >>> _convergence_line(stuck, False)[:61]
+    'latentzoo: NOT CONVERGED: max R-hat 1.412 > 1.01 (coassign), '
+    >>> _convergence_line(stuck._replace(status="converged"), True)
+    ''
+    """
+    if verdict.status == "converged":
+        return ""
+    status = EXIT_NOT_CONVERGED if required else 0
+    if verdict.status == "not checked":
+        why = (
+            f"{ONE_CHAIN}, so convergence is not checked; use --chains 2 or more"
+            if verdict.chains < 2
+            else "too few draws to check convergence; use --draws 4 or more"
+        )
+        return f"latentzoo: warning: {why} (exit status {status})"
+    one_chain = f"; {ONE_CHAIN}, use --chains 2 or more" if verdict.chains < 2 else ""
+    text = (
+        f"latentzoo: {verdict.headline()} (rule: R-hat <= 1.01, bulk and tail ESS >= 100 per "
+        f"chain){one_chain}; try: {verdict.advice}. The result is saved; exit status {status}"
+        + ("" if required else " (--require-converged makes it 3)")
+    )
+    if sys.stderr.isatty():  # bold, as the report's **NOT CONVERGED**
+        text = f"\033[1m{text}\033[0m"
+    return text
 
 
 def _described(model, width: int = 100) -> str:
@@ -577,7 +629,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="the declared options of every method (of MODEL's methods), with their defaults",
     )  # fmt: skip
 
-    fit = sub.add_parser("fit", help="fit a model and save the result as netCDF")
+    fit = sub.add_parser(
+        "fit", help="fit a model and save the result as netCDF",
+        epilog="Exit status: 0 when the result is saved (a sampler's NOT CONVERGED line on stderr "
+        "does not change it unless --require-converged: then 3); 2 for bad input; 130 on Ctrl-C.",
+    )  # fmt: skip
     fit.add_argument("model")
     fit.add_argument("--data", help="dataset name or a .npz/.csv file (default: the model's)")
     fit.add_argument(
@@ -615,6 +671,12 @@ def build_parser() -> argparse.ArgumentParser:
         "(`latentzoo list --options MODEL` lists them)",
     )  # fmt: skip
     fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument(
+        "--require-converged", action="store_true", help="exit with status 3 when a sampler's "
+        "chains have not converged (R-hat > 1.01 or bulk/tail ESS < 100 per chain) or could not "
+        "be checked (one chain); the result is saved either way. Without it an unconverged "
+        "sample exits 0 after a NOT CONVERGED line on stderr",
+    )  # fmt: skip
     fit.add_argument(
         "--out",
         required=True,

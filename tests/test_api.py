@@ -200,3 +200,37 @@ def test_the_samplers_default_priors_predict_held_out_words_better_than_the_map_
     assert _posterior_mean_perplexity(default, model, test) < 0.9 * _posterior_mean_perplexity(
         blurred, model, test
     )
+
+
+# ----------------------------------------------------------------------- convergence (issue 24)
+def test_unconverged_sample_raises_convergence_warning_at_the_callers_line():
+    # Before: the DPM came back with max R-hat 1.4 and min bulk ESS 9 and no warning at all.
+    from latentzoo.models import DirichletProcessMixture
+
+    data = load("digits").subset(np.arange(60))
+    with pytest.warns(latentzoo.ConvergenceWarning) as caught:
+        idata = latentzoo.fit(DirichletProcessMixture(alpha=2.0), data, method="gibbs", chains=2,
+                              draws=12, tune=2, random_state=0, progressbar=False)  # fmt: skip
+    warning = next(w for w in caught if w.category is latentzoo.ConvergenceWarning)
+    assert warning.filename == __file__
+    message = str(warning.message)
+    assert message.startswith("gibbs: NOT CONVERGED: ") and "R-hat <= 1.01" in message
+    assert "split_merge=True" in message  # the suggestion of a DPM run without the moves
+    assert issubclass(latentzoo.ConvergenceWarning, UserWarning)
+    assert idata.posterior.attrs["converged"] == 0
+
+
+def test_converged_sample_is_silent_and_says_so():
+    import warnings
+
+    from latentzoo.data import Features
+    from latentzoo.models import BayesianMixture
+
+    # One cluster of identical items: every chain sits in the one partition at once.
+    data = Features(np.ones((8, 3), dtype=np.int64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", latentzoo.ConvergenceWarning)
+        idata = latentzoo.fit(BayesianMixture(1), data, method="gibbs", chains=2, draws=300,
+                              tune=20, random_state=0, progressbar=False)  # fmt: skip
+    assert idata.posterior.attrs["convergence"] == "converged"
+    assert idata.posterior.attrs["max_r_hat"] <= 1.01

@@ -405,7 +405,35 @@ def test_one_chain_warns_that_rhat_needs_two(capsys, tmp_path, chains):
                         "--out", str(tmp_path / "x.nc"), "--quiet")  # fmt: skip
     assert code == 0
     if chains == 1:
+        # One line: 5 draws of one chain also fail the ESS bar, and the line says both.
         assert err.count("\n") == 1
-        assert err.startswith("latentzoo: warning: --chains 1: R-hat needs at least 2 chains")
+        assert err.startswith("latentzoo: NOT CONVERGED: ")
+        assert "--chains 1: R-hat needs at least 2 chains" in err
     else:
         assert "R-hat needs" not in err
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_unconverged_fit_says_not_converged_with_a_documented_exit_status(capsys, tmp_path,
+                                                                          strict):  # fmt: skip
+    # Before: `latentzoo fit aspect ... --method gibbs` exited 0 with max R-hat 3.07, unsaid.
+    out = tmp_path / "x.nc"
+    flags = ["--require-converged"] if strict else []
+    code, _, err = _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2", "--method", "gibbs",
+                        "--chains", "2", "--draws", "10", "--tune", "2", "--out", str(out),
+                        "--quiet", *flags)  # fmt: skip
+    assert code == (3 if strict else 0)
+    [line] = err.splitlines()
+    assert line.startswith("latentzoo: NOT CONVERGED: ") and "R-hat <= 1.01" in line
+    assert line.endswith(f"exit status {code}" + ("" if strict else " (--require-converged "
+                                                                      "makes it 3)"))  # fmt: skip
+    back = az.from_netcdf(out)  # saved either way, with the verdict
+    assert back.posterior.attrs["convergence"] == "not converged"
+    assert back.posterior.attrs["converged"] == 0 and back.posterior.attrs["max_r_hat"] > 1.01
+
+
+def test_fit_help_documents_the_exit_status(capsys):
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--require-converged" in text and "Exit status: 0" in text and "then 3" in text

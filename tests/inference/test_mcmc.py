@@ -209,3 +209,71 @@ def test_add_invariants_recomputes_what_the_sampler_reported():
     np.testing.assert_allclose(stripped.posterior["loglik"], idata.posterior["loglik"], rtol=1e-12)
     np.testing.assert_allclose(stripped.posterior["p_dyad"], idata.posterior["p_dyad"], rtol=1e-12)
     assert stripped.posterior["p_dyad"].dims == ("chain", "draw", "dyad")
+
+
+# ----------------------------------------------------------------------- convergence (issue 24)
+def _sample(shift, chains=4, draws=400, seed=0):
+    """Draws of ``x`` whose chain ``c`` is shifted by ``shift * c``: mixed at 0, stuck above."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(chains, draws)) + shift * np.arange(chains)[:, None]
+    return az.from_dict(posterior={"x": x, "y": rng.normal(size=(chains, draws, 3))})
+
+
+def test_convergence_verdict_is_arviz_rhat_and_ess_against_the_arviz_thresholds():
+    from latentzoo.inference.mcmc import ESS_PER_CHAIN_MIN, RHAT_MAX, convergence
+
+    assert (RHAT_MAX, ESS_PER_CHAIN_MIN) == (1.01, 100)
+    for shift, status in ((0.0, "converged"), (2.0, "not converged")):
+        idata = _sample(shift)
+        verdict = convergence(idata)
+        assert verdict.status == status
+        rhat, bulk = az.rhat(idata), az.ess(idata, method="bulk")
+        tail = az.ess(idata, method="tail")
+        assert verdict.max_r_hat == pytest.approx(max(float(rhat[n].max()) for n in "xy"))
+        assert verdict.min_ess_bulk == pytest.approx(min(float(bulk[n].min()) for n in "xy"))
+        assert verdict.min_ess_tail == pytest.approx(min(float(tail[n].min()) for n in "xy"))
+    # The ESS bar is per chain: 4 chains of 60 independent draws (ESS about 240) fail 400.
+    short = convergence(_sample(0.0, draws=60))
+    assert short.status == "not converged" and short.min_ess_bulk < 400 <= 4 * 100
+    assert "< 400" in short.headline()
+
+
+def test_one_chain_is_not_checked_unless_its_ess_fails():
+    from latentzoo.inference.mcmc import convergence
+
+    assert convergence(_sample(0.0, chains=1, draws=2000)).status == "not checked"
+    assert convergence(_sample(0.0, chains=1, draws=50)).status == "not converged"
+
+
+def test_gibbs_records_its_verdict_in_the_attributes_and_the_file(tmp_path):
+    # Before: nothing in the sample or its file said whether it converged.
+    from latentzoo.inference import mixture
+    from latentzoo.inference.mcmc import convergence
+    from latentzoo.models import DirichletProcessMixture
+
+    data = load("digits").subset(np.arange(60))
+    idata = mixture.gibbs(DirichletProcessMixture(alpha=2.0), data, chains=2, draws=12, tune=2,
+                          random_state=0, progressbar=False)  # fmt: skip
+    attrs = idata.posterior.attrs
+    assert attrs["convergence"] == "not converged" and attrs["converged"] == 0
+    assert attrs["min_ess_bulk"] < 200 and attrs["max_r_hat_var"]
+    assert "R-hat <= 1.01" in attrs["convergence_rule"]
+    # The DPM's suggestion names the split-merge moves it was run without.
+    assert "split_merge=True" in attrs["convergence_advice"]
+    path = tmp_path / "dpm.nc"
+    idata.to_netcdf(path)
+    back = az.from_netcdf(path)
+    assert convergence(back) == convergence(idata)
+    assert back.posterior.attrs["max_r_hat"] == pytest.approx(attrs["max_r_hat"])
+
+
+def test_warnings_point_at_the_callers_line(monkeypatch):
+    # Before: the keep_params warning named latentzoo/api.py, a line the user never wrote.
+    import latentzoo
+    from latentzoo.inference import mcmc
+
+    monkeypatch.setattr(mcmc, "MAX_KEPT_VALUES", 10)
+    with pytest.warns(UserWarning, match="keep_params='auto' drops") as caught:
+        latentzoo.fit(AspectModel(2), load("toy"), method="gibbs", chains=2, draws=5, tune=0,
+                      random_state=0, progressbar=False)  # fmt: skip
+    assert {w.filename for w in caught} == {__file__}
