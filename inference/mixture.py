@@ -1128,9 +1128,11 @@ def _prepare_gibbs(
     else:
         dims["x"] = ["item"]
     desc = "mixture Gibbs" if sampler.finite else "DPM Gibbs"
+    # With test, x is each draw's log p(x_i | z, X): the held-out rule of the model itself
+    # (partition_predictive_log_density), so heldout_score can average it without the training data.
     return GibbsSetup(
         sampler, draw, coords, dims, scored, desc=desc, log_likelihood_name="x",
-        label_axes=label_axes(model),
+        label_axes=label_axes(model), heldout_rule_scored=True,
     )  # fmt: skip
 
 

@@ -39,6 +39,7 @@ import dataclasses
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+from scipy.special import logsumexp
 
 from latentzoo import models as _models
 from latentzoo.inference._lazy import lazy_import
@@ -246,6 +247,52 @@ def _training_data(result, model, train):
     return _observed_train(result, model)
 
 
+_SCORED_ADVICE = {
+    True: (
+        "its log_likelihood group scored another test set than this one (or did not store it "
+        "in observed_data): pass train=, the training data, or score the test set gibbs was given"
+    ),
+    False: (
+        "it was made with test=, whose log_likelihood group holds each draw's joint log density "
+        "of a test row, not this per-token score: refit with keep_params=True, or keep fewer "
+        "draws (draws= with thin=, as latentzoo.perplexity averages at most 200) so that "
+        "keep_params='auto' keeps them"
+    ),
+}
+"""What to do with a sample made with ``test=`` that cannot score ``test``, by whether its
+``log_likelihood`` group holds the model's held-out rule (``log_likelihood_heldout_rule``)."""
+
+
+def _heldout_rule_scored(result) -> bool:
+    """Whether the sample's ``log_likelihood`` group scored a test set by the model's held-out
+    rule (the attribute ``log_likelihood_heldout_rule`` that
+    :func:`~latentzoo.inference.mcmc.gibbs_entry` records)."""
+    return bool(int(result.posterior.attrs.get("log_likelihood_heldout_rule", 0)))
+
+
+def _scored_heldout(result, model, test, positions) -> np.ndarray | None:
+    """The posterior predictive of ``test`` read from the ``log_likelihood`` group, or None.
+
+    Available when the sampler ran with ``test=`` and declared that each draw's entry there is
+    that draw's held-out log density under the model's own held-out rule (the attribute
+    ``log_likelihood_heldout_rule``; the mixtures' ``log p(x_i | z, X)``), and ``test`` is the test
+    set it scored (stored in ``observed_data``): then ``log mean_s exp(entry_s)`` over the same
+    thinned draws is exactly what the draws and the training data would give.
+    """
+    groups = result.groups()
+    if not _heldout_rule_scored(result) or not {"log_likelihood", "observed_data"} <= set(groups):
+        return None
+    stored = model.data_type.from_observed_data(result.observed_data)
+    if stored is None or stored.shape != test.shape:
+        return None
+    if not np.array_equal(stored.toarray(), test.toarray()):
+        return None
+    [name] = list(result.log_likelihood.data_vars)
+    values = result.log_likelihood[name].transpose("chain", "draw", ...).to_numpy()
+    picked = np.stack([values[c, d] for c, d in positions])
+    return logsumexp(picked, axis=0) - np.log(len(positions))
+
+
 # ------------------------------------------------------------------ per-draw scores
 _EXTRA = ("z", "resp", "I", "J", "c", "p", "q", "n_obs", "pi", "psi_x", "psi_y", "alpha")
 """Variables besides ``model.param_names`` that a draw's held-out rule or labels read."""
@@ -265,12 +312,19 @@ def _sample_heldout(result, model, test, train, max_draws) -> np.ndarray:
     if train is not None:
         _check_test_shape(train, rows, cols, name="train")
         _check_test_shape(test, *train.shape)
+    positions = _draw_positions(posterior, max_draws)
     if not model.heldout_draws_usable(names, train):
+        scored = _scored_heldout(result, model, test, positions)
+        if scored is not None:
+            return scored
         kept = posterior.attrs.get("kept_params")
         refit = model.heldout_draws_advice is REFIT_ADVICE  # draws that keep_params can drop
         why = " (keep_params dropped them)" if refit and kept is not None and not int(kept) else ""
-        raise missing_draws_error(model, why, model.heldout_draws_advice)
-    positions = _draw_positions(posterior, max_draws)
+        advice = model.heldout_draws_advice
+        if posterior.attrs.get("log_likelihood_data") == "test":
+            # test= was passed already: repeating that advice would send the user in a circle.
+            advice = _SCORED_ADVICE[_heldout_rule_scored(result)]
+        raise missing_draws_error(model, why, advice)
     draws = (_draw_params(posterior, names, c, d) for c, d in positions)
     return model.heldout_posterior_predictive(draws, test, train)
 
@@ -305,7 +359,9 @@ def heldout_log_likelihood(
         The training data, needed only by samples that hold no per-row memberships or no
         parameters: PyMC's one-sided clustering (``rho``, ``q``), two-sided clustering (``I``,
         ``J``), and the mixtures' collapsed Gibbs (partitions ``z``). By default taken from the
-        ``observed_data`` group when it holds the training data.
+        ``observed_data`` group when it holds the training data. A mixture sample made with
+        ``gibbs(..., test=test)`` needs none for that same ``test``: its ``log_likelihood``
+        group holds each draw's ``log p(x_i | z, X)``, averaged over the draws as here.
     max_draws : int or None
         A sample is thinned evenly to at most this many draws (None: all draws).
     model : optional

@@ -301,6 +301,11 @@ def test_dropped_parameters_are_recorded_and_explained(model, corpus, monkeypatc
     # The way out the message names: gibbs(test=...) scores the test set in log_likelihood.
     scored = _gibbs(model, train, test=test, keep_params=False)
     assert scored.posterior.attrs["log_likelihood_data"] == "test"
+    # Its rows are joint densities, not the per-token score: the message does not send the user
+    # back to test= (issue 24) but to the kept parameters.
+    with pytest.raises(ValueError, match="made with test=.*keep_params=True") as refused:
+        perplexity(scored, test)
+    assert "pass test= to gibbs" not in str(refused.value)
 
 
 def test_kept_params_attribute_when_kept(corpus):
@@ -326,10 +331,17 @@ def test_mixture_sample_score_is_the_predictive_given_the_partitions(model, item
     score = heldout_score(back, test)
     assert score == pytest.approx(expected.sum() / test.n_items, rel=1e-10)
     assert perplexity(back, test) == pytest.approx(np.exp(-score), rel=1e-12)
-    # The observed_data of a run with test= hold the test items: the training items are needed.
-    with pytest.raises(ValueError, match="train="):
-        perplexity(scored, test)
+    # Issue 24: the run with test= scores that test set from its log_likelihood group (before,
+    # it was refused with the advice to pass test= to gibbs, which had been done), the same
+    # number as the partitions with the training items give, also read back from netCDF.
+    (tmp_path / "scored").mkdir()
+    for sample in (scored, _round_trip(scored, tmp_path / "scored")):
+        assert heldout_score(sample, test) == pytest.approx(score, rel=1e-10)
     assert perplexity(scored, test, train=train) == pytest.approx(np.exp(-score), rel=1e-10)
+    assert perplexity(scored, test) == pytest.approx(np.exp(-score), rel=1e-10)
+    # Another test set than the one scored still needs the training items, and says so.
+    with pytest.raises(ValueError, match="scored another test set.*pass train="):
+        perplexity(scored, train)
 
 
 @pytest.mark.parametrize("model", MIXTURES, ids=_name)
