@@ -727,7 +727,7 @@ def cool(problem: EMProblem, params: dict, schedule: GeometricCooling, max_iter=
     -------
     run : AnnealingResult
         ``converged``: the last temperature met its tolerance; ``transition_measure``: the order
-        parameter in words (None without one).
+        parameter in words, or the log-likelihood rule when the problem has none).
     stages : pandas.DataFrame
         One row per temperature: ``beta``, ``iterations``, ``stopped`` (``"tolerance"`` or
         ``"max_iter"``), the final ``log_likelihood`` and ``free_energy``, with an order
@@ -763,6 +763,11 @@ def cool(problem: EMProblem, params: dict, schedule: GeometricCooling, max_iter=
         measure = symmetry.measure()
     elif order is not None:
         measure = (order.__doc__ or "the problem's order_parameter").strip().splitlines()[0]
+    else:
+        measure = (
+            "no order parameter: a log-likelihood change between temperatures above "
+            f"{schedule.jump_factor:g} times the median change"
+        )
     run = None
     for beta in schedule.betas():
         unsettled, perturbed = None, 0
@@ -790,7 +795,7 @@ def cool(problem: EMProblem, params: dict, schedule: GeometricCooling, max_iter=
             break
     stages = pd.DataFrame(rows)
     trace = pd.concat(traces, ignore_index=True)
-    if measure is None and "order_parameter" in stages:
+    if order is None and "order_parameter" in stages:
         measure = "the problem's order parameter (its stage_summary)"
     result = AnnealingResult(params=params, trace=trace, converged=run.converged,
                              betas=schedule.betas(), stages=stages,
@@ -1482,10 +1487,13 @@ def component_params(model, data, params: dict) -> list[list[str]]:
     """The parameters whose first axis indexes components, grouped by that axis (one list per
     kind of component), from the model's declared dims.
 
-    A parameter qualifies when it has at least two axes, its declared dims match its shape and
-    its first dim is not one of the data's (documents, words: the dims whose coordinates are
-    the data's row or column labels); the aspect model's ``phi`` (topic x word) does, its
-    ``theta`` (doc x topic) does not.
+    A parameter qualifies when it has at least two axes, its declared dims match its shape, its
+    first dim is not one of the data's and all its other dims are (the data's dims: those whose
+    coordinates are the data's row or column labels): a component's own distribution over the
+    data. The aspect model's ``phi`` (topic x word) does; its ``theta`` (doc x topic), a
+    two-sided model's ``pi`` (row cluster x column cluster) and the HACM's ``tau`` (leaf x level,
+    mixing weights, fixed in some forms) do not. A family without such a parameter gets no
+    symmetry breaking from the driver.
 
     Examples
     --------
@@ -1509,7 +1517,8 @@ def component_params(model, data, params: dict) -> list[list[str]]:
         sized = all(
             dim in coords and len(coords[dim]) == n for dim, n in zip(declared, shape, strict=True)
         )
-        if sized and declared[0] not in data_dims:
+        own = declared[0] not in data_dims and all(dim in data_dims for dim in declared[1:])
+        if sized and own:
             kinds.setdefault(declared[0], []).append(name)
     return list(kinds.values())
 
