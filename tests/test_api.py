@@ -1,5 +1,8 @@
 """Tests of the face: ``latentzoo.fit`` and ``latentzoo.validate``."""
 
+import warnings
+from pathlib import Path
+
 import arviz as az
 import numpy as np
 import pytest
@@ -234,3 +237,56 @@ def test_converged_sample_is_silent_and_says_so():
                               tune=20, random_state=0, progressbar=False)  # fmt: skip
     assert idata.posterior.attrs["convergence"] == "converged"
     assert idata.posterior.attrs["max_r_hat"] <= 1.01
+
+
+# ------------------------------------------------------------------ the README (issue 24)
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+SMALL_TEN_LINES = {
+    'AspectModel(n_components=20)': "AspectModel(n_components=3)",
+    "latentzoo.validate(AspectModel(2), quick=True)":
+        'latentzoo.validate(AspectModel(2), quick=True, levels=["exact"])',
+}  # fmt: skip
+"""What the test shrinks in the README's "Ten lines" (each must be there as written); the data are
+the first 40 Reuters documents on their 60 most frequent words."""
+
+
+def _python_block(section: str) -> str:
+    """The first Python block of the README section titled ``section``."""
+    text = README.read_text().split(f"\n## {section}\n", 1)[1]
+    return text.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_readme_ten_lines_run_as_written(monkeypatch, capsys):
+    # Before: keep_params="auto" dropped the Gibbs draws (2 chains x 300 draws x 93,060 values is
+    # above 2e7) and latentzoo.perplexity(idata, test) raised at line 11. Run at small sizes with
+    # the limit scaled to the same number of kept draws, so the decision is the full-size one.
+    from latentzoo import data as data_module
+    from latentzoo.inference import mcmc
+
+    block = _python_block("Ten lines")
+    for written, small in SMALL_TEN_LINES.items():
+        assert written in block, f"the README's Ten lines no longer say {written!r}"
+        block = block.replace(written, small)
+    reuters = load("reuters")
+    full_values = 20 * (reuters.n_rows + reuters.n_cols)  # theta and phi at K = 20
+    small = reuters.subset(rows=np.arange(40), cols=reuters.top_columns(60))
+    small = small.subset(rows=np.flatnonzero(small.row_totals > 0))
+    small_values = 3 * (small.n_rows + small.n_cols)
+    monkeypatch.setattr(mcmc, "MAX_KEPT_VALUES", mcmc.MAX_KEPT_VALUES * small_values // full_values)
+    monkeypatch.setattr(
+        data_module, "load", lambda name: small if name == "reuters" else load(name)
+    )
+    namespace = {"__name__": "readme"}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(compile(block, str(README), "exec"), namespace)  # noqa: S102 - the README's own code
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3
+    assert namespace["idata"].posterior.attrs["kept_params"] == 1
+    assert 1 < float(lines[1]) < 60  # the Gibbs perplexity, below the uniform one over 60 words
+    assert not [w for w in caught if "keep_params" in str(w.message)]
+    # The README says the Gibbs run's verdict is warned about and recorded; it is.
+    verdict = namespace["idata"].posterior.attrs["convergence"]
+    warned = [w for w in caught if w.category is latentzoo.ConvergenceWarning]
+    assert bool(warned) == (verdict == "not converged")
