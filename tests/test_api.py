@@ -290,3 +290,17 @@ def test_readme_ten_lines_run_as_written(monkeypatch, capsys):
     verdict = namespace["idata"].posterior.attrs["convergence"]
     warned = [w for w in caught if w.category is latentzoo.ConvergenceWarning]
     assert bool(warned) == (verdict == "not converged")
+
+
+def test_pymc_sample_carries_the_same_verdict():
+    pytest.importorskip("pymc")
+    from latentzoo.inference import mcmc
+    from latentzoo.models import OneSidedClustering
+
+    with pytest.warns(latentzoo.ConvergenceWarning, match=r"^pymc: NOT CONVERGED: .*target_accept"):
+        idata = latentzoo.fit(OneSidedClustering(2), load("toy"), method="pymc", chains=2,
+                              draws=10, tune=10, random_state=0, progressbar=False)  # fmt: skip
+    attrs = idata.posterior.attrs
+    assert attrs["convergence"] == "not converged" and attrs["converged"] == 0
+    recomputed = mcmc.convergence(az.from_dict(posterior=dict(idata.posterior.data_vars)))
+    assert attrs["max_r_hat"] == pytest.approx(recomputed.max_r_hat)
