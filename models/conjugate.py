@@ -67,6 +67,7 @@ from typing import ClassVar
 import numba as nb
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import solve_triangular
 from scipy.special import betaln, gammaln, xlogy
 
 from latentzoo.data.checks import as_rng, check_entries
@@ -106,6 +107,19 @@ _LOG_PI = math.log(math.pi)
 _LOG_2PI = math.log(2.0 * math.pi)
 # Items per block when a method builds an (items, clusters, features) array: about 16 MB of float64.
 _BLOCK = 2**21
+
+#: Largest ``|x - mu0|`` a Normal component scores: squared and summed over items, larger
+#: deviations come near float64's largest number (1.8e308) and the closed forms turn NaN.
+DEVIATION_LIMIT = 1e100
+#: Largest squared distance of an item from ``mu0`` in units of the prior scale,
+#: ``(x - mu0)^T psi0^-1 (x - mu0)`` (``(x - mu0)^2 / (2 b0)`` per Normal-Gamma feature). Beyond
+#: it float64 (16 digits) cannot resolve ``psi0`` (``b0``) beside the data's scatter: the
+#: downdates of the Gibbs samplers and the Cholesky factors of small clusters lose it, so the log
+#: marginals come out wrong or the scale matrix stops being positive definite. A cluster's log
+#: marginal after 100 additions and removals of items spread as far as they lie drifts by up to
+#: 4 nats at 1e16 and 1e-3 at this limit (6e-6 at 1e10); items close together drift far less
+#: (``tests/models/test_conjugate.py``: 2000 moves at 2e10 stay within 1e-7).
+SPREAD_LIMIT = 1e12
 
 
 def dirichlet_logpdf(x, concentration) -> float:
@@ -318,8 +332,9 @@ def _chol_downdate(row, off, D, v):
         norm2 += a[j] * a[j]
     if not norm2 < 1.0:
         raise ValueError(
-            "stats_update: removing this item leaves a scale matrix that is not positive definite"
-            " (was the item in the cluster?)"
+            "stats_update: removing this item leaves a scale matrix that is not positive definite:"
+            " either the item was not in the cluster, or the data's scatter dwarfs psi0 beyond what"
+            " float64 resolves (standardise the features or set psi0 to the data's scale)"
         )
     alpha = math.sqrt(1.0 - norm2)
     c = np.empty(D)
@@ -666,6 +681,33 @@ def _reject_first(X, bad, requirement: str) -> None:
     if bad.any():
         i, j = _first(bad)
         raise ValueError(f"X[{i}, {j}] = {X[i, j]} is not {requirement}")
+
+
+def _check_deviations(X, mu0, component: str) -> np.ndarray:
+    """``X - mu0``, or ``ValueError`` naming the first entry farther than :data:`DEVIATION_LIMIT`
+    from ``mu0`` (its square would come near float64's largest number)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        dev = X - mu0
+        far = ~(np.abs(dev) <= DEVIATION_LIMIT)
+    if far.any():
+        i, j = _first(far)
+        raise ValueError(
+            f"X[{i}, {j}] = {float(X[i, j])!r} is too far from mu0 = {float(mu0[j])!r} for the "
+            f"{component} component: |x - mu0| must be at most {DEVIATION_LIMIT:g}, beyond which "
+            "sums of squared deviations overflow float64; rescale the features (e.g. standardise "
+            "them)"
+        )
+    return dev
+
+
+def _spread_error(where: str, component: str, measure: str, value: float, prior: str) -> ValueError:
+    """The message of an item beyond :data:`SPREAD_LIMIT` prior scales from ``mu0``."""
+    return ValueError(
+        f"{where} is too far from mu0 for the prior scale of the {component} component: "
+        f"{measure} = {value:.3g} exceeds {SPREAD_LIMIT:g}, beyond which float64 cannot resolve "
+        f"{prior} beside the data's scatter (the marginal likelihoods come out wrong); standardise "
+        f"the features or set {prior} to the data's scale"
+    )
 
 
 def _check_labels(labels, n_items, n_clusters):
@@ -1449,9 +1491,37 @@ class NormalGamma(_Component):
         """``[mu0 (D), kappa0 (D), a0 (D), b0 (D)]`` for the kernels."""
         return np.concatenate(list(self.hyperparameters(D).values()))
 
+    def _check_values(self, X):
+        """``ValueError`` naming the first entry too far from ``mu0`` to be scored in float64:
+        ``|x - mu0|`` above :data:`DEVIATION_LIMIT`, or ``(x - mu0)^2 / (2 b0)`` above
+        :data:`SPREAD_LIMIT` (Welford's downdates then leave rounding errors larger than ``b0``).
+
+        Examples
+        --------
+        >>> NormalGamma().check_data([[0.5, 1e300]])
+        Traceback (most recent call last):
+        ...
+        ValueError: X[0, 1] = 1e+300 is too far from mu0 = 0.0 for the NormalGamma component: |x - mu0| must be at most 1e+100, beyond which sums of squared deviations overflow float64; rescale the features (e.g. standardise them)
+        """
+        h = self.hyperparameters(X.shape[1])
+        dev = _check_deviations(X, h["mu0"], "NormalGamma")
+        with np.errstate(over="ignore"):
+            spread = dev * dev / (2.0 * h["b0"])
+        far = ~(spread <= SPREAD_LIMIT)
+        if far.any():
+            i, j = _first(far)
+            raise _spread_error(
+                f"X[{i}, {j}] = {float(X[i, j])!r}",
+                "NormalGamma",
+                "(x - mu0)^2 / (2 b0)",
+                spread[i, j],
+                "b0",
+            )
+
     def stats(self, X, labels, n_clusters) -> np.ndarray:
         """``(n_clusters, 2 D + 1)`` rows ``[n_k, mean_k, M2_k]`` (means first, then deviations)."""
         X, labels, counts, sums = self._counts_sums(X, labels, n_clusters)
+        self._check_values(X)
         means = sums / np.maximum(counts, 1.0)[:, None]
         m2 = np.asarray(_one_hot(labels, n_clusters) @ (X - means[labels]) ** 2)
         return np.column_stack([counts, means, m2])
@@ -1488,6 +1558,7 @@ class NormalGamma(_Component):
         """``(N, K)`` Student-t posterior predictive (Murphy 2007, eq. (100)), over features."""
         X = _as_matrix(X)
         stats = self._stats_for(stats, X)
+        self._check_values(X)
         D = X.shape[1]
         kappa_n, mu_n, a_n, b_n = self._posterior(stats, D)
         nu = 2.0 * a_n
@@ -1793,6 +1864,42 @@ class NormalInverseWishart(_Component):
         logdet = 2.0 * np.sum(np.log(np.diag(chol)))
         return np.concatenate([[h["kappa0"], h["nu0"], logdet], h["mu0"], chol.ravel()])
 
+    def _check_values(self, X):
+        """``ValueError`` naming the first item too far from ``mu0`` to be scored in float64: an
+        entry with ``|x - mu0|`` above :data:`DEVIATION_LIMIT`, or an item with
+        ``(x - mu0)^T psi0^-1 (x - mu0)`` above :data:`SPREAD_LIMIT` (small clusters' scale
+        matrices then lose ``psi0`` to rounding and stop being positive definite).
+
+        Examples
+        --------
+        >>> NormalInverseWishart().check_data([[0.5, 1.0], [2e8, -1e8]])
+        Traceback (most recent call last):
+        ...
+        ValueError: X[1, :] (item 1) is too far from mu0 for the prior scale of the NormalInverseWishart component: (x - mu0)^T psi0^-1 (x - mu0) = 5e+16 exceeds 1e+12, beyond which float64 cannot resolve psi0 beside the data's scatter (the marginal likelihoods come out wrong); standardise the features or set psi0 to the data's scale
+        """
+        h = self.hyperparameters(X.shape[1])
+        dev = _check_deviations(X, h["mu0"], "NormalInverseWishart")
+        if dev.size == 0:
+            return
+        # |dev|^2 / lambda_min(psi0) bounds the whitened distance: ordinary data pass on it
+        # without a triangular solve.
+        bound = np.einsum("ij,ij->i", dev, dev) / np.linalg.eigvalsh(h["psi0"])[0]
+        if not bound.max() > SPREAD_LIMIT:
+            return
+        chol = np.linalg.cholesky(h["psi0"])
+        white = solve_triangular(chol, dev.T, lower=True)
+        spread = np.einsum("ij,ij->j", white, white)
+        far = ~(spread <= SPREAD_LIMIT)
+        if far.any():
+            i = int(np.argmax(far))
+            raise _spread_error(
+                f"X[{i}, :] (item {i})",
+                "NormalInverseWishart",
+                "(x - mu0)^T psi0^-1 (x - mu0)",
+                spread[i],
+                "psi0",
+            )
+
     def stats(self, X, labels, n_clusters) -> np.ndarray:
         """``(n_clusters, 1 + D + D^2)`` rows ``[n_k, mu_n, chol(Psi_n)]`` (eqs. (250)-(254)).
 
@@ -1800,6 +1907,7 @@ class NormalInverseWishart(_Component):
         no loop over single items) and factorised in one batched Cholesky.
         """
         X, labels, counts, sums = self._counts_sums(X, labels, n_clusters)
+        self._check_values(X)
         D = X.shape[1]
         h = self.hyperparameters(D)
         means = sums / np.maximum(counts, 1.0)[:, None]
@@ -1854,6 +1962,7 @@ class NormalInverseWishart(_Component):
         """``(N, K)`` multivariate Student-t posterior predictive (Murphy 2007, eq. (258))."""
         X = _as_matrix(X)
         stats = self._stats_for(stats, X)
+        self._check_values(X)
         D = X.shape[1]
         h = self.hyperparameters(D)
         n, mu_n, chol = self._unpack(stats, D)
