@@ -67,6 +67,7 @@ __all__ = [
     "draw_log_weights",
     "keep_params_auto",
     "next_uniform",
+    "judged_variables",
     "rank_rhat",
     "record_convergence",
     "sample_to_inference_data",
@@ -82,8 +83,8 @@ MAX_OBSERVED_CELLS = 5_000_000
 RHAT_DISAGREE = 1.1
 """After label alignment, chains whose aligned parameters reach this R-hat are said to disagree."""
 MAX_ESS_VALUES = 200
-""":func:`convergence` computes the bulk and tail ESS of variables of at most this many values per
-draw (the invariants and scalars; R-hat covers every float variable)."""
+""":func:`convergence` computes the bulk and tail ESS of the judged variables of at most this many
+values per draw (R-hat covers them all)."""
 RHAT_MAX = 1.01
 """Largest rank-normalised split R-hat of a converged sample: the threshold of Vehtari et al. (2021)
 that ArviZ 0.2x's ``rhat`` cites and PyMC's sampler checks apply."""
@@ -974,7 +975,7 @@ def _max_rhat(posterior: xr.Dataset, names) -> tuple[float, str]:
 
 CONVERGENCE_RULE = (
     f"rank-normalised split R-hat <= {RHAT_MAX} and bulk and tail ESS >= {ESS_PER_CHAIN_MIN} per "
-    "chain (Vehtari et al. 2021, as ArviZ and PyMC apply them)"
+    "chain (Vehtari et al. 2021, as ArviZ and PyMC apply them) on the label-invariant quantities"
 )
 """The rule of :func:`convergence`, as recorded in a sample's ``convergence_rule`` attribute."""
 
@@ -992,8 +993,9 @@ class Convergence(NamedTuple):
     ``status`` is ``"converged"`` (R-hat and both ESS meet :data:`CONVERGENCE_RULE`),
     ``"not converged"`` (one of them fails) or ``"not checked"`` (one chain, whose ESS passes: R-hat
     needs two; or fewer than 4 draws). A quantity that could not be computed is NaN with an empty
-    variable name; R-hat is taken over every float posterior variable, the ESS over those of at
-    most ``MAX_ESS_VALUES`` values per draw (the invariants and scalars).
+    variable name; R-hat is taken over the label-invariant float variables
+    (:func:`judged_variables`), the ESS over those of them of at most ``MAX_ESS_VALUES`` values
+    per draw.
 
     Examples
     --------
@@ -1087,10 +1089,33 @@ def _min_ess(posterior, names, method: str) -> tuple[float, str]:
     return (least, where) if np.isfinite(least) else (np.nan, "")
 
 
-def _compute_convergence(idata, advice: str) -> Convergence:
+def judged_variables(posterior, label_dims=()) -> list[str]:
+    """The posterior variables the verdict judges: the float ones that carry no label dimension
+    (``label_dims``, the dims of the family's :class:`LabelAxis`), i.e. the label-invariant
+    quantities; every float variable when none is left.
+
+    Labels that switch within a chain (the chains of a topic or mixture model visiting the
+    same modes under permuted labels) raise the R-hat of ``theta`` however well the chains mix;
+    the invariants (``loglik``, ``p_dyad``, ``coassign``) are what a converged sample must agree
+    on (the project's rule, shared/DESIGN.md).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> posterior = xr.Dataset({"theta": (("chain", "draw", "doc", "topic"), np.zeros((1, 2, 3, 2))),
+    ...                         "loglik": (("chain", "draw"), np.zeros((1, 2)))})
+    >>> judged_variables(posterior, ("topic",)), judged_variables(posterior)
+    (['loglik'], ['theta', 'loglik'])
+    """
+    floats = [name for name, var in posterior.data_vars.items() if var.dtype.kind == "f"]
+    free = [name for name in floats if not set(posterior[name].dims) & set(label_dims)]
+    return free or floats
+
+
+def _compute_convergence(idata, advice: str, label_dims=()) -> Convergence:
     posterior = idata.posterior
     chains, draws = int(posterior.sizes["chain"]), int(posterior.sizes["draw"])
-    names = [name for name, var in posterior.data_vars.items() if var.dtype.kind == "f"]
+    names = judged_variables(posterior, label_dims)
     worst, where = _max_rhat(posterior, names) if chains >= 2 else (np.nan, "")
     small = [n for n in names if posterior[n].size <= MAX_ESS_VALUES * chains * draws]
     bulk, bulk_var = _min_ess(posterior, small, "bulk") if draws >= 4 else (np.nan, "")
@@ -1106,18 +1131,19 @@ def _compute_convergence(idata, advice: str) -> Convergence:
     return Convergence(status, chains, draws, worst, where, bulk, bulk_var, tail, tail_var, advice)
 
 
-def convergence(idata, advice: str | None = None) -> Convergence:
+def convergence(idata, advice: str | None = None, label_dims=()) -> Convergence:
     """The convergence verdict of a sample: the one recorded by :func:`record_convergence` (a
     Gibbs sample, a PyMC sample from :func:`latentzoo.fit`, or either read back from netCDF), or
     else computed now by the same rule without changing ``idata``.
 
     The rule (:data:`CONVERGENCE_RULE`), as ArviZ 0.2x documents it after Vehtari et al. (2021)
     and PyMC applies it after sampling: every rank-normalised split R-hat at most ``RHAT_MAX`` =
-    1.01 (ArviZ's ``rhat`` default method; over every float posterior variable, with at least 2
-    chains), and the bulk and the tail ESS at least ``ESS_PER_CHAIN_MIN`` = 100 per chain (400
+    1.01 (ArviZ's ``rhat`` default method; with at least 2 chains), and the bulk and the tail ESS at least ``ESS_PER_CHAIN_MIN`` = 100 per chain (400
     for four chains, ArviZ's ``plot_ess`` line), over the variables of at most
-    ``MAX_ESS_VALUES`` values per draw (the label-invariant quantities and the scalars). One
-    chain is "not converged" when its ESS fails, else "not checked" (R-hat needs two chains).
+    ``MAX_ESS_VALUES`` values per draw. Both are taken on the label-invariant quantities: the
+    variables without a label dimension (:func:`judged_variables`), as the validation and the demo
+    report judge them. One chain is "not converged" when its ESS fails, else "not checked"
+    (R-hat needs two chains).
 
     Parameters
     ----------
@@ -1125,6 +1151,9 @@ def convergence(idata, advice: str | None = None) -> Convergence:
         A sample with a ``posterior`` group (``chain`` and ``draw`` dims).
     advice : str, optional
         What to suggest when it failed (the default: longer chains or other starts).
+    label_dims : sequence of str
+        The label dimensions of the family (``"topic"``, ``"cluster"``, ...), whose variables are
+        left out (:func:`judged_variables`).
 
     Returns
     -------
@@ -1145,10 +1174,10 @@ def convergence(idata, advice: str | None = None) -> Convergence:
     )
     if recorded is not None:
         return recorded
-    return _compute_convergence(idata, _ADVICE if advice is None else advice)
+    return _compute_convergence(idata, _ADVICE if advice is None else advice, label_dims)
 
 
-def record_convergence(idata, advice: str | None = None) -> Convergence:
+def record_convergence(idata, advice: str | None = None, label_dims=()) -> Convergence:
     """Compute the verdict of :func:`convergence` and write it into the attributes of every group
     of ``idata`` (:meth:`Convergence.attrs`: ``convergence``, ``converged``, ``max_r_hat``,
     ``min_ess_bulk``, ``min_ess_tail``, ...), so the saved file carries it; returns it.
@@ -1161,9 +1190,13 @@ def record_convergence(idata, advice: str | None = None) -> Convergence:
     >>> idata.posterior.attrs["convergence"] == verdict.status, idata.posterior.attrs["converged"]
     (True, 0)
     """
-    verdict = _compute_convergence(idata, _ADVICE if advice is None else advice)
+    verdict = _compute_convergence(idata, _ADVICE if advice is None else advice, label_dims)
+    attrs = {
+        **verdict.attrs(),
+        "convergence_vars": ", ".join(judged_variables(idata.posterior, label_dims)),
+    }
     for group in idata.groups():
-        idata[group].attrs.update(verdict.attrs())
+        idata[group].attrs.update(attrs)
     return verdict
 
 
@@ -1279,9 +1312,10 @@ _GIBBS_NOTES = """Notes
 
     Convergence: the attributes also carry the verdict of
     :func:`latentzoo.inference.mcmc.convergence` (rank R-hat <= 1.01 and bulk and tail ESS >= 100
-    per chain, as ArviZ recommends after Vehtari et al. 2021): ``convergence`` ("converged", "not
-    converged" or "not checked"), ``converged`` (1 or 0), ``max_r_hat``, ``min_ess_bulk``,
-    ``min_ess_tail``, the variables reaching them, the rule and a suggestion.
+    per chain, as ArviZ recommends after Vehtari et al. 2021, on the label-invariant quantities):
+    ``convergence`` ("converged", "not converged" or "not checked"), ``converged`` (1 or 0),
+    ``max_r_hat``, ``min_ess_bulk``, ``min_ess_tail``, the variables reaching them, the variables
+    judged (``convergence_vars``), the rule and a suggestion.
     :func:`latentzoo.fit` raises a ``latentzoo.ConvergenceWarning`` from them.
 
     Label switching: chains of a mixture-like model find the same components under different
@@ -1410,7 +1444,10 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
             idata[group].attrs.update(attrs)
         # The one convergence verdict, in the attributes: latentzoo.fit warns from them, the
         # command line prints and exits from them, and the saved file keeps them.
-        record_convergence(idata, advice=_convergence_advice(prepare, options))
+        record_convergence(
+            idata, advice=_convergence_advice(prepare, options),
+            label_dims=[axis.dim for axis in setup.label_axes],
+        )  # fmt: skip
         return idata
 
     gibbs.__doc__ = _with_notes(doc, _GIBBS_NOTES)

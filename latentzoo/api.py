@@ -130,6 +130,8 @@ def fit_pymc(model, data, **options):
 
     options.setdefault("label_axes", entry_for(model).labels_to_align(model))
     idata = _reference.fit_pymc(model, data, **options)
-    # The verdict every sample carries (the Gibbs samplers record theirs as they finish).
-    record_convergence(idata, advice=PYMC_ADVICE)
+    # The verdict every sample carries (the Gibbs samplers record theirs as they finish), on
+    # the same label-invariant quantities.
+    label_dims = [axis.dim for axis in options["label_axes"] or ()]
+    record_convergence(idata, advice=PYMC_ADVICE, label_dims=label_dims)
     return idata

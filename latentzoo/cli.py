@@ -450,7 +450,7 @@ def _convergence_line(verdict, required: bool) -> str:
     one_chain = f"; {ONE_CHAIN}, use --chains 2 or more" if verdict.chains < 2 else ""
     text = (
         f"latentzoo: {verdict.headline()} (rule: R-hat <= 1.01, bulk and tail ESS >= 100 per "
-        f"chain){one_chain}; try: {verdict.advice}. The result is saved; exit status {status}"
+        f"chain, on the label-invariant quantities){one_chain}; try: {verdict.advice}. The result is saved; exit status {status}"
         + ("" if required else " (--require-converged makes it 3)")
     )
     if sys.stderr.isatty():  # bold, as the report's **NOT CONVERGED**
