@@ -72,6 +72,9 @@ PROBABILITIES = {"p_dyad", "coassign", "coassign_rows", "coassign_cols", "psi_x"
 
 PROBABILITY_ATOL = {np.float64: 1e-6, np.float32: 1e-4}
 
+CONJUGATE_SCORES = {"sample_stats.lp", "posterior.loglik", "log_likelihood.x", "result.score"}
+"""Log densities and scores that a model with a conjugate component keeps finite."""
+
 SAMPLER_SWITCHES = ("split_merge", "sample_alpha")
 """Boolean options of a sampler, fuzzed where its docstring documents them."""
 
@@ -112,10 +115,16 @@ COMPONENTS = {
 """The conjugate components a mixture may use for each kind of feature data."""
 
 
+EXTREME_SCALES = (1e300, 1e8, 1e-300)
+"""Factors of the rare extreme real data (issue 24): squares that overflow, a spread 1e16 times
+the default prior scale (beyond what float64 resolves beside it), squares that underflow."""
+
+
 @st.composite
-def features(draw):
+def features(draw, extreme=False):
     """Small feature data of one kind (mostly binary, the default component's): binary, counts or
-    real values, dense or sparse."""
+    real values, dense or sparse. With ``extreme``, rarely reals scaled by one of
+    :data:`EXTREME_SCALES` or uint64 counts holding ``2**63`` (beyond int64)."""
     kind = draw(st.sampled_from(["binary", "binary", "counts", "real"]))
     n = draw(st.integers(1, 8))
     d = draw(st.integers(1, 5))
@@ -125,6 +134,12 @@ def features(draw):
         "real": st.floats(-10, 10, allow_nan=False, allow_subnormal=False),
     }[kind]
     matrix = draw(arrays(np.float64, (n, d), elements=elements))
+    if extreme and kind in ("counts", "real") and rarely(draw):
+        if kind == "real":
+            return matrix * draw(st.sampled_from(EXTREME_SCALES))
+        matrix = matrix.astype(np.uint64)
+        matrix[draw(st.integers(0, n - 1)), draw(st.integers(0, d - 1))] = 2**63
+        return matrix
     return sp.csr_matrix(matrix) if draw(st.booleans()) else matrix
 
 
@@ -146,7 +161,8 @@ def data_strategy(entry):
         return counts()
     if entry.data.__name__ == "Dissimilarities":
         return dissimilarities()
-    return features()
+    # The extreme cells go to the families that score items with a conjugate component.
+    return features(extreme="component" in entry.model.__dataclass_fields__)
 
 
 def _kind(data) -> str:
@@ -275,6 +291,10 @@ def check_result(model, data, result, options):
         if value.dtype.kind in "fc" and (group != "trace" or name == "free_energy"):
             # The trace's other columns are NaN where a quantity is not tracked.
             assert not np.isnan(value).any(), f"NaN in {key}"
+        if key in CONJUGATE_SCORES and hasattr(model, "component"):
+            # Conjugate components give every item a positive density (issue 24: lp = inf on
+            # counts of 2**63, -inf on reals of 1e300).
+            assert np.all(np.isfinite(value)), f"{key} is not finite: {value.ravel()[:5]}"
         if group not in ("params", "posterior"):
             continue
         lead = 0 if point else 2
