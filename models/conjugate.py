@@ -683,12 +683,25 @@ def _reject_first(X, bad, requirement: str) -> None:
         raise ValueError(f"X[{i}, {j}] = {X[i, j]} is not {requirement}")
 
 
+def _may_exceed_limits(X, mu0, prior_scale: float) -> bool:
+    """Whether an item of ``X`` may lie beyond :data:`DEVIATION_LIMIT` or :data:`SPREAD_LIMIT`
+    (squared distance over ``prior_scale``, the prior's smallest variance scale) from ``mu0``.
+
+    A bound from the extremes of ``X`` and ``mu0``, two reductions without temporaries, so
+    ordinary data pay almost nothing; the exact checks run only when it fails. NaN passes (the
+    data checks name it).
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        top = max(X.max(initial=0.0), -X.min(initial=0.0)) + float(np.abs(mu0).max())
+        return bool(top > DEVIATION_LIMIT or top * top / prior_scale > SPREAD_LIMIT)
+
+
 def _check_deviations(X, mu0, component: str) -> np.ndarray:
     """``X - mu0``, or ``ValueError`` naming the first entry farther than :data:`DEVIATION_LIMIT`
     from ``mu0`` (its square would come near float64's largest number)."""
     with np.errstate(over="ignore", invalid="ignore"):
         dev = X - mu0
-        far = ~(np.abs(dev) <= DEVIATION_LIMIT)
+        far = np.abs(dev) > DEVIATION_LIMIT
     if far.any():
         i, j = _first(far)
         raise ValueError(
@@ -1504,17 +1517,20 @@ class NormalGamma(_Component):
         ValueError: X[0, 1] = 1e+300 is too far from mu0 = 0.0 for the NormalGamma component: |x - mu0| must be at most 1e+100, beyond which sums of squared deviations overflow float64; rescale the features (e.g. standardise them)
         """
         h = self.hyperparameters(X.shape[1])
+        scale = 2.0 * h["b0"]
+        if not _may_exceed_limits(X, h["mu0"], float(scale.min())):
+            return
         dev = _check_deviations(X, h["mu0"], "NormalGamma")
         with np.errstate(over="ignore"):
-            spread = dev * dev / (2.0 * h["b0"])
-        far = ~(spread <= SPREAD_LIMIT)
+            far = dev * dev / scale > SPREAD_LIMIT
         if far.any():
             i, j = _first(far)
+            spread = dev[i, j] ** 2 / scale[j]
             raise _spread_error(
                 f"X[{i}, {j}] = {float(X[i, j])!r}",
                 "NormalGamma",
                 "(x - mu0)^2 / (2 b0)",
-                spread[i, j],
+                spread,
                 "b0",
             )
 
@@ -1878,18 +1894,16 @@ class NormalInverseWishart(_Component):
         ValueError: X[1, :] (item 1) is too far from mu0 for the prior scale of the NormalInverseWishart component: (x - mu0)^T psi0^-1 (x - mu0) = 5e+16 exceeds 1e+12, beyond which float64 cannot resolve psi0 beside the data's scatter (the marginal likelihoods come out wrong); standardise the features or set psi0 to the data's scale
         """
         h = self.hyperparameters(X.shape[1])
+        # D max|x - mu0|^2 / lambda_min(psi0) bounds every whitened distance: ordinary data pass
+        # on it without a triangular solve over the items.
+        floor = float(np.linalg.eigvalsh(h["psi0"])[0]) / X.shape[1]
+        if not _may_exceed_limits(X, h["mu0"], floor):
+            return
         dev = _check_deviations(X, h["mu0"], "NormalInverseWishart")
-        if dev.size == 0:
-            return
-        # |dev|^2 / lambda_min(psi0) bounds the whitened distance: ordinary data pass on it
-        # without a triangular solve.
-        bound = np.einsum("ij,ij->i", dev, dev) / np.linalg.eigvalsh(h["psi0"])[0]
-        if not bound.max() > SPREAD_LIMIT:
-            return
         chol = np.linalg.cholesky(h["psi0"])
         white = solve_triangular(chol, dev.T, lower=True)
         spread = np.einsum("ij,ij->j", white, white)
-        far = ~(spread <= SPREAD_LIMIT)
+        far = spread > SPREAD_LIMIT
         if far.any():
             i = int(np.argmax(far))
             raise _spread_error(

@@ -690,3 +690,38 @@ def test_good_data_passes_and_other_bad_arguments_are_named():
         DirichletMultinomial().simulate(0, {"theta": np.full((1, 2), 0.5)}, [0, 0], n_trials=2.5)
     with pytest.raises(ValueError, match=r"^D must be an integer >= 1"):
         NormalGamma().hyper(0)
+
+
+@pytest.mark.parametrize(
+    "comp",
+    [
+        NormalGamma(mu0=1e6),
+        NormalInverseWishart(mu0=1e6),
+        NormalInverseWishart(psi0=[[1e14, 0.0, 0.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]),
+    ],
+    ids=["ng-far-mean", "niw-far-mean", "niw-anisotropic"],
+)
+def test_range_check_accepts_data_within_the_limits_that_the_quick_bound_cannot_clear(comp):
+    """Issue 24's range check: data near a far ``mu0``, or far only along a wide direction of
+    ``psi0``, fail the cheap bound but pass the exact check, and score finitely."""
+    X = np.random.default_rng(3).normal(size=(6, 3))
+    if comp.mu0 == 0.0:
+        X[:, 0] *= 1e6  # 1e12 along psi0's first axis: 1e-2 prior scales
+    else:
+        X += 1e6
+    comp.check_data(X)
+    stats = comp.stats(X, np.array([0, 0, 0, 1, 1, 1]), 2)
+    assert np.all(np.isfinite(comp.log_marginal(stats)))
+    assert np.all(np.isfinite(comp.log_predictive(stats, X)))
+
+
+@pytest.mark.parametrize("comp", [NormalGamma(), NormalInverseWishart()], ids=["ng", "niw"])
+def test_range_check_names_the_entry_and_the_limit(comp):
+    X = np.zeros((4, 2))
+    X[2, 1] = 3e6  # 4.5e12 (NormalGamma: over 2 b0) or 9e12 prior scales from mu0
+    where = r"X\[2, 1\] = 3000000\.0" if comp.kind_code == 2 else r"X\[2, :\] \(item 2\)"
+    with pytest.raises(ValueError, match=rf"^{where} is too far from mu0 .* exceeds 1e\+12"):
+        comp.check_data(X)
+    X[2, 1] = -1e101
+    with pytest.raises(ValueError, match=r"^X\[2, 1\] = -1e\+101 is too far .* at most 1e\+100"):
+        comp.log_predictive(comp.empty_stats(1, 2), X)
