@@ -29,10 +29,12 @@ from latentzoo.inference.validation import (
     _gibbs_label,
     _log,
     _pymc_label,
+    calibration_level,
     calibration_problem,
     cooccurrence_checks,
     density_level,
     exact_level,
+    optimality_level,
 )
 
 __all__ = [
@@ -1083,39 +1085,81 @@ def _pairwise_reference(entry, recipe, model, data, settings, rng, progressbar=F
     return result
 
 
+DESCENTS_BETTER = 0.1
+"""Largest share of the greedy descents that may end strictly below annealing (optimality)."""
+
+
 def _annealing_optimality(entry, recipe, model, data, settings, rng, progressbar=False):
-    """Optimality level of a cost model: deterministic annealing ends at a cost no worse than
-    the median of 20 greedy (zero-temperature) runs from random starts, on clustered data drawn
-    by the model's simulator and on uniform random dissimilarities (the seed's Fig. 1 claim is
-    stronger: the best of 100 runs)."""
+    """Optimality level of a cost model.
+
+    Pairwise clustering, the seed's Fig. 1 in small: on 3 random instances (``D`` uniform, 60
+    items, K = 5) annealing must end at a cost that at most 10% of 200 greedy descents from random
+    starts beat. Greedy descents on random instances spread widely, so the level can fail: an
+    annealing cooled too fast or started below the critical temperature is a descent, and is
+    beaten by 1-72% of them (measured on 12 instances; the correct one by at most 4.5%). On
+    clustered data all descents tend to reach one cost, which is why the level does not use them.
+    Central clustering: no worse than the median K-means cost of 20 Lloyd runs on data drawn by
+    the model's simulator.
+    """
+    if "greedy" in recipe.problems:
+        return _pairwise_optimality(entry, recipe, model, rng, progressbar)
+    from sklearn.cluster import KMeans
 
     local = dataclasses.replace(model, n_components=4)
     simulated, _ = local.simulate(rng, **recipe.problems["optimality"])
     annealed = entry.methods["annealing"](local, simulated, random_state=rng)
-    if "greedy" not in recipe.problems:  # central: the K-means cost of Lloyd runs (sklearn)
-        from sklearn.cluster import KMeans
-
-        X = np.asarray(simulated.X, dtype=float)
-        costs = [
-            KMeans(4, n_init=1, init="random", random_state=int(rng.integers(2**31)))
-            .fit(X)
-            .inertia_
-            for _ in range(20)
-        ]
-        baseline = "K-means (Lloyd) from 20 random starts"
-    else:
-        runs = recipe.problems["greedy"](local, simulated, n_init=20, random_state=rng)
-        costs = runs.run_costs
-        baseline = "greedy descent from 20 random starts"
+    X = np.asarray(simulated.X, dtype=float)
+    costs = [
+        KMeans(4, n_init=1, init="random", random_state=int(rng.integers(2**31))).fit(X).inertia_
+        for _ in range(20)
+    ]
     median = float(np.median(costs))
     slack = 1e-9 * max(1.0, abs(median))
     check = Check(
-        "optimality", "annealing reaches the greedy median", annealed.cost <= median + slack,
-        f"annealing cost {annealed.cost:.6g}; {baseline}: median {median:.6g}, best "
-        f"{float(np.min(costs)):.6g}", {"annealing": float(annealed.cost), "median": median},
+        "optimality", "annealing reaches the K-means median", annealed.cost <= median + slack,
+        f"annealing cost {annealed.cost:.6g}; K-means (Lloyd) from 20 random starts: median "
+        f"{median:.6g}, best {float(np.min(costs)):.6g}",
+        {"annealing": float(annealed.cost), "median": median},
     )  # fmt: skip
     result = Comparison(checks=[check])
     result.problem = f"{simulated} drawn by {type(local).__name__}(4).simulate"
+    return result
+
+
+def _pairwise_optimality(entry, recipe, model, rng, progressbar=False, n_instances=3):
+    """The pairwise branch of :func:`_annealing_optimality` (see there)."""
+    import pandas as pd
+
+    from latentzoo.models.pairwise import uniform_dissimilarities
+
+    local = dataclasses.replace(model, n_components=5)
+    n_items, n_descents = recipe.problems["optimality"]["n_items"], 200
+    rows = []
+    for index in range(n_instances):
+        _log(progressbar, f"optimality level: annealing against descents, instance {index + 1}")
+        instance = uniform_dissimilarities(rng, n_items)
+        annealed = entry.methods["annealing"](local, instance, random_state=rng).cost
+        descents = recipe.problems["greedy"](local, instance, n_init=n_descents, random_state=rng)
+        costs = descents.run_costs
+        better = float(np.mean(costs < annealed - 1e-9 * abs(annealed)))
+        rows.append({"instance": index + 1, "annealing": annealed, "best descent": costs.min(),
+                     "median descent": float(np.median(costs)),
+                     "share of descents below annealing": better})  # fmt: skip
+    worst = max(row["share of descents below annealing"] for row in rows)
+    check = Check(
+        "optimality", "annealing beats all but a few of many descents", worst <= DESCENTS_BETTER,
+        f"at most {100 * worst:.1f}% of {n_descents} greedy descents from random starts end below "
+        f"annealing on {n_instances} random instances (at most {100 * DESCENTS_BETTER:g}% allowed)",
+        {"share_below": worst, "annealing": float(rows[-1]["annealing"])},
+    )  # fmt: skip
+    result = Comparison(checks=[check])
+    result.tables["Annealing against greedy descents (optimality level)"] = pd.DataFrame(
+        rows
+    ).round(6)
+    result.problem = (
+        f"{n_instances} random instances of {n_items} items (D uniform on [0, 1]), K=5; "
+        f"{n_descents} greedy descents from random starts each"
+    )
     return result
 
 
@@ -1210,18 +1254,41 @@ def _hacm_exact(entry, recipe, model, data, settings, rng, progressbar=False):
     return result
 
 
+HACM_REFERENCE_DATA = {"n_docs": 6, "n_words": 9, "doc_length": 8}
+"""Sizes of the HACM's reference problem (separated documents from a depth-1 tree), also drawn
+from the prior for its density and optimality levels. At 15 tokens per document the share of the
+tracked words generated at the root was bimodal (posterior sd 0.3) and mixed slowly in both
+samplers: R-hat up to 1.014 for Gibbs (4 x 4000 draws, ESS 440-800, four seeds) and 1.011 for
+PyMC; at 8 tokens Gibbs ESS 1150-1800 with R-hat at most 1.006, PyMC ESS 950-1330 with R-hat at
+most 1.0044 (three seeds), the shares as uncertain (sd 0.33)."""
+
+
+HACM_MODE_MATCHING = (
+    "an EM mode does not identify the HACM's posterior mode: within the leaf assignments of one "
+    "EM solution the tracked words' tokens settle at the root or at a leaf (level sub-modes), and "
+    "Gibbs and PyMC chains started at the same EM solution (leaves drawn from its <I_ia>, levels "
+    "from its level posteriors) split between them (Reuters 20 x 30, K=2: within-mode R-hat of "
+    "level_share 1.65 for Gibbs, 1.54 for PyMC, bulk ESS 3-4)"
+)
+"""Why the mode-matched level does not apply to the HACM (measured on the quick settings)."""
+
+
 def _hacm_reference(entry, recipe, model, data, settings, rng, progressbar=False):
     """Reference level of the HACM: PyMC NUTS on the marginalised declaration against the
-    collapsed Gibbs sampler on separated synthetic documents from a depth-1 tree, through the
-    invariants (log-likelihood, predictive dyads, level shares), within combined MCSE."""
+    collapsed Gibbs sampler on separated synthetic documents from a depth-1 tree
+    (:data:`HACM_REFERENCE_DATA`), through the invariants (log-likelihood, predictive dyads,
+    level shares), within combined MCSE."""
     import pymc as pm
 
     from latentzoo.inference.mcmc import add_invariants
 
-    local = dataclasses.replace(model, tree=1)
-    simulated, _ = local.simulate(rng, n_docs=6, n_words=9, doc_length=15, separated=True)
-    draws, tune = settings.pymc_draws, settings.pymc_tune
-    gibbs_draws = 4 * settings.gibbs_draws  # single-site sweeps: R-hat 1.03 at 1000 draws
+    local = recipe.small(model, recipe.sizes["reference"])
+    simulated, _ = local.simulate(rng, **recipe.problems["reference"], separated=True)
+    # The level shares are the slowest quantities of both samplers (ESS about 1100 per 4 x 1000
+    # PyMC draws and per 4 x 4000 Gibbs sweeps, max R-hat 1.006 and 1.013): twice as many PyMC
+    # draws, and Gibbs thinned by 2 (single-site sweeps: R-hat 1.03 at 1000 draws).
+    draws, tune = 2 * settings.pymc_draws, settings.pymc_tune
+    gibbs_draws, gibbs_thin = 4 * settings.gibbs_draws, 2
     _log(progressbar, f"reference level: PyMC NUTS on {simulated}")
     with local.pymc_model(simulated):
         reference = pm.sample(
@@ -1230,33 +1297,55 @@ def _hacm_reference(entry, recipe, model, data, settings, rng, progressbar=False
         )  # fmt: skip
     add_invariants(reference, local, simulated)
     fast = entry.methods["gibbs"](
-        local, simulated, chains=4, draws=gibbs_draws, tune=200, random_state=rng,
-        progressbar=progressbar,
+        local, simulated, chains=4, draws=gibbs_draws, tune=200, thin=gibbs_thin,
+        random_state=rng, progressbar=progressbar,
     )  # fmt: skip
     result = compare(local, simulated, fast, reference, names=("gibbs", "pymc"),
                      var_names=["loglik", "p_dyad", "level_share"])  # fmt: skip
     result.problem = (
         f"synthetic: {simulated} drawn from a depth-1 tree (separated), tau={local.tau}; "
         f"{_pymc_label(4, draws, tune, 'PyMC (NUTS, both latents marginalised)')}; "
-        f"{_gibbs_label(4, gibbs_draws, 1, 200)}"
+        f"{_gibbs_label(4, gibbs_draws, gibbs_thin, 200)}"
     )
     return result
 
 
+def _hacm_optimality(entry, recipe, model, data, settings, rng, progressbar=False):
+    """Optimality level of the HACM (:func:`~latentzoo.inference.validation.optimality_level`):
+    its EM's MAP also needs ``gamma >= 1`` when ``tau`` is estimated."""
+    from latentzoo.inference.optimality import OPTIMALITY
+
+    if model.tau != "constant" and model.gamma < 1:
+        reason = f"EM computes a MAP only for priors >= 1 (gamma={model.gamma:g}, tau={model.tau})"
+        return Comparison(
+            skipped=[Check(OPTIMALITY, OPTIMALITY, True, f"not applicable: {reason}")]
+        )
+    return optimality_level(entry, recipe, model, data, settings, rng, progressbar)
+
+
 def cluster_abstraction(gibbs_class, enumerated_posterior) -> ValidationRecipe:
-    """The hierarchical Cluster-Abstraction Model: exact (enumerated leaf and level assignments),
-    density (PyMC's log density at prior draws) and reference (PyMC NUTS against collapsed Gibbs)
-    levels, on a depth-1 tree with the user's priors and tau form."""
+    """The hierarchical Cluster-Abstraction Model on a depth-1 tree (the size of each level's
+    model is the depth of its complete binary tree), with the user's priors and tau form: every
+    level but mode-matched. Exact: enumerated leaf and level assignments; density: PyMC's log density at prior
+    draws; reference: PyMC NUTS against collapsed Gibbs; optimality: annealed EM at ``beta = 1``
+    against PyMC's gradient and ``find_MAP``; calibrated: SBC of the Gibbs sampler. Mode-matched
+    is not applicable (:data:`HACM_MODE_MATCHING` says why)."""
+
     return ValidationRecipe(
-        checks={"exact": _hacm_exact, "density": density_level, "reference": _hacm_reference},
-        small=lambda model, level: dataclasses.replace(model, tree=1),
-        problems={
-            "reference": {"n_docs": 6, "n_words": 9, "doc_length": 15},
-            "exact": (gibbs_class, enumerated_posterior),
+        checks={
+            "exact": _hacm_exact,
+            "density": density_level,
+            "reference": _hacm_reference,
+            "optimality": _hacm_optimality,
+            "calibrated": calibration_level,
         },
-        not_applicable={
-            "optimality": "not yet wired into validate for the HACM",
-            "mode-matched": "not yet wired into validate for the HACM",
-            "calibrated": "not yet wired into validate for the HACM",
-        },
+        not_applicable={"mode-matched": HACM_MODE_MATCHING},
+        small=lambda model, depth: dataclasses.replace(model, tree=depth),
+        sizes={"reference": 1, "real": 1, "sbc": 1},
+        synthetic=lambda settings: dict(HACM_REFERENCE_DATA),
+        sbc_data={"n_docs": 4, "n_words": 5, "doc_length": 5},
+        sampler="gibbs",
+        sampler_class=gibbs_class,
+        em="annealed_em",
+        problems={"reference": HACM_REFERENCE_DATA, "exact": (gibbs_class, enumerated_posterior)},
     )
