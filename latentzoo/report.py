@@ -18,6 +18,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from latentzoo.data import load
+from latentzoo.inference import mcmc
 from latentzoo.inference.compare import Comparison
 from latentzoo.models import AspectModel
 from latentzoo.validation import FULL, QUICK, Settings
@@ -36,8 +37,9 @@ __all__ = [
     "write_validation_report",
 ]
 
-RHAT_MAX = 1.01
-"""Largest R-hat (rank-normalised, over at least 4 chains) of a run the report calls converged."""
+RHAT_MAX = mcmc.RHAT_MAX
+"""Largest R-hat of a run the report calls converged: the one rule of
+:func:`latentzoo.inference.mcmc.convergence`, which ``latentzoo fit`` and the saved files use too."""
 
 ESS_MIN = 100
 """Smallest bulk ESS at which the report shows an ESS/s rate (below it the ESS is itself noise)."""
@@ -384,15 +386,15 @@ def _gibbs_diagnostics(idata) -> dict:
     seconds = float(idata.posterior.attrs.get("sampling_time", np.nan))
     chain_means = idata.posterior["loglik"].mean("draw").to_numpy()
     within_sd = float(idata.posterior["loglik"].std("draw").mean())
-    converged = chains >= 4 and max_rhat <= RHAT_MAX
+    verdict = mcmc.convergence(idata)
+    converged = verdict.converged
     if converged:
         warning = ""
-    elif chains < 4:
-        warning = f"not checked: {chains} chains (R-hat needs at least 4)"
+    elif verdict.status != "not converged":
+        warning = verdict.headline()
     else:
         warning = (
-            f"NOT CONVERGED: max R-hat {max_rhat:.3f} > {RHAT_MAX} on the label-invariant "
-            f"quantities over {chains} chains (min bulk ESS {min_ess:.0f}); "
+            f"{verdict.headline()} on the label-invariant quantities over {chains} chains; "
             + (
                 f"the chains' mean log-likelihoods span {np.ptp(chain_means):.0f} nats "
                 f"({np.ptp(chain_means) / within_sd:.0f} within-chain sd): they sit in "
