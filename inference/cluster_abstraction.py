@@ -1476,7 +1476,9 @@ class ClusterAbstractionGibbs(CollapsedGibbs):
         self.form = _FORM_CODE[model.tau]
 
     def init(self, rng: np.random.Generator, z=None) -> ClusterAbstractionGibbsState:
-        """A random start (uniform leaves, uniform levels on their paths), or the leaves ``z``.
+        """A random start (uniform leaves, uniform levels on their paths), the leaves ``z``
+        (levels uniform on their paths), or ``z = (leaves, levels)`` with one level (depth) per
+        observation in the order of ``self.words``, each on its document's path.
 
         Examples
         --------
@@ -1484,10 +1486,16 @@ class ClusterAbstractionGibbs(CollapsedGibbs):
         >>> sampler = ClusterAbstractionGibbs(ClusterAbstractionModel(1), load("toy"))
         >>> sampler.init(np.random.default_rng(0), z=[0, 0, 0, 1, 1, 1]).z.tolist()
         [0, 0, 0, 1, 1, 1]
+        >>> leaves, levels = np.zeros(6, dtype=int), np.ones(len(sampler.words), dtype=int)
+        >>> bool(np.all(sampler.init(np.random.default_rng(0), z=(leaves, levels)).v == 1))
+        True
         """
         seed = splitmix_seeds(rng, 1)
         start, levels = _random_state(self.doc_ptr, self.lengths, seed)
         k = self.model.tree.n_leaves
+        given_levels = None
+        if isinstance(z, tuple):
+            z, given_levels = z
         if z is not None:
             z = np.asarray(z)
             if (
@@ -1502,6 +1510,19 @@ class ClusterAbstractionGibbs(CollapsedGibbs):
             # Levels drawn for another leaf may lie past this one's depth: clip to its path.
             token_leaf = np.repeat(start, np.diff(self.doc_ptr))
             levels = np.minimum(levels, self.lengths[token_leaf] - 1)
+        if given_levels is not None:
+            given = np.asarray(given_levels)
+            depth = self.lengths[np.repeat(start, np.diff(self.doc_ptr))]
+            if (
+                given.shape != levels.shape
+                or given.dtype.kind not in "iu"
+                or (given.size and (given.min() < 0 or np.any(given >= depth)))
+            ):
+                raise ValueError(
+                    f"initial levels must be {levels.size} levels, one per observation, each "
+                    "on its document's path"
+                )
+            levels = given.astype(np.int64).copy()
         tables = _count_tables(self.doc_ptr, self.words, start, levels, self.paths,
                                self.data.n_cols, self.model.tree.n_nodes, self.form)  # fmt: skip
         return ClusterAbstractionGibbsState(start, levels, *tables, seed)

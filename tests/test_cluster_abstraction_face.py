@@ -4,6 +4,7 @@
 import dataclasses
 
 import arviz as az
+import numpy as np
 import pytest
 
 import latentzoo
@@ -73,3 +74,43 @@ def test_density_level_catches_a_reference_with_the_wrong_prior(monkeypatch):
     monkeypatch.setattr(ClusterAbstractionModel, "pymc_model", wrong_eta)
     mutant = latentzoo.validate(model, "toy", levels=["density"], quick=True, random_state=0)
     assert not mutant.passed, mutant.verdict()
+
+
+def test_optimality_level_passes_and_catches_an_m_step_without_the_level_prior(monkeypatch):
+    model = ClusterAbstractionModel(1, gamma=3.0)
+    honest = latentzoo.validate(model, levels=["optimality"], quick=True, random_state=0)
+    assert honest.levels_reached == ["optimality"], honest.verdict()
+    original = hacm._normalise_tau
+
+    def without_prior(counts, pseudo, valid):  # the M-step of tau forgets gamma - 1
+        return original(counts, 0.0, valid)
+
+    monkeypatch.setattr(hacm, "_normalise_tau", without_prior)
+    mutant = latentzoo.validate(model, levels=["optimality"], quick=True, random_state=0)
+    assert not mutant.passed, mutant.verdict()
+
+
+def test_optimality_level_is_skipped_where_em_has_no_map():
+    model = ClusterAbstractionModel(1, gamma=0.5)
+    result = latentzoo.validate(model, levels=["optimality"], quick=True, random_state=0)
+    assert result.passed and [check.level for check in result.skipped] == ["optimality"]
+    assert "gamma=0.5" in result.skipped[0].detail
+
+
+def test_gibbs_start_refuses_levels_off_the_path():
+    from latentzoo.data import load
+
+    sampler = hacm.ClusterAbstractionGibbs(ClusterAbstractionModel(1), load("toy"))
+    leaves = [0] * 6
+    with pytest.raises(ValueError, match="one per observation"):
+        sampler.init(np.random.default_rng(0), z=(leaves, np.full(len(sampler.words), 2)))
+
+
+@pytest.mark.slow
+def test_quick_validation_passes_every_applicable_level():
+    """``latentzoo validate cluster-abstraction --quick`` (issue 23: the reference level's Gibbs
+    R-hat was 1.021 and three levels were not wired)."""
+    result = latentzoo.validate(ClusterAbstractionModel(1), quick=True, random_state=1)
+    assert result.passed, result.verdict()
+    assert result.levels_reached == ["exact", "density", "reference", "optimality", "calibrated"]
+    assert [check.level for check in result.skipped] == ["mode-matched"]
