@@ -1244,7 +1244,7 @@ def pairwise_annealing(
         and forth: on uniform D, N = 100, K = 10, every temperature below T_c ran out of sweeps
         and 17 of 100 runs reached the best of 1000 greedy descents (naive mean field: 66);
         solved per item, 78 of 100 (naive: 65; benchmarks/RESULTS_pairwise.md, Fig. 1). Per
-        run it costs about 3-10 times a naive run (the couplings are ``O(N^2 K^2)``).
+        run it costs 7-15 times a naive run there (the couplings are ``O(N^2 K^2)``).
     tap_damping : float
         In (0, 1]: each sweep uses ``(1 - tap_damping) J_old + tap_damping J_new`` as the
         couplings of a temperature (1: none; with the reaction solved per item, the measured
