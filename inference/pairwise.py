@@ -715,6 +715,46 @@ def central_annealing(
 
 # ----------------------------------------------------------------------------- kernels
 @nb.njit(cache=True)
+def _potential(D_row_sums, resp, sizes, within, i, v):
+    """Item ``i``'s mean-field potential of cluster ``v`` with ``i`` left out of it (eq. (26)).
+
+    ``D_row_sums`` is ``a_t`` (``(D @ resp).T``); ``i``'s own share ``resp[i, v]`` is removed from
+    the cluster's size and within-cluster sum before the centre term is taken.
+    """
+    r = resp[i, v]
+    n_rest = sizes[v] - r
+    w_rest = within[v] - 2.0 * r * D_row_sums[v, i]
+    centre = w_rest / (2.0 * n_rest) if n_rest > 1e-12 else 0.0
+    return (D_row_sums[v, i] - centre) / (n_rest + 1.0)
+
+
+@nb.njit(cache=True)
+def _move_item(D, resp, a_t, sizes, within, i, new, delta, skip):
+    """Set item ``i``'s assignments to ``new`` and keep ``a_t``, ``sizes`` and ``within`` current
+    (O(N K)), unless they change by at most ``skip``; returns the largest change."""
+    n, k = resp.shape
+    change = 0.0
+    for v in range(k):
+        delta[v] = new[v] - resp[i, v]
+        if abs(delta[v]) > change:
+            change = abs(delta[v])
+    if change <= skip:
+        return change
+    for v in range(k):
+        within[v] += 2.0 * delta[v] * a_t[v, i]
+        sizes[v] += delta[v]
+        resp[i, v] = new[v]
+    row = D[i]
+    for v in range(k):
+        step = delta[v]
+        if step != 0.0:
+            target = a_t[v]
+            for m in range(n):
+                target[m] += row[m] * step
+    return change
+
+
+@nb.njit(cache=True)
 def _mf_sweep(D, resp, a_t, sizes, within, fields, temperature, order, skip):
     """One sequential sweep of Algorithm I over the items in ``order``; returns max |change|.
 
@@ -733,11 +773,7 @@ def _mf_sweep(D, resp, a_t, sizes, within, fields, temperature, order, skip):
     for i in order:
         top = -np.inf
         for v in range(k):
-            r = resp[i, v]
-            n_rest = sizes[v] - r
-            w_rest = within[v] - 2.0 * r * a_t[v, i]
-            centre = w_rest / (2.0 * n_rest) if n_rest > 1e-12 else 0.0
-            potential = (a_t[v, i] - centre) / (n_rest + 1.0)
+            potential = _potential(a_t, resp, sizes, within, i, v)
             logits[v] = -(potential - fields[i, v]) / temperature
             if logits[v] > top:
                 top = logits[v]
@@ -745,27 +781,11 @@ def _mf_sweep(D, resp, a_t, sizes, within, fields, temperature, order, skip):
         for v in range(k):
             new[v] = np.exp(logits[v] - top)
             total += new[v]
-        change = 0.0
         for v in range(k):
             new[v] /= total
-            delta[v] = new[v] - resp[i, v]
-            if abs(delta[v]) > change:
-                change = abs(delta[v])
+        change = _move_item(D, resp, a_t, sizes, within, i, new, delta, skip)
         if change > biggest:
             biggest = change
-        if change <= skip:
-            continue
-        for v in range(k):
-            within[v] += 2.0 * delta[v] * a_t[v, i]
-            sizes[v] += delta[v]
-            resp[i, v] = new[v]
-        row = D[i]
-        for v in range(k):
-            step = delta[v]
-            if step != 0.0:
-                target = a_t[v]
-                for m in range(n):
-                    target[m] += row[m] * step
     return biggest
 
 
@@ -831,33 +851,12 @@ def _tap_sweep(D, resp, a_t, sizes, within, couplings, temperature, order, skip)
     for i in order:
         coupling = couplings[i]
         for v in range(k):
-            r = resp[i, v]
-            n_rest = sizes[v] - r
-            w_rest = within[v] - 2.0 * r * a_t[v, i]
-            centre = w_rest / (2.0 * n_rest) if n_rest > 1e-12 else 0.0
-            potential = (a_t[v, i] - centre) / (n_rest + 1.0)
+            potential = _potential(a_t, resp, sizes, within, i, v)
             bias[v] = -potential / temperature + 0.5 * coupling[v, v]
         _solve_item(bias, coupling, resp[i], new)
-        change = 0.0
-        for v in range(k):
-            delta[v] = new[v] - resp[i, v]
-            if abs(delta[v]) > change:
-                change = abs(delta[v])
+        change = _move_item(D, resp, a_t, sizes, within, i, new, delta, skip)
         if change > biggest:
             biggest = change
-        if change <= skip:
-            continue
-        for v in range(k):
-            within[v] += 2.0 * delta[v] * a_t[v, i]
-            sizes[v] += delta[v]
-            resp[i, v] = new[v]
-        row = D[i]
-        for v in range(k):
-            step = delta[v]
-            if step != 0.0:
-                target = a_t[v]
-                for m in range(n):
-                    target[m] += row[m] * step
     return biggest
 
 
