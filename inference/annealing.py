@@ -821,6 +821,7 @@ def tempered_schedule(
     early_stopping_only: bool = False,
     progress=None,
     beta_patience: int = 1,
+    restart: bool = False,
 ):
     """Hofmann's tempered EM: choose the schedule on a validation split.
 
@@ -839,6 +840,11 @@ def tempered_schedule(
        validation score (1: Hofmann's rule; clustering models, whose posteriors stay hard until
        ``beta * n_i`` is of order one, need a few more and a faster decay).
 
+    With ``restart``, every temperature instead runs EM from ``params`` (the first stage's rule,
+    ``min_iter`` included, at each), and the schedule is the best-scoring temperature alone: a
+    choice of one inverse temperature, for models whose heated ``beta = 1`` fit keeps the local
+    optimum EM found there (the HACM's ``"auto"``, whose documentation has the measurements).
+
     Parameters
     ----------
     problem_on : callable
@@ -847,13 +853,17 @@ def tempered_schedule(
         The split of the training data.
     score : callable
         ``score(params, validation_part)``: lower is better (the validation perplexity).
+    params : dict
+        The start.
+    restart : bool
+        Start every temperature from ``params`` and keep only the best one (see above).
 
     Returns
     -------
     schedule : list of (beta, iterations)
-        The temperatures visited up to the best one and the iterations spent at each up to its
-        best-scoring iterate; replaying it on the full training data reproduces the selection
-        without a validation split.
+        The temperatures visited up to the best one (with ``restart``: the best one alone) and the
+        iterations spent at each up to its best-scoring iterate; replaying it from ``params`` on
+        the full training data reproduces the selection without a validation split.
     trace : pandas.DataFrame
         The trace on the training part, with a ``validation_perplexity`` column (row ``t`` of a
         stage scores the parameters after ``t + 1`` steps).
@@ -885,6 +895,7 @@ def tempered_schedule(
         return {"validation_perplexity": value, "score": value}
 
     problem = problem_on(train_part)
+    start = params
     beta = 1.0
     schedule, traces, stage_rows = [], [], []
     best_overall = np.inf
@@ -892,7 +903,7 @@ def tempered_schedule(
     while beta >= min_beta:
         result = run_schedule(
             problem,
-            params,
+            start if restart else params,
             [beta],
             max_iter=max_iter,
             tol=tol,
@@ -900,7 +911,8 @@ def tempered_schedule(
             monitor=monitor,
             patience=patience,
             progress=progress,
-            min_iter=min_iter if not stage_rows else 0,
+            # Continued from a fit, a stage has no start-up transient to wait out.
+            min_iter=min_iter if restart or not stage_rows else 0,
             score_tol=score_tol,
         )
         trace = result.trace
@@ -920,6 +932,11 @@ def tempered_schedule(
             beta *= beta_decay
             continue
         best_overall = best_here
+        if restart:
+            # This temperature started afresh: none of the earlier ones led to it.
+            for earlier in stage_rows:
+                earlier["selected"] = False
+            schedule, pending = [], []
         for pending_beta, pending_iterations, pending_stage in pending:
             schedule.append((pending_beta, pending_iterations))
             pending_stage["selected"] = True
@@ -1293,6 +1310,7 @@ def annealed_fit(
     progressbar: bool = False,
     method: str = "annealed_em",
     desc: str = "annealed EM",
+    restart: bool = False,
 ) -> EMResult:
     """Annealed EM of any family on the shared driver: the body of every ``annealed_em``.
 
@@ -1360,6 +1378,10 @@ def annealed_fit(
         Recorded in the :class:`EMResult`.
     desc : str
         Label of the progress bar.
+    restart : bool
+        ``"auto"`` restarts EM from the start at every candidate temperature and replays the best
+        one alone (``restart`` of :func:`tempered_schedule`; recorded as the setting
+        ``selection="restarted"``): a family's choice, passed by its :func:`em_entry`.
 
     Returns
     -------
@@ -1436,6 +1458,7 @@ def annealed_fit(
                 early_stopping_only=betas == "early_stopping",
                 progress=bar,
                 beta_patience=beta_patience,
+                restart=restart,
             )
             beta_list = [beta for beta, _ in schedule]
             budgets = [iterations for _, iterations in schedule]
@@ -1466,6 +1489,8 @@ def annealed_fit(
         settings.update(validation_fraction=validation_fraction, beta_decay=beta_decay,
                         min_beta=min_beta, patience=patience, beta_patience=beta_patience,
                         min_iter=min_iter, score_tol=score_tol)  # fmt: skip
+    if restart and betas == "auto":
+        settings["selection"] = "restarted"
     return EMResult(
         coords=model.coords(data),
         settings=settings,
@@ -1578,6 +1603,7 @@ def em_entry(
     finish: Callable | None = None,
     method: str = "annealed_em",
     desc: str = "annealed EM",
+    restart: bool = False,
 ) -> Callable:
     """The one annealed-EM entry point, specialised to a family: its ``annealed_em`` function.
 
@@ -1589,7 +1615,8 @@ def em_entry(
     may refuse combinations (it may also drop problem options the problem does not take) and
     ``finish(model, data, result)`` may complete the :class:`EMResult`. An option neither side
     takes raises ``TypeError`` naming it. ``doc`` is the docstring; the function reports the
-    module of ``problem_on`` as its own.
+    module of ``problem_on`` as its own. ``restart``: the family's ``"auto"`` restarts EM at
+    every candidate temperature (``restart`` of :func:`annealed_fit`).
 
     Examples
     --------
@@ -1622,7 +1649,7 @@ def em_entry(
         _check_problem_options(problem_options)
         result = annealed_fit(
             model, data, lambda part: problem_on(model, part, **problem_options), method=method,
-            desc=desc, **schedule,
+            desc=desc, restart=restart, **schedule,
         )  # fmt: skip
         return result if finish is None else finish(model, data, result)
 

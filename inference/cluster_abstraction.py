@@ -65,17 +65,15 @@ import numpy as np
 import pandas as pd
 
 from latentzoo.data import CoOccurrence
-from latentzoo.data.checks import as_rng, check_fraction
+from latentzoo.data.checks import as_rng
 from latentzoo.inference._lazy import lazy_import
 from latentzoo.inference.annealing import (
-    SCHEDULE_DEFAULTS,
     EMResult,
     EMStats,
     GeometricCooling,
     check_map_priors,
     em_entry,
     normalise_rows,
-    perplexity,
     run_schedule,
 )
 from latentzoo.inference.collapsed_gibbs import CollapsedGibbs
@@ -129,7 +127,6 @@ __all__ = [
     "grow_tree",
     "hacm_em_pass",
     "plot_tree",
-    "restarted_schedule",
     "three_stage_em",
     "top_words",
     "word_node_distribution",
@@ -515,149 +512,8 @@ def _final_responsibilities(model, data, result):
     return result
 
 
-_schedule_em = em_entry(
+annealed_em = em_entry(
     ClusterAbstractionEM,
-    """Annealed EM of the HACM on the shared driver, every schedule as
-    :func:`~latentzoo.inference.annealing.annealed_fit` runs it: what :func:`annealed_em` runs
-    for an explicit schedule, ``"early_stopping"``, and the replay of its own ``"auto"``.""",
-    defaults={"beta_decay": 0.5, "min_beta": 0.002, "beta_patience": 6},
-    check=_check_em_options,
-    finish=_final_responsibilities,
-)
-
-
-def restarted_schedule(
-    problem_on,
-    train_part,
-    validation_part,
-    score,
-    params: dict,
-    *,
-    max_iter: int,
-    beta_decay: float,
-    min_beta: float,
-    patience: int,
-    min_iter: int,
-    score_tol: float,
-    tol: float = 0.0,
-    overrelax: float = 1.0,
-    progress=None,
-    beta_patience: int = 1,
-):
-    """The HACM's ``betas="auto"``: the inverse temperature chosen on a validation split, EM
-    restarted from the same start at every candidate.
-
-    The candidates are ``1, beta_decay, beta_decay**2, ...`` down to ``min_beta``. At each, EM
-    runs from ``params`` (not from the previous temperature's fit) with the early-stopping rule
-    of :func:`~latentzoo.inference.annealing.run_schedule` (``min_iter``, ``patience``,
-    ``score_tol``; or ``tol``) and keeps its best-scoring iterate; the candidate with the lowest
-    validation score wins, and lowering stops once ``beta_patience`` candidates in a row have not
-    improved it by more than ``score_tol`` relative.
-
-    Why not Hofmann's tempered EM (:func:`~latentzoo.inference.annealing.tempered_schedule`),
-    which fits at ``beta = 1`` and then heats, continuing from that fit: the HACM generalises
-    best just below its first critical temperature (seed 000, sec. 6.1: the clustering models
-    need "a much higher temperature" than the SMM), and heating keeps the local optimum that EM
-    found at ``beta = 1``. Measured on Reuters (depth 3, 10% of the tokens held out, 10 seeds):
-    EM from the start at a fixed ``beta`` gives held-out perplexity 2118 +- 113 at 1, 1957 +- 81
-    at 1/16, 1787 +- 31 at 1/64 and 2488 +- 51 at 1/96, where every leaf has the same mixture;
-    continued from the ``beta = 1`` fit, EM at 1/64 ends at a validation perplexity of 2240
-    against 1891 from the start (seed 0). The tempered schedule therefore kept only the first
-    one or two steps after each halving (posteriors already softened, parameters not yet
-    drifted), always ended at 1/64, the last temperature before the collapse, and reached
-    1939 +- 137 (this schedule: 1798 +- 36).
-
-    Parameters
-    ----------
-    problem_on : callable
-        ``problem_on(data) -> EMProblem``.
-    train_part, validation_part
-        The split of the training data.
-    score : callable
-        ``score(params, validation_part)``: lower is better (the validation perplexity).
-    params : dict
-        The start, shared by every candidate.
-    max_iter, beta_decay, min_beta, patience, min_iter, score_tol, tol, overrelax, progress,
-    beta_patience
-        As for :func:`~latentzoo.inference.annealing.tempered_schedule`.
-
-    Returns
-    -------
-    schedule : list of one (beta, iterations)
-        The chosen inverse temperature and the steps to its best iterate: replayed from the
-        same start on all of the training data.
-    trace : pandas.DataFrame
-        Every candidate's steps on the training part, with ``validation_perplexity``.
-    stages : pandas.DataFrame
-        One row per candidate, the columns of ``tempered_schedule``'s (``selected`` marks the
-        chosen one).
-
-    Examples
-    --------
-    >>> from latentzoo.data import load
-    >>> from latentzoo.inference.annealing import perplexity
-    >>> model, data = ClusterAbstractionModel(1), load("toy")
-    >>> train, validation = data.split(0.3, random_state=0)
-    >>> start = ClusterAbstractionEM(model, train).init(np.random.default_rng(0))
-    >>> schedule, trace, stages = restarted_schedule(
-    ...     lambda part: ClusterAbstractionEM(model, part), train, validation,
-    ...     lambda p, held: perplexity(model, p, held), start, max_iter=50, beta_decay=0.5,
-    ...     min_beta=0.1, patience=5, min_iter=0, score_tol=1e-3)
-    >>> stages["beta"].tolist(), int(stages["selected"].sum()), len(schedule)
-    ([1.0, 0.5], 1, 1)
-    """
-
-    def monitor(current):
-        value = score(current, validation_part)
-        return {"validation_perplexity": value, "score": value}
-
-    problem = problem_on(train_part)
-    traces, stage_rows = [], []
-    best_score, chosen, misses = np.inf, 0, 0
-    beta = 1.0
-    while beta >= min_beta:
-        result = run_schedule(
-            problem, params, [beta], max_iter=max_iter, tol=tol, overrelax=overrelax,
-            monitor=monitor, patience=patience, progress=progress, min_iter=min_iter,
-            score_tol=score_tol,
-        )  # fmt: skip
-        stage = {**result.stages.iloc[0].to_dict(), "selected": False}
-        traces.append(result.trace)
-        stage_rows.append(stage)
-        if stage["validation_perplexity"] < best_score * (1 - score_tol):
-            best_score, chosen, misses = stage["validation_perplexity"], len(stage_rows) - 1, 0
-        else:
-            misses += 1
-            if misses >= beta_patience:
-                break
-        beta *= beta_decay
-    stage_rows[chosen]["selected"] = True
-    best = stage_rows[chosen]
-    schedule = [(float(best["beta"]), max(int(best["best_iteration"]), 1))]
-    trace = pd.concat(traces, ignore_index=True).drop(columns="score")
-    return schedule, trace, pd.DataFrame(stage_rows)
-
-
-def _check_tempered_options(schedule: dict) -> None:
-    """The checks :func:`~latentzoo.inference.annealing.annealed_fit` makes of the tempered
-    schedule's options, made before the selection runs on them."""
-    check_integer("max_iter", schedule["max_iter"])
-    check_interval("tol", schedule["tol"], 0, np.inf, closed="left")
-    check_interval("overrelax", schedule["overrelax"], 0, 2)
-    check_fraction(schedule["validation_fraction"], "validation_fraction")
-    check_interval("beta_decay", schedule["beta_decay"], 0, 1)
-    check_interval("min_beta", schedule["min_beta"], 0, 1, closed="right")
-    check_integer("patience", schedule["patience"])
-    check_integer("beta_patience", schedule["beta_patience"])
-    check_integer("min_iter", schedule["min_iter"], low=0)
-    check_interval("score_tol", schedule["score_tol"], 0, 1, closed="left")
-
-
-_PROBLEM_OPTIONS = ("n_threads", "tau", "init", "predictive")
-"""The options of :class:`ClusterAbstractionEM` (and ``predictive``, which is refused)."""
-
-
-def annealed_em(model, data, **options) -> EMResult:
     """Fit the HACM on a fixed tree by annealed EM (Hofmann & Puzicha 1998, eq. (52)-(58), (60)).
 
     Parameters
@@ -674,12 +530,14 @@ def annealed_em(model, data, **options) -> EMResult:
         ``betas`` (default ``"auto"``), ``max_iter``, ``tol``, ``overrelax``, ``random_state``,
         ``validation_fraction``, ``beta_decay``, ``min_beta``, ``min_iter``, ``patience``,
         ``score_tol``, ``beta_patience``, ``progressbar``: the annealing schedule, documented once
-        in :func:`~latentzoo.inference.annealing.annealed_fit`, except ``"auto"``: the HACM
-        chooses its inverse temperature by restarting EM from one start at each candidate
-        (:func:`restarted_schedule`, which says why and what it measured), then replays the
-        chosen one from that start on all of ``data``. Family defaults as for the ACM
-        (``beta_decay=0.5``, ``min_beta=0.002``, ``beta_patience=6``): a document's posterior
-        stays hard until ``beta * n_i`` is of order one, so the candidates must reach far below 1.
+        in :func:`~latentzoo.inference.annealing.annealed_fit`, except that ``"auto"`` restarts
+        EM from one start at each candidate inverse temperature ``1, beta_decay, beta_decay**2,
+        ...`` down to ``min_beta`` (the early-stopping rule, ``min_iter`` included, at each;
+        ``restart`` of :func:`~latentzoo.inference.annealing.tempered_schedule`), keeps the
+        candidate of lowest validation perplexity and replays it from that start on all of
+        ``data``. Family defaults as for the ACM (``beta_decay=0.5``, ``min_beta=0.002``,
+        ``beta_patience=6``): a document's posterior stays hard until ``beta * n_i`` is of order
+        one, so the candidates must reach far below 1.
 
     Returns
     -------
@@ -687,7 +545,23 @@ def annealed_em(model, data, **options) -> EMResult:
         ``params``: ``rho`` (K,), ``q`` (n_nodes x M), ``tau`` and ``resp`` (N x K), the
         posteriors of the final parameters at the final ``beta``. With ``"auto"``: ``betas`` is
         the chosen inverse temperature, ``selection_trace`` every candidate's steps on the
-        training part, and ``stages`` says how the chosen candidate's selection ended.
+        training part, ``stages`` says how the chosen candidate's selection ended, and the
+        settings record ``selection="restarted"``.
+
+    Notes
+    -----
+    Why ``"auto"`` restarts rather than running Hofmann's tempered EM, which fits at
+    ``beta = 1`` and then heats, continuing from that fit: the HACM generalises best just below
+    its first critical temperature (seed 000, sec. 6.1: the clustering models need "a much
+    higher temperature" than the SMM), and heating keeps the local optimum that EM found at
+    ``beta = 1``. Measured on Reuters (depth 3, 10% of the tokens held out, 10 seeds): EM from
+    the start at a fixed ``beta`` gives held-out perplexity 2118 +- 113 at 1, 1957 +- 81 at
+    1/16, 1787 +- 31 at 1/64 and 2488 +- 51 at 1/96, where every leaf has the same mixture;
+    continued from the ``beta = 1`` fit, EM at 1/64 ends at a validation perplexity of 2240
+    against 1891 from the start (seed 0). The tempered schedule therefore kept only the first
+    one or two steps after each halving (posteriors already softened, parameters not yet
+    drifted), always ended at 1/64, the last temperature before the collapse, and reached
+    1939 +- 137 (restarted: 1798 +- 36).
 
     Examples
     --------
@@ -697,72 +571,12 @@ def annealed_em(model, data, **options) -> EMResult:
     >>> z = result.params["resp"].argmax(axis=1)  # sport rows together, politics rows together
     >>> bool(len(set(z[:3])) == len(set(z[3:])) == 1 and z[0] != z[3])
     True
-    """
-    schedule = {**_schedule_em.defaults, **options}
-    if not (isinstance(schedule["betas"], str) and schedule["betas"] == "auto"):
-        return _schedule_em(model, data, **options)
-    started = time.perf_counter()
-    problem_options = {name: schedule.pop(name) for name in _PROBLEM_OPTIONS if name in schedule}
-    unknown = sorted(set(schedule) - set(SCHEDULE_DEFAULTS))
-    if unknown:
-        known = ", ".join(sorted({*SCHEDULE_DEFAULTS, *_PROBLEM_OPTIONS} - {"predictive"}))
-        raise TypeError(
-            f"annealed_em() got an unexpected keyword argument {unknown[0]!r}; "
-            f"its options are {known}"
-        )
-    _check_em_options(model, data, schedule, problem_options)
-    _check_tempered_options(schedule)
-    data = model.check_data(data)
-    rng = as_rng(schedule["random_state"])
-    train, validation = data.split(schedule["validation_fraction"], rng)
-    if train.total == 0 or validation.total == 0:
-        raise ValueError(
-            "the data are too small for a validation split; pass an explicit list of betas"
-        )
-
-    def problem_on(part):
-        return ClusterAbstractionEM(model, part, **problem_options)
-
-    # The start must not have seen the validation tokens; the replay starts from it too.
-    start = problem_on(train).init(rng)
-    with _bar.tqdm(desc="annealed EM", disable=not schedule["progressbar"], leave=False) as bar:
-        chosen, selection, tried = restarted_schedule(
-            problem_on, train, validation, lambda current, held: perplexity(model, current, held),
-            start, max_iter=schedule["max_iter"], beta_decay=schedule["beta_decay"],
-            min_beta=schedule["min_beta"], patience=schedule["patience"],
-            min_iter=schedule["min_iter"], score_tol=schedule["score_tol"], tol=schedule["tol"],
-            overrelax=schedule["overrelax"], progress=bar,
-            beta_patience=schedule["beta_patience"],
-        )  # fmt: skip
-    beta, iterations = chosen[0]
-    replay = {**problem_options, "init": {name: start[name] for name in ("rho", "q", "tau")}}
-    result = _schedule_em(
-        model, data, betas=[beta], max_iter=iterations, tol=0.0, overrelax=schedule["overrelax"],
-        progressbar=schedule["progressbar"], **replay,
-    )  # fmt: skip
-    # How the chosen temperature ended is the selection's: the replay runs a fixed budget.
-    selected = tried[tried["selected"]].iloc[0]
-    result.stages = result.stages.assign(
-        stopped=selected["stopped"], validation_perplexity=selected["validation_perplexity"],
-        selection_iterations=selected["iterations"],
-    )  # fmt: skip
-    result.converged = bool(selected["stopped"] != "max_iter")
-    result.selection_trace = selection
-    result.seconds = time.perf_counter() - started
-    seed = schedule["random_state"]
-    result.settings = {
-        "schedule": "auto",
-        **{name: schedule[name] for name in ("max_iter", "tol", "overrelax")},
-        "random_state": seed if isinstance(seed, int) else None,
-        **{name: schedule[name] for name in ("validation_fraction", "beta_decay", "min_beta",
-                                             "patience", "beta_patience", "min_iter",
-                                             "score_tol")},
-        "selection": "restarted",
-    }  # fmt: skip
-    return result
-
-
-annealed_em.defaults = _schedule_em.defaults
+    """,
+    defaults={"beta_decay": 0.5, "min_beta": 0.002, "beta_patience": 6},
+    check=_check_em_options,
+    finish=_final_responsibilities,
+    restart=True,
+)
 
 
 def three_stage_em(model: ClusterAbstractionModel, data, **options) -> EMResult:

@@ -15,7 +15,7 @@ from scipy.special import logsumexp
 from sklearn.metrics import adjusted_rand_score
 
 from latentzoo.data import CoOccurrence, load
-from latentzoo.inference.annealing import GeometricCooling, perplexity
+from latentzoo.inference.annealing import GeometricCooling, perplexity, tempered_schedule
 from latentzoo.inference.cluster_abstraction import (
     ClusterAbstractionEM,
     ClusterAbstractionGibbs,
@@ -24,7 +24,6 @@ from latentzoo.inference.cluster_abstraction import (
     gibbs,
     grow_tree,
     hacm_em_pass,
-    restarted_schedule,
     three_stage_em,
     top_words,
     word_node_distribution,
@@ -319,6 +318,7 @@ def test_auto_serves_the_hacm_on_reuters():
     for fit in fits:
         assert len(fit.betas) == 1 and fit.betas[0] < 1
         assert fit.settings["schedule"] == "auto" and fit.converged
+        assert fit.settings["selection"] == "restarted"
         # The replay runs the chosen candidate's steps up to its best iterate, fewer than the
         # selection ran there (patience included).
         stage = fit.stages.iloc[0]
@@ -334,15 +334,18 @@ def test_auto_is_no_worse_than_beta_one_over_ten_seeds():
 
 
 def test_restarted_schedule_starts_every_candidate_from_the_start():
+    """The HACM's ``"auto"``: ``tempered_schedule(restart=True)`` runs every candidate from the
+    start, with ``min_iter`` at each, and keeps the best candidate alone."""
     model = ClusterAbstractionModel(1)
     data, _ = model.simulate(3, n_docs=30, n_words=20, doc_length=40, separated=True)
     train, validation = data.split(0.2, random_state=0)
     start = ClusterAbstractionEM(model, train).init(np.random.default_rng(0))
-    schedule, trace, stages = restarted_schedule(
+    schedule, trace, stages = tempered_schedule(
         lambda part: ClusterAbstractionEM(model, part), train, validation,
         lambda p, held: perplexity(model, p, held), start, max_iter=40, beta_decay=0.5,
-        min_beta=0.05, patience=5, min_iter=0, score_tol=1e-3, beta_patience=10,
+        min_beta=0.05, patience=5, min_iter=3, score_tol=1e-3, beta_patience=10, restart=True,
     )  # fmt: skip
+    assert len(stages) > 1 and (stages["best_iteration"] >= 3).all()
     first = trace.groupby("beta", sort=False)["free_energy"].first()
     # Every candidate's first step is scored at the start, so its free energy at beta is the
     # start's: F_beta of one point differs between temperatures only through 1 / beta.
