@@ -73,14 +73,14 @@ All randomness comes from ``random_state``; the same seed gives the same result 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numba as nb
 import numpy as np
 import pandas as pd
 from scipy.special import logsumexp
 
-from latentzoo.data import Dissimilarities
+from latentzoo.data import Dissimilarities, Features
 from latentzoo.data.checks import as_rng
 from latentzoo.inference.annealing import (
     EMStats,
@@ -456,6 +456,106 @@ def _pairwise_temperatures(data, D, T0, T_final):
     return T_c, T0, T_final
 
 
+_ORDINARY_SCALE = (1e-100, 1e100)
+"""Data whose scale (the mean off-diagonal dissimilarity; the largest deviation from the mean
+for vectors, squared) lies in this range are clustered as given, bit for bit. Outside it they are
+clustered divided by a power of two near their scale (exact in float64), and the costs,
+temperatures and coordinates multiplied back: the methods are invariant to the scale up to the
+temperature's, and at 1e300 or 1e-300 their squares and sums overflow or underflow."""
+
+_SPREAD_LIMITS = (1e-150, 1e150)
+"""Central clustering's costs and temperatures are squared distances: a largest deviation from
+the mean outside this range makes them overflow or vanish in float64, so the data are refused."""
+
+
+def _binary_exponent(scale: float, even: bool = False) -> int:
+    """0 when ``scale`` is 0 or ordinary (:data:`_ORDINARY_SCALE`), else the exponent ``e`` with
+    ``scale / 2**e`` in [0.5, 2); ``even`` rounds it up to even, so that ``2**(e/2)`` is exact."""
+    low, high = _ORDINARY_SCALE
+    if scale == 0 or low <= scale <= high:
+        return 0
+    exponent = int(np.frexp(scale)[1])
+    return exponent + exponent % 2 if even else exponent
+
+
+def _unit_dissimilarities(data: Dissimilarities, even: bool = False):
+    """``data`` and ``e = 0`` at an ordinary scale, else ``D / 2**e`` (same names and labels) and
+    ``e``, with ``2**e`` near the mean off-diagonal dissimilarity (computed without overflow)."""
+    D = data.D
+    n = data.n_items
+    top = float(D.max()) if n > 1 else 0.0
+    scale = float(np.mean(D / top)) * top * n / (n - 1) if top > 0 else 0.0
+    exponent = _binary_exponent(scale, even)
+    if exponent == 0:
+        return data, 0
+    scaled = Dissimilarities(np.ldexp(D, -exponent), labels=data.labels, item_names=data.item_names)
+    return scaled, exponent
+
+
+def _unit_features(X: np.ndarray):
+    """``X``, no shift and ``e = 0`` at an ordinary scale, else ``(X - mean) / 2**e``, the mean
+    and ``e``, with ``2**e`` near the largest deviation from the mean; refused (``ValueError``)
+    where the squared distances leave float64 (:data:`_SPREAD_LIMITS`)."""
+    largest = float(np.max(np.abs(X)))
+    # Divided by the largest entry first, so that the sum behind the mean cannot overflow.
+    mean = (X / largest).mean(axis=0) * largest if largest > 0 else np.zeros(X.shape[1])
+    spread = float(np.max(np.abs(X - mean)))
+    low, high = _SPREAD_LIMITS
+    if spread > 0 and not low <= spread <= high:
+        verb = "overflow" if spread > high else "underflow"
+        raise ValueError(
+            f"X deviates from its mean by up to {spread:.3g}, outside [{low:.0e}, {high:.0e}]: "
+            f"central clustering's costs and temperatures are squared distances, which {verb} in "
+            "float64; multiply X by a constant (the clustering does not change)"
+        )
+    ordinary_low, ordinary_high = _ORDINARY_SCALE
+    # The squares, of X itself and of its deviations, must be ordinary, not X.
+    if largest <= np.sqrt(ordinary_high) and (spread == 0 or spread >= np.sqrt(ordinary_low)):
+        return X, None, 0
+    exponent = int(np.frexp(spread)[1])
+    return np.ldexp(X - mean, -exponent), mean, exponent
+
+
+def _in_data_units(
+    result: ClusteringResult, cost_exponent: int, length_exponent: int = 0, shift=None
+) -> ClusteringResult:
+    """``result`` of a run on data divided by a power of two, in the data's own units: costs and
+    temperatures times ``2**cost_exponent``, inverse temperatures divided by it, centroids and
+    the embedding times ``2**length_exponent`` (the centroids moved back by ``shift``)."""
+    if cost_exponent == 0 and length_exponent == 0 and shift is None:
+        return result
+
+    def up(values):
+        return np.ldexp(np.asarray(values, dtype=np.float64), cost_exponent)
+
+    trace = result.trace.copy()
+    for column in ("temperature", "expected_cost", "free_energy", "cost"):
+        if column in trace:
+            trace[column] = up(trace[column].to_numpy())
+    if "beta" in trace:
+        trace["beta"] = np.ldexp(trace["beta"].to_numpy(dtype=np.float64), -cost_exponent)
+    settings = {
+        name: float(up(value)) if name in ("T0", "T_final", "T_c") else value
+        for name, value in result.settings.items()
+    }
+    centroids = result.centroids
+    if centroids is not None:
+        centroids = np.ldexp(centroids, length_exponent) + (0.0 if shift is None else shift)
+    embedding = result.embedding
+    if embedding is not None:
+        embedding = np.ldexp(embedding, length_exponent)
+    return replace(
+        result,
+        cost=float(up(result.cost)),
+        trace=trace,
+        transitions=[float(up(t)) for t in result.transitions],
+        settings=settings,
+        centroids=centroids,
+        embedding=embedding,
+        run_costs=None if result.run_costs is None else up(result.run_costs),
+    )
+
+
 def _result(model, data, labels, resp, cost, method, start, **fields) -> ClusteringResult:
     return ClusteringResult(
         item_names=np.asarray(data.item_names).astype(str),
@@ -677,8 +777,13 @@ def central_annealing(
     _check_model(model, CentralClustering)
     data = model.check_data(data)
     _check_options(T0, T_final, eta, max_iter, tol, perturbation)
+    X, shift, exponent = _unit_features(np.asarray(data.X, dtype=np.float64))
+    if exponent:
+        # Squared distances scale by 4**exponent: so do the temperatures the user gave.
+        T0 = None if T0 is None else float(np.ldexp(T0, -2 * exponent))
+        T_final = None if T_final is None else float(np.ldexp(T_final, -2 * exponent))
+        data = Features(X, labels=data.labels, item_names=data.item_names, kind="real")
     rng = as_rng(random_state)
-    X = np.asarray(data.X, dtype=np.float64)
     T_c = critical_temperature(X)
     scale = np.sqrt(max(T_c / 2.0, 1e-300))
     T0 = 1.5 * T_c if T0 is None else float(T0)
@@ -698,7 +803,7 @@ def central_annealing(
     resp, _ = problem.assignments(y, 1.0 / stages["temperature"].iloc[-1])
     labels = np.argmax(resp, axis=1).astype(np.int64)
     y, resp = _fill_centroids(y, resp, k)
-    return _annealed_result(
+    result = _annealed_result(
         model,
         data,
         labels,
@@ -711,6 +816,7 @@ def central_annealing(
         centroids=y,
         settings={"T0": T0, "T_final": T_final, "eta": eta, "T_c": T_c},
     )
+    return _in_data_units(result, 2 * exponent, exponent, shift)
 
 
 # ----------------------------------------------------------------------------- kernels
@@ -1441,13 +1547,18 @@ def greedy(
     )
 
 
-def ward(model: PairwiseClustering, data, method: str = "ward") -> ClusteringResult:
+def ward(model: PairwiseClustering, data, linkage: str = "ward") -> ClusteringResult:
     """Linkage baseline: scipy's agglomerative clustering of ``D`` cut at ``K`` clusters.
 
-    ``method="ward"`` is the seed's "Mean Average Dissimilarity Linkage / Ward's method"
+    ``linkage="ward"`` is the seed's "Mean Average Dissimilarity Linkage / Ward's method"
     (section 6.1); ``"average"``, ``"complete"``, ``"single"`` and ``"weighted"`` are accepted
     too. Ward's criterion presumes Euclidean distances; on other dissimilarities it is the usual
-    heuristic. Deterministic.
+    heuristic. Deterministic. Every criterion is invariant to the scale of ``D``, so ``D`` whose
+    mean off-diagonal entry lies outside ``[1e-100, 1e100]`` (where scipy's squared distances
+    underflow to 0 or overflow) is clustered divided by a power of two near that mean.
+
+    The option is ``linkage``, not scipy's ``method``: ``latentzoo.fit(model, D, method="ward",
+    linkage="average")`` must reach it, and ``method`` there names the fitting method.
 
     Examples
     --------
@@ -1457,34 +1568,36 @@ def ward(model: PairwiseClustering, data, method: str = "ward") -> ClusteringRes
     >>> int(ward(model, data).labels_.max())
     2
     """
-    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.cluster import hierarchy
 
     start = time.perf_counter()
     _check_model(model, PairwiseClustering)
     data = model.check_data(data)
-    methods = ("ward", "average", "complete", "single", "weighted")
-    if method not in methods:
-        raise ValueError(f"method must be one of {methods}, got {method!r}")
+    criteria = ("ward", "average", "complete", "single", "weighted")
+    if linkage not in criteria:
+        raise ValueError(f"linkage must be one of {criteria}, got {linkage!r}")
+    data, exponent = _unit_dissimilarities(data)
     k = model.n_components
     n = data.n_items
     if n == 1:
         labels = np.zeros(1, dtype=np.int64)
     else:
-        tree = linkage(data.condensed(), method=method)
-        raw = fcluster(tree, t=k, criterion="maxclust")
+        tree = hierarchy.linkage(data.condensed(), method=linkage)
+        raw = hierarchy.fcluster(tree, t=k, criterion="maxclust")
         labels = (np.unique(raw, return_inverse=True)[1]).astype(np.int64)
-    return _result(
+    result = _result(
         model,
         data,
         labels,
         _one_hot(labels, k),
         pairwise_cost(data.D, labels, k),
-        method,
+        linkage,
         start,
         trace=pd.DataFrame(),
         transitions=[],
-        settings={"method": method},
+        settings={"linkage": linkage},
     )
+    return _in_data_units(result, exponent)
 
 
 # ----------------------------------------------------------------------------- Algorithm II
@@ -1635,6 +1748,11 @@ def structure_preserving_mds(
     k = model.n_components
     if k < 2:
         raise ValueError(f"structure_preserving_mds needs n_components >= 2, got {k}")
+    # The embedding's squared distances match D, so its coordinates scale by 2**(exponent / 2).
+    data, exponent = _unit_dissimilarities(data, even=True)
+    if exponent:
+        T0 = None if T0 is None else float(np.ldexp(T0, -exponent))
+        T_final = None if T_final is None else float(np.ldexp(T_final, -exponent))
     rng = as_rng(random_state)
     D = np.ascontiguousarray(data.D)
     n = data.n_items
@@ -1650,7 +1768,7 @@ def structure_preserving_mds(
     )
     labels = np.argmax(run.params["resp"], axis=1).astype(np.int64)
     y, resp = _fill_centroids(run.params["centroids"], run.params["resp"], k)
-    return _annealed_result(
+    result = _annealed_result(
         model,
         data,
         labels,
@@ -1671,6 +1789,7 @@ def structure_preserving_mds(
             "relax": relax,
         },
     )
+    return _in_data_units(result, exponent, exponent // 2)
 
 
 # ------------------------------------------------------------------------------ the families
@@ -1756,7 +1875,7 @@ FAMILIES = (
                 ward,
                 (
                     choice(
-                        "method",
+                        "linkage",
                         "ward",
                         "scipy linkage criterion",
                         ("ward", "average", "complete", "single", "weighted"),

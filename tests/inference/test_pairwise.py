@@ -196,7 +196,7 @@ def test_ward_recovers_well_separated_clusters():
     data, truth = model.simulate(seed(), n_items=30, separation=20.0)
     result = ward(model, data)
     assert result.cost == pytest.approx(model.cost(data, truth["z"]))
-    assert ward(model, data, method="average").cost == pytest.approx(result.cost)
+    assert ward(model, data, linkage="average").cost == pytest.approx(result.cost)
 
 
 # ------------------------------------------------------------------------ Algorithm II
@@ -298,7 +298,7 @@ def test_central_annealing_is_deterministic():
         (lambda m, d: pairwise_annealing(CentralClustering(2), d), "model"),
         (lambda m, d: central_annealing(m, d), "model"),
         (lambda m, d: greedy(m, d, n_init=0), "n_init"),
-        (lambda m, d: ward(m, d, method="median"), "method"),
+        (lambda m, d: ward(m, d, linkage="median"), "linkage"),
         (lambda m, d: structure_preserving_mds(m, d, init="pca"), "init"),
         (lambda m, d: structure_preserving_mds(PairwiseClustering(1), d), "n_components"),
         (lambda m, d: structure_preserving_mds(m, d, n_dims=0), "n_dims"),
@@ -382,3 +382,97 @@ def test_default_schedule_starts_above_the_first_critical_temperature():
     assert result.transitions and result.transitions[0] <= T_c
     assert np.isclose(trace.temperature.iloc[1] / trace.temperature.iloc[0], 0.9)
     assert np.mean(trace.stopped == "tolerance") >= 0.9
+
+
+# --------------------------------------------------------------------------- issue 24: extreme scales
+def _pairwise_instance():
+    model = PairwiseClustering(3)
+    data, _ = model.simulate(0, n_items=30)
+    return model, data
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e154, 1e-300, 2.0**-1000])
+def test_ward_clusters_dissimilarities_at_any_scale_as_at_unit_scale(scale):
+    # Ward's squared distances underflowed at 1e-300 (every item in one cluster: a wrong
+    # partition) and overflowed at 1e154 (scipy's "Linkage 'Z' contains excessive observations").
+    model, data = _pairwise_instance()
+    unit = ward(model, data)
+    scaled = ward(model, Dissimilarities(data.D * scale))
+    np.testing.assert_array_equal(scaled.labels, unit.labels)
+    assert scaled.cost == pytest.approx(unit.cost * scale, rel=1e-12)
+
+
+def test_ward_linkage_option_is_reachable_through_fit():
+    # The option was called `method`, which latentzoo.fit's own `method` shadowed.
+    import latentzoo
+
+    model, data = _pairwise_instance()
+    result = latentzoo.fit(model, data, method="ward", linkage="single")
+    assert result.settings == {"linkage": "single"}
+    np.testing.assert_array_equal(result.labels, ward(model, data, linkage="single").labels)
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-300, 2.0**-1000])
+def test_structure_preserving_mds_at_extreme_scales_embeds_finitely_in_the_data_units(scale):
+    # At 1e300 the embedding was NaN (and every item in one cluster).
+    model, data = _pairwise_instance()
+    unit = structure_preserving_mds(model, data, random_state=0)
+    scaled = structure_preserving_mds(model, Dissimilarities(data.D * scale), random_state=0)
+    assert np.all(np.isfinite(scaled.embedding)) and np.all(np.isfinite(scaled.centroids))
+    np.testing.assert_array_equal(scaled.labels, unit.labels)
+    assert scaled.cost == pytest.approx(unit.cost * scale, rel=1e-12)
+    assert scaled.settings["T0"] == pytest.approx(unit.settings["T0"] * scale, rel=1e-12)
+    np.testing.assert_allclose(scaled.transitions, np.multiply(unit.transitions, scale), rtol=1e-9)
+    np.testing.assert_allclose(scaled.trace.beta * scale, unit.trace.beta, rtol=1e-9)
+
+    def distances(x):
+        return np.linalg.norm(x[:, None] - x[None], axis=-1)
+
+    # The embedding is defined up to a rotation: its distances carry the scale sqrt(scale).
+    np.testing.assert_allclose(
+        distances(scaled.embedding), distances(unit.embedding) * np.sqrt(scale), rtol=1e-6
+    )
+
+
+def test_ordinary_scales_run_unchanged():
+    # Within [1e-100, 1e100] nothing is rescaled: a power-of-two rescaling would change the bits.
+    model, data = _pairwise_instance()
+    X = CentralClustering(3).simulate(0, n_items=30)[0]
+    assert pw._unit_dissimilarities(data) == (data, 0)
+    assert pw._unit_features(X.X * 1e40)[2] == 0
+    assert pw._unit_features(X.X * 1e-40)[2] == 0
+
+
+@pytest.mark.parametrize("scale", [1e120, 1e-120, 2.0**-400])
+def test_central_annealing_at_large_and_small_scales_gives_the_unit_scale_clustering(scale):
+    model = CentralClustering(3)
+    data, _ = model.simulate(0, n_items=30)
+    unit = central_annealing(model, data, random_state=0)
+    scaled = central_annealing(model, data.X * scale, random_state=0)
+    np.testing.assert_array_equal(scaled.labels, unit.labels)
+    np.testing.assert_allclose(scaled.centroids, unit.centroids * scale, rtol=1e-12)
+    assert scaled.cost == pytest.approx(unit.cost * scale**2, rel=1e-12)
+    assert scaled.settings["T_c"] == pytest.approx(unit.settings["T_c"] * scale**2, rel=1e-12)
+    np.testing.assert_allclose(scaled.trace.temperature, unit.trace.temperature * scale**2)
+    # A temperature the user gives is in the data's units.
+    T0 = 2 * unit.settings["T_c"] * scale**2
+    assert central_annealing(model, data.X * scale, T0=T0).settings["T0"] == pytest.approx(T0)
+
+
+@pytest.mark.parametrize(
+    ("scale", "direction"), [(1e154, "overflow"), (1e-160, "underflow"), (1e-200, "underflow")]
+)
+def test_central_annealing_refuses_squared_distances_beyond_float64_naming_the_limit(
+    scale, direction
+):
+    # 1e154 raised numpy's LinAlgError (or "beta_start must be a positive finite number, got
+    # nan"), 1e-160 "beta_start ... got inf" (an option never passed), 1e-200 "the data have zero
+    # variance" for distinct items.
+    model = CentralClustering(3)
+    data, _ = model.simulate(0, n_items=30)
+    with pytest.raises(
+        ValueError,
+        match=rf"^X deviates from its mean by up to .*, outside \[1e-150, 1e\+150\].*"
+        rf"{direction}.*multiply X by a constant",
+    ):
+        central_annealing(model, data.X * scale, random_state=0)
