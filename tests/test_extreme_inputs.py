@@ -147,3 +147,48 @@ def test_counts_beyond_int64_are_refused_as_cooccurrence_refuses_them(fit):
         ValueError, match=r"^X\[2, 1\] = 9223372036854775808 exceeds the int64 range$"
     ):
         fit()
+
+
+# --------------------------------------------------------------------------- pairwise and central clustering
+# The cost models are invariant to the scale of their data up to the temperature's: at extreme
+# scales they cluster the data divided by a power of two and report costs, temperatures and
+# coordinates in the data's units; central clustering refuses squared distances beyond float64.
+def _pairwise_dissimilarities():
+    from latentzoo.models import PairwiseClustering
+
+    return PairwiseClustering(3), PairwiseClustering(3).simulate(0, n_items=30)[0].D
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e-300])
+def test_mds_embeds_dissimilarities_of_any_scale_finitely(scale):
+    """``mds`` on D x 1e300 returned NaN embeddings."""
+    model, D = _pairwise_dissimilarities()
+    unit = latentzoo.fit(model, D, method="mds", random_state=0)
+    result = latentzoo.fit(model, D * scale, method="mds", random_state=0)
+    assert np.all(np.isfinite(result.embedding)) and np.isfinite(result.cost)
+    np.testing.assert_array_equal(result.labels_, unit.labels_)
+
+
+@pytest.mark.parametrize("scale", [1e154, 1e-300])
+def test_ward_partitions_dissimilarities_of_any_scale_as_at_unit_scale(scale):
+    """``ward`` put every item in one cluster on D x 1e-300 and raised scipy's "Linkage 'Z'
+    contains excessive observations in a cluster" on D x 1e154."""
+    model, D = _pairwise_dissimilarities()
+    unit = latentzoo.fit(model, D, method="ward")
+    np.testing.assert_array_equal(
+        latentzoo.fit(model, D * scale, method="ward").labels_, unit.labels_
+    )
+
+
+@pytest.mark.parametrize("scale", [1e154, 1e-160, 1e-200])
+def test_central_clustering_refuses_squared_distances_beyond_float64_naming_the_limit(scale):
+    """1e154 raised numpy's ``LinAlgError``, 1e-160 said ``beta_start must be a positive finite
+    number`` (an option the user never passed), 1e-200 claimed "zero variance" for distinct
+    items."""
+    from latentzoo.models import CentralClustering
+
+    X = BASE * scale
+    with pytest.raises(
+        ValueError, match=r"^X deviates from its mean by up to .*\[1e-150, 1e\+150\]"
+    ):
+        latentzoo.fit(CentralClustering(2), X, method="annealing", random_state=0)
