@@ -238,6 +238,26 @@ def _model(entry, args, default_k: int, data=None):
         raise UserError(f"cannot build {entry.name}: {error}") from None
 
 
+def shows_progress(args) -> bool:
+    """Whether the command draws progress bars: not with ``--quiet``, and not when stderr is
+    not a terminal.
+
+    A bar redraws itself with a carriage return; in a log file or a pipe every refresh stays as
+    a line of its own (30 KB of bar updates for one fit), so there the command says only its
+    result lines.
+
+    Examples
+    --------
+    >>> import argparse
+    >>> shows_progress(argparse.Namespace(quiet=True))
+    False
+    """
+    if getattr(args, "quiet", False):
+        return False
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty())
+
+
 _FLAGS = ("betas", "max_iter", "tol", "overrelax", "predictive", "chains", "draws", "tune")
 """Options with a flag of their own (``--max-iter``); any other is given as ``--option``."""
 
@@ -261,7 +281,7 @@ def _method_options(entry, method: str, args) -> dict:
         texts[name] = value
     if method == "pymc":  # the reference's options are checked by latentzoo.fit
         options.update({name: _parse_value(text) for name, text in texts.items()})
-        return {**options, "random_state": args.seed, "progressbar": not args.quiet}
+        return {**options, "random_state": args.seed, "progressbar": shows_progress(args)}
     declared = entry.methods[method]
     for name in [*options, *texts]:
         if name not in declared.options:
@@ -272,7 +292,7 @@ def _method_options(entry, method: str, args) -> dict:
     if declared.takes_random_state:
         options["random_state"] = args.seed
     if declared.takes_progressbar:
-        options["progressbar"] = not args.quiet
+        options["progressbar"] = shows_progress(args)
     return options
 
 
@@ -334,7 +354,77 @@ def check_writable(out, folder=False) -> Path:
     return out
 
 
+def terminal_width() -> int:
+    """The width ``latentzoo list`` fits its tables to: the terminal's, 100 where there is none
+    (a pipe, a log; ``COLUMNS`` overrides both)."""
+    import shutil
+
+    return max(shutil.get_terminal_size(fallback=(100, 24)).columns, 40)
+
+
+def _cut(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, the cut marked by ``...``."""
+    return text if len(text) <= width else text[: max(width - 3, 0)] + "..."
+
+
+def table_lines(frame, width: int, last_cut: bool = True) -> list[str]:
+    """The rows of ``frame`` as aligned text lines of at most ``width`` characters.
+
+    Numbers are right-aligned, text left-aligned. The last column takes what room is left (cut
+    with ``...`` when ``last_cut``); a line still wider than ``width`` (a very narrow terminal)
+    is cut too, so that nothing wraps into the next row.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"name": ["toy", "glass"], "n_rows": [6, 214],
+    ...                       "description": ["six documents", "forensic glass fragments"]})
+    >>> print("\\n".join(table_lines(frame, 30)))
+    name   n_rows  description
+    toy         6  six documents
+    glass     214  forensic gla...
+    """
+    import pandas as pd
+
+    columns = list(frame.columns)
+    cells = {name: [str(value) for value in frame[name]] for name in columns}
+    numeric = {name: pd.api.types.is_numeric_dtype(frame[name]) for name in columns}
+    widths = {name: max([len(name), *map(len, cells[name])]) for name in columns}
+    if last_cut and len(columns) > 1:
+        room = width - sum(widths[name] + 2 for name in columns[:-1])
+        widths[columns[-1]] = max(min(widths[columns[-1]], room), len(columns[-1]))
+
+    def line(values, header=False):
+        parts = []
+        for name, value in zip(columns, values, strict=True):
+            value = _cut(value, widths[name])
+            right = numeric[name] and not header
+            parts.append(value.rjust(widths[name]) if right else value.ljust(widths[name]))
+        return _cut("  ".join(parts).rstrip(), width)
+
+    lines = [line(columns, header=True)]
+    lines += [line(row) for row in zip(*(cells[name] for name in columns), strict=True)]
+    return lines
+
+
+def _models_lines(table, width: int) -> list[str]:
+    """The registry (``as_table()``) fitted to ``width``: one aligned row per model and its
+    description below it, wrapped (the class and notebook are in ``--wide``)."""
+    import textwrap
+
+    shown = table[["model", "data", "fast methods", "reference", "dataset"]]
+    header, *rows = table_lines(shown, width, last_cut=False)
+    lines = [header]
+    for row, description in zip(rows, table["description"], strict=True):
+        lines.append(row)
+        lines += textwrap.wrap(description, width, initial_indent="    ",
+                               subsequent_indent="    ")  # fmt: skip
+    return lines
+
+
 def _cmd_list(args):
+    import textwrap
+
     from latentzoo.data import list_datasets
     from latentzoo.zoo import ZOO, as_table
 
@@ -348,14 +438,49 @@ def _cmd_list(args):
                 for line in method.describe().splitlines():
                     print(f"  {line}")
         return 0
+    datasets = list_datasets()
+    if args.dataset is not None:
+        return _print_dataset(datasets, args.dataset)
+    if args.wide:  # every column in full, for a wide window or a script
+        import pandas as pd
+
+        with pd.option_context("display.max_colwidth", None, "display.width", None):
+            print("Models:")
+            print(as_table().to_string(index=False))
+            print("\nDatasets:")
+            print(datasets.to_string(index=False))
+        return 0
+    width = terminal_width()
     print("Models:")
-    print(as_table().to_string(index=False))
+    print("\n".join(_models_lines(as_table(), width)))
     print("\nDatasets:")
+    shown = datasets[["name", "n_rows", "n_cols", "observations", "description"]]
+    print("\n".join(table_lines(shown, width)))
+    print()
     print(
-        list_datasets()[["name", "n_rows", "n_cols", "observations", "source"]].to_string(
-            index=False
+        textwrap.fill(
+            "Descriptions are cut to the terminal's width: `latentzoo list --dataset NAME` shows "
+            "one dataset's description, source and licence in full, `latentzoo list --wide` every "
+            "column of both tables.",
+            width,
         )
     )
+    return 0
+
+
+def _print_dataset(datasets, name: str) -> int:
+    """Every field of dataset ``name`` (``latentzoo list --dataset NAME``), each wrapped to the
+    terminal's width."""
+    import textwrap
+
+    rows = datasets[datasets["name"] == name]
+    if rows.empty:
+        raise UserError(f"unknown dataset {name!r}; known datasets: {', '.join(datasets['name'])}")
+    width = terminal_width()
+    for field, value in rows.iloc[0].items():
+        label = f"{field}: "
+        print(textwrap.fill(str(value), width, initial_indent=label,
+                            subsequent_indent=" " * 4))  # fmt: skip
     return 0
 
 
@@ -365,11 +490,62 @@ def _unknown_model(name: str):
     raise UserError(f"unknown model {name!r}; known models: {', '.join(ZOO)}")
 
 
+RESULT_SUFFIXES = {".nc": "netCDF, ArviZ InferenceData", ".npz": "numpy arrays"}
+"""What ``latentzoo fit --out`` writes, by the file's suffix, for every family."""
+
+
+def check_result_suffix(out) -> str:
+    """``out`` if its suffix names a format ``latentzoo fit`` writes (:data:`RESULT_SUFFIXES`),
+    else a one-line error naming ``--out``: a result is never written under a suffix that says
+    another format (``--out fit.txt`` holding netCDF).
+
+    Examples
+    --------
+    >>> check_result_suffix("tree.npz")
+    'tree.npz'
+    >>> check_result_suffix("tree.txt")
+    Traceback (most recent call last):
+    ...
+    latentzoo.cli.UserError: --out tree.txt: name the file .nc (netCDF, ArviZ InferenceData) or .npz (numpy arrays), not .txt
+    """
+    suffix = Path(out).suffix
+    if suffix not in RESULT_SUFFIXES:
+        formats = " or ".join(f"{s} ({what})" for s, what in RESULT_SUFFIXES.items())
+        given = f"not {suffix}" if suffix else "it has no suffix"
+        raise UserError(f"--out {out}: name the file {formats}, {given}")
+    return out
+
+
+def save_result(result, path: Path, data=None, **options) -> None:
+    """Write ``result`` in the format its suffix names (:func:`check_result_suffix`).
+
+    ``.nc``: the result's netCDF, as every result writes it. ``.npz``: the result's own ``.npz``
+    where its ``save`` writes one (a tree, a ranking), else every array of the fit keyed
+    ``"group.name"`` (:func:`~latentzoo.inference.fitted.result_arrays`); read it with
+    ``numpy.load(path, allow_pickle=False)``.
+    """
+    import zipfile
+
+    import numpy as np
+
+    from latentzoo.inference import fitted
+
+    if path.suffix == ".npz" and fitted.is_sample(result):
+        with open(path, "wb") as handle:  # np.savez adds ".npz" to a path without it
+            np.savez(handle, **fitted.result_arrays(result))
+        return
+    fitted.save(result, path, data, **options)
+    # A result whose save has no .npz of its own wrote netCDF there: its arrays instead.
+    if path.suffix == ".npz" and not zipfile.is_zipfile(path):
+        with open(path, "wb") as handle:
+            np.savez(handle, **fitted.result_arrays(result))
+
+
 def _cmd_fit(args):
     from latentzoo.inference import fitted
     from latentzoo.zoo import entry_for
 
-    out = check_writable(args.out)
+    out = check_result_suffix(check_writable(args.out))
     entry = entry_for(args.model)
     data = _load_data(args.data or entry.dataset, entry)
     model = _model(entry, args, default_k=10, data=data)
@@ -393,7 +569,7 @@ def _cmd_fit(args):
         # A family without sizes whose result is cut when saved (a tree): --k clusters.
         save_options["n_clusters"] = args.k
     try:
-        write_atomically(out, lambda path: fitted.save(result, path, data, **save_options))
+        write_atomically(out, lambda path: save_result(result, path, data, **save_options))
     except ValueError as error:
         if not save_options:
             raise
@@ -494,7 +670,7 @@ def _cmd_validate(args):
     data = _load_data(args.data or entry.dataset, entry)
     model = _model(entry, args, default_k=2, data=data)
     comparison = latentzoo.validate(
-        model, data, quick=args.quick, random_state=args.seed, progressbar=not args.quiet,
+        model, data, quick=args.quick, random_state=args.seed, progressbar=shows_progress(args),
         data_name=args.data or entry.dataset,
     )  # fmt: skip
     path = write_validation_report(comparison, args.out, title=f"Validation of {entry.name}")
@@ -606,7 +782,7 @@ def _cmd_demo(args):
     check_writable(args.out, folder=True)
     from latentzoo.report import run_demo
 
-    comparison = run_demo(args.out, quick=args.quick, progressbar=not args.quiet)
+    comparison = run_demo(args.out, quick=args.quick, progressbar=shows_progress(args))
     verdict = comparison.verdict()
     warning = getattr(comparison, "headline_warning", "")
     if warning:
@@ -617,8 +793,36 @@ def _cmd_demo(args):
     return 0 if comparison.passed else 1
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line, as every other error of the command.
+
+    argparse prints its usage block (2-9 lines) before the message; the block is what ``--help``
+    shows, so the line points there instead. Subcommands inherit the class (argparse builds
+    them with the parent's type), so ``latentzoo fit --k abc`` says
+    ``latentzoo fit: error: argument --k: invalid int value: 'abc' (see latentzoo fit --help)``.
+
+    Examples
+    --------
+    >>> import contextlib, io
+    >>> parser = OneLineErrorParser(prog="latentzoo demo")
+    >>> _ = parser.add_argument("--top", type=int)
+    >>> with contextlib.redirect_stderr(io.StringIO()) as err:
+    ...     try:
+    ...         parser.parse_args(["--top", "x"])
+    ...     except SystemExit as stop:
+    ...         print(stop.code)
+    2
+    >>> print(err.getvalue(), end="")
+    latentzoo demo: error: argument --top: invalid int value: 'x' (see latentzoo demo --help)
+    """
+
+    def error(self, message):
+        message = " ".join(message.split())  # argparse may wrap a long message
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="latentzoo",
         description="Latent-class and Bayesian clustering models: fast inference vs PyMC.",
     )
@@ -627,6 +831,13 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument(
         "--options", nargs="?", const="", metavar="MODEL",
         help="the declared options of every method (of MODEL's methods), with their defaults",
+    )  # fmt: skip
+    listing.add_argument(
+        "--dataset", metavar="NAME", help="one dataset in full: sizes, description, source, licence"
+    )
+    listing.add_argument(
+        "--wide", action="store_true", help="every column of both tables, uncut (wider than a "
+        "terminal; the default fits the terminal's width)",
     )  # fmt: skip
 
     fit = sub.add_parser(
@@ -680,8 +891,9 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument(
         "--out",
         required=True,
-        help="output .nc file (.npz where the result saves one), and a "
-        ".png next to it where the family draws its fit (a dendrogram, a topic tree)",
+        help="output file: .nc (netCDF, ArviZ InferenceData) or .npz (numpy arrays: the "
+        "result's own, or every array of the fit keyed group.name); any other suffix is refused. "
+        "A .png next to it where the family draws its fit (a dendrogram, a topic tree)",
     )
     fit.add_argument("--quiet", action="store_true")
 
@@ -757,7 +969,14 @@ def write_atomically(out: Path, write) -> None:
 
 def main(argv=None) -> int:
     """Entry point of the ``latentzoo`` console script."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # Said by the subcommand whose arguments they are, so that its --help is the one named.
+        (commands_action,) = (
+            a for a in parser._actions if isinstance(a, argparse._SubParsersAction)
+        )
+        commands_action.choices[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     if getattr(args, "quiet", False):
         os.environ.setdefault("TQDM_DISABLE", "1")
         warnings.simplefilter("ignore")

@@ -437,3 +437,93 @@ def test_fit_help_documents_the_exit_status(capsys):
         main(["fit", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "--require-converged" in text and "Exit status: 0" in text and "then 3" in text
+
+
+# ------------------------------------------------------------------- issue 24: small frictions
+def _parse_error(capsys, *argv):
+    with pytest.raises(SystemExit) as stop:
+        main(list(argv))
+    return stop.value.code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "command", "message"),
+    [
+        ([], "latentzoo", "the following arguments are required: command"),
+        (["bogus"], "latentzoo", "invalid choice: 'bogus'"),
+        (["fit"], "latentzoo fit", "the following arguments are required: model, --out"),
+        (["fit", "aspect", "--k", "abc", "--out", "x.nc"], "latentzoo fit", "invalid int value"),
+        (["fit", "aspect", "--out", "x.nc", "--draws"], "latentzoo fit", "expected one argument"),
+        (["fit", "aspect", "--out", "x.nc", "--bogus", "3"], "latentzoo fit",
+         "unrecognized arguments: --bogus 3"),
+        (["validate"], "latentzoo validate", "the following arguments are required: model"),
+        (["validate", "aspect", "--k", "1.5"], "latentzoo validate", "invalid int value: '1.5'"),
+        (["query", "--data", "toy", "--binarize", "zz"], "latentzoo query", "invalid choice: 'zz'"),
+        (["query", "--items", "a"], "latentzoo query", "required: --data"),
+        (["list", "--nope"], "latentzoo list", "unrecognized arguments: --nope"),
+        (["demo", "--quick", "--fast"], "latentzoo demo", "unrecognized arguments: --fast"),
+    ],
+)  # fmt: skip
+def test_argparse_errors_are_one_line(capsys, argv, command, message):
+    """Before: a 2-9 line usage block came first, against the README's one-line error."""
+    code, err = _parse_error(capsys, *argv)
+    assert code == 2
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"{command}: error: ") and message in err
+    assert err.rstrip().endswith(f"(see {command} --help)")
+
+
+@pytest.mark.parametrize("out", ["tree.txt", "tree", "tree.nc.bak"])
+def test_fit_out_with_a_suffix_it_would_not_match_is_refused(capsys, tmp_path, out):
+    """Before: `fit bhc --out x.txt` wrote netCDF under .txt without a word."""
+    code, _, err = _run(capsys, "fit", "bhc", "--data", "toy", "--out", str(tmp_path / out))
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"latentzoo: error: --out {tmp_path / out}: name the file .nc")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_fit_out_npz_holds_numpy_arrays_for_every_kind_of_result(capsys, tmp_path):
+    """An estimate and a sample, whose results write netCDF, give a .npz of their arrays
+    (a tree and a ranking keep their own .npz: tests/test_bhc_face.py, above)."""
+    import zipfile
+
+    estimate, sample = tmp_path / "em.npz", tmp_path / "gibbs.npz"
+    code, _, _ = _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2", "--out",
+                      str(estimate), "--quiet")  # fmt: skip
+    assert code == 0 and zipfile.is_zipfile(estimate)
+    with np.load(estimate, allow_pickle=False) as saved:
+        assert saved["params.theta"].shape == (6, 2)
+    code, _, _ = _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2", "--method", "gibbs",
+                      "--chains", "2", "--draws", "6", "--tune", "2", "--out", str(sample),
+                      "--quiet")  # fmt: skip
+    assert code == 0
+    with np.load(sample, allow_pickle=False) as saved:
+        assert saved["posterior.theta"].shape == (2, 6, 6, 2)
+
+
+@pytest.mark.parametrize("columns", [100, 80])
+def test_list_fits_the_terminal_and_keeps_the_rest_reachable(capsys, monkeypatch, columns):
+    """Before: the dataset table was about 450 characters wide (522 with the models')."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    code, out, _ = _run(capsys, "list")
+    assert code == 0
+    assert max(map(len, out.splitlines())) <= columns
+    assert "two_sided" in out and "hard, mean_field, annealed_em, gibbs" in out
+    assert "movielens" in out and "--dataset NAME" in out
+    code, out, _ = _run(capsys, "list", "--dataset", "glass")
+    assert code == 0 and max(map(len, out.splitlines())) <= columns
+    flat = " ".join(out.split())
+    assert "the fgl data frame of the R package MASS" in flat and "CC BY 4.0" in flat
+    code, out, _ = _run(capsys, "list", "--wide")
+    assert code == 0 and "notebooks/aspect_model.ipynb" in out and "licence" in out
+    code, _, err = _run(capsys, "list", "--dataset", "nope")
+    assert code == 2 and err.startswith("latentzoo: error: unknown dataset 'nope'")
+
+
+def test_no_progress_bar_when_stderr_is_not_a_terminal(capsys, tmp_path):
+    """Before: in a log every refresh of a bar stayed as a line (30 KB for one fit)."""
+    code, _, err = _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2", "--method", "gibbs",
+                        "--chains", "2", "--draws", "30", "--tune", "10", "--out",
+                        str(tmp_path / "g.nc"))  # fmt: skip
+    assert code == 0
+    assert "\r" not in err and "it/s" not in err and "%|" not in err
