@@ -429,14 +429,17 @@ def _cmd_list(args):
     from latentzoo.zoo import ZOO, as_table
 
     if args.options is not None:
-        # The declared options of each method (what `fit --option NAME=VALUE` takes).
+        # The declared options of each method (what `fit --option NAME=VALUE` takes), each
+        # wrapped to the terminal's width under its name.
         names = [args.options] if args.options else list(ZOO)
+        width = terminal_width()
         for name in names:
             entry = ZOO[name] if name in ZOO else _unknown_model(name)
             for method_name, method in entry.methods.items():
                 print(f"{entry.name} {method_name}:")
                 for line in method.describe().splitlines():
-                    print(f"  {line}")
+                    print(textwrap.fill(line, width, initial_indent="  ", subsequent_indent="      ",
+                                        break_long_words=False, break_on_hyphens=False))  # fmt: skip
         return 0
     datasets = list_datasets()
     if args.dataset is not None:

@@ -514,6 +514,9 @@ def test_list_fits_the_terminal_and_keeps_the_rest_reachable(capsys, monkeypatch
     assert code == 0 and max(map(len, out.splitlines())) <= columns
     flat = " ".join(out.split())
     assert "the fgl data frame of the R package MASS" in flat and "CC BY 4.0" in flat
+    code, out, _ = _run(capsys, "list", "--options")
+    assert code == 0 and max(map(len, out.splitlines())) <= columns
+    assert "  m (default 100; an integer >= 1)" in out
     code, out, _ = _run(capsys, "list", "--wide")
     assert code == 0 and "notebooks/aspect_model.ipynb" in out and "licence" in out
     code, _, err = _run(capsys, "list", "--dataset", "nope")
