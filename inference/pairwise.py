@@ -484,7 +484,7 @@ def _unit_dissimilarities(data: Dissimilarities, even: bool = False):
     D = data.D
     n = data.n_items
     top = float(D.max()) if n > 1 else 0.0
-    scale = float(np.mean(D / top)) * top * n / (n - 1) if top > 0 else 0.0
+    scale = top * (float(np.mean(D / top)) * n / (n - 1)) if top > 0 else 0.0
     exponent = _binary_exponent(scale, even)
     if exponent == 0:
         return data, 0
@@ -1399,6 +1399,10 @@ def pairwise_annealing(
     data = model.check_data(data)
     _check_options(T0, T_final, eta, max_iter, tol, perturbation)
     tap_damping = check_interval("tap_damping", tap_damping, 0, 1, closed="right")
+    data, exponent = _unit_dissimilarities(data)
+    if exponent:
+        T0 = None if T0 is None else float(np.ldexp(T0, -exponent))
+        T_final = None if T_final is None else float(np.ldexp(T_final, -exponent))
     rng = as_rng(random_state)
     D = np.ascontiguousarray(data.D)
     n, k = data.n_items, model.n_components
@@ -1425,7 +1429,7 @@ def pairwise_annealing(
         labels, sweeps, done = _quench(D, labels, k, rng)
         settings["quench_sweeps"] = sweeps
         converged = converged and done
-    return _annealed_result(
+    result = _annealed_result(
         model,
         data,
         labels,
@@ -1437,6 +1441,7 @@ def pairwise_annealing(
         converged=converged,
         settings=settings,
     )
+    return _in_data_units(result, exponent)
 
 
 def mean_field(
@@ -1482,6 +1487,9 @@ def mean_field(
             raise ValueError(f"resp must be non-negative of shape {(n, k)}, got {resp.shape}")
         resp = resp / resp.sum(axis=1, keepdims=True)
     tap_damping = check_interval("tap_damping", tap_damping, 0, 1, closed="right")
+    # The assignments depend on D / T only.
+    data, exponent = _unit_dissimilarities(data)
+    temperature = np.ldexp(float(temperature), -exponent) if exponent else temperature
     problem = _MeanFieldProblem(np.ascontiguousarray(data.D), rng, bool(tap))
     problem.damping = tap_damping
     params = {"resp": resp}
@@ -1521,6 +1529,7 @@ def greedy(
     data = model.check_data(data)
     check_integer("n_init", n_init)
     check_integer("max_sweeps", max_sweeps)
+    data, exponent = _unit_dissimilarities(data)
     rng = as_rng(random_state)
     D = np.ascontiguousarray(data.D)
     n, k = data.n_items, model.n_components
@@ -1531,7 +1540,7 @@ def greedy(
         costs[run] = pairwise_cost(D, labels, k)
         if costs[run] < best_cost:
             best, best_cost = labels, costs[run]
-    return _result(
+    result = _result(
         model,
         data,
         best,
@@ -1545,6 +1554,7 @@ def greedy(
         run_costs=costs,
         settings={"n_init": n_init, "max_sweeps": max_sweeps},
     )
+    return _in_data_units(result, exponent)
 
 
 def ward(model: PairwiseClustering, data, linkage: str = "ward") -> ClusteringResult:

@@ -134,6 +134,13 @@ def pairwise_cost(D, assignments, n_components: int | None = None) -> np.ndarray
         raise ValueError(f"D must be a non-empty square matrix, got shape {D.shape}")
     if not np.all(np.isfinite(D)):
         raise ValueError("D must hold finite numbers only")
+    largest = float(np.max(np.abs(D)))
+    if largest > 1e100 or 0 < largest < 1e-100:
+        # The sums of D overflow (or lose the subnormal digits): (16) is linear in D, so sum
+        # D / 2**e, exactly rescaled, and scale the cost back.
+        exponent = int(np.frexp(largest)[1])
+        cost = pairwise_cost(np.ldexp(D, -exponent), assignments, n_components)
+        return np.ldexp(cost, exponent) if np.ndim(cost) else float(np.ldexp(cost, exponent))
     n = D.shape[0]
     if n_components is None:
         n_components = int(np.max(assignments)) + 1 if np.size(assignments) else 1

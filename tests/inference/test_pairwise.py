@@ -476,3 +476,25 @@ def test_central_annealing_refuses_squared_distances_beyond_float64_naming_the_l
         rf"{direction}.*multiply X by a constant",
     ):
         central_annealing(model, data.X * scale, random_state=0)
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        lambda m, d: pairwise_annealing(m, d, random_state=0),
+        lambda m, d: greedy(m, d, random_state=0),
+        lambda m, d: structure_preserving_mds(m, d, random_state=0),
+        lambda m, d: ward(m, d),
+    ],
+    ids=["annealing", "greedy", "mds", "ward"],
+)
+def test_dissimilarities_whose_sums_overflow_are_clustered_with_finite_costs(run):
+    # 100 items of up to 1e307: D's sums overflowed, so the cost (16) was NaN, annealing and MDS
+    # raised numpy's "Eigenvalues did not converge" and greedy an AttributeError.
+    model = PairwiseClustering(3)
+    huge = uniform_dissimilarities(0, 100, high=1e307)
+    unit = Dissimilarities(np.ldexp(huge.D, -1020))
+    result = run(model, huge)
+    assert np.isfinite(result.cost) and np.all(np.isfinite(result.trace.select_dtypes("number")))
+    assert result.cost == pytest.approx(model.cost(huge, result.labels), rel=1e-12)
+    assert model.cost(huge, result.labels) == np.ldexp(model.cost(unit, result.labels), 1020)
