@@ -67,6 +67,13 @@ l'Hospital limit the seed asks for — the limit equation fixes the components o
 the other clusters. A ridge of relative size ``1e-6`` towards the previous ``x_i`` keeps the
 directions the equation leaves free (e.g. all centroids coincident at high ``T``).
 
+**Scale.** Every method is invariant to the scale of its data up to the temperature's (costs
+and temperatures of pairwise clustering are linear in ``D``, those of central clustering
+quadratic in ``X``). Data at an ordinary scale (:data:`_ORDINARY_SCALE`) run as given; outside
+it, where squares and sums overflow or underflow, they run divided by a power of two near their
+scale (exact in float64) and the results come back in the data's units. Central clustering
+refuses vectors whose squared distances leave float64 (:data:`_SPREAD_LIMITS`), naming the limit.
+
 All randomness comes from ``random_state``; the same seed gives the same result bit for bit.
 """
 
@@ -763,6 +770,14 @@ def central_annealing(
         With ``centroids``; ``trace["order_parameter"]`` is the number of distinct centroids
         and ``transitions`` the temperatures at which it grew, the first at ``T_c`` (up to the
         cooling step).
+
+    Raises
+    ------
+    ValueError
+        When every item is the same point, and when ``X`` deviates from its mean by more than
+        ``1e150`` or by less than ``1e-150`` (but not 0): the costs and temperatures, squared
+        distances, would overflow or underflow. Between those and the ordinary range the data
+        are clustered centred and divided by a power of two, and the results scaled back.
 
     Examples
     --------

@@ -498,3 +498,14 @@ def test_dissimilarities_whose_sums_overflow_are_clustered_with_finite_costs(run
     assert np.isfinite(result.cost) and np.all(np.isfinite(result.trace.select_dtypes("number")))
     assert result.cost == pytest.approx(model.cost(huge, result.labels), rel=1e-12)
     assert model.cost(huge, result.labels) == np.ldexp(model.cost(unit, result.labels), 1020)
+
+
+def test_mean_field_at_an_extreme_scale_solves_the_equations_of_the_unit_scale():
+    # <M_iv> depends on D / T only: D and T both times 2**-1000 give the same assignments.
+    model = PairwiseClustering(3)
+    data = uniform_dissimilarities(0, 30)
+    T = 0.5 * critical_temperature(data)
+    unit = mean_field(model, data, T, random_state=0)
+    tiny = mean_field(model, Dissimilarities(np.ldexp(data.D, -1000)), np.ldexp(T, -1000),
+                      random_state=0)  # fmt: skip
+    np.testing.assert_allclose(tiny, unit, atol=1e-8)
