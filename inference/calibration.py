@@ -32,6 +32,7 @@ from scipy import stats
 
 from latentzoo.data.checks import as_rng
 from latentzoo.inference.checks import Check
+from latentzoo.inference.progress import progress_bar
 from latentzoo.models._checks import check_integer
 
 __all__ = [
@@ -491,8 +492,6 @@ def sbc(model, sampler, n_sims: int = 1000, *, random_state=None, n_draws: int =
     >>> result.check.passed, result.ranks.shape, sorted(result.power)
     (True, (300, 1), [0.25, 0.5])
     """
-    from tqdm.auto import tqdm
-
     check_integer("n_sims", n_sims)
     check_integer("n_draws", n_draws)
     check_integer("bins", bins, low=2)
@@ -505,7 +504,7 @@ def sbc(model, sampler, n_sims: int = 1000, *, random_state=None, n_draws: int =
     rng = as_rng(random_state)
     collected: dict[str, list[np.ndarray]] = {}
     tied: dict[str, list[np.ndarray]] = {}  # per simulation: every draw equals the truth
-    for _ in tqdm(range(n_sims), desc="SBC", disable=not progressbar, leave=False):
+    for _ in progress_bar(range(n_sims), desc="SBC", progressbar=progressbar):
         data, truth = model.simulate(rng, **sizes)
         draws = _posterior_arrays(sampler(data, rng, n_draws))
         true_values = model.invariants(truth, data)

@@ -34,12 +34,9 @@ import numpy as np
 
 from latentzoo.data.checks import check_memory, check_random_state
 from latentzoo.inference._lazy import lazy_import
+from latentzoo.inference.progress import progress_bar
 from latentzoo.models._checks import check_integer
 from latentzoo.models.base import model_attrs, netcdf_attr  # noqa: F401 - re-exported
-
-# The notebook-aware progress bar (tqdm.auto imports asyncio and ssl): imported when a bar is
-# first made, so that listing the zoo stays cheap.
-_bar = lazy_import("tqdm.auto")
 
 # Imported at first use: listing the zoo imports this module and needs none of them.
 az = lazy_import("arviz")
@@ -399,7 +396,7 @@ def run_chains(
     kept_stats: dict[str, list] = {}
     total = chains * (tune + draws * thin)
     start = time.perf_counter()
-    with _bar.tqdm(total=total, desc=desc, disable=not progressbar, leave=False) as bar:
+    with progress_bar(total=total, desc=desc, progressbar=progressbar) as bar:
         for rng in generators:
             state = init(rng)
             for _ in range(tune):

@@ -55,7 +55,6 @@ from scipy.special import gammaln
 
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
-from latentzoo.inference._lazy import lazy_import
 from latentzoo.inference.annealing import (
     EMResult,
     EMStats,
@@ -88,14 +87,11 @@ from latentzoo.inference.mcmc import (
     keep_params_auto,
     uniform_labels,
 )
+from latentzoo.inference.progress import progress_bar
 from latentzoo.models._checks import check_integer
 from latentzoo.models.conjugate import dirichlet_multinomial_log
 from latentzoo.models.invariants import default_dyads
 from latentzoo.models.one_sided import OneSidedClustering, default_pairs, row_logsumexp
-
-# The notebook-aware progress bar (tqdm.auto imports asyncio and ssl): imported when a bar is
-# first made, so that listing the zoo stays cheap.
-_bar = lazy_import("tqdm.auto")
 
 __all__ = [
     "OneSidedEM",
@@ -343,7 +339,7 @@ def hard_acm(
     rng = as_rng(random_state)
     start = time.perf_counter()
     best = None
-    for _ in _bar.tqdm(range(n_init), desc="hard ACM starts", disable=not progressbar, leave=False):
+    for _ in progress_bar(range(n_init), desc="hard ACM starts", progressbar=progressbar):
         q0 = (
             init["q"] if init is not None else kl_kmeans_plus_plus(data, model.n_clusters, rng)["q"]
         )
