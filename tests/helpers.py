@@ -12,6 +12,7 @@ import pytest
 from latentzoo.models import (
     AspectModel,
     BayesianMixture,
+    ClusterAbstractionModel,
     DirichletProcessMixture,
     OneSidedClustering,
     ProductSpaceMixture,
@@ -25,9 +26,11 @@ SMALL_MODELS = {
     "product_space": ProductSpaceMixture(2, 2),
     "dpm": DirichletProcessMixture(),
     "finite_mixture": BayesianMixture(2),
+    "cluster_abstraction": ClusterAbstractionModel(1),
 }
 """The smallest model of each family the stability, validation and result tests run (two
-clusters a side; the DPM and the finite mixture with their default components)."""
+clusters a side; the DPM and the finite mixture with their default components; the HACM on a
+tree of depth 1, a root and two leaves)."""
 
 EM_FAMILIES = ("aspect", "one_sided", "two_sided", "product_space")
 """The co-occurrence families fitted by annealed EM (keys of :data:`SMALL_MODELS`)."""
