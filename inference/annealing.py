@@ -34,14 +34,10 @@ import pandas as pd
 
 from latentzoo.data.checks import as_rng, check_fraction
 from latentzoo.inference._docstrings import with_example_setup
-from latentzoo.inference._lazy import lazy_import
-from latentzoo.inference.family import SCHEDULE_OPTIONS
+from latentzoo.inference.family import SCHEDULE_OPTIONS, check_cooling
 from latentzoo.inference.mcmc import check_parameter_memory, model_attrs, netcdf_attr
+from latentzoo.inference.progress import progress_bar
 from latentzoo.models._checks import check_integer, check_interval
-
-# The notebook-aware progress bar (tqdm.auto imports asyncio and ssl): imported when a bar is
-# first made, so that listing the zoo stays cheap.
-_bar = lazy_import("tqdm.auto")
 
 __all__ = [
     "EMProblem",
@@ -1368,7 +1364,7 @@ def annealed_fit(
         kept). From a random start the validation perplexity typically dips within a few steps,
         rises, and then improves for dozens of iterations; stopping at that first dip (as with
         ``min_iter=0``) kept 6-7 EM steps on 300 Reuters documents, about 6% worse in test
-        perplexity than plain EM (``benchmarks/RESULTS_schedules.md`` measures the defaults).
+        perplexity than plain EM (``benchmarks/RESULTS_schedule_defaults.md`` measures the defaults).
     score_tol : float
         Tempered schedules: a validation perplexity counts as an improvement (resetting
         ``patience``, or making a lower temperature worth keeping) only when it is below
@@ -1410,6 +1406,7 @@ def annealed_fit(
             )
     elif not isinstance(betas, GeometricCooling):
         betas = check_schedule(betas)
+        check_cooling(betas)
     check_integer("max_iter", max_iter)
     tol = check_interval("tol", tol, 0, np.inf, closed="left")
     overrelax = check_interval("overrelax", overrelax, 0, 2)
@@ -1424,7 +1421,7 @@ def annealed_fit(
     start = time.perf_counter()
     problem = problem_on(data)
     selection = transitions = None
-    with _bar.tqdm(desc=desc, disable=not progressbar, leave=False) as bar:
+    with progress_bar(desc=desc, progressbar=progressbar) as bar:
         if isinstance(betas, GeometricCooling):
             params = problem.init(rng)
             run, _, transitions = cool(

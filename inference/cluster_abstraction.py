@@ -66,7 +66,6 @@ import pandas as pd
 
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
-from latentzoo.inference._lazy import lazy_import
 from latentzoo.inference.annealing import (
     EMResult,
     EMStats,
@@ -105,16 +104,13 @@ from latentzoo.inference.mcmc import (
     splitmix_seeds,
 )
 from latentzoo.inference.one_sided import OneSidedEM
+from latentzoo.inference.progress import progress_bar
 from latentzoo.inference.results import PointEstimate
 from latentzoo.models._checks import check_integer, check_interval
 from latentzoo.models.cluster_abstraction import ClusterAbstractionModel, TopicTree
 from latentzoo.models.conjugate import dirichlet_multinomial_log
 from latentzoo.models.invariants import coassignment_pairs, default_dyads
 from latentzoo.models.one_sided import OneSidedClustering
-
-# The notebook-aware progress bar (tqdm.auto imports asyncio and ssl): imported when a bar is
-# first made, so that listing the zoo stays cheap.
-_bar = lazy_import("tqdm.auto")
 
 __all__ = [
     "ClusterAbstractionEM",
@@ -786,8 +782,9 @@ def grow_tree(
     split_rows, stage_rows = [], []
     last = 0
     acm = OneSidedClustering(1, alpha=model.alpha, eta=model.eta)
-    for position, beta in enumerate(_bar.tqdm(betas, desc="growing the tree", disable=not progressbar,
-                                         leave=False)):  # fmt: skip
+    for position, beta in enumerate(
+        progress_bar(betas, desc="growing the tree", progressbar=progressbar)
+    ):
         last = position
         k = len(node_of)
         if k >= max_leaves:

@@ -347,7 +347,30 @@ def _betas_ok(value) -> bool:
         if not (_is_real(beta) and 0 < beta < float("inf")):
             # The offending entry named, as annealing.check_schedule does.
             raise ValueError(f"betas[{position}] = {beta!r} must be a positive finite number")
+    check_cooling(values)
     return bool(values)
+
+
+def check_cooling(betas) -> None:
+    """Refuse a schedule that heats: annealing lowers the temperature, so the inverse temperatures
+    of an explicit ``betas`` list never decrease (a decreasing list was accepted silently and ran
+    EM hotter and hotter, ending at its smallest beta).
+
+    Examples
+    --------
+    >>> check_cooling([0.5, 0.5, 1.0])
+    >>> check_cooling([1.0, 0.5])
+    Traceback (most recent call last):
+    ...
+    ValueError: betas[1] = 0.5 is below betas[0] = 1.0: an annealing schedule cools, its inverse temperatures never decrease
+    """
+    for position in range(1, len(betas)):
+        if betas[position] < betas[position - 1]:
+            raise ValueError(
+                f"betas[{position}] = {betas[position]!r} is below betas[{position - 1}] = "
+                f"{betas[position - 1]!r}: an annealing schedule cools, its inverse temperatures "
+                "never decrease"
+            )
 
 
 SCHEDULE_OPTIONS = (
@@ -356,9 +379,10 @@ SCHEDULE_OPTIONS = (
         (str, list),
         "auto",
         "inverse temperatures, increasing to 1, or 'auto' (chosen on held-out data)",
-        "'auto', 'early_stopping', a GeometricCooling or a non-empty list of positive numbers",
+        "'auto', 'early_stopping', a GeometricCooling or a non-empty, non-decreasing list of"
+        " positive numbers",
         _betas_ok,
-        ([], [0.0, 1.0], "hot"),
+        ([], [0.0, 1.0], [1.0, 0.5], "hot"),
     ),
     integer("max_iter", 200, "EM iterations at most, per temperature"),
     real("tol", 1e-5, "relative change of the free energy that ends a temperature (0: never)", 0),

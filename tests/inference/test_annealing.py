@@ -408,3 +408,13 @@ def test_geometric_cooling_finds_the_split_of_the_clusters():
         assert np.all(
             np.diff(stage["free_energy"].to_numpy()) <= 1e-9 * np.abs(stage["free_energy"]).max()
         )
+
+
+def test_a_heating_schedule_is_refused_naming_the_entry():
+    # issue 24: a decreasing list was accepted by all six annealed EMs and ran EM hotter and hotter
+    import latentzoo
+    from latentzoo.data import load
+    from latentzoo.models import AspectModel
+
+    with pytest.raises(ValueError, match=r"betas\[1\] = 0.5 is below betas\[0\] = 1.0"):
+        latentzoo.fit(AspectModel(2), load("toy"), method="annealed_em", betas=[1.0, 0.5])
