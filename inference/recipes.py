@@ -1247,9 +1247,11 @@ def _hacm_exact(entry, recipe, model, data, settings, rng, progressbar=False):
             checks.append(check)
     result = Comparison(checks=checks)
     result.problem = (
-        f"2 tiny corpora x 3 forms of tau ({_priors(model)}, gamma={model.gamma:g}); "
-        f"{settings.exact_chains} independent Gibbs chains x {settings.exact_sweeps} sweeps; "
-        "every (leaf, level) assignment enumerated"
+        "synthetic tiny data, 2 corpora x 3 forms of tau: a depth-1 tree (K=2 leaves, 3 x 3 "
+        f"counts) and a ragged tree (K=3 leaves, 2 x 2) ({_priors(model)}, "
+        f"gamma={model.gamma:g}); per problem Gibbs {settings.exact_chains} independent chains x "
+        f"1 draw after {settings.exact_sweeps} burn-in sweeps, against every (leaf, level) "
+        "assignment enumerated (no PyMC)"
     )
     return result
 
@@ -1303,7 +1305,8 @@ def _hacm_reference(entry, recipe, model, data, settings, rng, progressbar=False
     result = compare(local, simulated, fast, reference, names=("gibbs", "pymc"),
                      var_names=["loglik", "p_dyad", "level_share"])  # fmt: skip
     result.problem = (
-        f"synthetic: {simulated} drawn from a depth-1 tree (separated), tau={local.tau}; "
+        f"synthetic: {simulated} drawn from a depth-1 tree (K=2 leaves, separated), "
+        f"tau={local.tau}; "
         f"{_pymc_label(4, draws, tune, 'PyMC (NUTS, both latents marginalised)')}; "
         f"{_gibbs_label(4, gibbs_draws, gibbs_thin, 200)}"
     )

@@ -58,11 +58,7 @@ def test_quick_validation_passes_every_applicable_level(model, reached, skipped)
         reached = [level for level in reached if level != "mode-matched"]
     assert comparison.levels_reached == reached
     assert [check.level for check in comparison.skipped] == skipped
-    if model is not SMALL_MODELS["cluster_abstraction"]:
-        # The HACM's exact line (inference/recipes.py) names neither "synthetic", K nor its
-        # chains x draws after burn-in, and its reference line no K: to be worded like the
-        # others, then checked here too.
-        _assert_problem_lines_state_their_runs(comparison)
+    _assert_problem_lines_state_their_runs(comparison)
     text = comparison.to_markdown()
     assert "Verdict" in text
     for level in skipped:
