@@ -200,9 +200,22 @@ def test_failed_venv_names_the_debian_package_and_leaves_nothing(tmp_path):
 
 
 def _listed(output: str, section: str) -> set[str]:
-    """First column of a table printed by `latentzoo list` under ``section:``."""
+    """First column of a table printed by `latentzoo list` under ``section:`` (an indented line
+    continues the row above it: a wrapped description)."""
     lines = output.split(f"{section}:\n", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
-    return {line.split()[0] for line in lines if line.strip()}
+    return {line.split()[0] for line in lines if line.strip() and not line[0].isspace()}
+
+
+def test_list_names_every_model_and_dataset_in_its_first_column(capsys):
+    """The default-tier half of the clean-clone test: the table it reads is parseable."""
+    from latentzoo.cli import main
+    from latentzoo.data import list_datasets
+    from latentzoo.zoo import as_table
+
+    main(["list"])
+    printed = capsys.readouterr().out
+    assert _listed(printed, "Models") == set(as_table()["model"])
+    assert _listed(printed, "Datasets") == set(list_datasets()["name"])
 
 
 @pytest.mark.slow
