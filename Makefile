@@ -86,7 +86,7 @@ test: install-test
 	$(PYTHON) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 test-slow: install-test
-	$(PYTHON) -m pytest -q -m "slow and not heavy" --durations=15
+	$(PYTHON) -m pytest -q -m "slow and not heavy" -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 test-heavy: install-test
 	$(PYTHON) -m pytest -q -m heavy --durations=15
