@@ -963,13 +963,18 @@ def finish_report(header, sections, ratios, start, targets) -> None:
         f"(numba threading layer: {_threading_layer()}).",
     ]
     print("\n".join(summary) + "\n", flush=True)
-    body = header + summary + [""] + [line for lines in sections for line in [*lines, ""]]
+    write_report(header + summary + [""] + [line for lines in sections for line in [*lines, ""]],
+                 targets)  # fmt: skip
+
+
+def write_report(lines, targets) -> None:
+    """Write the report's markdown ``lines`` to each target path that is not None."""
     for target in targets:
         if target is None:
             continue
         out = Path(target)
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("\n".join(body))
+        out.write_text("\n".join(lines) + "\n")
         print(f"written {out}", file=sys.stderr)
 
 

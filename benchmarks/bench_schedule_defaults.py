@@ -48,6 +48,7 @@ from bench_aspect import (  # noqa: E402
     markdown_table,
     parse_run_arguments,
     report_header,
+    write_report,
 )
 from run_config import QuickConfig, sized  # noqa: E402
 
@@ -56,7 +57,9 @@ from latentzoo.inference.annealing import SCHEDULE_DEFAULTS, perplexity  # noqa:
 from latentzoo.inference.aspect import annealed_em  # noqa: E402
 from latentzoo.models import AspectModel  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "RESULTS_schedule_defaults.md"  # tracked copy (full run)
+RESULTS = (
+    Path(__file__).resolve().parent / "RESULTS_schedule_defaults.md"
+)  # tracked copy (full run)
 SCHEDULES = {"auto": "auto", "early_stopping": "early_stopping", "[1.0]": [1.0]}
 N_COMPONENTS = 20
 
@@ -260,13 +263,7 @@ def main(argv=None) -> int:
         f"{load_average()}.",
     ]
     emit(body)
-    for target in (args.out, results):
-        if target is None:
-            continue
-        out = Path(target)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("\n".join(header + body) + "\n")
-        print(f"written {out}", file=sys.stderr)
+    write_report(header + body, (args.out, results))
     return 0
 
 

@@ -51,6 +51,7 @@ from bench_aspect import (  # noqa: E402
     markdown_table,
     parse_run_arguments,
     report_header,
+    write_report,
 )
 from run_config import QuickConfig, sized  # noqa: E402
 
@@ -272,13 +273,7 @@ def main(argv=None) -> int:
         f"{load_average()}.",
     ]
     emit(body)
-    for target in (args.out, results):
-        if target is None:
-            continue
-        out = Path(target)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text("\n".join(header + body) + "\n")
-        print(f"written {out}", file=sys.stderr)
+    write_report(header + body, (args.out, results))
     return 0
 
 
