@@ -37,9 +37,14 @@ from latentzoo.sklearn import (
     completion_split,
 )
 
-DEFAULTS = [AspectEstimator(), OneSidedClusterer(), TwoSidedClusterer(), MixtureClusterer()]
+DEFAULTS = [AspectEstimator(), OneSidedClusterer(), TwoSidedClusterer()]
 """Default-constructed estimators, as a user first meets them: e.g. ten topics on the checks'
 data of two to five columns, which the estimators accept as LatentDirichletAllocation does."""
+
+SLOW_DEFAULTS = [MixtureClusterer()]
+"""Default-constructed estimators whose every check runs a full-length sampler (4 chains of the
+DPM's default draws, about 20 s a check here): the slow tier's; the default tier checks the same
+class at short chains in ``CHECKED``."""
 
 CHECKED = [
     *DEFAULTS,
@@ -61,6 +66,12 @@ def _expected_failures(estimator):
 
 @parametrize_with_checks(CHECKED, expected_failed_checks=_expected_failures)
 def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.slow
+@parametrize_with_checks(SLOW_DEFAULTS, expected_failed_checks=_expected_failures)
+def test_sklearn_estimator_checks_at_default_sampler_lengths(estimator, check):
     check(estimator)
 
 
