@@ -192,10 +192,16 @@ def test_greedy_ends_at_a_local_minimum():
 
 
 def test_ward_recovers_well_separated_clusters():
+    # Centres 20 apart, unit noise: separated by construction. (PairwiseClustering.simulate draws
+    # its centres at random, and on about 3% of seeds two fell close enough that Ward's partition
+    # beat the simulated one: a flaky test until 2026-11-27.)
     model = PairwiseClustering(3)
-    data, truth = model.simulate(seed(), n_items=30, separation=20.0)
+    rng = np.random.default_rng(seed())
+    centres = 20.0 * np.array([[0.0, 0.0], [1.0, 0.0], [0.5, 0.87]])
+    z = rng.permutation(np.arange(30) % 3)
+    data = Dissimilarities.from_features(centres[z] + rng.normal(size=(30, 2)), "sqeuclidean")
     result = ward(model, data)
-    assert result.cost == pytest.approx(model.cost(data, truth["z"]))
+    assert result.cost == pytest.approx(model.cost(data, z))
     assert ward(model, data, linkage="average").cost == pytest.approx(result.cost)
 
 
