@@ -92,7 +92,7 @@ def same_data(npz, arrays: dict) -> bool:
     >>> import tempfile
     >>> out = Path(tempfile.mkdtemp()) / "x.npz"
     >>> np.savez(out, a=np.arange(3), source=np.array("R 4.2.2"))
-    >>> with np.load(out) as npz:
+    >>> with np.load(out, allow_pickle=False) as npz:
     ...     same_data(npz, {"a": np.arange(3), "source": np.array("R 4.3.0")})
     True
     """

@@ -886,7 +886,7 @@ def _mf_sweep(D, resp, a_t, sizes, within, fields, temperature, order, skip):
     An item whose probabilities would change by at most ``skip`` is left as it is (its O(N K)
     update is what a sweep costs; frozen items are most of them at low temperature).
     """
-    n, k = resp.shape
+    k = resp.shape[1]
     logits = np.empty(k)
     new = np.empty(k)
     delta = np.empty(k)
@@ -964,7 +964,7 @@ def _tap_sweep(D, resp, a_t, sizes, within, couplings, temperature, order, skip)
     :func:`tap_couplings` writes it) with its *new* ``r_i`` in the Onsager reaction term, not the
     one of the previous sweep. Returns max |change|.
     """
-    n, k = resp.shape
+    k = resp.shape[1]
     bias = np.empty(k)
     new = np.empty(k)
     delta = np.empty(k)
