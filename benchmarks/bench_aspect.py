@@ -967,6 +967,33 @@ def finish_report(header, sections, ratios, start, targets) -> None:
                  targets)  # fmt: skip
 
 
+def one_thread_machine_rows() -> list[tuple[str, str]]:
+    """The machine table of a benchmark whose fits run on one numba thread."""
+    import numba
+
+    return [
+        ("CPU", f"{cpu_model()} ({os.cpu_count()} logical CPUs)"),
+        ("numba threads used", "1 (`n_threads=1`)"),
+        ("load average (1, 5, 15 min) at start", load_average()),
+        (
+            "versions",
+            f"python {platform.python_version()}, numpy {np.__version__}, numba "
+            f"{numba.__version__}",
+        ),
+    ]
+
+
+def finish_fit_report(header, body, start: float, targets) -> None:
+    """End a per-fit report: the run time and load line, printed, then :func:`write_report`."""
+    body = [
+        *body,
+        f"Total run time: {time.perf_counter() - start:.0f} s; load average at the end: "
+        f"{load_average()}.",
+    ]
+    emit(body)
+    write_report(header + body, targets)
+
+
 def write_report(lines, targets) -> None:
     """Write the report's markdown ``lines`` to each target path that is not None."""
     for target in targets:

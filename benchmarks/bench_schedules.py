@@ -32,26 +32,22 @@ Reuters with one seed.
 
 from __future__ import annotations
 
-import os
-import platform
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import numba as nb
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # The shared helpers of the aspect-model benchmark: run and machine headers, markdown tables.
 from bench_aspect import (  # noqa: E402
-    cpu_model,
     emit,
-    load_average,
+    finish_fit_report,
     markdown_table,
+    one_thread_machine_rows,
     parse_run_arguments,
     report_header,
-    write_report,
 )
 from run_config import QuickConfig, sized  # noqa: E402
 
@@ -216,18 +212,6 @@ def seed_table(fits: list[Fit]) -> list[str]:
     return markdown_table(header, rows)
 
 
-def machine_info() -> list[tuple[str, str]]:
-    return [
-        ("CPU", f"{cpu_model()} ({os.cpu_count()} logical CPUs)"),
-        ("numba threads used", "1 (`n_threads=1`)"),
-        ("load average (1, 5, 15 min) at start", load_average()),
-        (
-            "versions",
-            f"python {platform.python_version()}, numpy {np.__version__}, numba {nb.__version__}",
-        ),
-    ]
-
-
 def main(argv=None) -> int:
     args, argv, results = parse_run_arguments(
         argv, __doc__.splitlines()[0], "report/benchmarks_schedules.md", RESULTS,
@@ -239,7 +223,9 @@ def main(argv=None) -> int:
         "# latentzoo benchmarks: annealing schedules and the seed's Table 2 (SMM < HACM < ACM) "
         f"({'quick' if args.quick else 'full'} run)"
     )
-    header = report_header(title, argv, machine_info(), ", and the seconds column with them")
+    header = report_header(
+        title, argv, one_thread_machine_rows(), ", and the seconds column with them"
+    )
     emit(header)
     fits, corpora = run(cfg)
     described = ", ".join(
@@ -269,11 +255,8 @@ def main(argv=None) -> int:
         "",
         *seed_table(fits),
         "",
-        f"Total run time: {time.perf_counter() - start:.0f} s; load average at the end: "
-        f"{load_average()}.",
     ]
-    emit(body)
-    write_report(header + body, (args.out, results))
+    finish_fit_report(header, body, start, (args.out, results))
     return 0
 
 
