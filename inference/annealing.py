@@ -35,7 +35,12 @@ import pandas as pd
 from latentzoo.data.checks import as_rng, check_fraction
 from latentzoo.inference._docstrings import with_example_setup
 from latentzoo.inference.family import SCHEDULE_OPTIONS, check_cooling
-from latentzoo.inference.mcmc import check_parameter_memory, model_attrs, netcdf_attr
+from latentzoo.inference.mcmc import (
+    check_parameter_memory,
+    model_attrs,
+    netcdf_attr,
+    warn_at_caller,
+)
 from latentzoo.inference.progress import progress_bar
 from latentzoo.models._checks import check_integer, check_interval
 
@@ -1422,18 +1427,26 @@ def annealed_fit(
     problem = problem_on(data)
     selection = transitions = None
     with progress_bar(desc=desc, progressbar=progressbar) as bar:
+        if isinstance(betas, str):
+            train, validation = data.split(validation_fraction, rng)
+            too_small = train.total == 0 or validation.total == 0
         if isinstance(betas, GeometricCooling):
             params = problem.init(rng)
             run, _, transitions = cool(
                 problem, params, betas, max_iter, tol, overrelax, bar, rng=rng,
                 components=component_params(model, data, params),
             )  # fmt: skip
+        elif isinstance(betas, str) and too_small:
+            # A random split of a few tokens can leave one side empty: no temperature can be
+            # chosen, and plain EM at beta = 1 is what the schedule would start from.
+            warn_at_caller(
+                f"the data ({data.total:g} observations) are too small for a validation split of "
+                f"{validation_fraction:g}: betas={betas!r} fits plain EM at beta = 1 (pass betas "
+                "to choose a schedule)"
+            )
+            params = problem.init(rng)
+            run = run_schedule(problem, params, [1.0], max_iter, tol, overrelax, progress=bar)
         elif isinstance(betas, str):
-            train, validation = data.split(validation_fraction, rng)
-            if train.total == 0 or validation.total == 0:
-                raise ValueError(
-                    "the data are too small for a validation split; pass an explicit list of betas"
-                )
             # The start must not have seen the validation tokens: clustering models seed from
             # whole rows (ACM) or from a fitted ACM (SCM), which would leak them into the choice
             # of beta. The same start is then replayed on all of the data.
