@@ -580,7 +580,8 @@ def _cmd_fit(args):
     figure = _save_figure(result, data, out)
     if not args.quiet:
         also = f" and {figure}" if figure else ""
-        print(f"fitted {_described(model)} with {method} on {data}; saved to {out}{also}")
+        print(f"fitted {_described(_as_run(model, method))} with {method} on {data}; saved to "
+              f"{out}{also}")  # fmt: skip
         if not fitted.is_sample(result):  # latentzoo.fit printed a sample's diagnostic line
             for line in fitted.summary_lines(result):
                 print(line)
@@ -635,6 +636,20 @@ def _convergence_line(verdict, required: bool) -> str:
     if sys.stderr.isatty():  # bold, as the report's **NOT CONVERGED**
         text = f"\033[1m{text}\033[0m"
     return text
+
+
+def _as_run(model, method: str):
+    """``model`` as ``method`` runs it: priors left unset at that method's defaults, as
+    :func:`latentzoo.fit` resolves them (``model.for_method``), so that what is printed is what
+    ran (an aspect model's Gibbs fit uses ``alpha = 0.1``, not the MAP default 1.1).
+
+    Examples
+    --------
+    >>> from latentzoo.models import AspectModel
+    >>> _as_run(AspectModel(5), "gibbs")
+    AspectModel(n_components=5, alpha=0.1, eta=0.01)
+    """
+    return model.for_method(method) if hasattr(model, "for_method") else model
 
 
 def _described(model, width: int = 100) -> str:

@@ -157,6 +157,9 @@ class AspectModel(DyadPredictive, CorpusFamily, LikelihoodHeldout):
     :func:`latentzoo.validate` use the model exactly as constructed, i.e. the ``"map"`` values
     for unset priors. Priors you pass are never changed.
 
+    An unset prior prints as unset (``alpha=None``), because which value it takes depends on the
+    method; ``for_method(method)`` prints the values that method uses.
+
     Examples
     --------
     >>> from latentzoo.models import AspectModel
@@ -165,6 +168,8 @@ class AspectModel(DyadPredictive, CorpusFamily, LikelihoodHeldout):
     >>> ll = model.log_likelihood(truth, data)
     >>> ll.shape
     (5,)
+    >>> model, model.for_method("gibbs")
+    (AspectModel(n_components=3, alpha=None, eta=None), AspectModel(n_components=3, alpha=0.1, eta=0.01))
     """
 
     n_components: int
@@ -189,24 +194,35 @@ class AspectModel(DyadPredictive, CorpusFamily, LikelihoodHeldout):
         check_positive("alpha", self.alpha)
         check_positive("eta", self.eta)
 
+    def __repr__(self) -> str:
+        # An unset prior shows as None: its value is the method's (for_method), and printing the
+        # MAP default here would misstate what a Gibbs fit uses.
+        alpha, eta = (
+            None if name in self.unset_priors else getattr(self, name) for name in ("alpha", "eta")
+        )
+        return f"AspectModel(n_components={self.n_components!r}, alpha={alpha!r}, eta={eta!r})"
+
     def for_method(self, method: str) -> AspectModel:
-        """This model with the priors left unset at the defaults of ``method``.
+        """This model with the priors left unset at the defaults of ``method``, all set.
 
         ``"gibbs"`` and ``"pymc"`` sample the posterior and take the sparse ``"sampling"``
         priors of :data:`PRIOR_DEFAULTS`; every other method (annealed EM) keeps the ``"map"``
-        values. Priors set by the user are kept. :func:`latentzoo.fit` calls this.
+        values. Priors set by the user are kept. :func:`latentzoo.fit` calls this, so the
+        result's model (and its ``repr``) holds the priors the method used.
 
         Examples
         --------
         >>> model = AspectModel(20)
         >>> model.alpha, model.for_method("gibbs").alpha, model.for_method("annealed_em").alpha
         (1.1, 0.1, 1.1)
-        >>> AspectModel(20, alpha=0.5).for_method("gibbs").alpha
-        0.5
+        >>> AspectModel(20, alpha=0.5).for_method("gibbs")
+        AspectModel(n_components=20, alpha=0.5, eta=0.01)
+        >>> AspectModel(20).for_method("annealed_em")
+        AspectModel(n_components=20, alpha=1.1, eta=1.01)
         """
         kind = "sampling" if method in SAMPLING_METHODS else "map"
         values = {name: PRIOR_DEFAULTS[kind][name] for name in self.unset_priors}
-        if not values or all(getattr(self, k) == v for k, v in values.items()):
+        if not values:
             return self
         return AspectModel(self.n_components, **{"alpha": self.alpha, "eta": self.eta, **values})
 

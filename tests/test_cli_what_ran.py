@@ -1,0 +1,39 @@
+"""Issue 24: what the command prints is what ran; results that save; defaults that respect the
+data's scale; long jobs that say their time up front."""
+
+from latentzoo.cli import main
+from latentzoo.models import AspectModel
+
+
+def _run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+# ------------------------------------------------------------ unset priors print as unset
+def test_an_unset_prior_prints_as_unset_and_a_resolved_one_as_its_value():
+    # Found: repr(AspectModel(5)) showed alpha=1.1 although a Gibbs fit uses 0.1.
+    assert repr(AspectModel(5)) == "AspectModel(n_components=5, alpha=None, eta=None)"
+    assert repr(AspectModel(5, eta=0.5)) == "AspectModel(n_components=5, alpha=None, eta=0.5)"
+    assert repr(AspectModel(5).for_method("gibbs")) == (
+        "AspectModel(n_components=5, alpha=0.1, eta=0.01)"
+    )
+    assert repr(AspectModel(5).for_method("annealed_em")) == (
+        "AspectModel(n_components=5, alpha=1.1, eta=1.01)"
+    )
+
+
+def test_fit_prints_the_priors_the_method_used(capsys, tmp_path):
+    # Found: `latentzoo fit aspect --method gibbs` printed alpha=1.1, eta=1.01 for a fit at
+    # 0.1 and 0.01.
+    out = tmp_path / "fit.nc"
+    code, printed, _ = _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2", "--method",
+                            "gibbs", "--chains", "1", "--draws", "5", "--tune", "5", "--out",
+                            str(out))  # fmt: skip
+    assert code == 0
+    assert "AspectModel(n_components=2, alpha=0.1, eta=0.01) with gibbs" in printed
+    code, printed, _ = _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2", "--method",
+                            "annealed_em", "--betas", "1", "--out", str(out))  # fmt: skip
+    assert code == 0
+    assert "AspectModel(n_components=2, alpha=1.1, eta=1.01) with annealed_em" in printed
