@@ -80,7 +80,7 @@ from latentzoo.inference.em import (
     FASTMATH,
     kl_kmeans_plus_plus,
     multinomial_mixture_pass,
-    tempered_row_posterior,
+    row_e_step,
 )
 from latentzoo.inference.family import (
     GIBBS_METHOD_OPTIONS,
@@ -145,14 +145,13 @@ def _object_pass(indptr, indices, counts, q_t, paths, lengths, tau, log_rho, bet
     n_rows = indptr.shape[0] - 1
     n_leaves = paths.shape[0]
     s = np.empty(n_leaves)
-    a = np.empty(n_leaves)
     energy = 0.0
     loglik = 0.0
     for i in range(n_rows):
         for k in range(n_leaves):
             s[k] = 0.0
-        start = indptr[i]
-        for p in range(indptr[i], indptr[i + 1]):
+        start, stop = indptr[i], indptr[i + 1]
+        for p in range(start, stop):
             j = indices[p]
             n = counts[p]
             for k in range(n_leaves):
@@ -161,21 +160,18 @@ def _object_pass(indptr, indices, counts, q_t, paths, lengths, tau, log_rho, bet
                     m += tau[i, k, level] * q_t[j, paths[k, level]]
                 mix[p - start, k] = m
                 s[k] += n * np.log(m)
-        row_energy, row_loglik = tempered_row_posterior(s, log_rho, beta, a)
-        energy += row_energy
-        loglik += row_loglik
-        for k in range(n_leaves):
-            resp[i, k] = a[k]
-        if row_energy == -np.inf:
+        energy, loglik, possible = row_e_step(s, log_rho, beta, resp[i], energy, loglik)
+        if not possible:
             continue
-        for p in range(indptr[i], indptr[i + 1]):
+        posterior = resp[i]
+        for p in range(start, stop):
             j = indices[p]
             n = counts[p]
             for k in range(n_leaves):
                 m = mix[p - start, k]
-                if a[k] == 0.0 or m <= 0.0:
+                if posterior[k] == 0.0 or m <= 0.0:
                     continue
-                scale = n * a[k] / m
+                scale = n * posterior[k] / m
                 for level in range(lengths[k]):
                     node = paths[k, level]
                     share = scale * tau[i, k, level] * q_t[j, node]

@@ -9,7 +9,8 @@ word distribution ``q_k`` per cluster; the hierarchical cluster-abstraction mode
 (:mod:`~latentzoo.inference.cluster_abstraction`) is one over the leaves of its tree, whose word
 distributions are the mixtures along each leaf's path (Hofmann & Puzicha 1998, eq. (29)-(31) and
 (55), tempered as in eq. (60)). Both run the pass of this module on ``log`` of those distributions,
-and the HACM's object-specific form, whose mixtures depend on the row, reuses its row posterior.
+and the HACM's object-specific form, whose mixtures depend on the row, reuses its row E-step
+(:func:`row_e_step`).
 
 The pass is one numba loop over the rows: for each row, ``s_k = sum_j n_ij log q_kj`` over its
 non-zeros, the tempered softmax of :func:`tempered_row_posterior`, then ``n_ij <I_ik>`` added into
@@ -35,6 +36,7 @@ __all__ = [
     "kl_kmeans_plus_plus",
     "log_posterior",
     "multinomial_mixture_pass",
+    "row_e_step",
     "tempered_row_posterior",
 ]
 
@@ -91,6 +93,27 @@ def tempered_row_posterior(s, log_rho, beta, a):
     return energy, loglik
 
 
+@nb.njit(cache=True, fastmath=FASTMATH, inline="always")
+def row_e_step(s, log_rho, beta, resp_row, energy, loglik):
+    """The E-step of one row in a row loop: its posterior written, its terms added to the totals.
+
+    ``resp_row`` gets :func:`tempered_row_posterior` of the row's per-component log-likelihoods
+    ``s``; the row's energy and log-likelihood are added to the running ``energy`` and ``loglik``.
+    Returns ``(energy, loglik, possible)``: ``possible`` is False when no component can produce the
+    row, whose expected counts the M-step half of the loop then skips.
+
+    Examples
+    --------
+    >>> resp_row = np.empty(2)
+    >>> energy, loglik, possible = row_e_step(np.log([0.2, 0.6]), np.log([0.5, 0.5]), 1.0,
+    ...                                       resp_row, 0.0, 0.0)
+    >>> resp_row.round(3).tolist(), bool(np.isclose(energy, np.log(0.4))), possible
+    ([0.25, 0.75], True, True)
+    """
+    row_energy, row_loglik = tempered_row_posterior(s, log_rho, beta, resp_row)
+    return energy + row_energy, loglik + row_loglik, row_energy != -np.inf
+
+
 @nb.njit(cache=True, fastmath=FASTMATH)
 def _mixture_rows(first, last, indptr, indices, counts, log_q_t, log_rho, beta, resp, acc):
     """Fused E/M over rows ``first:last``; returns (sum_i log sum_k rho L**beta, sum_i log P(S_i)).
@@ -100,7 +123,6 @@ def _mixture_rows(first, last, indptr, indices, counts, log_q_t, log_rho, beta, 
     """
     n_components = log_q_t.shape[1]
     s = np.empty(n_components)
-    a = np.empty(n_components)
     energy = 0.0
     loglik = 0.0
     for i in range(first, last):
@@ -111,18 +133,14 @@ def _mixture_rows(first, last, indptr, indices, counts, log_q_t, log_rho, beta, 
             n = counts[p]
             for k in range(n_components):
                 s[k] += n * log_q_t[j, k]
-        row_energy, row_loglik = tempered_row_posterior(s, log_rho, beta, a)
-        energy += row_energy
-        loglik += row_loglik
-        for k in range(n_components):
-            resp[i, k] = a[k]
-        if row_energy == -np.inf:
+        energy, loglik, possible = row_e_step(s, log_rho, beta, resp[i], energy, loglik)
+        if not possible:
             continue
         for p in range(indptr[i], indptr[i + 1]):
             j = indices[p]
             n = counts[p]
             for k in range(n_components):
-                acc[j, k] += n * a[k]
+                acc[j, k] += n * resp[i, k]
     return energy, loglik
 
 
