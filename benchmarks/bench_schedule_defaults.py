@@ -38,15 +38,10 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-# The shared helpers of the aspect-model benchmark: run and machine headers, markdown tables.
-from bench_aspect import (  # noqa: E402
-    emit,
-    finish_fit_report,
-    markdown_table,
-    one_thread_machine_rows,
-    parse_run_arguments,
-    report_header,
-)
+from bench_aspect import markdown_table  # noqa: E402
+
+# The driver this benchmark shares with the Table 2 one: header, run, report with a per-fit table.
+from bench_schedules import run_fit_report  # noqa: E402
 from run_config import QuickConfig, sized  # noqa: E402
 
 from latentzoo.data import load  # noqa: E402
@@ -57,6 +52,8 @@ from latentzoo.models import AspectModel  # noqa: E402
 RESULTS = (
     Path(__file__).resolve().parent / "RESULTS_schedule_defaults.md"
 )  # tracked copy (full run)
+TITLE = "# latentzoo benchmarks: tempered-EM schedules with their defaults"
+QUICK_HELP = "about one minute: the two Reuters corpora, 2 seeds"
 SCHEDULES = {"auto": "auto", "early_stopping": "early_stopping", "[1.0]": [1.0]}
 N_COMPONENTS = 20
 
@@ -143,6 +140,18 @@ def run(cfg: Config) -> tuple[list[Fit], dict]:
     return fits, baselines
 
 
+def report_intro(cfg: Config, fits: list[Fit], baselines: dict) -> list[str]:
+    defaults = {k: v for k, v in SCHEDULE_DEFAULTS.items() if k not in ("betas", "progressbar")}
+    return [
+        f"AspectModel(K={N_COMPONENTS}, default priors), `annealed_em` with every schedule option "
+        f"at its default ({', '.join(f'`{k}={v}`' for k, v in defaults.items())}); test = "
+        "`data.split(0.1, random_state=seed)`, the fit's `random_state` = the seed. "
+        "`ratio to [1.0]` compares each fit with plain EM on the same split and seed.",
+        "",
+        *verdict(fits),
+    ]
+
+
 def summary_table(cfg: Config, fits: list[Fit], baselines: dict) -> list[str]:
     plain = {(f.corpus, f.seed): f.perplexity for f in fits if f.schedule == "[1.0]"}
     rows = []
@@ -212,41 +221,7 @@ def verdict(fits: list[Fit]) -> list[str]:
 
 
 def main(argv=None) -> int:
-    args, argv, results = parse_run_arguments(
-        argv, __doc__.splitlines()[0], "report/benchmarks_schedules.md", RESULTS,
-        "about one minute: the two Reuters corpora, 2 seeds",
-    )  # fmt: skip
-    cfg = Config.quick() if args.quick else Config()
-    start = time.perf_counter()
-    title = (
-        "# latentzoo benchmarks: tempered-EM schedules with their defaults "
-        f"({'quick' if args.quick else 'full'} run)"
-    )
-    header = report_header(
-        title, argv, one_thread_machine_rows(), ", and the seconds columns with them"
-    )
-    emit(header)
-    defaults = {k: v for k, v in SCHEDULE_DEFAULTS.items() if k not in ("betas", "progressbar")}
-    fits, baselines = run(cfg)
-    body = [
-        f"AspectModel(K={N_COMPONENTS}, default priors), `annealed_em` with every schedule option "
-        f"at its default ({', '.join(f'`{k}={v}`' for k, v in defaults.items())}); test = "
-        "`data.split(0.1, random_state=seed)`, the fit's `random_state` = the seed. "
-        "`ratio to [1.0]` compares each fit with plain EM on the same split and seed.",
-        "",
-        "## Summary",
-        "",
-        *summary_table(cfg, fits, baselines),
-        "",
-        *verdict(fits),
-        "",
-        "## Every fit",
-        "",
-        *seed_table(fits),
-        "",
-    ]
-    finish_fit_report(header, body, start, (args.out, results))
-    return 0
+    return run_fit_report(argv, sys.modules[__name__])
 
 
 if __name__ == "__main__":

@@ -57,6 +57,8 @@ from latentzoo.inference.annealing import GeometricCooling  # noqa: E402
 from latentzoo.models import AspectModel, ClusterAbstractionModel, OneSidedClustering  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS_schedules.md"  # tracked copy (full run)
+TITLE = "# latentzoo benchmarks: annealing schedules and the seed's Table 2 (SMM < HACM < ACM)"
+QUICK_HELP = "under a minute: Reuters, one seed"
 SCHEDULES = {"auto": lambda: "auto", "[1.0]": lambda: [1.0], "GeometricCooling()": GeometricCooling}
 # Table 2's order, best (lowest perplexity) first.
 MODELS = ("SMM", "HACM", "ACM")
@@ -148,6 +150,28 @@ def ordering(fits, name, schedule, depth, seeds) -> tuple[bool, int]:
     return ordered(perplexities()), sum(ordered(perplexities(s)) for s in seeds)
 
 
+def report_intro(cfg: Config, fits: list[Fit], corpora: dict) -> list[str]:
+    described = ", ".join(
+        f"`{name}`" + (f" ({n} random documents, seed 0)" if n else " (all documents)")
+        for name, n in cfg.corpora.items()
+    )
+    return [
+        f"Corpora: {described}. Test = `data.split(0.1, random_state=seed)`, seeds "
+        f"{list(cfg.seeds)}; each fit `latentzoo.fit(model, train, betas=..., random_state=seed, "
+        "n_threads=1)` with the schedule's other options at their defaults, scored by "
+        "`latentzoo.perplexity(result, test)`. SMM = `AspectModel(K)`, ACM = "
+        "`OneSidedClustering(K)`, HACM = `ClusterAbstractionModel(depth)` with K = 2**depth "
+        "leaves. Perplexity: mean +- sd over the seeds; beta: mean final inverse temperature.",
+        "",
+        "## The seed's Table 2 ordering",
+        "",
+        "Table 2 of the seed (000, CRAN and PENN, temperature chosen on validation data) has "
+        "SMM < HACM < ACM in perplexity at every K. Here:",
+        "",
+        *verdicts(cfg, fits, corpora),
+    ]
+
+
 def summary_table(cfg, fits, corpora) -> list[str]:
     rows = []
     for name, data in corpora.items():
@@ -212,52 +236,45 @@ def seed_table(fits: list[Fit]) -> list[str]:
     return markdown_table(header, rows)
 
 
-def main(argv=None) -> int:
+def run_fit_report(argv, script) -> int:
+    """The driver of the per-fit schedule benchmarks (this one and ``bench_schedule_defaults``).
+
+    ``script`` is the benchmark's module: its first docstring line, ``TITLE`` (without the run
+    kind), ``QUICK_HELP``, ``RESULTS``, ``Config``, ``run(cfg) -> (fits, context)``,
+    ``report_intro(cfg, fits, context)`` (what was run and the verdicts), ``summary_table(cfg,
+    fits, context)`` and ``seed_table(fits)``. Parses the command line, prints the header, runs,
+    then prints and writes the report: the introduction, the summary and the per-fit table.
+    """
     args, argv, results = parse_run_arguments(
-        argv, __doc__.splitlines()[0], "report/benchmarks_schedules.md", RESULTS,
-        "under a minute: Reuters, one seed",
+        argv, script.__doc__.splitlines()[0], "report/benchmarks_schedules.md", script.RESULTS,
+        script.QUICK_HELP,
     )  # fmt: skip
-    cfg = Config.quick() if args.quick else Config()
+    cfg = script.Config.quick() if args.quick else script.Config()
     start = time.perf_counter()
-    title = (
-        "# latentzoo benchmarks: annealing schedules and the seed's Table 2 (SMM < HACM < ACM) "
-        f"({'quick' if args.quick else 'full'} run)"
-    )
     header = report_header(
-        title, argv, one_thread_machine_rows(), ", and the seconds column with them"
-    )
+        f"{script.TITLE} ({'quick' if args.quick else 'full'} run)", argv,
+        one_thread_machine_rows(), ", and the seconds columns with them",
+    )  # fmt: skip
     emit(header)
-    fits, corpora = run(cfg)
-    described = ", ".join(
-        f"`{name}`" + (f" ({n} random documents, seed 0)" if n else " (all documents)")
-        for name, n in cfg.corpora.items()
-    )
-    body = [
-        f"Corpora: {described}. Test = `data.split(0.1, random_state=seed)`, seeds "
-        f"{list(cfg.seeds)}; each fit `latentzoo.fit(model, train, betas=..., random_state=seed, "
-        "n_threads=1)` with the schedule's other options at their defaults, scored by "
-        "`latentzoo.perplexity(result, test)`. SMM = `AspectModel(K)`, ACM = "
-        "`OneSidedClustering(K)`, HACM = `ClusterAbstractionModel(depth)` with K = 2**depth "
-        "leaves. Perplexity: mean +- sd over the seeds; beta: mean final inverse temperature.",
-        "",
-        "## The seed's Table 2 ordering",
-        "",
-        "Table 2 of the seed (000, CRAN and PENN, temperature chosen on validation data) has "
-        "SMM < HACM < ACM in perplexity at every K. Here:",
-        "",
-        *verdicts(cfg, fits, corpora),
+    fits, context = script.run(cfg)
+    lines = [
+        *script.report_intro(cfg, fits, context),
         "",
         "## Summary",
         "",
-        *summary_table(cfg, fits, corpora),
+        *script.summary_table(cfg, fits, context),
         "",
         "## Every fit",
         "",
-        *seed_table(fits),
+        *script.seed_table(fits),
         "",
     ]
-    finish_fit_report(header, body, start, (args.out, results))
+    finish_fit_report(header, lines, start, (args.out, results))
     return 0
+
+
+def main(argv=None) -> int:
+    return run_fit_report(argv, sys.modules[__name__])
 
 
 if __name__ == "__main__":
