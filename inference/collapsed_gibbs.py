@@ -67,6 +67,13 @@ class CollapsedGibbs:
         reported = self._sweep(state)
         return state, self.info_type(self.log_joint(state), *reported)
 
+    def advance(self, state: NamedTuple, rng: np.random.Generator) -> NamedTuple:
+        """One sweep (in place) without its ``info``: the transition of :meth:`step`, for the
+        sweeps whose info :func:`~latentzoo.inference.mcmc.run_chains` would discard (tuning,
+        thinning), which then skip the collapsed log joint (a pass over the count tables)."""
+        self._sweep(state)
+        return state
+
     def exact_draws(self, n_chains: int, sweeps: int, random_state=None):
         """Final labels of ``n_chains`` independent chains of ``sweeps`` sweeps each.
 

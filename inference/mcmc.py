@@ -314,6 +314,7 @@ def run_chains(
     random_state=None,
     progressbar: bool = True,
     desc: str = "sampling",
+    advance: Callable | None = None,
 ):
     """Run ``chains`` chains of a sampler and collect their kept draws and transition info.
 
@@ -360,6 +361,12 @@ def run_chains(
     progressbar : bool
     desc : str
         Progress-bar label.
+    advance : callable, optional
+        ``advance(state, rng) -> state``: the transition of ``step`` without its ``info``, run for
+        the transitions whose info is not kept (the ``tune`` ones and all but the last of each
+        ``thin``), so that a sampler whose info costs a pass over its tables (the collapsed log
+        joint) pays it only for the kept draws. It must leave the state and every generator
+        exactly as ``step`` would. Default: ``step``.
 
     Returns
     -------
@@ -391,6 +398,11 @@ def run_chains(
     True
     """
     _check_counts(chains, draws, tune, thin)
+    if advance is None:
+
+        def advance(state, rng):
+            return step(state, rng)[0]
+
     generators = chain_seeds(random_state, chains)
     kept: dict[str, list] = {}
     kept_stats: dict[str, list] = {}
@@ -400,11 +412,12 @@ def run_chains(
         for rng in generators:
             state = init(rng)
             for _ in range(tune):
-                state, _ = step(state, rng)
+                state = advance(state, rng)
                 bar.update(1)
             for _ in range(draws):
-                for _ in range(thin):
-                    state, info = step(state, rng)
+                for _ in range(thin - 1):
+                    state = advance(state, rng)
+                state, info = step(state, rng)
                 bar.update(thin)
                 for name, value in draw(state, rng).items():
                     kept.setdefault(name, []).append(np.asarray(value))
@@ -710,6 +723,8 @@ def sample_to_inference_data(
         random_state=random_state,
         progressbar=progressbar,
         desc=desc,
+        # The tuning sweeps' info is discarded: a sampler that can skip computing it says so.
+        advance=getattr(sampler, "advance", None),
     )
     log_likelihood = {log_likelihood_name: posterior.pop(log_likelihood_name)}
     idata = to_inference_data(

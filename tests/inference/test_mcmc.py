@@ -119,6 +119,52 @@ def test_info_is_recorded_per_kept_draw():
     assert np.array_equal(sample_stats["lp"][0], -(4 + 2 * (np.arange(7) + 1)))
 
 
+def test_advance_runs_the_transitions_whose_info_is_discarded():
+    """``advance`` makes the tuning and thinned-out transitions; ``step`` only the kept ones."""
+    calls = {"step": 0, "advance": 0}
+
+    def step(state, rng):
+        calls["step"] += 1
+        return state + 1, CounterInfo(-float(state + 1))
+
+    def advance(state, rng):
+        calls["advance"] += 1
+        return state + 1
+
+    posterior, stats, _ = run_chains(
+        lambda rng: 0, step, lambda state, rng: {"s": state}, chains=2, draws=3, tune=4, thin=2,
+        advance=advance, progressbar=False,
+    )  # fmt: skip
+    assert calls == {"step": 2 * 3, "advance": 2 * (4 + 3 * (2 - 1))}
+    assert (
+        posterior["s"].tolist() == [[6, 8, 10]] * 2 and stats["lp"].tolist() == [[-6, -8, -10]] * 2
+    )
+
+
+def test_gibbs_skips_the_log_joint_of_the_tuning_sweeps(monkeypatch):
+    """A collapsed sampler computes its log joint for the kept draws only, with the same result."""
+    from latentzoo.inference.aspect import AspectGibbs
+
+    options = {
+        "chains": 1,
+        "draws": 3,
+        "tune": 5,
+        "thin": 2,
+        "random_state": 0,
+        "progressbar": False,
+    }
+    reference = gibbs(AspectModel(2), load("toy"), **options)
+    counted = []
+    log_joint = AspectGibbs.log_joint
+    monkeypatch.setattr(
+        AspectGibbs, "log_joint", lambda self, s: counted.append(1) or log_joint(self, s)
+    )
+    again = gibbs(AspectModel(2), load("toy"), **options)
+    assert len(counted) == 3
+    assert again.posterior.equals(reference.posterior)
+    assert again.sample_stats["lp"].equals(reference.sample_stats["lp"])
+
+
 def test_info_none_records_nothing():
     posterior, sample_stats, _ = run_chains(
         lambda rng: 0, lambda state, rng: (state + 1, None), lambda state, rng: {"s": state},
