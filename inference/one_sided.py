@@ -142,6 +142,7 @@ class OneSidedEM:
     model : OneSidedClustering
     data : CoOccurrence
     n_threads : int
+        Threads of the fused E/M pass (1: serial kernel).
 
     Examples
     --------
