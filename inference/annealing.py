@@ -42,6 +42,12 @@ from latentzoo.inference.mcmc import (
     warn_at_caller,
 )
 from latentzoo.inference.progress import progress_bar
+from latentzoo.inference.results import (
+    SavedEstimate,
+    list_attr,
+    parameter_dataset,
+    point_estimate_inference_data,
+)
 from latentzoo.models._checks import check_integer, check_interval
 
 __all__ = [
@@ -63,6 +69,7 @@ __all__ = [
     "check_map_priors",
     "cool",
     "em_entry",
+    "table_from_netcdf",
     "table_to_netcdf",
     "SCHEDULE_DEFAULTS",
 ]
@@ -968,6 +975,21 @@ def estimate_arrays(params: dict, trace: pd.DataFrame) -> dict[str, np.ndarray]:
     return out
 
 
+def table_from_netcdf(dataset) -> pd.DataFrame:
+    """The table :func:`table_to_netcdf` saved, as a ``DataFrame`` with a plain ``RangeIndex``
+    (the columns in their saved order, text as ``str``).
+
+    Examples
+    --------
+    >>> table = pd.DataFrame({"beta": [0.5, 1.0], "stopped": ["tolerance", "max_iter"]})
+    >>> table_from_netcdf(table_to_netcdf(table, "stage")).equals(table)
+    True
+    """
+    frame = dataset.to_dataframe().reset_index(drop=True)
+    text = {name: frame[name].astype(object) for name in frame if frame[name].dtype.kind == "U"}
+    return frame.assign(**text)
+
+
 def table_to_netcdf(table: pd.DataFrame, index: str):
     """A per-step table as an ``xarray.Dataset`` that netCDF saves and reads back unchanged.
 
@@ -1171,66 +1193,105 @@ class EMResult(PointEstimateMethods):
 
     @with_example_setup(_FIT_EXAMPLE_SETUP)
     def to_inference_data(self, data=None):
-        """The estimate as a one-draw ``InferenceData`` (posterior: chain=1, draw=1) that a reader
-        of the saved file can identify.
+        """The estimate as an ``InferenceData`` whose ``point_estimate`` group holds the parameters
+        (:func:`~latentzoo.inference.results.point_estimate_inference_data`); ``to_netcdf`` works
+        and :func:`latentzoo.load_result` reads the file back as an :class:`EMResult`.
 
         The parameters carry the model's named dimensions and the data's labels as coordinates
-        (documents, words, clusters; from the fitted data, or from ``data`` when given); the
-        attributes of every group record the model and its hyperparameters, the method, the
-        schedule settings, the inverse temperatures visited and convergence, and
-        ``point_estimate=1``; the annealing trace is the ``em_trace`` group and the
-        per-temperature table :attr:`stages` (how each temperature ended) the ``em_stages``
-        group. ``to_netcdf`` works.
+        (documents, words, clusters; from the fitted data, or from ``data`` when given), with no
+        ``chain`` or ``draw``; the attributes of every group record the model and its
+        hyperparameters, the method, the schedule settings, the inverse temperatures visited
+        (``betas``, a numeric array even of length 1), convergence and ``point_estimate=1``; the
+        annealing trace is the ``em_trace`` group and the per-temperature table :attr:`stages`
+        (how each temperature ended) the ``em_stages`` group.
 
         Notes
         -----
-        An EM result is a point estimate, not a sample: the ``posterior`` group holds the estimate
-        as one chain of one draw, so everything that reads parameters from ``idata.posterior``
-        (:func:`latentzoo.perplexity`, :func:`latentzoo.heldout_score`, the model rebuilt from
-        the attributes) treats EM and sampler files alike, and the attribute
-        ``point_estimate=1`` tells a reader which it is. Spread and convergence statistics (sd,
-        HDI, MCSE, R-hat, ESS) do not exist for one draw, and ArviZ's defaults compute them
-        anyway (NaN with warnings). For a table of the estimate use
-        ``az.summary(idata, kind="stats", stat_focus="median")`` (the estimate as the median,
-        zero spread, no warnings) or ``az.summary(idata, stat_funcs={"estimate": np.mean},
-        extend=False)``; compare EM with samplers through held-out scores
-        (:func:`latentzoo.heldout_score`) rather than ``az.compare``, which needs draws.
+        An EM result is a point estimate, not a sample, so the file has no ``posterior``: a
+        one-draw posterior made ArviZ compute spreads and convergence statistics that do not exist
+        (NaN with warnings). Read the parameters with
+        :func:`~latentzoo.inference.results.parameter_dataset`, which takes a sample or an
+        estimate; :func:`latentzoo.perplexity`, :func:`latentzoo.heldout_score` and
+        :func:`latentzoo.labels` take this ``InferenceData`` as they take the result. Compare EM
+        with samplers through held-out scores rather than ``az.compare``, which needs draws.
 
         Examples
         --------
         >>> idata = result.to_inference_data()
-        >>> idata.posterior["theta"].dims, idata.posterior.attrs["model"]
-        (('chain', 'draw', 'doc', 'topic'), 'AspectModel')
-        >>> import arviz as az
-        >>> float(az.summary(idata, kind="stats", stat_focus="median").loc["phi[0, goal]", "mad"])
-        0.0
+        >>> idata.point_estimate["theta"].dims, idata.point_estimate.attrs["model"]
+        (('doc', 'topic'), 'AspectModel')
+        >>> "posterior" in idata.groups()
+        False
         """
-        import arviz as az
+        import xarray as xr
 
         coords = self.coords
         if data is not None:
             coords = self.model.coords(self.model.check_data(data))
-        dims = self._param_dims(coords or {})
-        used = {dim for names in dims.values() for dim in names}
-        posterior = {name: np.asarray(value)[None, None] for name, value in self.params.items()}
-        # Says that the one draw is an estimate, for readers and for tools that would otherwise
-        # report its (absent) spread and convergence.
-        attrs = {**self._attrs(), "point_estimate": 1}
-        idata = az.from_dict(
-            posterior=posterior,
-            coords={dim: values for dim, values in (coords or {}).items() if dim in used},
-            dims=dims,
-            attrs=attrs,
+        coords = coords or {}
+        dims = self._param_dims(coords)
+        # A parameter without declared dimensions still gets names of its own, not dim_0.
+        variables = {
+            name: (dims.get(name) or [f"{name}_dim_{i}" for i in range(np.ndim(value))], value)
+            for name, value in self.params.items()
+        }
+        used = {dim for names, _ in variables.values() for dim in names}
+        estimate = xr.Dataset(
+            variables, coords={dim: values for dim, values in coords.items() if dim in used}
         )
-        idata.posterior.attrs.update(attrs)
         trace = self.trace.drop(columns=[c for c in ("score",) if c in self.trace])
-        groups = {"em_trace": table_to_netcdf(trace, "step")}
+        tables = {"em_trace": table_to_netcdf(trace, "step")}
         if self.stages is not None:
-            groups["em_stages"] = table_to_netcdf(self.stages, "stage")
-        for group in groups.values():
-            group.attrs.update(attrs)
-        idata.add_groups(groups, warn_on_custom_groups=False)
-        return idata
+            tables["em_stages"] = table_to_netcdf(self.stages, "stage")
+        return point_estimate_inference_data(estimate, self._attrs(), tables)
+
+    @classmethod
+    @with_example_setup(_FIT_EXAMPLE_SETUP)
+    def from_inference_data(cls, idata) -> EMResult:
+        """The result that :meth:`to_inference_data` wrote, e.g. read back with
+        ``az.from_netcdf`` (:func:`latentzoo.load_result` calls this).
+
+        The model is rebuilt from the attributes; the parameters, the trace (without its
+        ``score`` column), :attr:`stages`, ``betas``, ``transitions``, the settings and the
+        coordinates come back as saved. Not saved, so None: :attr:`selection_trace` and the
+        family's :attr:`plot`. Files of the older one-draw-``posterior`` layout are read too.
+
+        Examples
+        --------
+        >>> back = EMResult.from_inference_data(result.to_inference_data())
+        >>> back.betas, bool(np.array_equal(back.params["phi"], result.params["phi"]))
+        ([1.0], True)
+        """
+        estimate = SavedEstimate.from_inference_data(idata)
+        attrs = estimate.attrs
+        groups = idata.groups()
+        names = str(attrs.get("settings", ""))
+        settings = {
+            name: attrs[name].item() if isinstance(attrs[name], np.generic) else attrs[name]
+            for name in names.split(",")
+            if name in attrs
+        }
+        stages = table_from_netcdf(idata["em_stages"]) if "em_stages" in groups else None
+        dataset = parameter_dataset(idata)
+        coords = {
+            dim: dataset[dim].to_numpy()
+            for dim in dataset.dims
+            if dim in dataset.coords and not dim.startswith(tuple(f"{n}_dim_" for n in dataset))
+        }
+        return cls(
+            model=estimate.model,
+            params=estimate.params,
+            trace=table_from_netcdf(idata["em_trace"]),
+            converged=bool(int(attrs.get("converged", 0))),
+            betas=list_attr(attrs, "betas") or [],
+            seconds=float(attrs.get("sampling_time", 0.0)),
+            method=str(attrs.get("method", "annealed_em")),
+            stages=stages,
+            transitions=list_attr(attrs, "transitions"),
+            transition_measure=attrs.get("transition_measure"),
+            coords=coords,
+            settings=settings,
+        )
 
     def _param_dims(self, coords: dict) -> dict:
         """Named dims of each parameter whose shape matches the model's declared dims."""
@@ -1258,6 +1319,10 @@ class EMResult(PointEstimateMethods):
         }
         for name, value in self.settings.items():
             attrs[name] = netcdf_attr(value)
+        # Which attributes are settings, so that a loader gives them back as settings.
+        attrs["settings"] = ",".join(name for name in self.settings if attrs[name] is not None)
+        # What latentzoo.load_result rebuilds from the file.
+        attrs["result_type"] = "EMResult"
         if self.transitions is not None:
             attrs["transitions"] = np.asarray(self.transitions, dtype=float)
             attrs["transition_measure"] = self.transition_measure

@@ -26,6 +26,12 @@ average over draws of the draw's probability, the same held-out rule applied to 
 probabilities, not parameters, makes the score invariant to label switching. A sample of one draw
 therefore gives exactly the point-estimate value at that draw's parameters.
 
+A point estimate saved to a file (``to_inference_data``, ``save``, ``latentzoo fit --out``) holds
+its parameters in the group ``point_estimate`` (:data:`POINT_ESTIMATE_GROUP`, no ``chain`` or
+``draw`` dimension), never in a one-draw ``posterior``; :func:`parameter_dataset` is the one reader
+of either layout, and the functions here score and label such an ``InferenceData`` exactly as the
+result object it was written from.
+
 The ``log_likelihood`` group of a sampler's ``InferenceData`` is not this score: it holds what
 PyMC's would (for counts the multinomial log-pmf of each row of the *training* data, which includes
 the log multinomial coefficient ``log(n_i! / prod_j n_ij!)``), so ``exp(-sum / total)`` of it is
@@ -51,14 +57,21 @@ from latentzoo.models.conjugate import COMPONENTS
 az = lazy_import("arviz")
 
 __all__ = [
+    "LIST_ATTRS",
     "MAX_DRAWS",
+    "POINT_ESTIMATE_GROUP",
     "PointEstimate",
+    "SavedEstimate",
     "TwoSidedLabels",
     "heldout_log_likelihood",
     "heldout_score",
+    "is_point_estimate",
     "labels",
+    "list_attr",
     "model_from_attrs",
+    "parameter_dataset",
     "perplexity",
+    "point_estimate_inference_data",
 ]
 
 MAX_DRAWS = 200
@@ -76,6 +89,158 @@ class PointEstimate(Protocol):
 
     model: object
     params: dict
+
+
+POINT_ESTIMATE_GROUP = "point_estimate"
+"""The group that holds a saved point estimate: its parameters with named dimensions and no
+``chain`` or ``draw``.
+
+Not a ``posterior``: a one-draw posterior made ``az.summary`` warn "Shape validation failed" and
+report NaN spreads (issue 24). ArviZ 0.23 writes and reads a group outside its schema silently
+(``InferenceData`` warns about one only with ``warn_on_custom_groups=True``; ``from_netcdf``
+never does), and none of the schema's groups says "estimate" (``constant_data`` is data the model
+was given, not a fitted value)."""
+
+LIST_ATTRS = ("betas", "transitions")
+"""Attributes of a saved point estimate that hold a list of numbers. netCDF cannot tell a length-1
+attribute from a scalar (``[1.0]`` reads back as ``1.0``), so they are written as numeric arrays,
+which every netCDF tool reads as numbers (a JSON string would not be), and read back as lists by
+:func:`list_attr`."""
+
+
+def list_attr(attrs, name: str) -> list[float] | None:
+    """The list-valued attribute ``name`` (one of :data:`LIST_ATTRS`) as a list, whatever netCDF
+    made of a length-1 one; None when absent.
+
+    Examples
+    --------
+    >>> list_attr({"betas": np.float64(1.0)}, "betas"), list_attr({}, "transitions")
+    ([1.0], None)
+    """
+    value = attrs.get(name)
+    if value is None:
+        return None
+    return [float(item) for item in np.atleast_1d(value).tolist()]
+
+
+def point_estimate_inference_data(estimate, attrs: dict, tables: dict | None = None):
+    """The ``InferenceData`` of a point estimate: the one layout every point estimate is saved in.
+
+    Parameters
+    ----------
+    estimate : xarray.Dataset
+        The parameters with named dimensions and their coordinates (no ``chain``, no ``draw``):
+        the group :data:`POINT_ESTIMATE_GROUP`.
+    attrs : dict
+        netCDF-safe attributes (model, method, settings); ``point_estimate=1`` is added. Every group
+        carries them.
+    tables : dict of str to xarray.Dataset, optional
+        Further groups, e.g. the per-step trace of an annealing schedule.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> estimate = xr.Dataset({"z": ("item", np.array([0, 1, 1]))}, coords={"item": ["a", "b", "c"]})
+    >>> idata = point_estimate_inference_data(estimate, {"method": "greedy"})
+    >>> idata.groups(), idata.point_estimate.attrs["point_estimate"]
+    (['point_estimate'], 1)
+    """
+    groups = {POINT_ESTIMATE_GROUP: estimate, **(tables or {})}
+    attrs = {**attrs, "point_estimate": 1}
+    for group in groups.values():
+        group.attrs.update(attrs)
+    return az.InferenceData(**groups, warn_on_custom_groups=False)
+
+
+def is_point_estimate(idata) -> bool:
+    """Whether ``idata`` holds a point estimate rather than a posterior sample: it has the group
+    :data:`POINT_ESTIMATE_GROUP`, or (files written before issue 24) a one-draw ``posterior`` with
+    the attribute ``point_estimate=1``.
+
+    Examples
+    --------
+    >>> is_point_estimate(az.from_dict(posterior={"x": np.zeros((2, 5))}))
+    False
+    """
+    groups = idata.groups()
+    if POINT_ESTIMATE_GROUP in groups:
+        return True
+    return "posterior" in groups and bool(int(idata.posterior.attrs.get("point_estimate", 0)))
+
+
+def parameter_dataset(idata):
+    """The parameters an ``InferenceData`` holds, whether a sample or a point estimate: the one
+    reader of both layouts.
+
+    Returns
+    -------
+    xarray.Dataset
+        For a point estimate the estimate, with its attributes and without ``chain`` or ``draw``
+        (an old file's one-draw ``posterior`` reduced to its draw); for a sample the ``posterior``
+        group itself (``chain``, ``draw``, ...).
+
+    Raises
+    ------
+    ValueError
+        If ``idata`` has neither group.
+
+    Examples
+    --------
+    >>> sample = az.from_dict(posterior={"x": np.zeros((2, 5))})
+    >>> parameter_dataset(sample)["x"].dims
+    ('chain', 'draw')
+    """
+    groups = idata.groups()
+    if POINT_ESTIMATE_GROUP in groups:
+        return idata[POINT_ESTIMATE_GROUP]
+    if "posterior" not in groups:
+        raise ValueError(
+            f"the InferenceData holds no parameters: neither a posterior nor a "
+            f"{POINT_ESTIMATE_GROUP} group (groups: {', '.join(groups) or 'none'})"
+        )
+    if is_point_estimate(idata):
+        return idata.posterior.isel(chain=0, draw=0, drop=True)
+    return idata.posterior
+
+
+@dataclasses.dataclass
+class SavedEstimate:
+    """A point estimate read back from an ``InferenceData`` (:class:`PointEstimate`): the model
+    rebuilt from the attributes, the parameters and the attributes.
+
+    What :func:`latentzoo.load_result` returns for a point estimate whose result class cannot
+    rebuild itself from a file; the functions of this module take it as they take the result it
+    was written from.
+
+    Examples
+    --------
+    >>> import latentzoo
+    >>> from latentzoo.data import load
+    >>> from latentzoo.models import AspectModel
+    >>> fit = latentzoo.fit(AspectModel(2), load("toy"), betas=[1.0], random_state=0)
+    >>> saved = SavedEstimate.from_inference_data(fit.to_inference_data())
+    >>> bool(np.isclose(perplexity(saved, load("toy")), fit.perplexity(load("toy"))))
+    True
+    """
+
+    model: object
+    params: dict
+    attrs: dict = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_inference_data(cls, idata, model=None) -> SavedEstimate:
+        """The point estimate of ``idata`` (``ValueError`` for a sample)."""
+        if not is_point_estimate(idata):
+            raise ValueError("the InferenceData holds a posterior sample, not a point estimate")
+        estimate = parameter_dataset(idata)
+        attrs = dict(estimate.attrs)
+        model = model if model is not None else model_from_attrs(attrs)
+        params = {name: variable.to_numpy() for name, variable in estimate.data_vars.items()}
+        return cls(model, params, attrs)
+
+    def point_estimate(self) -> dict:
+        """The estimate (:attr:`params`)."""
+        return self.params
 
 
 _HELD_OUT_SETUP = """    >>> import latentzoo
@@ -167,11 +332,23 @@ def _is_idata(result) -> bool:
     return isinstance(result, az.InferenceData)
 
 
+def _is_sample(result) -> bool:
+    """Whether ``result`` is a posterior sample (an ``InferenceData`` that is no point estimate)."""
+    return _is_idata(result) and not is_point_estimate(result)
+
+
+def _estimate_of(result, model) -> PointEstimate:
+    """``result`` as a point estimate: an ``InferenceData`` of one read back, a result as it is."""
+    if _is_idata(result):
+        return SavedEstimate.from_inference_data(result, model)
+    return result
+
+
 def _model_of(result, model):
     if model is not None:
         return model
     if _is_idata(result):
-        return model_from_attrs(result.posterior.attrs)
+        return model_from_attrs(parameter_dataset(result).attrs)
     if isinstance(result, PointEstimate):
         return result.model
     raise ValueError(
@@ -336,13 +513,14 @@ def heldout_log_likelihood(
 ) -> np.ndarray:
     """Log predictive probability of held-out data, per row (co-occurrence) or per item (features).
 
-    For a point estimate (:class:`~latentzoo.inference.EMResult`) this is the model's
+    For a point estimate (:class:`~latentzoo.inference.EMResult`, or its ``to_inference_data``,
+    also read back from netCDF) this is the model's
     ``heldout_log_likelihood``: ``sum_j n_ij log P(y_j | x_i)`` over the held-out counts of row
     ``i`` (the clustering models take ``P`` from the training posterior of the row's cluster, Hofmann
     & Puzicha 1998, eq. (32), (47)); for the mixtures the mixture density of each held-out item.
 
-    For a posterior sample (``InferenceData`` of ``method="gibbs"``, of the PyMC reference, or of an
-    EM result saved with ``to_inference_data``; also read back from netCDF) the probability of each
+    For a posterior sample (``InferenceData`` of ``method="gibbs"`` or of the PyMC reference; also
+    read back from netCDF) the probability of each
     held-out cell is the average of the draws' probabilities (the posterior predictive, invariant
     to label switching): ``sum_j n_ij log mean_s P_s(y_j | x_i)``; for the mixtures
     ``log mean_s p_s(x_i)``. Each draw is evaluated on the non-zero cells only (no
@@ -387,12 +565,13 @@ def heldout_log_likelihood(
     """
     model = _model_of(result, model)
     test = _as_data(model, test, "test")
-    if _is_idata(result):
+    if _is_sample(result):
         return _sample_heldout(result, model, test, _training_data(result, model, train),
                                max_draws)  # fmt: skip
-    rows, cols = model.fit_shape(result.params)
+    params = _estimate_of(result, model).params
+    rows, cols = model.fit_shape(params)
     _check_test_shape(test, rows, cols)
-    return np.asarray(model.heldout_log_likelihood(result.params, test), dtype=float)
+    return np.asarray(model.heldout_log_likelihood(params, test), dtype=float)
 
 
 @_held_out_example
@@ -495,8 +674,8 @@ def labels(result, *, train=None, model=None):
     ((6,), (8,))
     """
     model = _model_of(result, model)
-    if not _is_idata(result):
-        return model.labels(result.params, None)
+    if not _is_sample(result):
+        return model.labels(_estimate_of(result, model).params, None)
     posterior = result.posterior
     c, d = _best_draw(result)
     params = _draw_params(posterior, _draw_names(posterior, model), c, d)

@@ -6,7 +6,7 @@ from latentzoo.inference import fitted
 from latentzoo.inference import reference as _reference
 from latentzoo.zoo import entry_for
 
-__all__ = ["fit", "fit_pymc"]
+__all__ = ["fit", "fit_pymc", "load_result"]
 
 PYMC_ADVICE = (
     "run longer chains (draws=, tune=), raise target_accept, or start them elsewhere (another "
@@ -113,6 +113,70 @@ def _say_convergence(idata, method: str, progressbar: bool) -> None:
     verdict = mcmc.convergence(idata)
     if verdict.status == "not converged":
         mcmc.warn_at_caller(f"{method}: {verdict.message()}", mcmc.ConvergenceWarning)
+
+
+_RESULT_TYPES = {
+    "EMResult": ("latentzoo.inference.annealing", "EMResult"),
+    "ClusteringResult": ("latentzoo.inference.pairwise", "ClusteringResult"),
+}
+"""The ``result_type`` attribute of a saved point estimate -> the result class that rebuilds
+itself from the file (``from_inference_data``). Named, not imported, so that loading a file
+imports only the family that wrote it."""
+
+
+def load_result(path):
+    """Read a fit saved with ``save`` or ``latentzoo fit --out x.nc`` back as a result.
+
+    Parameters
+    ----------
+    path : str or path-like
+        A netCDF file written by latentzoo.
+
+    Returns
+    -------
+    EMResult, ClusteringResult, SavedEstimate or arviz.InferenceData
+        A sample (Gibbs, PyMC) comes back as its ``InferenceData``. A point estimate comes back as
+        the result that wrote it (an :class:`~latentzoo.inference.EMResult`, ...) where that
+        result's class rebuilds itself from a file, otherwise as a
+        :class:`~latentzoo.inference.results.SavedEstimate` (model, parameters, attributes).
+        :func:`latentzoo.perplexity`, :func:`latentzoo.heldout_score`, :func:`latentzoo.labels`
+        and :func:`latentzoo.inference.fitted.point_estimate` take each of them.
+
+    Raises
+    ------
+    ValueError
+        If the file holds neither a sample nor a point estimate, or names no latentzoo model.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> import latentzoo
+    >>> from latentzoo.data import load
+    >>> from latentzoo.models import AspectModel
+    >>> result = latentzoo.fit(AspectModel(2), load("toy"), betas=[1.0], random_state=0)
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "fit.nc"
+    >>> result.save(path)
+    >>> back = load_result(path)
+    >>> type(back).__name__, back.betas, back.perplexity(load("toy")) == result.perplexity(load("toy"))
+    ('EMResult', [1.0], True)
+    """
+    import importlib
+
+    import arviz as az
+
+    from latentzoo.inference import results
+
+    idata = az.from_netcdf(str(path))
+    if not results.is_point_estimate(idata):
+        results.parameter_dataset(idata)  # a file without parameters says so here
+        return idata
+    attrs = results.parameter_dataset(idata).attrs
+    module, name = _RESULT_TYPES.get(str(attrs.get("result_type")), (None, None))
+    if module is not None:
+        result_class = getattr(importlib.import_module(module), name)
+        if hasattr(result_class, "from_inference_data"):
+            return result_class.from_inference_data(idata)
+    return results.SavedEstimate.from_inference_data(idata)
 
 
 def fit_pymc(model, data, **options):

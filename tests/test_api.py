@@ -5,6 +5,7 @@ from pathlib import Path
 
 import arviz as az
 import numpy as np
+import pandas as pd
 import pytest
 
 import latentzoo
@@ -99,16 +100,55 @@ def test_threaded_fit_matches_serial_fit():
 def test_em_result_netcdf_round_trip(tmp_path):
     result = latentzoo.fit(AspectModel(2), load("toy"), random_state=0)
     idata = result.to_inference_data()
-    assert idata.posterior["theta"].shape == (1, 1, 6, 2)
-    assert idata.posterior["phi"].shape == (1, 1, 2, 8)
-    assert idata.posterior.attrs["method"] == "annealed_em"
+    assert "posterior" not in idata.groups()  # a point estimate is not a one-draw sample
+    assert idata.point_estimate["theta"].shape == (6, 2)
+    assert idata.point_estimate["phi"].shape == (2, 8)
+    assert idata.point_estimate.attrs["method"] == "annealed_em"
     path = tmp_path / "em.nc"
     idata.to_netcdf(str(path))
     back = az.from_netcdf(str(path))
-    assert back.posterior.equals(idata.posterior)
-    np.testing.assert_array_equal(back.posterior["theta"].values[0, 0], result.params["theta"])
+    assert back.point_estimate.equals(idata.point_estimate)
+    np.testing.assert_array_equal(back.point_estimate["theta"].values, result.params["theta"])
     assert back.em_trace.equals(idata.em_trace)
     assert len(back.em_trace["free_energy"]) == len(result.trace)
+
+
+@pytest.mark.parametrize("betas", [[1.0], [0.5, 1.0]], ids=["one_beta", "two_betas"])
+def test_load_result_gives_back_the_em_result(tmp_path, betas):
+    # Regression (issue 24): a saved fit had no loader back to a result, and a length-1 betas
+    # attribute came back from netCDF as a scalar.
+    data = load("toy")
+    result = latentzoo.fit(AspectModel(2), data, betas=betas, random_state=0)
+    path = tmp_path / "em.nc"
+    result.save(path)
+    back = latentzoo.load_result(path)
+    assert type(back) is type(result)
+    assert back.model == result.model and back.betas == betas and back.method == result.method
+    assert back.converged == result.converged and back.settings == result.settings
+    for name, value in result.params.items():
+        np.testing.assert_array_equal(back.params[name], value)
+    pd.testing.assert_frame_equal(back.trace, result.trace, check_dtype=False)
+    pd.testing.assert_frame_equal(back.stages, result.stages, check_dtype=False)
+    assert latentzoo.perplexity(back, data) == result.perplexity(data)
+    np.testing.assert_array_equal(latentzoo.labels(back), result.labels_)
+    assert back.point_estimate().keys() == result.point_estimate().keys()
+
+
+@pytest.mark.filterwarnings("ignore::latentzoo.ConvergenceWarning")  # five draws: it is not
+def test_load_result_gives_back_a_sample_as_inference_data(tmp_path):
+    idata = latentzoo.fit(AspectModel(2), load("toy"), method="gibbs", chains=1, draws=5,
+                          tune=5, random_state=0, progressbar=False)  # fmt: skip
+    path = tmp_path / "gibbs.nc"
+    idata.to_netcdf(str(path))
+    back = latentzoo.load_result(path)
+    assert isinstance(back, az.InferenceData) and back.posterior.equals(idata.posterior)
+
+
+def test_load_result_refuses_a_file_without_parameters(tmp_path):
+    path = tmp_path / "empty.nc"
+    az.from_dict(observed_data={"x": np.zeros(3)}).to_netcdf(str(path))
+    with pytest.raises(ValueError, match="holds no parameters"):
+        latentzoo.load_result(path)
 
 
 def test_gibbs_netcdf_round_trip(tmp_path):

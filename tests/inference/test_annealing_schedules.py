@@ -251,7 +251,7 @@ def test_stages_are_saved_with_the_result(corpus, tmp_path):
         loaded = az.from_netcdf(str(path))
         stages = loaded["em_stages"]
         assert list(stages["stopped"].values) == result.stages["stopped"].tolist()
-        assert loaded.posterior.attrs["converged"] == int(result.converged)
+        assert loaded.point_estimate.attrs["converged"] == int(result.converged)
 
 
 # ------------------------------------------------------------------ option checks

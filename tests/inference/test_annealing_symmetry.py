@@ -94,7 +94,7 @@ def test_annealing_splits_the_topics_of_a_simulated_corpus(separated_corpus):
     lines = cooled.summary_lines()
     assert any(line.startswith("phase transitions at beta: ") for line in lines)
     assert any(cooled.transition_measure in line for line in lines)
-    attrs = cooled.to_inference_data().posterior.attrs
+    attrs = cooled.to_inference_data().point_estimate.attrs
     assert attrs["transition_measure"] == cooled.transition_measure
 
 
