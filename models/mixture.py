@@ -1232,10 +1232,14 @@ class DirichletProcessMixture(_MixtureMethods):
     n_components : int
         Truncation level of the PyMC stick-breaking reference only: ``v_k ~ Beta(1, alpha)`` for
         ``k < T``, ``w_k = v_k prod_{j<k} (1 - v_j)``, the last stick takes the rest. The collapsed
-        quantities and the simulator are untruncated.
+        quantities and the simulator are untruncated. Printed as ``pymc_truncation`` (the
+        ``repr``), because ``n_components=10`` reads as ten clusters: the DP's number of clusters
+        is unbounded.
 
     Examples
     --------
+    >>> DirichletProcessMixture(alpha=2.0, n_components=10)
+    DirichletProcessMixture(alpha=2.0, component=BetaBernoulli(a=1.0, b=1.0), pymc_truncation=10)
     >>> model = DirichletProcessMixture(alpha=1.0)
     >>> data, truth = model.simulate(0, n_items=8, n_features=5)
     >>> truth["z"][0], truth["w"].shape == (truth["z"].max() + 1,)
@@ -1253,6 +1257,14 @@ class DirichletProcessMixture(_MixtureMethods):
 
     def __post_init__(self):
         self._validate()
+
+    def __repr__(self) -> str:
+        # n_components only truncates the PyMC reference; named so, it is not read as a number
+        # of clusters (the constructor keeps the name the zoo gives every family's main size).
+        return (
+            f"DirichletProcessMixture(alpha={self.alpha!r}, component={self.component!r}, "
+            f"pymc_truncation={self.n_components!r})"
+        )
 
     def _check_weights_sum(self, w):
         if float(w.sum()) > 1.0 + 1e-6:

@@ -1,8 +1,16 @@
 """Issue 24: what the command prints is what ran; results that save; defaults that respect the
 data's scale; long jobs that say their time up front."""
 
+import numpy as np
+
 from latentzoo.cli import main
 from latentzoo.models import AspectModel
+
+
+def _binary_csv(path):
+    rows = np.array([[1, 1, 0, 0], [1, 1, 0, 1], [0, 0, 1, 1], [0, 1, 1, 1], [1, 0, 0, 0]])
+    np.savetxt(path, rows, delimiter=",", fmt="%d")
+    return str(path)
 
 
 def _run(capsys, *argv):
@@ -37,3 +45,18 @@ def test_fit_prints_the_priors_the_method_used(capsys, tmp_path):
                             "annealed_em", "--betas", "1", "--out", str(out))  # fmt: skip
     assert code == 0
     assert "AspectModel(n_components=2, alpha=1.1, eta=1.01) with annealed_em" in printed
+
+
+# ------------------------------------------------- the DPM's truncation is not a cluster count
+def test_a_dpm_prints_its_truncation_as_the_pymc_references(capsys, tmp_path):
+    # Found: a DPM printed n_components=10 (the PyMC truncation), which reads as ten clusters.
+    from latentzoo.models import DirichletProcessMixture
+
+    model = DirichletProcessMixture(alpha=2.0, n_components=10)
+    assert "pymc_truncation=10" in repr(model) and "n_components" not in repr(model)
+    assert model == DirichletProcessMixture(2.0, n_components=10)  # the keyword is kept
+    data = _binary_csv(tmp_path / "items.csv")
+    out = tmp_path / "dpm.nc"
+    code, printed, _ = _run(capsys, "fit", "dpm", "--data", data, "--draws", "4",
+                            "--tune", "2", "--chains", "1", "--out", str(out))  # fmt: skip
+    assert code == 0 and "pymc_truncation=10" in printed and "n_components" not in printed
