@@ -281,10 +281,18 @@ class RetrievalResult:
         posterior = xr.Dataset(variables, coords=coords, attrs=attrs)
         return az.InferenceData(posterior=posterior)
 
-    def save(self, path, data=None) -> None:
-        """Write the result to ``path``: ``.npz`` (:meth:`arrays`, the item and feature names;
-        read with ``allow_pickle=False``) or netCDF (:meth:`to_inference_data`) for any other
-        suffix.
+    def save(self, path, data=None, format: str | None = None) -> None:
+        """Write the result to ``path``: ``.npz`` (:meth:`arrays`, the item and feature names
+        and the score's constant; read with ``allow_pickle=False``) or netCDF
+        (:meth:`to_inference_data`) for any other suffix. :meth:`load` reads either back.
+
+        Parameters
+        ----------
+        path : str or Path
+        data : Features, optional
+            Unused: the result holds its names (kept for the signature every result shares).
+        format : {"npz", "netcdf"}, optional
+            Default: from the suffix of ``path``.
 
         Examples
         --------
@@ -295,15 +303,69 @@ class RetrievalResult:
         ...     saved["result.score"].round(3).tolist(), saved["item_names"].tolist()
         ([0.352, -0.341], ['0', '1'])
         """
-        if str(path).endswith(".npz"):
-            names = {
+        if format not in (None, "npz", "netcdf"):
+            raise ValueError(f"format must be 'npz', 'netcdf' or None, got {format!r}")
+        if (format or ("npz" if str(path).endswith(".npz") else "netcdf")) == "npz":
+            extra = {
                 "item_names": np.asarray(self.item_names).astype(str),
                 "feature_names": np.asarray(self.feature_names).astype(str),
             }
-            with open(path, "wb") as handle:
-                np.savez(handle, **self.arrays(), **names)
+            if self.constant is not None:
+                extra["constant"] = np.float64(self.constant)
+            with open(path, "wb") as handle:  # np.savez adds ".npz" to a path without it
+                np.savez(handle, **self.arrays(), **extra)
             return
         self.to_inference_data(data).to_netcdf(str(path))
+
+    @classmethod
+    def load(cls, path) -> RetrievalResult:
+        """The result :meth:`save` wrote to ``path`` (``.npz``, else netCDF).
+
+        The scores, query, names, feature weights and constant come back; the model too from a
+        netCDF file (its attributes), not from an ``.npz``; the features are not saved, so
+        :meth:`top` of a loaded result lists no strongest features.
+
+        Examples
+        --------
+        >>> import tempfile, pathlib
+        >>> result = bayesian_sets(np.array([[1, 0], [1, 1], [0, 1]]), [0, 1])
+        >>> for name in ("ranking.npz", "ranking.nc"):
+        ...     path = pathlib.Path(tempfile.mkdtemp()) / name
+        ...     result.save(path)
+        ...     back = RetrievalResult.load(path)
+        ...     print(back.ranking.tolist(), back.query.tolist(), back.top(1))
+        [0, 1, 2] [0, 1] [('2', -0.799, ())]
+        [0, 1, 2] [0, 1] [('2', -0.799, ())]
+        """
+        if str(path).endswith(".npz"):
+            with np.load(path, allow_pickle=False) as saved:
+                return cls(
+                    scores=saved["result.score"],
+                    query=np.atleast_1d(saved["result.query"]).astype(np.int64),
+                    item_names=saved["item_names"],
+                    feature_names=saved["feature_names"],
+                    weights=saved["result.weight"] if "result.weight" in saved else None,
+                    constant=float(saved["constant"]) if "constant" in saved else None,
+                )
+        import arviz as az
+
+        from latentzoo.inference.results import model_from_attrs
+
+        posterior = az.from_netcdf(str(path)).posterior
+        attrs = dict(posterior.attrs)
+        if str(attrs.get("model_component", "")).startswith("None"):
+            del attrs["model_component"]  # the empirical prior: the model's default
+        has_weights = "weight" in posterior
+        return cls(
+            scores=posterior["score"].to_numpy()[0, 0],
+            # netCDF gives a one-item query back as a scalar
+            query=np.atleast_1d(np.asarray(attrs["query"])).astype(np.int64),
+            item_names=posterior["item"].to_numpy(),
+            feature_names=posterior["feature"].to_numpy() if has_weights else np.array([]),
+            weights=posterior["weight"].to_numpy()[0, 0] if has_weights else None,
+            constant=float(attrs["constant"]) if "constant" in attrs else None,
+            model=model_from_attrs(attrs) if "model" in attrs else None,
+        )
 
     def figure(self, data=None):
         """None: ``latentzoo fit`` saves no picture of a ranking."""

@@ -520,28 +520,37 @@ def check_result_suffix(out) -> str:
 
 
 def save_result(result, path: Path, data=None, **options) -> None:
-    """Write ``result`` in the format its suffix names (:func:`check_result_suffix`).
+    """Write ``result`` once, in the format its suffix names (:func:`check_result_suffix`).
 
     ``.nc``: the result's netCDF, as every result writes it. ``.npz``: the result's own ``.npz``
-    where its ``save`` writes one (a tree, a ranking), else every array of the fit keyed
-    ``"group.name"`` (:func:`~latentzoo.inference.fitted.result_arrays`); read it with
-    ``numpy.load(path, allow_pickle=False)``.
-    """
-    import zipfile
+    where its ``save`` writes one (its ``save`` takes ``format``: a tree, a ranking), else every
+    array of the fit keyed ``"group.name"`` (:func:`~latentzoo.inference.fitted.result_arrays`);
+    read it with ``numpy.load(path, allow_pickle=False)``.
 
+    Examples
+    --------
+    >>> import tempfile
+    >>> import numpy as np
+    >>> class NetCDFOnly:  # a result whose save writes netCDF whatever the suffix
+    ...     def save(self, path, data=None):
+    ...         raise AssertionError("not asked for an .npz")
+    ...     def arrays(self):
+    ...         return {"params.w": np.ones(2)}
+    >>> path = Path(tempfile.mkdtemp()) / "fit.npz"
+    >>> save_result(NetCDFOnly(), path)
+    >>> sorted(np.load(path, allow_pickle=False))
+    ['params.w']
+    """
     import numpy as np
 
     from latentzoo.inference import fitted
 
-    if path.suffix == ".npz" and fitted.is_sample(result):
+    if path.suffix == ".npz" and not _saves_with(result, "format"):
+        # A sample, or a result whose save writes netCDF only: its arrays, written once.
         with open(path, "wb") as handle:  # np.savez adds ".npz" to a path without it
             np.savez(handle, **fitted.result_arrays(result))
         return
     fitted.save(result, path, data, **options)
-    # A result whose save has no .npz of its own wrote netCDF there: its arrays instead.
-    if path.suffix == ".npz" and not zipfile.is_zipfile(path):
-        with open(path, "wb") as handle:
-            np.savez(handle, **fitted.result_arrays(result))
 
 
 def _cmd_fit(args):
@@ -759,6 +768,7 @@ def _cmd_query(args):
         raise UserError(f"--top must be a positive integer, got {args.top}")
     if args.features < 0:
         raise UserError(f"--features must be a non-negative integer, got {args.features}")
+    out = None if args.out is None else check_result_suffix(check_writable(args.out))
     data, note = _binarised(_query_data(args.data), args.binarize)
     wanted = [part.strip() for part in (args.items or "").split(",") if part.strip()]
     wanted += list(args.item or [])
@@ -793,6 +803,10 @@ def _cmd_query(args):
         label = f"  [{labels[name]}]" if labels is not None else ""
         strongest = f"  <- {', '.join(features)}" if features else ""
         print(f"{rank:>3}. {name:<{width}}  {score:8.3f}{label}{strongest}")
+    if out is not None:
+        # Every item's score, as `latentzoo fit bayesian_sets` saves it (RetrievalResult.load).
+        write_atomically(out, lambda path: save_result(result, path))
+        print(f"saved the scores of all {data.n_items} items to {out}")
     return 0
 
 
@@ -951,6 +965,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--binarize", choices=("auto", "none", "presence", "skewness"), default="auto",
         help="how non-binary data are made binary (auto: counts by presence, real values by "
         "skewness, thesis 5.2.2)",
+    )  # fmt: skip
+    query.add_argument(
+        "--out", help="also save every item's score: .nc (netCDF, ArviZ InferenceData) or .npz "
+        "(numpy arrays); RetrievalResult.load reads it back",
     )  # fmt: skip
 
     demo = sub.add_parser("demo", help="the main job: fit Reuters and validate against PyMC")

@@ -2,6 +2,7 @@
 data's scale; long jobs that say their time up front."""
 
 import numpy as np
+import pytest
 
 from latentzoo.cli import main
 from latentzoo.models import AspectModel
@@ -60,3 +61,37 @@ def test_a_dpm_prints_its_truncation_as_the_pymc_references(capsys, tmp_path):
     code, printed, _ = _run(capsys, "fit", "dpm", "--data", data, "--draws", "4",
                             "--tune", "2", "--chains", "1", "--out", str(out))  # fmt: skip
     assert code == 0 and "pymc_truncation=10" in printed and "n_components" not in printed
+
+
+# --------------------------------------------------------- Bayesian Sets results that save
+@pytest.mark.parametrize("suffix", [".nc", ".npz"])
+def test_query_saves_every_items_score_with_out(capsys, tmp_path, suffix):
+    # Found: Bayesian Sets results could not be saved from `latentzoo query`.
+    from latentzoo.inference.bayesian_sets import RetrievalResult
+
+    data = _binary_csv(tmp_path / "items.csv")
+    out = tmp_path / f"query{suffix}"
+    code, printed, _ = _run(capsys, "query", "--data", data, "--items", "0,1", "--out", str(out))
+    assert code == 0 and f"saved the scores of all 5 items to {out}" in printed
+    saved = RetrievalResult.load(out)
+    assert saved.scores.shape == (5,) and saved.query.tolist() == [0, 1]
+    code, _, err = _run(capsys, "query", "--data", data, "--items", "0", "--out", "x.txt")
+    assert code == 2 and "--out x.txt: name the file .nc" in err
+
+
+# ----------------------------------------------------------------- an .npz written once
+def test_fit_writes_an_npz_once_without_a_netcdf_first(capsys, tmp_path, monkeypatch):
+    # Found: `fit --out x.npz` of a result without an .npz of its own wrote netCDF there, then
+    # overwrote it with the arrays.
+    from latentzoo.inference import annealing
+
+    def no_netcdf(self, path, data=None):
+        raise AssertionError(f"netCDF written to {path}")
+
+    monkeypatch.setattr(annealing.PointEstimateMethods, "save", no_netcdf)
+    out = tmp_path / "fit.npz"
+    code, _, err = _run(capsys, "fit", "aspect", "--data", "toy", "--k", "2", "--betas", "1",
+                        "--out", str(out))  # fmt: skip
+    assert code == 0, err
+    with np.load(out, allow_pickle=False) as saved:
+        assert saved["params.theta"].shape == (6, 2)
