@@ -281,8 +281,8 @@ def test_annealed_em_result_and_reproducibility():
     np.testing.assert_allclose(a.params["resp"].sum(axis=1), 1.0)
     assert perplexity(model, a.params, data) < data.n_cols
     idata = a.to_inference_data()
-    assert idata.posterior["tau"].dims == ("chain", "draw", "leaf", "level")
-    assert idata.posterior["q"].dims == ("chain", "draw", "node", "word")
+    assert idata.point_estimate["tau"].dims == ("leaf", "level")
+    assert idata.point_estimate["q"].dims == ("node", "word")
 
 
 def test_annealed_em_tempered_schedule_and_geometric_cooling():

@@ -247,7 +247,7 @@ def test_annealed_em_result():
     without = {k: v for k, v in result.params.items() if k != "resp"}
     assert held < perplexity(model, without, data)
     idata = result.to_inference_data()
-    assert idata.posterior["q"].shape == (1, 1, 2, 8)
+    assert idata.point_estimate["q"].shape == (2, 8)
 
 
 @pytest.mark.parametrize("betas", ["auto", "early_stopping"])
