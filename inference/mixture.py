@@ -1228,8 +1228,9 @@ _GIBBS = Method(
 )
 _PRIOR_SCALE = real(
     "prior_scale",
-    None,
-    "empirical Beta-Bernoulli prior from the data's feature means (0 or None: the default prior)",
+    2.0,
+    "empirical Beta-Bernoulli prior from the data's feature means (0: the default prior); 2 as "
+    "for bhc, so that `fit dpm` and `fit bhc` on the same data start from the same prior",
     low=0,
     none=True,
 )

@@ -211,10 +211,7 @@ def _model(entry, args, default_k: int, data=None):
         if "component" not in fields:
             raise UserError(f"{entry.name} has no --component")
         settings["component"] = component_named(args.component)
-    scale = getattr(args, "prior_scale", None)
-    if scale is None:
-        declared = entry.option("prior_scale")
-        scale = None if declared is None else declared.default
+    scale = _prior_scale(entry, args)
     if scale is not None and scale != 0 and data is not None:
         component = settings.get("component")
         if component is None and "component" in fields:
@@ -227,7 +224,9 @@ def _model(entry, args, default_k: int, data=None):
                     f"{entry.name} with {type(component).__name__ if component else 'no'} "
                     "component takes none"
                 )
-        else:
+        elif args.prior_scale is not None or getattr(data, "kind", None) == "binary":
+            # The family's default empirical prior is for binary data; on other data the
+            # component's own check says what is wrong (counts or reals for BetaBernoulli).
             try:
                 settings["component"] = type(component).from_data(data.X, scale=scale)
             except ValueError as error:
@@ -236,6 +235,98 @@ def _model(entry, args, default_k: int, data=None):
         return entry.model(**settings)
     except TypeError as error:
         raise UserError(f"cannot build {entry.name}: {error}") from None
+
+
+def _prior_scale(entry, args):
+    """``--prior-scale``, else the family's declared default (2 for bhc, the DPM and the
+    mixture: the same empirical Beta-Bernoulli prior for all three), else None."""
+    scale = getattr(args, "prior_scale", None)
+    if scale is None:
+        declared = entry.option("prior_scale")
+        scale = None if declared is None else declared.default
+    return scale
+
+
+def prior_line(component, scale) -> str:
+    """What ``latentzoo fit`` says of the prior it used: the empirical Beta-Bernoulli prior
+    (``--prior-scale``) or the component's own, with its hyperparameters.
+
+    Examples
+    --------
+    >>> from latentzoo.models.conjugate import BetaBernoulli, NormalGamma
+    >>> prior_line(BetaBernoulli.from_data([[1, 0], [1, 1]]), 2.0)
+    "prior: BetaBernoulli from the data's feature means m, a = 2 m, b = 2 (1 - m) (--prior-scale 2; 0 keeps the component's own prior)"
+    >>> prior_line(NormalGamma(), None)
+    'prior: NormalGamma(mu0=0.0, kappa0=1.0, a0=1.0, b0=1.0)'
+    """
+    if scale and component.takes_prior_from_data:
+        return (
+            f"prior: {type(component).__name__} from the data's feature means m, a = {scale:g} m, "
+            f"b = {scale:g} (1 - m) (--prior-scale {scale:g}; 0 keeps the component's own prior)"
+        )
+    return f"prior: {_described(component)}"
+
+
+SCALE_NOTE_LIMIT = 3.0
+"""A real feature whose mean lies more than this far from 0, or whose sd is more than this
+factor from 1, is off the unit scale that the normal components' default priors assume."""
+
+
+def standardized(data):
+    """``data`` with every feature centred at its mean and scaled to unit sd (``--standardize``).
+
+    The default priors of the real-valued components (``NormalGamma``,
+    ``NormalInverseWishart``) are centred at 0 with unit scale; on raw glass features (Si: mean
+    72.65, sd 0.77) such a prior sits far from every cluster. A constant feature is only centred.
+
+    Examples
+    --------
+    >>> from latentzoo.data import Features
+    >>> standardized(Features([[70.0, 1.0], [74.0, 1.0]])).X.tolist()
+    [[-1.0, 0.0], [1.0, 0.0]]
+    """
+    import numpy as np
+
+    if getattr(data, "kind", None) is None:
+        raise UserError(f"--standardize applies to feature data, not {type(data).__name__}")
+    X = np.asarray(data.X, dtype=np.float64)
+    spread = X.std(axis=0)
+    # Dividing a constant feature by its zero sd would make it NaN; centred, it is all zeros.
+    spread = np.where(spread > 0, spread, 1.0)
+    return type(data).like(data, (X - X.mean(axis=0)) / spread, kind="real")
+
+
+def scale_note(data) -> str:
+    """A note for real features far off the unit scale (:data:`SCALE_NOTE_LIMIT`), naming the
+    furthest and ``--standardize``; "" otherwise.
+
+    Examples
+    --------
+    >>> from latentzoo.data import Features
+    >>> scale_note(Features([[72.0, 0.1], [73.5, 0.3]], feature_names=["Si", "K"]))[:60]
+    'note: feature Si has mean 72.75, sd 0.75, far from the unit '
+    >>> scale_note(Features([[0.5, -1.0], [-0.5, 1.0]]))
+    ''
+    """
+    import numpy as np
+
+    if getattr(data, "kind", None) != "real":
+        return ""
+    X = np.asarray(data.X, dtype=np.float64)
+    mean, sd = X.mean(axis=0), X.std(axis=0)
+    # How far off each feature is, in units of the limit: above 1 is off the unit scale (a
+    # constant feature by its mean only).
+    log_sd = np.log(np.where(sd > 0, sd, 1.0))
+    off = np.maximum(np.abs(mean) / SCALE_NOTE_LIMIT, np.abs(log_sd) / np.log(SCALE_NOTE_LIMIT))
+    worst = int(np.argmax(off))
+    if off[worst] <= 1.0:
+        return ""
+    name = data.feature_names[worst]
+    return (
+        f"note: feature {name} has mean {mean[worst]:.4g}, sd {sd[worst]:.2g}, far from the unit "
+        "scale a normal component's default prior assumes (mean 0, sd 1); --standardize centres "
+        "and scales every feature"
+    )
 
 
 def shows_progress(args) -> bool:
@@ -560,6 +651,8 @@ def _cmd_fit(args):
     out = check_result_suffix(check_writable(args.out))
     entry = entry_for(args.model)
     data = _load_data(args.data or entry.dataset, entry)
+    if args.standardize:
+        data = standardized(data)
     model = _model(entry, args, default_k=10, data=data)
     method = args.method or next(iter(entry.methods))
     if method != "pymc" and method not in entry.methods:
@@ -591,6 +684,13 @@ def _cmd_fit(args):
         also = f" and {figure}" if figure else ""
         print(f"fitted {_described(_as_run(model, method))} with {method} on {data}; saved to "
               f"{out}{also}")  # fmt: skip
+        component = getattr(model, "component", None)
+        if component is not None:
+            print(prior_line(component, _prior_scale(entry, args)))
+            if args.standardize:
+                print("features standardised: each centred at its mean and scaled to unit sd")
+            elif scale_note(data):
+                print(scale_note(data))
         if not fitted.is_sample(result):  # latentzoo.fit printed a sample's diagnostic line
             for line in fitted.summary_lines(result):
                 print(line)
@@ -662,8 +762,21 @@ def _as_run(model, method: str):
 
 
 def _described(model, width: int = 100) -> str:
-    """``repr(model)``, cut to ``width`` characters (a prior set from the data is an array)."""
+    """``repr(model)``, cut to ``width`` characters; a long component (a prior set from the
+    data holds arrays) is shortened to ``Name(...)``, so the rest of the model stays in view
+    (the ``prior:`` line says the component's prior).
+
+    Examples
+    --------
+    >>> from latentzoo.models import DirichletProcessMixture
+    >>> from latentzoo.models.conjugate import BetaBernoulli
+    >>> _described(DirichletProcessMixture(component=BetaBernoulli.from_data([[1, 0, 1]] * 3)))
+    'DirichletProcessMixture(alpha=1.0, component=BetaBernoulli(...), pymc_truncation=20)'
+    """
     text = repr(model)
+    component = getattr(model, "component", None)
+    if component is not None and len(text) > width:
+        text = text.replace(repr(component), f"{type(component).__name__}(...)")
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
@@ -898,6 +1011,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--prior-scale", type=float, metavar="KAPPA", help="Beta-Bernoulli prior from the data "
         "mean m: a = KAPPA m, b = KAPPA (1 - m) (Heller 2007, sec. 3.5; default 2 for bhc, "
         "0 keeps the component's own prior)",
+    )  # fmt: skip
+    fit.add_argument(
+        "--standardize", action="store_true", help="centre every feature at its mean and scale it "
+        "to unit sd before fitting (real-valued components: their default priors are centred at 0 "
+        "with unit scale)",
     )  # fmt: skip
     fit.add_argument("--method", help="see `latentzoo list` (default: the first listed); or pymc")
     fit.add_argument("--betas", help="annealing schedule: 'auto' or e.g. 0.5,0.8,1")

@@ -95,3 +95,57 @@ def test_fit_writes_an_npz_once_without_a_netcdf_first(capsys, tmp_path, monkeyp
     assert code == 0, err
     with np.load(out, allow_pickle=False) as saved:
         assert saved["params.theta"].shape == (6, 2)
+
+
+# ----------------------------------------------- priors that respect the data's scale
+def test_fit_dpm_and_fit_bhc_start_from_the_same_empirical_prior(capsys, tmp_path):
+    # Found: `fit dpm` on digits kept Beta(1, 1) while `fit bhc` set it from the data.
+    import argparse
+
+    from latentzoo.cli import _model
+    from latentzoo.data import Features
+    from latentzoo.zoo import ZOO
+
+    data = Features(np.loadtxt(_binary_csv(tmp_path / "items.csv"), delimiter=","))
+    args = argparse.Namespace(k=None, param=None, component=None, prior_scale=None)
+    dpm = _model(ZOO["dpm"], args, default_k=10, data=data)
+    bhc = _model(ZOO["bhc"], args, default_k=10, data=data)
+    assert dpm.component == bhc.component and dpm.component != type(dpm.component)()
+    out = tmp_path / "dpm.nc"
+    code, printed, _ = _run(capsys, "fit", "dpm", "--data", str(tmp_path / "items.csv"),
+                            "--draws", "4", "--tune", "2", "--chains", "1", "--out", str(out))  # fmt: skip
+    assert code == 0 and "prior: BetaBernoulli from the data's feature means m, a = 2 m" in printed
+
+
+def _glass_like_csv(path):
+    rng = np.random.default_rng(0)
+    table = np.column_stack([rng.normal(72.65, 0.77, 12), rng.normal(0.0, 1.0, 12)])
+    np.savetxt(path, table, delimiter=",", header="Si,Z", comments="")
+    return str(path)
+
+
+def test_fit_says_real_features_are_off_the_priors_scale_and_standardize_fixes_it(capsys, tmp_path):
+    # Found: `fit dpm --data glass --component normal_gamma` ran on raw features (Si: mean 72.65,
+    # sd 0.77) under a prior centred at 0, and the command offered no --standardize.
+    import arviz as az
+
+    data = _glass_like_csv(tmp_path / "glass.csv")
+    out = tmp_path / "dpm.nc"
+    common = ["--component", "normal_gamma", "--draws", "4", "--tune", "2", "--chains", "1",
+              "--out", str(out)]  # fmt: skip
+    code, printed, _ = _run(capsys, "fit", "dpm", "--data", data, *common)
+    assert code == 0
+    assert "prior: NormalGamma(mu0=0.0, kappa0=1.0, a0=1.0, b0=1.0)" in printed
+    assert "note: feature Si has mean 72." in printed and "--standardize" in printed
+    code, printed, _ = _run(capsys, "fit", "dpm", "--data", data, "--standardize", *common)
+    assert code == 0 and "features standardised" in printed and "note:" not in printed
+    observed = az.from_netcdf(out).observed_data
+    values = next(iter(observed.data_vars.values())).to_numpy()
+    np.testing.assert_allclose(values.mean(axis=0), 0.0, atol=1e-12)
+    np.testing.assert_allclose(values.std(axis=0), 1.0)
+
+
+def test_standardize_is_refused_for_data_that_are_not_features(capsys, tmp_path):
+    code, _, err = _run(capsys, "fit", "aspect", "--data", "toy", "--standardize", "--out",
+                        str(tmp_path / "x.nc"))  # fmt: skip
+    assert code == 2 and "--standardize applies to feature data, not CoOccurrence" in err
