@@ -2,8 +2,8 @@
 
 Run from the repository root (the package installed, e.g. ``make install-test``)::
 
-    python benchmarks/bench_gibbs_end_to_end.py            # full run, about 2 minutes on 2 cores
-    python benchmarks/bench_gibbs_end_to_end.py --quick    # about 40 s: fewer rounds
+    python benchmarks/bench_gibbs_end_to_end.py            # full run, 2-4 minutes on 2 cores
+    python benchmarks/bench_gibbs_end_to_end.py --quick    # 1-2 minutes: fewer rounds
     python benchmarks/bench_gibbs_end_to_end.py --out other.md
 
 The tables are printed and written as markdown to ``report/benchmarks_gibbs_end_to_end.md`` (not
@@ -370,7 +370,7 @@ def run(cfg: Config) -> list[str]:
 def main(argv=None) -> int:
     args, argv, results = parse_run_arguments(
         argv, __doc__.splitlines()[0], "report/benchmarks_gibbs_end_to_end.md", RESULTS,
-        "about 40 s: fewer rounds",
+        "1-2 minutes: fewer rounds",
     )  # fmt: skip
     cfg = Config.quick() if args.quick else Config()
     start = time.perf_counter()
