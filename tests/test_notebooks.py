@@ -115,10 +115,31 @@ def _reference_vs_pymc(section):
     }
 
 
+def _bic_mixture_row(dataset):
+    """Bounds for scikit-learn's ``GaussianMixture`` with K chosen by BIC: EM on 64 dimensions
+    follows the BLAS kernel's rounding as NUTS does, and BIC's choice of K moves with it (25
+    clusters on one kernel, 20 on another, same seed). The notebook's claims about this row are
+    its verdicts (the DPM's ARI above it), which stay exact; its numbers only have to stay near."""
+    row = ("table", dataset, "sklearn GaussianMixture, K by BIC")
+
+    def near(column, fraction, floor):
+        def holds(new, old):
+            fresh, stored = lookup(new, (*row, column)), lookup(old, (*row, column))
+            return abs(fresh - stored) <= max(floor, fraction * abs(stored))
+
+        return (f"within {fraction:.0%} (or {floor}) of the stored value", holds)
+
+    return {
+        "/".join((*row, "clusters")): near("clusters", 0.3, 2),
+        "/".join((*row, "ARI")): near("ARI", 0.0, 0.1),
+        "/".join((*row, "held-out lppd / item")): near("held-out lppd / item", 0.1, 1.0),
+    }
+
+
 SAMPLED = {
     "aspect_model.ipynb": _reference_vs_pymc("reference_vs_gibbs"),
     "clustering_models.ipynb": _reference_vs_pymc("reference_vs_gibbs"),
-    "mixtures.ipynb": _reference_vs_pymc("reference_vs_gibbs"),
+    "mixtures.ipynb": {**_reference_vs_pymc("reference_vs_gibbs"), **_bic_mixture_row("digits")},
     "bayesian_sets.ipynb": {
         "closed_vs_pymc/max_abs_z": (
             "below the Bonferroni 1% quantile for the number of items",
@@ -436,7 +457,7 @@ def assert_close(fresh: dict, stored: dict, sampled: dict | None = None):
     bad = []
     for key, (claim, holds) in sampled.items():
         if not holds(fresh, stored):
-            bad.append(f"{key}: re-run {lookup(fresh, key.split('/'))!r} is not {claim}")
+            bad.append(f"{key}: re-run {flatten(fresh).get(key)!r} is not {claim}")
     fresh, stored = flatten(fresh), flatten(stored)
     assert fresh.keys() == stored.keys()
     for key, want in stored.items():
