@@ -664,6 +664,9 @@ def _cmd_fit(args):
     import latentzoo
     from latentzoo.inference.mcmc import ConvergenceWarning
 
+    if not args.quiet:
+        _say_expected_time(entry, method, model, data, options)
+
     with warnings.catch_warnings():
         # Said below in the command's own line, with its exit status, rather than as a warning
         # that names a line of this file.
@@ -705,6 +708,28 @@ def _cmd_fit(args):
     if line:
         print(line, file=sys.stderr)
     return EXIT_NOT_CONVERGED if args.require_converged and not verdict.converged else 0
+
+
+def _say_expected_time(entry, method: str, model, data, options) -> None:
+    """Before a fit whose time grows as ``N^2`` (greedy BHC) on many items, its expected time
+    on stderr (:mod:`latentzoo.long_jobs`: timed on a subsample, extrapolated) when it exceeds
+    a minute, with the faster method to use instead."""
+    from latentzoo import long_jobs
+
+    n_items = getattr(data, "n_items", 0)
+    if long_jobs.time_order(entry.name, method) < 2 or n_items < long_jobs.CALIBRATE_FROM_ITEMS:
+        return
+    import latentzoo
+
+    quiet = {**options, **({"progressbar": False} if "progressbar" in options else {})}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the subsample's own warnings are not the fit's
+        estimate = long_jobs.expected_seconds(
+            lambda sample: latentzoo.fit(model, sample, method=method, **quiet), data
+        )
+    if estimate.seconds > long_jobs.SAY_ABOVE_SECONDS:
+        alternative = long_jobs.QUADRATIC_METHODS[entry.name, method]
+        print(estimate.line(f"{entry.name} {method}", alternative), file=sys.stderr, flush=True)
 
 
 EXIT_NOT_CONVERGED = 3

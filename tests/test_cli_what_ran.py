@@ -149,3 +149,40 @@ def test_standardize_is_refused_for_data_that_are_not_features(capsys, tmp_path)
     code, _, err = _run(capsys, "fit", "aspect", "--data", "toy", "--standardize", "--out",
                         str(tmp_path / "x.nc"))  # fmt: skip
     assert code == 2 and "--standardize applies to feature data, not CoOccurrence" in err
+
+
+# ------------------------------------------------------ a long job says its time up front
+def test_fit_bhc_on_many_items_says_its_expected_time_before_starting(
+    capsys, tmp_path, monkeypatch
+):
+    # Found: BHC on 200,000 items started without a word about its O(N^2) time (about 2 hours).
+    from latentzoo import long_jobs
+
+    monkeypatch.setattr(long_jobs, "CALIBRATE_FROM_ITEMS", 30)
+    monkeypatch.setattr(long_jobs, "CALIBRATION_ITEMS", 10)
+    monkeypatch.setattr(long_jobs, "SAY_ABOVE_SECONDS", 0.0)
+    rows = np.random.default_rng(0).integers(0, 2, size=(60, 5))
+    path = tmp_path / "items.csv"
+    np.savetxt(path, rows, delimiter=",", fmt="%d")
+    out = tmp_path / "tree.nc"
+    code, printed, err = _run(capsys, "fit", "bhc", "--data", str(path), "--out", str(out))
+    assert code == 0 and "saved to" in printed
+    assert "latentzoo: bhc bhc on 60 items: about " in err and "expected (O(N^2): " in err
+    assert "faster: --method rbhc" in err
+    # rbhc is O(N m): not timed, nothing said
+    _, _, err = _run(capsys, "fit", "bhc", "--data", str(path), "--method", "rbhc", "--out",
+                     str(out))  # fmt: skip
+    assert "expected" not in err
+
+
+def test_the_estimate_extrapolates_by_the_square_of_the_items():
+    from latentzoo.data import Features
+    from latentzoo.long_jobs import expected_seconds
+
+    ticks = iter([10.0, 10.5])
+    sizes = []
+    estimate = expected_seconds(lambda data: sizes.append(data.n_items),
+                                Features(np.eye(4)[np.arange(1000) % 4]),
+                                calibration_items=100, clock=lambda: next(ticks))  # fmt: skip
+    assert sizes == [8, 100]  # a warm-up that compiles, then the timed subsample
+    assert estimate.seconds == 0.5 * 10**2 and estimate.n_items == 1000
