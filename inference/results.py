@@ -260,25 +260,29 @@ def _held_out_example(score):
 
 
 # ------------------------------------------------------------------------------ the model
-def _component_from_text(text: str):
-    """A conjugate component from the text ``model_attrs`` writes, e.g. ``BetaBernoulli(a=1.0)``.
+def _hyperparameter_from_text(text: str, field: str):
+    """A hyperparameter object from the text ``model_attrs`` writes for it, e.g.
+    ``BetaBernoulli(a=1.0)`` (a mixture's component) or ``TopicTree(parents=[-1, 0, 0])`` (the
+    HACM's tree).
 
-    Only a call of a component class (one of ``latentzoo.models.conjugate.COMPONENTS``) with
-    literal keyword arguments is accepted (``ast.literal_eval`` on each value): nothing read from a
-    file is executed.
+    Only a call of one of those classes (the components of
+    ``latentzoo.models.conjugate.COMPONENTS``, :class:`~latentzoo.models.TopicTree`) with literal
+    keyword arguments is accepted (``ast.literal_eval`` on each value): nothing read from a file is
+    executed.
     """
     try:
         node = ast.parse(text, mode="eval").body
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:
             raise ValueError
-        known = {cls.__name__: cls for cls in COMPONENTS.values()}
+        known = {cls.__name__: cls for cls in (*COMPONENTS.values(), _models.TopicTree)}
         cls = known.get(node.func.id)
         if cls is None:
             raise ValueError
         kwargs = {kw.arg: ast.literal_eval(kw.value) for kw in node.keywords}
         return cls(**kwargs)
     except (SyntaxError, ValueError, TypeError) as error:
-        raise ValueError(f"cannot rebuild the mixture component from {text!r}") from error
+        what = {"component": "the mixture component", "tree": "the topic tree"}[field]
+        raise ValueError(f"cannot rebuild {what} from {text!r}") from error
 
 
 def model_from_attrs(attrs) -> object:
@@ -312,8 +316,10 @@ def model_from_attrs(attrs) -> object:
         if key not in attrs:
             continue
         value = attrs[key]
-        if item.name == "component" and isinstance(value, str):
-            value = _component_from_text(value)
+        if item.name in ("component", "tree") and isinstance(value, str):
+            # An unset hyperparameter is written "None", maybe with a note of what stands in.
+            unset = value.split(" ", 1)[0] == "None"
+            value = None if unset else _hyperparameter_from_text(value, item.name)
         elif isinstance(value, np.ndarray):
             value = tuple(value.tolist()) if value.ndim else value.item()
         elif isinstance(value, np.generic):

@@ -22,6 +22,7 @@ from latentzoo.inference.results import (
     perplexity,
 )
 from latentzoo.models import AspectModel, BayesianMixture, OneSidedClustering
+from latentzoo.models.base import model_attrs
 from latentzoo.models.two_sided import one_hot
 from tests.helpers import EM_FAMILIES, SMALL_MODELS
 
@@ -384,6 +385,18 @@ def test_a_result_whose_model_cannot_be_rebuilt(corpus):
         model_from_attrs({"model": "BayesianMixture", "model_component": "__import__('os')"})
     with pytest.raises(ValueError, match="EMResult or an arviz.InferenceData"):
         perplexity(object(), test)
+
+
+def test_rebuilds_the_topic_tree_of_a_saved_hacm_fit():
+    # Regression (issue 24): the HACM's tree is saved as its text, which did not rebuild, so no
+    # reader could take a saved HACM fit without model=.
+    from latentzoo.models import ClusterAbstractionModel, TopicTree
+
+    model = ClusterAbstractionModel(TopicTree([-1, 0, 0, 1, 1]))
+    rebuilt = model_from_attrs(model_attrs(model))
+    assert rebuilt == model
+    with pytest.raises(ValueError, match="cannot rebuild the topic tree"):
+        model_from_attrs({**model_attrs(model), "model_tree": "TopicTree(parents=open('x'))"})
 
 
 def test_rebuilds_mixture_components():
