@@ -7,13 +7,12 @@ at temperature ``T`` alternate ``<M_iv> ∝ exp(-||x_i - y_v||^2 / T)`` (eq. (15
 equation (14), ``y_v = sum_i <M_iv> x_i / sum_i <M_iv>``. This is EM on the free energy
 ``F = -T sum_i log sum_v exp(-||x_i - y_v||^2 / T)`` (eq. (10)-(11)), which never increases at a
 fixed ``T``. Above ``T_c = 2 lambda_max`` of the data covariance the only solution is one centroid
-at the mean. Clusters split at phase transitions as in Rose et al.: while fewer than ``K`` are
-distinct, every centroid gets a twin at each temperature, displaced in the opposite direction;
-below that cluster's critical temperature EM drives the pair apart and it is kept as two
-clusters, otherwise it is merged back (the most separated pairs first when more would split than
-``K`` allows; centroids that later fall together are merged as well). The number of distinct
-clusters is the order parameter from which
-:class:`~latentzoo.inference.annealing.GeometricCooling` reads the transitions.
+at the mean. Clusters split at phase transitions as in Rose et al.: each cluster's critical
+temperature is ``2 lambda_max`` of its posterior-weighted covariance; the schedule starts at
+``T_c``, jumps between transitions to just below the next critical temperature, splits the most
+unstable cluster along its principal axis, and ends with Lloyd's and Hartigan's hard K-means
+from the annealed centroids. The number of distinct clusters is the order parameter whose
+increases are the reported transitions.
 
 **Pairwise clustering, Algorithm I** (:func:`pairwise_annealing`, section 4.1): the mean-field
 potentials of eq. (26),
@@ -674,57 +673,334 @@ def _assignment_summary(D, resp, beta, expected, n_clusters) -> dict:
 
 
 # ----------------------------------------------------------------------------- central DA
-class _CentralProblem(_TwinCentroids):
-    """EM at temperature ``T = 1/beta`` for the centroids of central clustering, eq. (14)-(15),
-    with the twin-centroid cooling hooks. A step's change is the largest move of a centroid."""
+_UNSTABLE_MARGIN = 1e-9
+"""A cluster is unstable at ``T`` when its critical temperature exceeds ``T (1 + margin)``: at
+``T = T_v`` exactly the split is marginal (the free energy's curvature along it is zero)."""
 
-    monotone = True
+_COINCIDENT = 1e-2
+"""Centroids closer than ``_COINCIDENT sqrt(T)`` (max-norm) after a temperature are one cluster.
+Without the mixing weights of Rose's mass-constrained variant, eq. (15) lets a split twin fall
+onto a neighbouring centroid; the pair then acts as one cluster of double weight."""
 
-    def __init__(self, X: np.ndarray, n_clusters=1, rng=None, perturbation=0.0, scale=1.0,
-                 cost=None):  # fmt: skip
-        super().__init__(n_clusters, rng, perturbation, scale)
-        self.X = X
-        self.sq = (X**2).sum(axis=1)
-        self.cost = cost
+_NEGLIGIBLE_LOG = float(np.log(np.finfo(np.float64).eps))
+"""Assignment terms ``exp(a)`` with ``a`` below this (relative to an item's largest) are below
+float64's resolution of the item's normaliser and skipped (no ``exp`` is evaluated for them)."""
 
-    def distortions(self, y):
-        return _squared_distances(self.X, y, self.sq)
+_OVERRELAX_GROWTH, _OVERRELAX_MAX = 1.5, 3.0
+"""Adaptive over-relaxed EM (Salakhutdinov & Roweis 2003): the step factor grows by this much
+after every step that lowered the free energy (10), up to the maximum, and falls back to a plain
+EM step at the first one that did not."""
 
-    def assignments(self, y, beta):
-        logits = -beta * self.distortions(y)
-        lse = logsumexp(logits, axis=1)
-        return np.exp(logits - lse[:, None]), lse
 
-    def step(self, params, beta):
-        """One EM step; returns the new centroids and the free energy (10) of the old ones."""
-        y = params["centroids"]
-        resp, lse = self.assignments(y, beta)
-        free = -float(lse.sum()) / beta
-        sizes = resp.sum(axis=0)
-        new = (resp.T @ self.X) / np.maximum(sizes, 1e-300)[:, None]
-        # A centroid with no mass keeps its place (it can only happen far below T_c).
-        new[sizes <= 1e-300] = y[sizes <= 1e-300]
-        return {"centroids": new}, EMStats(free_energy=free, log_likelihood=np.nan)
+@nb.njit(cache=True)
+def _central_em_kernel(X, y, beta, sums, sizes):
+    """Eq. (15) for every item and the sums of eq. (14) in one pass (``sums`` (K, d) and
+    ``sizes`` (K,) are overwritten); returns ``sum_i log Z_i`` of the centroids ``y``.
 
-    def change(self, old, new, stats) -> float:
-        return float(np.max(np.abs(new["centroids"] - old["centroids"])))
+    Distances are computed as ``sum_j (x_ij - y_vj)^2``, which cannot cancel as the norm
+    expansion does for nearby points."""
+    n_items, n_dims = X.shape
+    k = y.shape[0]
+    sums[:] = 0.0
+    sizes[:] = 0.0
+    weights = np.empty(k)
+    log_partition = 0.0
+    for i in range(n_items):
+        largest = -np.inf
+        for v in range(k):
+            distance = 0.0
+            for j in range(n_dims):
+                delta = X[i, j] - y[v, j]
+                distance += delta * delta
+            weights[v] = -beta * distance
+            largest = max(largest, weights[v])
+        total = 0.0
+        for v in range(k):
+            shifted = weights[v] - largest
+            weights[v] = np.exp(shifted) if shifted > _NEGLIGIBLE_LOG else 0.0
+            total += weights[v]
+        log_partition += np.log(total) + largest
+        for v in range(k):
+            if weights[v] > 0.0:
+                share = weights[v] / total
+                sizes[v] += share
+                for j in range(n_dims):
+                    sums[v, j] += share * X[i, j]
+    return log_partition
 
-    def end_stage(self, params, beta):
-        y = self.resolve(params["centroids"])
-        return {"centroids": y, "resp": self.assignments(y, beta)[0]}
 
-    def stage_summary(self, params, beta):
-        y = params["centroids"]
-        T = 1.0 / beta
-        resp, lse = self.assignments(y, beta)
-        return {
-            "temperature": T,
-            "expected_cost": float(np.sum(resp * self.distortions(y))),
-            "free_energy": -T * float(lse.sum()),
-            "entropy": _entropy(resp),
-            "cost": float(self.cost(np.argmax(resp, axis=1))),
-            "order_parameter": y.shape[0],
-        }
+def _central_em_step(X: np.ndarray, y: np.ndarray, beta: float):
+    """One EM step at ``T = 1/beta``: the centroids (14) of the assignments (15) of ``y`` and the
+    free energy (10) of ``y``. A centroid without mass keeps its place."""
+    sums, sizes = np.empty_like(y), np.empty(y.shape[0])
+    free_energy = -_central_em_kernel(X, y, beta, sums, sizes) / beta
+    held = sizes > 1e-300
+    new = y.copy()
+    new[held] = sums[held] / sizes[held, None]
+    return new, free_energy
+
+
+def _central_em(X, y, beta, tol, max_iter):
+    """EM at ``T = 1/beta`` from ``y`` until no centroid moves by ``tol`` in a plain EM step.
+
+    The steps are over-relaxed adaptively (:data:`_OVERRELAX_GROWTH`): near a phase transition
+    EM's rate tends to 1 (critical slowing down), and extrapolating along the EM step, checked
+    against the free energy (10), which plain EM never increases, recovers most of it. The fixed
+    points are EM's. Returns the centroids, the number of EM steps and the stop reason.
+    """
+    step_factor, previous_free, plain = 1.0, np.inf, y
+    for iteration in range(1, max_iter + 1):
+        em_step, free = _central_em_step(X, y, beta)
+        if step_factor > 1.0 and free > previous_free:
+            # The extrapolation overshot: continue from the plain EM step it started from.
+            y, step_factor, previous_free = plain, 1.0, np.inf
+            continue
+        if np.max(np.abs(em_step - y)) < tol:
+            return em_step, iteration, "tolerance"
+        previous_free, plain = free, em_step
+        y = y + step_factor * (em_step - y)
+        step_factor = min(step_factor * _OVERRELAX_GROWTH, _OVERRELAX_MAX)
+    return plain, max_iter, "max_iter"
+
+
+def _central_state(X, sq, y, beta):
+    """Distortions ``||x_i - y_v||^2``, assignments (15) and ``log Z_i`` of centroids ``y``."""
+    distortions = _squared_distances(X, y, sq)
+    logits = -beta * distortions
+    largest = logits.max(axis=1, keepdims=True)
+    weights = np.exp(logits - largest)
+    totals = weights.sum(axis=1, keepdims=True)
+    return distortions, weights / totals, np.log(totals[:, 0]) + largest[:, 0]
+
+
+def _cluster_critical_temperatures(X, y, resp):
+    """Each cluster's critical temperature ``T_v = 2 lambda_max(C_v)``, its principal axis and
+    ``sqrt(lambda_max)``; ``C_v = sum_i <M_iv> (x_i - y_v)(x_i - y_v)^T / sum_i <M_iv>``.
+
+    Splitting centroid ``v`` into ``y_v +- psi`` changes the free energy (10) by
+    ``n_v psi^T (I - 2 C_v / T) psi`` to second order (the first order cancels between the
+    twins), so the cluster is unstable exactly below ``T_v`` and splits along the principal axis
+    (Rose, Gurewitz & Fox 1990; seed section 3.1, where ``C_v`` of the one cluster at the mean is
+    the data covariance and ``T_v = T_c``). A loop over the K clusters, each a BLAS product."""
+    k, n_dims = y.shape
+    temperatures, axes, spreads = np.zeros(k), np.zeros((k, n_dims)), np.zeros(k)
+    sizes = resp.sum(axis=0)
+    for v in range(k):
+        if sizes[v] <= 1e-300:
+            continue
+        centred = X - y[v]
+        covariance = (centred * (resp[:, v] / sizes[v])[:, None]).T @ centred
+        values, vectors = np.linalg.eigh(covariance)
+        top = max(float(values[-1]), 0.0)
+        temperatures[v], axes[v], spreads[v] = 2.0 * top, vectors[:, -1], np.sqrt(top)
+    return temperatures, axes, spreads
+
+
+def _merge_stable_pairs(X, sq, y, T):
+    """Merge centroids that are one cluster at ``T``: a pair ``u, v`` whose union (posterior
+    weights ``<M_iu> + <M_iv>``) has its critical temperature ``2 lambda_max`` at or below ``T``
+    is stable as one centroid, so two centroids there are the slow remains of a split that fell
+    back (or a twin that fell onto a neighbour), however far EM's tolerance left them apart. The
+    closest such pair is replaced by the union's weighted mean, until none is left. Only pairs
+    closer than ``sqrt(2 T)`` can qualify when the union is balanced (its covariance holds the
+    pair's half-distance squared), and only those are checked. Returns the centroids and whether
+    any merged."""
+    merged = False
+    while y.shape[0] > 1:
+        resp = _central_state(X, sq, y, 1.0 / T)[1]
+        gaps = ((y[:, None, :] - y[None, :, :]) ** 2).sum(axis=-1)
+        first, second = np.nonzero(np.triu(gaps < 2.0 * T, k=1))
+        pair = None
+        for index in np.argsort(gaps[first, second], kind="stable"):
+            u, v = int(first[index]), int(second[index])
+            weights = resp[:, u] + resp[:, v]
+            size = weights.sum()
+            if size <= 1e-300:
+                pair = (u, v, (y[u] + y[v]) / 2)
+                break
+            mean = weights @ X / size
+            centred = X - mean
+            covariance = (centred * (weights / size)[:, None]).T @ centred
+            if 2.0 * np.linalg.eigvalsh(covariance)[-1] <= T:
+                pair = (u, v, mean)
+                break
+        if pair is None:
+            break
+        u, v, mean = pair
+        y = np.delete(y, v, axis=0)
+        y[u] = mean
+        merged = True
+    return y, merged
+
+
+def _kmeans_cost(X: np.ndarray, labels: np.ndarray, k: int) -> float:
+    """``H^cc`` (eq. (8)) of ``labels`` with the centroids (32) of their clusters, in O(N d)
+    (:meth:`CentralClustering.cost` is the O(N^2 d) form of eq. (31))."""
+    sizes = np.bincount(labels, minlength=k)
+    sums = np.zeros((k, X.shape[1]))
+    np.add.at(sums, labels, X)
+    centroids = sums / np.maximum(sizes, 1)[:, None]
+    return float(np.sum((X - centroids[labels]) ** 2))
+
+
+def _lloyd(X, sq, y, max_iter):
+    """Lloyd's K-means from centroids ``y`` (the ``T -> 0`` limit of eq. (14)-(15)) until the
+    labels repeat; an emptied cluster keeps its centroid. Returns labels, centroids, steps."""
+    k = y.shape[0]
+    labels = None
+    for iteration in range(1, max_iter + 1):
+        new_labels = np.argmin(_squared_distances(X, y, sq), axis=1)
+        if labels is not None and np.array_equal(new_labels, labels):
+            return labels, y, iteration
+        labels = new_labels
+        sizes = np.bincount(labels, minlength=k)
+        sums = np.zeros_like(y)
+        np.add.at(sums, labels, X)
+        held = sizes > 0
+        y = y.copy()
+        y[held] = sums[held] / sizes[held, None]
+    return labels, y, max_iter
+
+
+@nb.njit(cache=True)
+def _hartigan_kernel(X, labels, centroids, max_sweeps):
+    """Hartigan's single-item moves: item ``i`` leaves cluster ``a`` for ``b`` when that lowers
+    the K-means cost, by ``n_b/(n_b+1) ||x_i - y_b||^2 - n_a/(n_a-1) ||x_i - y_a||^2`` (the exact
+    change with both centroids updated), sweeping the items in order until none moves.
+    ``labels`` and ``centroids`` are updated in place; returns the number of sweeps."""
+    n_items, n_dims = X.shape
+    k = centroids.shape[0]
+    sizes = np.zeros(k)
+    sums = np.zeros((k, n_dims))
+    for i in range(n_items):
+        sizes[labels[i]] += 1.0
+        for j in range(n_dims):
+            sums[labels[i], j] += X[i, j]
+    for v in range(k):
+        if sizes[v] > 0:
+            for j in range(n_dims):
+                centroids[v, j] = sums[v, j] / sizes[v]
+    sweeps = 0
+    for _ in range(max_sweeps):
+        sweeps += 1
+        moved = 0
+        for i in range(n_items):
+            a = labels[i]
+            if sizes[a] <= 1.0:
+                continue
+            own = 0.0
+            for j in range(n_dims):
+                delta = X[i, j] - centroids[a, j]
+                own += delta * delta
+            removal = own * sizes[a] / (sizes[a] - 1.0)
+            best, best_gain = -1, 1e-12 * removal
+            for b in range(k):
+                if b == a:
+                    continue
+                other = 0.0
+                for j in range(n_dims):
+                    delta = X[i, j] - centroids[b, j]
+                    other += delta * delta
+                gain = removal - other * sizes[b] / (sizes[b] + 1.0)
+                if gain > best_gain:
+                    best, best_gain = b, gain
+            if best >= 0:
+                sizes[a] -= 1.0
+                sizes[best] += 1.0
+                for j in range(n_dims):
+                    sums[a, j] -= X[i, j]
+                    sums[best, j] += X[i, j]
+                    centroids[a, j] = sums[a, j] / sizes[a]
+                    centroids[best, j] = sums[best, j] / sizes[best]
+                labels[i] = best
+                moved += 1
+        if moved == 0:
+            break
+    return sweeps
+
+
+def _hard_refinement(X, sq, y, max_iter):
+    """The zero-temperature end of the annealing: Lloyd's K-means from the annealed centroids,
+    then Hartigan's moves, whose local minima are a subset of Lloyd's. Returns labels,
+    centroids and the number of Lloyd steps and Hartigan sweeps."""
+    labels, y, lloyd_steps = _lloyd(X, sq, y, max_iter)
+    labels = labels.astype(np.int64)
+    y = np.ascontiguousarray(y, dtype=np.float64).copy()
+    sweeps = _hartigan_kernel(X, labels, y, max_iter)
+    return labels, y, lloyd_steps, sweeps
+
+
+def _central_stage(X, sq, y, T, iterations, stopped) -> dict:
+    """A temperature's row of the trace from its final centroids ``y``, and its assignments."""
+    distortions, resp, log_partition = _central_state(X, sq, y, 1.0 / T)
+    row = {
+        "temperature": T,
+        "beta": 1.0 / T,
+        "iterations": iterations,
+        "stopped": stopped,
+        "expected_cost": float(np.sum(resp * distortions)),
+        "free_energy": -T * float(log_partition.sum()),
+        "entropy": _entropy(resp),
+        "cost": _kmeans_cost(X, np.argmax(resp, axis=1), y.shape[0]),
+        "order_parameter": y.shape[0],
+    }
+    return row, resp
+
+
+def _anneal_central(X, k, T0, T_final, eta, max_iter, tol, perturbation):
+    """Rose's annealing by cluster critical temperatures; returns the centroids, the trace rows
+    and whether every stage met its tolerance (see :func:`central_annealing`)."""
+    sq = (X**2).sum(axis=1)
+    scale = np.sqrt(critical_temperature(X) / 2.0)
+    y = X.mean(axis=0)[None, :]
+    T = T0
+    row, resp = _central_stage(X, sq, y, T, 0, "tolerance")
+    rows, converged, merged_at = [row], True, None
+    while y.shape[0] < k:
+        temperatures, axes, spreads = _cluster_critical_temperatures(X, y, resp)
+        order = np.argsort(-temperatures, kind="stable")
+        unstable = order[temperatures[order] > T * (1 + _UNSTABLE_MARGIN)][:1]
+        before = y.shape[0]
+        if unstable.size:
+            # The most unstable cluster gets a twin along its principal axis, the direction in
+            # which the free energy curves down: one transition at a time, as in Rose's
+            # algorithm (several twins at once competed for the same items and fell together).
+            shift = perturbation * spreads[unstable, None] * axes[unstable]
+            y = np.vstack([y, y[unstable] + shift])
+            y[unstable] -= shift
+        else:
+            # Nothing changes until the next cluster's critical temperature: jump to just below.
+            T = eta * min(T, float(temperatures.max()))
+            if T < T_final:
+                break
+        y, iterations, stopped = _central_em(X, y, 1.0 / T, tol * scale, max_iter)
+        y = _merge_centroids(y, _COINCIDENT * np.sqrt(T))
+        if unstable.size and y.shape[0] <= before:
+            # The twins fell together again or onto other centroids: cool, so the run advances.
+            T *= eta
+            if T < T_final:
+                break
+            y, more, stopped = _central_em(X, y, 1.0 / T, tol * scale, max_iter)
+            y = _merge_centroids(y, _COINCIDENT * np.sqrt(T))
+            iterations += more
+        if y.shape[0] == k:
+            # K clusters may have been reached early, with two centroids in what is still one
+            # cluster at T (they fall together only slowly near its critical temperature);
+            # merged, the freed centroid splits the cluster that needs it. Once per temperature:
+            # a second merge there cools first, so that the run cannot cycle.
+            y, merged = _merge_stable_pairs(X, sq, y, T)
+            if merged:
+                if T == merged_at:
+                    T *= eta
+                    if T < T_final:
+                        break
+                merged_at = T
+                y, more, stopped = _central_em(X, y, 1.0 / T, tol * scale, max_iter)
+                iterations += more
+        converged = converged and stopped == "tolerance"
+        row, resp = _central_stage(X, sq, y, T, iterations, stopped)
+        rows.append(row)
+    return y, rows, converged
 
 
 def central_annealing(
@@ -734,42 +1010,61 @@ def central_annealing(
     T_final: float | None = None,
     eta: float = 0.9,
     max_iter: int = 1000,
-    tol: float = 1e-7,
-    perturbation: float = 1e-3,
+    tol: float = 1e-3,
+    perturbation: float = 0.5,
     random_state=None,
 ) -> ClusteringResult:
     """Deterministic annealing for central clustering (Rose et al.; seed eq. (9)-(15)).
+
+    The schedule follows the phase transitions instead of a fixed cooling rate. It starts at the
+    first critical temperature ``T_c = 2 lambda_max`` of the data covariance (seed section 3.1),
+    where the one centroid at the mean, the only solution above ``T_c``, becomes unstable. At
+    every temperature EM (eq. (14)-(15), over-relaxed) runs to a tolerance in the data's units,
+    and then each cluster's own critical temperature ``T_v = 2 lambda_max(C_v)`` is computed from
+    its posterior-weighted covariance ``C_v`` (:func:`_cluster_critical_temperatures`). The
+    cluster with the largest ``T_v > T`` splits: a twin is placed along its principal axis and
+    EM drives the pair apart. When none is unstable, nothing changes until the largest ``T_v``,
+    so the temperature jumps straight to ``eta max_v T_v``, just below the next transition
+    (Rose's algorithm; no EM is spent between transitions). Twins that fall together (or onto
+    another centroid, which eq. (15) without mixing weights allows) are merged and the
+    temperature drops by ``eta``. When ``K`` clusters exist, pairs of centroids whose union is
+    still below its own critical temperature are merged (:func:`_merge_stable_pairs`) and the
+    freed centroid splits again. Then the ``T -> 0`` limit is taken directly: Lloyd's K-means
+    from the annealed centroids, then Hartigan's single-item moves, so the result is a local
+    minimum of the K-means cost (8) that no single item's move improves.
 
     Parameters
     ----------
     model : CentralClustering
     data : Features or array_like (N, d)
     T0 : float, optional
-        Start temperature; default ``1.5 T_c`` with ``T_c = 2 lambda_max`` of the covariance.
+        Start temperature; default the first critical temperature ``T_c = 2 lambda_max`` of the
+        covariance (above it nothing happens).
     T_final : float, optional
-        Last temperature; default ``1e-3 T_c``. The schedule stops earlier once every
-        assignment is frozen.
+        Lowest temperature; default ``1e-3 T_c``. The annealing stops there even with fewer than
+        ``K`` clusters (data with fewer than ``K`` distinct points never reach ``K``).
     eta : float
-        Cooling factor in (0, 1): ``T <- eta T``.
+        In (0, 1): the temperature jumps to ``eta`` times the next critical temperature, and
+        drops by ``eta`` when a split falls back.
     max_iter : int
-        EM iterations per temperature at most.
+        EM iterations per temperature at most (and Lloyd steps, Hartigan sweeps at most).
     tol : float
-        A temperature ends when no centroid moves by more than ``tol sqrt(lambda_max)`` in an
+        A temperature ends when no centroid moves by more than ``tol sqrt(lambda_max)`` in an EM
         iteration.
     perturbation : float
-        Displacement, relative to ``sqrt(lambda_max)``, of the twin of each centroid while fewer
-        than ``K`` are distinct: at every temperature each centroid gets a twin displaced in the
-        opposite direction, the pair is kept as two clusters if EM drives them more than
-        ``10 perturbation sqrt(lambda_max)`` apart and merged back otherwise (the most separated
-        pairs first when more would split than ``K`` allows).
+        Half the distance between a split pair's twins, in standard deviations of the cluster
+        along its principal axis.
     random_state : int or numpy.random.Generator, optional
+        Accepted for a uniform interface; the run is deterministic (the split directions are
+        principal axes).
 
     Returns
     -------
     ClusteringResult
-        With ``centroids``; ``trace["order_parameter"]`` is the number of distinct centroids
-        and ``transitions`` the temperatures at which it grew, the first at ``T_c`` (up to the
-        cooling step).
+        With ``centroids``; ``trace`` has one row per temperature (``order_parameter`` the number
+        of distinct centroids) and ``transitions`` the temperatures at which it grew, the first
+        at ``eta T_c``. ``settings["lloyd_steps"]`` and ``settings["hartigan_sweeps"]`` count the
+        zero-temperature end; ``cost`` is the K-means cost of ``labels``.
 
     Raises
     ------
@@ -798,38 +1093,41 @@ def central_annealing(
         T0 = None if T0 is None else float(np.ldexp(T0, -2 * exponent))
         T_final = None if T_final is None else float(np.ldexp(T_final, -2 * exponent))
         data = Features(X, labels=data.labels, item_names=data.item_names, kind="real")
-    rng = as_rng(random_state)
+    as_rng(random_state)  # validated; the run draws nothing
+    X = np.ascontiguousarray(X)
     T_c = critical_temperature(X)
-    scale = np.sqrt(max(T_c / 2.0, 1e-300))
-    T0 = 1.5 * T_c if T0 is None else float(T0)
+    T0 = T_c if T0 is None else float(T0)
     T_final = min(1e-3 * T_c, T0) if T_final is None else float(T_final)
     if T0 <= 0:
         raise ValueError("the data have zero variance: every item is the same point")
     k = model.n_components
-    problem = _CentralProblem(
-        X, k, rng, perturbation, scale, cost=lambda labels: model.cost(data, labels)
-    )
-    start_params = {"centroids": X.mean(axis=0)[None, :]}
-    # The driver's tolerance is on the largest centroid move, in units of the data's scale.
-    run, stages, transitions = cool(
-        problem, start_params, _schedule(T0, T_final, eta), max_iter, tol * scale
-    )
-    y = run.params["centroids"]
-    resp, _ = problem.assignments(y, 1.0 / stages["temperature"].iloc[-1])
-    labels = np.argmax(resp, axis=1).astype(np.int64)
+    y, rows, converged = _anneal_central(X, k, T0, T_final, eta, max_iter, tol, perturbation)
+    sq = (X**2).sum(axis=1)
+    labels, y, lloyd_steps, sweeps = _hard_refinement(X, sq, y, max_iter)
+    resp = _central_state(X, sq, y, 1.0 / rows[-1]["temperature"])[1]
     y, resp = _fill_centroids(y, resp, k)
-    result = _annealed_result(
+    trace = pd.DataFrame(rows, columns=_TRACE_COLUMNS)
+    grew = trace["order_parameter"].diff().to_numpy() > 0
+    result = _result(
         model,
         data,
         labels,
         resp,
+        _kmeans_cost(X, labels, k),
         "central_annealing",
         start,
-        stages,
-        transitions,
-        converged=run.converged,
+        trace=trace,
+        transitions=sorted(set(trace["temperature"][grew].tolist()), reverse=True),
+        converged=converged and lloyd_steps < max_iter and sweeps < max_iter,
         centroids=y,
-        settings={"T0": T0, "T_final": T_final, "eta": eta, "T_c": T_c},
+        settings={
+            "T0": T0,
+            "T_final": T_final,
+            "eta": eta,
+            "T_c": T_c,
+            "lloyd_steps": lloyd_steps,
+            "hartigan_sweeps": sweeps,
+        },
     )
     return _in_data_units(result, 2 * exponent, exponent, shift)
 
@@ -1860,6 +2158,21 @@ def _cooling(max_iter: int, tol: float) -> tuple[Option, ...]:
     )
 
 
+def _central_options() -> tuple[Option, ...]:
+    """The options of :func:`central_annealing`, whose schedule follows the clusters' critical
+    temperatures rather than a fixed cooling rate."""
+    return (
+        real("T0", None, "starting temperature (None: the first critical one, 2 lambda_max)", 0,
+             None, True, none=True),
+        real("T_final", None, "lowest temperature (None: 1e-3 T_c)", 0, None, True, none=True),
+        real("eta", 0.9, "jump to eta times the next critical temperature", 0, 1, True, True),
+        integer("max_iter", 1000, "EM iterations at most per temperature"),
+        real("tol", 1e-3, "largest centroid move, in sqrt(lambda_max), that ends a temperature",
+             0),
+        real("perturbation", 0.5, "half the distance of split twins, in the cluster's sd", 0),
+    )  # fmt: skip
+
+
 # A cost model has no parameter prior and no likelihood: the PyMC density check and the simulate
 # round trip do not apply (latentzoo.testing.CHECK_NEEDS). Its PyMC potential is checked to equal
 # -(H(z') - H(z)) / T in tests/models/test_pairwise.py, recovery of simulated clusters in
@@ -1931,7 +2244,7 @@ FAMILIES = (
     Family(
         name="central",
         model=CentralClustering,
-        methods={"annealing": Method(central_annealing, (*_cooling(1000, 1e-7), seed()))},
+        methods={"annealing": Method(central_annealing, (*_central_options(), seed()))},
         recipe=central_validation_recipe,
         sizes=("n_components",),
         dataset="glass",

@@ -132,15 +132,63 @@ def test_central_em_never_increases_the_free_energy_at_fixed_temperature():
     rng = np.random.default_rng()
     model = CentralClustering(3)
     data, _ = model.simulate(rng, n_items=80)
-    problem = pw._CentralProblem(data.X)
+    X = np.ascontiguousarray(data.X)
     y = rng.normal(size=(3, 2)) * 3
     beta = 1.0 / (0.3 * critical_temperature(data))
     previous = np.inf
     for _ in range(50):
-        params, stats = problem.step({"centroids": y}, beta)
-        y = params["centroids"]
-        assert stats.free_energy <= previous + 1e-9 * abs(previous if np.isfinite(previous) else 1)
-        previous = stats.free_energy
+        y, free_energy = pw._central_em_step(X, y, beta)
+        # The kernel's free energy is eq. (10): -T sum_i log sum_v exp(-||x_i - y_v||^2 / T).
+        assert free_energy <= previous + 1e-9 * abs(previous if np.isfinite(previous) else 1)
+        previous = free_energy
+    distances = ((X[:, None, :] - y[None]) ** 2).sum(axis=-1)
+    expected = -float(logsumexp(-beta * distances, axis=1).sum()) / beta
+    assert pw._central_em_step(X, y, beta)[1] == pytest.approx(expected, rel=1e-12)
+
+
+def test_central_annealing_starts_at_the_first_critical_temperature():
+    # Above T_c = 2 lambda_max nothing happens (one centroid at the mean), so the schedule starts
+    # there and the first split comes one step eta below it.
+    model = CentralClustering(3)
+    data, _ = model.simulate(seed(), n_items=90, n_features=3)
+    T_c = critical_temperature(data)
+    result = central_annealing(model, data)
+    assert result.settings["T0"] == T_c
+    assert result.trace["temperature"].iloc[0] == T_c
+    assert result.trace["order_parameter"].iloc[0] == 1
+    assert result.transitions[0] == pytest.approx(0.9 * T_c, rel=1e-9)
+    assert (np.diff(result.trace["temperature"]) <= 0).all()
+
+
+@pytest.mark.parametrize("spread", [1.0, 3.0])
+@pytest.mark.parametrize("data_seed", [0, 1, 2])
+def test_central_annealing_cost_is_at_most_kmeans_with_ten_starts_on_blobs(spread, data_seed):
+    # Issue 23's acceptance in small (benchmarks/bench_central.py runs N = 2000, K = 15):
+    # annealing to the phase transitions, then Lloyd and Hartigan, ends at or below the best of
+    # scikit-learn's ten k-means++ starts.
+    from sklearn.cluster import KMeans
+    from sklearn.datasets import make_blobs
+
+    X, _ = make_blobs(n_samples=300, centers=6, n_features=5, cluster_std=spread,
+                      random_state=data_seed)  # fmt: skip
+    kmeans = KMeans(6, n_init=10, random_state=data_seed).fit(X)
+    result = central_annealing(CentralClustering(6), X)
+    assert result.cost <= kmeans.inertia_ * (1 + 1e-9)
+    assert result.cost == pytest.approx(CentralClustering(6).cost(X, result.labels), rel=1e-9)
+
+
+def test_hard_refinement_ends_where_no_single_item_move_lowers_the_cost():
+    rng = np.random.default_rng(seed())
+    X = np.ascontiguousarray(rng.normal(size=(40, 2)))
+    k = 3
+    labels, _, _, _ = pw._hard_refinement(X, (X**2).sum(axis=1), X[:k].copy(), 100)
+    cost = pw._kmeans_cost(X, labels, k)
+    for i in range(X.shape[0]):
+        for other in range(k):
+            moved = labels.copy()
+            moved[i] = other
+            if np.bincount(labels, minlength=k)[labels[i]] > 1:
+                assert pw._kmeans_cost(X, moved, k) >= cost * (1 - 1e-12)
 
 
 def test_central_annealing_finds_well_separated_clusters():
