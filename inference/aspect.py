@@ -1361,6 +1361,11 @@ gibbs = gibbs_entry(
     the multinomial log-pmf of ``test`` (held-out, if given) or of ``data``, per document, as PyMC
     reports it; ``sample_stats`` holds ``lp``, the collapsed log joint.
 
+    Cost: a kept draw draws ``theta`` and ``phi`` from their Dirichlet posteriors (``K (N + M)``
+    Gamma variates) and scores every row with them, about two sweeps' work whether or not the
+    parameters are kept; ``thin`` keeps fewer draws for the same number of sweeps
+    (``benchmarks/RESULTS_gibbs_end_to_end.md``).
+
     Examples
     --------
     >>> from latentzoo.data import load
