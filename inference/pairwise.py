@@ -686,7 +686,7 @@ _NEGLIGIBLE_LOG = float(np.log(np.finfo(np.float64).eps))
 """Assignment terms ``exp(a)`` with ``a`` below this (relative to an item's largest) are below
 float64's resolution of the item's normaliser and skipped (no ``exp`` is evaluated for them)."""
 
-_OVERRELAX_GROWTH, _OVERRELAX_MAX = 1.5, 3.0
+_OVERRELAX_GROWTH, _OVERRELAX_MAX = 1.5, 10.0
 """Adaptive over-relaxed EM (Salakhutdinov & Roweis 2003): the step factor grows by this much
 after every step that lowered the free energy (10), up to the maximum, and falls back to a plain
 EM step at the first one that did not."""
