@@ -1228,9 +1228,8 @@ _GIBBS = Method(
 )
 _PRIOR_SCALE = real(
     "prior_scale",
-    2.0,
-    "empirical Beta-Bernoulli prior from the data's feature means (0: the default prior); 2 as "
-    "for bhc, so that `fit dpm` and `fit bhc` on the same data start from the same prior",
+    None,
+    "empirical Beta-Bernoulli prior from the data's feature means (0 or None: the default prior)",
     low=0,
     none=True,
 )

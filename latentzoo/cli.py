@@ -168,9 +168,10 @@ def _parse_value(text: str):
     return text
 
 
-def _model(entry, args, default_k: int, data=None):
+def _model(entry, args, default_k: int, data=None, fitting: bool = False):
     """The model of ``entry``: ``--k`` (and ``--k-cols``) set its sizes, ``--param`` the rest,
-    ``--prior-scale`` the empirical Beta prior of ``data``.
+    ``--prior-scale`` the empirical Beta prior of binary ``data`` (:func:`_prior_scale`; ``fitting``
+    for ``latentzoo fit``).
 
     A family without sizes (BHC: the tree decides the number of clusters) takes ``--k`` as the
     number of clusters to cut its tree into, checked here and used when the result is saved.
@@ -211,7 +212,7 @@ def _model(entry, args, default_k: int, data=None):
         if "component" not in fields:
             raise UserError(f"{entry.name} has no --component")
         settings["component"] = component_named(args.component)
-    scale = _prior_scale(entry, args)
+    scale = _prior_scale(entry, args, fitting)
     if scale is not None and scale != 0 and data is not None:
         component = settings.get("component")
         if component is None and "component" in fields:
@@ -237,13 +238,22 @@ def _model(entry, args, default_k: int, data=None):
         raise UserError(f"cannot build {entry.name}: {error}") from None
 
 
-def _prior_scale(entry, args):
-    """``--prior-scale``, else the family's declared default (2 for bhc, the DPM and the
-    mixture: the same empirical Beta-Bernoulli prior for all three), else None."""
+def _prior_scale(entry, args, fitting: bool = False):
+    """``--prior-scale``, else the family's declared default (2 for bhc), else, for ``fit`` of
+    a family that takes the option without a default (the DPM, the finite mixture), bhc's: so
+    that ``fit dpm`` and ``fit bhc`` on the same data start from the same empirical prior.
+
+    ``validate`` keeps the declared default only: the DPM's validation draws data of other
+    sizes, which a prior set per feature of the user's data does not fit.
+    """
+    from latentzoo.zoo import ZOO
+
     scale = getattr(args, "prior_scale", None)
-    if scale is None:
-        declared = entry.option("prior_scale")
-        scale = None if declared is None else declared.default
+    declared = entry.option("prior_scale")
+    if scale is None and declared is not None:
+        scale = declared.default
+        if scale is None and fitting:
+            scale = ZOO["bhc"].option("prior_scale").default
     return scale
 
 
@@ -653,7 +663,7 @@ def _cmd_fit(args):
     data = _load_data(args.data or entry.dataset, entry)
     if args.standardize:
         data = standardized(data)
-    model = _model(entry, args, default_k=10, data=data)
+    model = _model(entry, args, default_k=10, data=data, fitting=True)
     method = args.method or next(iter(entry.methods))
     if method != "pymc" and method not in entry.methods:
         known = ", ".join([*entry.methods, *(["pymc"] if entry.reference == "pymc" else [])])
@@ -689,7 +699,7 @@ def _cmd_fit(args):
               f"{out}{also}")  # fmt: skip
         component = getattr(model, "component", None)
         if component is not None:
-            print(prior_line(component, _prior_scale(entry, args)))
+            print(prior_line(component, _prior_scale(entry, args, fitting=True)))
             if args.standardize:
                 print("features standardised: each centred at its mean and scaled to unit sd")
             elif scale_note(data):

@@ -108,9 +108,12 @@ def test_fit_dpm_and_fit_bhc_start_from_the_same_empirical_prior(capsys, tmp_pat
 
     data = Features(np.loadtxt(_binary_csv(tmp_path / "items.csv"), delimiter=","))
     args = argparse.Namespace(k=None, param=None, component=None, prior_scale=None)
-    dpm = _model(ZOO["dpm"], args, default_k=10, data=data)
-    bhc = _model(ZOO["bhc"], args, default_k=10, data=data)
+    dpm = _model(ZOO["dpm"], args, default_k=10, data=data, fitting=True)
+    bhc = _model(ZOO["bhc"], args, default_k=10, data=data, fitting=True)
     assert dpm.component == bhc.component and dpm.component != type(dpm.component)()
+    # validate keeps the DPM's own prior: its levels draw data of other sizes
+    validated = _model(ZOO["dpm"], args, default_k=2, data=data)
+    assert validated.component == type(dpm.component)()
     out = tmp_path / "dpm.nc"
     code, printed, _ = _run(capsys, "fit", "dpm", "--data", str(tmp_path / "items.csv"),
                             "--draws", "4", "--tune", "2", "--chains", "1", "--out", str(out))  # fmt: skip
