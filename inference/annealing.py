@@ -1022,7 +1022,7 @@ class PointEstimateMethods:
         self.to_inference_data(data).to_netcdf(str(path))
 
     def point_estimate(self) -> dict:
-        """The estimate (:attr:`params`), as saved in the one posterior draw."""
+        """The estimate (:attr:`params`), as saved in the ``point_estimate`` group."""
         return self.params
 
     def arrays(self) -> dict:

@@ -387,6 +387,29 @@ def test_a_result_whose_model_cannot_be_rebuilt(corpus):
         perplexity(object(), test)
 
 
+def test_an_old_file_with_a_one_draw_posterior_is_still_read(corpus):
+    # Files written before issue 24 hold the estimate as a one-draw posterior marked
+    # point_estimate=1: the readers and the loader take them as the new layout.
+    from latentzoo.inference.annealing import EMResult
+
+    train, test = corpus
+    fit = latentzoo.fit(AspectModel(2), train, betas=[1.0], random_state=0)
+    new = fit.to_inference_data()
+    attrs = dict(new.point_estimate.attrs)
+    old = az.from_dict(
+        posterior={name: value[None, None] for name, value in fit.params.items()},
+        dims={"theta": ["doc", "topic"], "phi": ["topic", "word"]},
+        attrs=attrs,
+    )
+    old.posterior.attrs.update(attrs)
+    old.add_groups({"em_trace": new.em_trace}, warn_on_custom_groups=False)
+    assert perplexity(old, test) == perplexity(new, test) == fit.perplexity(test)
+    np.testing.assert_array_equal(labels(old), fit.labels_)
+    back = EMResult.from_inference_data(old)
+    np.testing.assert_array_equal(back.params["phi"], fit.params["phi"])
+    assert back.betas == [1.0]
+
+
 def test_rebuilds_the_topic_tree_of_a_saved_hacm_fit():
     # Regression (issue 24): the HACM's tree is saved as its text, which did not rebuild, so no
     # reader could take a saved HACM fit without model=.
