@@ -145,7 +145,9 @@ def load_result(path):
     Raises
     ------
     ValueError
-        If the file holds neither a sample nor a point estimate, or names no latentzoo model.
+        If the file holds neither a sample nor a point estimate, or names no latentzoo model, or
+        is an ``.npz`` archive (arrays only: read it with ``numpy.load(path,
+        allow_pickle=False)``).
 
     Examples
     --------
@@ -166,6 +168,11 @@ def load_result(path):
 
     from latentzoo.inference import results
 
+    if str(path).endswith(".npz"):
+        raise ValueError(
+            f"{path} is an .npz archive of arrays, not a result: read it with "
+            "numpy.load(path, allow_pickle=False), or save the fit as .nc to load it back"
+        )
     idata = az.from_netcdf(str(path))
     if not results.is_point_estimate(idata):
         results.parameter_dataset(idata)  # a file without parameters says so here
@@ -197,5 +204,10 @@ def fit_pymc(model, data, **options):
     # The verdict every sample carries (the Gibbs samplers record theirs as they finish), on
     # the same label-invariant quantities.
     label_dims = [axis.dim for axis in options["label_axes"] or ()]
-    record_convergence(idata, advice=PYMC_ADVICE, label_dims=label_dims)
+    record_convergence(
+        idata,
+        advice=PYMC_ADVICE,
+        label_dims=label_dims,
+        invariants=getattr(model, "invariant_names", ()),
+    )
     return idata

@@ -149,6 +149,8 @@ def test_load_result_refuses_a_file_without_parameters(tmp_path):
     az.from_dict(observed_data={"x": np.zeros(3)}).to_netcdf(str(path))
     with pytest.raises(ValueError, match="holds no parameters"):
         latentzoo.load_result(path)
+    with pytest.raises(ValueError, match="numpy.load"):
+        latentzoo.load_result(tmp_path / "arrays.npz")
 
 
 def test_gibbs_netcdf_round_trip(tmp_path):
