@@ -1101,10 +1101,15 @@ def _min_ess(posterior, names, method: str) -> tuple[float, str]:
     return (least, where) if np.isfinite(least) else (np.nan, "")
 
 
-def judged_variables(posterior, label_dims=()) -> list[str]:
-    """The posterior variables the verdict judges: the float ones that carry no label dimension
+def judged_variables(posterior, label_dims=(), invariants=()) -> list[str]:
+    """The posterior variables the verdict judges: the model's ``invariants`` that the posterior
+    holds, when it holds any; otherwise the float ones that carry no label dimension
     (``label_dims``, the dims of the family's :class:`LabelAxis`), i.e. the label-invariant
     quantities; every float variable when none is left.
+
+    A PyMC reference's posterior also holds per-component parameters under dims of its own
+    (a DPM's sticks ``v`` and atoms ``mu``), which no aligned label axis names: the model's
+    declared invariants (``model.invariant_names``) are what its verdict judges.
 
     Labels that switch within a chain (the chains of a topic or mixture model visiting the
     same modes under permuted labels) raise the R-hat of ``theta`` however well the chains mix;
@@ -1118,16 +1123,21 @@ def judged_variables(posterior, label_dims=()) -> list[str]:
     ...                         "loglik": (("chain", "draw"), np.zeros((1, 2)))})
     >>> judged_variables(posterior, ("topic",)), judged_variables(posterior)
     (['loglik'], ['theta', 'loglik'])
+    >>> judged_variables(posterior, invariants=("loglik", "coassign"))
+    ['loglik']
     """
+    declared = [name for name in invariants if name in posterior.data_vars]
+    if declared:
+        return declared
     floats = [name for name, var in posterior.data_vars.items() if var.dtype.kind == "f"]
     free = [name for name in floats if not set(posterior[name].dims) & set(label_dims)]
     return free or floats
 
 
-def _compute_convergence(idata, advice: str, label_dims=()) -> Convergence:
+def _compute_convergence(idata, advice: str, label_dims=(), invariants=()) -> Convergence:
     posterior = idata.posterior
     chains, draws = int(posterior.sizes["chain"]), int(posterior.sizes["draw"])
-    names = judged_variables(posterior, label_dims)
+    names = judged_variables(posterior, label_dims, invariants)
     worst, where = _max_rhat(posterior, names) if chains >= 2 else (np.nan, "")
     small = [n for n in names if posterior[n].size <= MAX_ESS_VALUES * chains * draws]
     bulk, bulk_var = _min_ess(posterior, small, "bulk") if draws >= 4 else (np.nan, "")
@@ -1189,7 +1199,9 @@ def convergence(idata, advice: str | None = None, label_dims=()) -> Convergence:
     return _compute_convergence(idata, _ADVICE if advice is None else advice, label_dims)
 
 
-def record_convergence(idata, advice: str | None = None, label_dims=()) -> Convergence:
+def record_convergence(
+    idata, advice: str | None = None, label_dims=(), invariants=()
+) -> Convergence:
     """Compute the verdict of :func:`convergence` and write it into the attributes of every group
     of ``idata`` (:meth:`Convergence.attrs`: ``convergence``, ``converged``, ``max_r_hat``,
     ``min_ess_bulk``, ``min_ess_tail``, ...), so the saved file carries it; returns it.
@@ -1202,10 +1214,12 @@ def record_convergence(idata, advice: str | None = None, label_dims=()) -> Conve
     >>> idata.posterior.attrs["convergence"] == verdict.status, idata.posterior.attrs["converged"]
     (True, 0)
     """
-    verdict = _compute_convergence(idata, _ADVICE if advice is None else advice, label_dims)
+    verdict = _compute_convergence(
+        idata, _ADVICE if advice is None else advice, label_dims, invariants
+    )
     attrs = {
         **verdict.attrs(),
-        "convergence_vars": ", ".join(judged_variables(idata.posterior, label_dims)),
+        "convergence_vars": ", ".join(judged_variables(idata.posterior, label_dims, invariants)),
     }
     for group in idata.groups():
         idata[group].attrs.update(attrs)
