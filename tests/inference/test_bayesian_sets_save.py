@@ -32,3 +32,19 @@ def test_save_refuses_an_unknown_format(tmp_path):
     result = bayesian_sets(np.array([[1, 0], [1, 1]]), [0])
     with pytest.raises(ValueError, match="format must be"):
         result.save(tmp_path / "x.nc", format="csv")
+
+
+def test_a_file_of_the_one_draw_posterior_layout_still_loads(tmp_path):
+    import arviz as az
+    import xarray as xr
+
+    posterior = xr.Dataset(
+        {"score": (("chain", "draw", "item"), np.array([[[0.5, -1.0, 0.25]]]))},
+        coords={"chain": [0], "draw": [0], "item": ["a", "b", "c"]},
+        attrs={"method": "bayesian_sets", "query": np.int64(0), "point_estimate": 1},
+    )
+    path = tmp_path / "old.nc"
+    az.InferenceData(posterior=posterior).to_netcdf(str(path))
+    back = RetrievalResult.load(path)
+    assert back.scores.tolist() == [0.5, -1.0, 0.25] and back.query.tolist() == [0]
+    assert back.ranking.tolist() == [0, 2, 1] and back.weights is None
