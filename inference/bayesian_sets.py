@@ -229,7 +229,7 @@ class RetrievalResult:
         return [f"query: {query}", f"best: {best}"]
 
     def point_estimate(self) -> dict:
-        """The scores, as saved in the one posterior draw."""
+        """The scores, as saved in the ``point_estimate`` group."""
         return {"score": self.scores}
 
     def arrays(self) -> dict:
@@ -244,33 +244,32 @@ class RetrievalResult:
         return "largest log score", float(np.max(self.scores, initial=-np.inf))
 
     def to_inference_data(self, data=None):
-        """The scores as a one-draw ``InferenceData`` (``posterior``: ``score`` per item and,
-        for a linear score, ``weight`` per feature), the query's items in the attributes.
+        """The scores as the ``InferenceData`` of a point estimate (``point_estimate``: ``score``
+        per item and, for a linear score, ``weight`` per feature; no ``posterior``), the query's
+        items in the attributes.
 
         Examples
         --------
         >>> idata = bayesian_sets(np.array([[1, 0], [1, 1]]), [0]).to_inference_data()
-        >>> idata.posterior["score"].dims, idata.posterior.attrs["query_items"]
-        (('chain', 'draw', 'item'), '0')
-        >>> idata.posterior.attrs["model"], idata.posterior.attrs["model_scale"]
+        >>> idata.point_estimate["score"].dims, idata.point_estimate.attrs["query_items"]
+        (('item',), '0')
+        >>> idata.point_estimate.attrs["model"], idata.point_estimate.attrs["model_scale"]
         ('BayesianSets', 2.0)
         """
-        import arviz as az
         import xarray as xr
 
-        variables = {"score": (("chain", "draw", "item"), self.scores[None, None])}
-        coords = {"chain": [0], "draw": [0], "item": np.asarray(self.item_names).astype(str)}
+        from latentzoo.inference.results import point_estimate_inference_data
+
+        variables = {"score": (("item",), self.scores)}
+        coords = {"item": np.asarray(self.item_names).astype(str)}
         if self.weights is not None:
-            variables["weight"] = (
-                ("chain", "draw", "feature"),
-                np.asarray(self.weights)[None, None],
-            )
+            variables["weight"] = (("feature",), np.asarray(self.weights))
             coords["feature"] = np.asarray(self.feature_names).astype(str)
         query = [str(self.item_names[i]) for i in self.query[self.query >= 0]]
         attrs = {
             **(model_attrs(self.model) if self.model is not None else {}),
             "method": "bayesian_sets",
-            "point_estimate": 1,
+            # A numeric array; a one-item query reads back as a scalar (np.atleast_1d it).
             "query": np.asarray(self.query, dtype=np.int64),
             "query_items": ", ".join(query),  # netCDF keeps one text, not an array of texts
         }
@@ -278,8 +277,7 @@ class RetrievalResult:
             attrs["model_component"] = "None (the empirical Beta-Bernoulli prior of section 4.3)"
         if self.constant is not None:
             attrs["constant"] = float(self.constant)
-        posterior = xr.Dataset(variables, coords=coords, attrs=attrs)
-        return az.InferenceData(posterior=posterior)
+        return point_estimate_inference_data(xr.Dataset(variables, coords=coords), attrs)
 
     def save(self, path, data=None, format: str | None = None) -> None:
         """Write the result to ``path``: ``.npz`` (:meth:`arrays`, the item and feature names
@@ -351,18 +349,20 @@ class RetrievalResult:
 
         from latentzoo.inference.results import model_from_attrs
 
-        posterior = az.from_netcdf(str(path)).posterior
-        attrs = dict(posterior.attrs)
+        idata = az.from_netcdf(str(path))
+        # The point-estimate group, or the one-draw posterior of files written before it
+        group = idata["point_estimate"] if "point_estimate" in idata.groups() else idata.posterior
+        attrs = dict(group.attrs)
         if str(attrs.get("model_component", "")).startswith("None"):
             del attrs["model_component"]  # the empirical prior: the model's default
-        has_weights = "weight" in posterior
+        has_weights = "weight" in group
         return cls(
-            scores=posterior["score"].to_numpy()[0, 0],
+            scores=group["score"].to_numpy().reshape(-1),
             # netCDF gives a one-item query back as a scalar
             query=np.atleast_1d(np.asarray(attrs["query"])).astype(np.int64),
-            item_names=posterior["item"].to_numpy(),
-            feature_names=posterior["feature"].to_numpy() if has_weights else np.array([]),
-            weights=posterior["weight"].to_numpy()[0, 0] if has_weights else None,
+            item_names=group["item"].to_numpy(),
+            feature_names=group["feature"].to_numpy() if has_weights else np.array([]),
+            weights=group["weight"].to_numpy().reshape(-1) if has_weights else None,
             constant=float(attrs["constant"]) if "constant" in attrs else None,
             model=model_from_attrs(attrs) if "model" in attrs else None,
         )

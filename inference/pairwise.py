@@ -93,9 +93,16 @@ from latentzoo.inference.annealing import (
     GeometricCooling,
     PointEstimateMethods,
     cool,
+    table_from_netcdf,
     table_to_netcdf,
 )
 from latentzoo.inference.family import Family, Method, Option, choice, flag, integer, real, seed
+from latentzoo.inference.results import (
+    SavedEstimate,
+    list_attr,
+    parameter_dataset,
+    point_estimate_inference_data,
+)
 from latentzoo.models._checks import check_integer, check_interval, check_positive
 from latentzoo.models.pairwise import (
     CentralClustering,
@@ -236,10 +243,10 @@ class ClusteringResult(PointEstimateMethods):
         return "cost", float(self.cost)
 
     def to_inference_data(self, data=None):
-        """The estimate as a one-draw ``InferenceData`` (the package's convention for point
-        estimates, as :meth:`latentzoo.inference.EMResult.to_inference_data`).
+        """The estimate as an ``InferenceData`` of a point estimate (the package's one layout,
+        :func:`~latentzoo.inference.results.point_estimate_inference_data`; no ``posterior``).
 
-        ``posterior``: ``z`` (item), ``resp`` (item, cluster), ``cost``, and ``centroids``
+        ``point_estimate``: ``z`` (item), ``resp`` (item, cluster), ``cost``, and ``centroids``
         (cluster, dimension) / ``embedding`` (item, dimension) where the method has them;
         ``clustering_trace``: the per-temperature trace. The attributes of every group record the
         model and its hyperparameters, the method and its settings, the cost, convergence, the
@@ -252,10 +259,9 @@ class ClusteringResult(PointEstimateMethods):
         >>> model = PairwiseClustering(2)
         >>> data, _ = model.simulate(0, n_items=10)
         >>> idata = greedy(model, data, random_state=0).to_inference_data(data)
-        >>> idata.posterior["resp"].dims, idata.posterior.attrs["method"]
-        (('chain', 'draw', 'item', 'cluster'), 'greedy')
+        >>> idata.point_estimate["resp"].dims, idata.point_estimate.attrs["method"]
+        (('item', 'cluster'), 'greedy')
         """
-        import arviz as az
         import xarray as xr
 
         from latentzoo.models.base import model_attrs, netcdf_attr
@@ -268,23 +274,19 @@ class ClusteringResult(PointEstimateMethods):
                 raise ValueError(f"data has {data.n_items} items, but the fit has {n}")
             items = np.asarray(data.item_names).astype(str)
         variables = {
-            "z": (("chain", "draw", "item"), self.labels[None, None]),
-            "resp": (("chain", "draw", "item", "cluster"), self.resp[None, None]),
-            "cost": (("chain", "draw"), np.array([[self.cost]])),
+            "z": (("item",), self.labels),
+            "resp": (("item", "cluster"), self.resp),
+            "cost": ((), np.asarray(self.cost)),
         }
         if self.centroids is not None:
             rows = "cluster" if self.centroids.shape[0] == k else "centroid"
-            variables["centroids"] = (
-                ("chain", "draw", rows, "dimension"), self.centroids[None, None]
-            )  # fmt: skip
+            variables["centroids"] = ((rows, "dimension"), self.centroids)
         if self.embedding is not None:
-            variables["embedding"] = (
-                ("chain", "draw", "item", "embedding_dim"), self.embedding[None, None]
-            )  # fmt: skip
+            variables["embedding"] = (("item", "embedding_dim"), self.embedding)
         attrs = {
             **model_attrs(self.model),
             "method": self.method,
-            "point_estimate": 1,
+            "result_type": "ClusteringResult",  # what latentzoo.load_result rebuilds
             "cost": float(self.cost),
             "converged": int(self.converged),
             "sampling_time": float(self.seconds),
@@ -294,15 +296,57 @@ class ClusteringResult(PointEstimateMethods):
             value = netcdf_attr(value)
             if value is not None:
                 attrs[name] = value
-        posterior = xr.Dataset(
-            variables, coords={"chain": [0], "draw": [0], "item": items, "cluster": np.arange(k)}
-        )
-        groups = {"posterior": posterior}
+        attrs["settings"] = ",".join(name for name in self.settings if name in attrs)
+        estimate = xr.Dataset(variables, coords={"item": items, "cluster": np.arange(k)})
+        tables = {}
         if len(self.trace):
-            groups["clustering_trace"] = table_to_netcdf(self.trace, "step")
-        for group in groups.values():
-            group.attrs.update(attrs)
-        return az.InferenceData(**groups, warn_on_custom_groups=False)
+            tables["clustering_trace"] = table_to_netcdf(self.trace, "step")
+        return point_estimate_inference_data(estimate, attrs, tables)
+
+    @classmethod
+    def from_inference_data(cls, idata) -> ClusteringResult:
+        """The result that :meth:`to_inference_data` wrote, e.g. read back with ``az.from_netcdf``
+        (:func:`latentzoo.load_result` calls this). ``run_costs`` is not saved (None).
+
+        Examples
+        --------
+        >>> from latentzoo.models import PairwiseClustering
+        >>> model = PairwiseClustering(2)
+        >>> data, _ = model.simulate(0, n_items=10)
+        >>> result = greedy(model, data, random_state=0)
+        >>> back = ClusteringResult.from_inference_data(result.to_inference_data(data))
+        >>> bool((back.labels == result.labels).all()), back.transitions == result.transitions
+        (True, True)
+        """
+        estimate = SavedEstimate.from_inference_data(idata)
+        attrs, params = estimate.attrs, estimate.params
+        names = str(attrs.get("settings", ""))
+        settings = {
+            name: attrs[name].item() if isinstance(attrs[name], np.generic) else attrs[name]
+            for name in names.split(",")
+            if name in attrs
+        }
+        groups = idata.groups()
+        trace = (
+            table_from_netcdf(idata["clustering_trace"])
+            if "clustering_trace" in groups
+            else pd.DataFrame()
+        )
+        return cls(
+            model=estimate.model,
+            labels=np.asarray(params["z"], dtype=np.int64),
+            resp=params["resp"],
+            cost=float(params["cost"]),
+            trace=trace,
+            transitions=list_attr(attrs, "transitions") or [],
+            method=str(attrs["method"]),
+            seconds=float(attrs.get("sampling_time", 0.0)),
+            converged=bool(int(attrs.get("converged", 1))),
+            centroids=params.get("centroids"),
+            embedding=params.get("embedding"),
+            settings=settings,
+            item_names=np.asarray(parameter_dataset(idata)["item"].to_numpy()).astype(str),
+        )
 
 
 # ----------------------------------------------------------------------------- checks

@@ -575,10 +575,10 @@ def run_demo(
             "`log_likelihood` of the held-out tokens per document"
         ),
         _save(em.to_inference_data(), out / "annealed_em_reuters.nc"): (
-            "annealed EM point estimate (`theta`, `phi`; attribute `point_estimate=1`)"
+            "annealed EM point estimate (`theta`, `phi` in the group `point_estimate`)"
         ),
         _save(em_plain.to_inference_data(), out / "plain_em_reuters.nc"): (
-            "plain EM point estimate (`theta`, `phi`; attribute `point_estimate=1`)"
+            "plain EM point estimate (`theta`, `phi` in the group `point_estimate`)"
         ),
     }
     reference_figures = []
@@ -731,8 +731,8 @@ def _saved_markdown(saved: dict) -> list[str]:
     lines += ["|---|---|", *(f"| `{name}` | {what} |" for name, what in saved.items())]
     lines += [
         "",
-        "How to open (from this folder; EM files hold one draw: "
-        '`az.summary(idata, kind="stats", stat_focus="median")`):',
+        "How to open (from this folder; EM files hold an estimate, not draws: "
+        "`latentzoo.load_result(path)`, or `idata.point_estimate` after `az.from_netcdf`):",
         "",
         "```python",
         'import arviz as az; idata = az.from_netcdf("gibbs_reuters.nc")',

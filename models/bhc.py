@@ -590,8 +590,8 @@ class Tree:
     def to_inference_data(self, data=None):
         """The tree as an ``InferenceData`` that ``to_netcdf`` saves and ``az.from_netcdf`` reads.
 
-        The package's convention for point estimates (as EM results): the ``posterior`` group holds
-        one chain of one draw, here ``cluster`` (item), the partition of :meth:`cut`, and
+        The package's layout of a point estimate (as EM results; no ``posterior``): the
+        ``point_estimate`` group holds ``cluster`` (item), the partition of :meth:`cut`, and
         ``log_marginal``, with the attribute ``point_estimate=1``; the ``bhc_tree`` group holds
         every array of :meth:`to_arrays` with named dimensions (``merge``, ``leaf``, ``node``,
         ``item``, ``feature``); ``observed_data`` holds ``x`` when ``data`` is given. The
@@ -610,7 +610,7 @@ class Tree:
         >>> from latentzoo.data import Features
         >>> data = Features([[1, 1], [1, 1], [0, 0]], item_names=["a", "b", "c"])
         >>> idata = bhc(BayesianHierarchicalClustering(), data).to_inference_data(data)
-        >>> idata.posterior["cluster"].sel(item="c").item(), idata.posterior.attrs["method"]
+        >>> idata.point_estimate["cluster"].sel(item="c").item(), idata.point_estimate.attrs["method"]
         (1, 'bhc')
         >>> idata.bhc_tree["children"].dims
         ('merge', 'side')
@@ -670,12 +670,14 @@ class Tree:
         }
         attrs.setdefault("method", "evaluate")
         groups = {
-            "posterior": xr.Dataset(
+            # The layout of latentzoo.inference.results.point_estimate_inference_data, which
+            # this layer cannot import.
+            "point_estimate": xr.Dataset(
                 {
-                    "cluster": (("chain", "draw", "item"), self.cut()[None, None]),
-                    "log_marginal": (("chain", "draw"), np.array([[self.log_marginal]])),
+                    "cluster": (("item",), self.cut()),
+                    "log_marginal": ((), np.asarray(self.log_marginal)),
                 },
-                coords={"chain": [0], "draw": [0], "item": coords["item"]},
+                coords={"item": coords["item"]},
             ),
             "bhc_tree": tree_group,
         }
@@ -745,7 +747,7 @@ class Tree:
             return
         idata = self.to_inference_data(data)
         for name, labels in extra.items():
-            idata.posterior[name] = (("chain", "draw", "item"), labels[None, None])
+            idata.point_estimate[name] = (("item",), labels)
         idata.to_netcdf(str(path))
 
     def figure(self, data=None):
@@ -758,8 +760,8 @@ class Tree:
         return ax.figure
 
     def point_estimate(self) -> dict:
-        """The partition of :meth:`cut` and ``log_marginal``, as saved in the one posterior
-        draw."""
+        """The partition of :meth:`cut` and ``log_marginal``, as saved in the ``point_estimate``
+        group."""
         return {"cluster": self.cut(), "log_marginal": np.asarray(self.log_marginal)}
 
     def arrays(self) -> dict:
@@ -1169,6 +1171,10 @@ class BayesianHierarchicalClustering:
         ((5, 3), (5,))
         """
         return self.dpm.simulate(random_state, **sizes)
+
+    def labels(self, params: dict, train=None) -> np.ndarray:
+        """Hard cluster labels of a saved tree: its partition ``cluster`` (:meth:`Tree.cut`)."""
+        return np.asarray(params["cluster"], dtype=np.int64)
 
     def check_data(self, data) -> Features:
         """Validate ``data`` for the component and return it as :class:`Features`.

@@ -310,6 +310,10 @@ class _AssignmentCost:
         """``K``: ``n_components``."""
         return self.n_components
 
+    def labels(self, params: dict, train=None) -> np.ndarray:
+        """Hard cluster labels of a point estimate: its assignments ``z``."""
+        return np.asarray(params["z"], dtype=np.int64)
+
     def sizes_label(self) -> str:
         """The model's cluster numbers as reports print them (``K=...``): ``n_components``.
 

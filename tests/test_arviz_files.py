@@ -350,15 +350,6 @@ def _registry_fits(samplers: bool) -> list[tuple[str, str]]:
     ]
 
 
-AWAITING_POINT_ESTIMATE_GROUP = {
-    "bhc": "models/bhc.py Tree.to_inference_data still writes a one-draw posterior",
-    "pairwise": "inference/pairwise.py ClusteringResult.to_inference_data: one-draw posterior",
-    "central": "inference/pairwise.py ClusteringResult.to_inference_data: one-draw posterior",
-    "bayesian_sets": "inference/bayesian_sets.py RetrievalResult: one-draw posterior",
-}
-"""Families whose result class (in a file of another change) still writes its estimate as a
-one-draw posterior. Strict: the test fails once the class is moved, so the entry goes."""
-
 SAMPLER_WARNINGS = [
     # A short chain of a tiny problem: PSIS-LOO's own diagnostic of its estimate (Pareto k above
     # 0.7 for some rows), about the run's length, not about the file.
@@ -393,14 +384,10 @@ def _saved_fit(family, method, tmp_path):
 
 
 @pytest.mark.parametrize("family, method", _registry_fits(samplers=False))
-def test_every_saved_point_estimate_has_its_own_group(family, method, tmp_path, request):
+def test_every_saved_point_estimate_has_its_own_group(family, method, tmp_path):
     # Regression (issue 24): point estimates were saved as one-draw posteriors.
     from latentzoo.inference import fitted, results
 
-    if family in AWAITING_POINT_ESTIMATE_GROUP:
-        request.applymarker(
-            pytest.mark.xfail(reason=AWAITING_POINT_ESTIMATE_GROUP[family], strict=True)
-        )
     result, data, back, path = _saved_fit(family, method, tmp_path)
     assert "posterior" not in back.groups()
     estimate = back[results.POINT_ESTIMATE_GROUP]

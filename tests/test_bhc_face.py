@@ -43,18 +43,19 @@ def test_fit_bhc_writes_a_netcdf_tree_and_a_dendrogram(capsys, tmp_path):
     assert code == 0, stderr
     assert "DPM lower bound" in stdout and "clusters where r_k < 0.5" in stdout
     idata = az.from_netcdf(str(out))
-    assert {"posterior", "bhc_tree", "observed_data"} <= set(idata.groups())
-    attrs = idata.posterior.attrs
+    assert {"point_estimate", "bhc_tree", "observed_data"} <= set(idata.groups())
+    assert "posterior" not in idata.groups()
+    attrs = idata.point_estimate.attrs
     assert attrs["model"] == "BayesianHierarchicalClustering" and attrs["method"] == "bhc"
     assert attrs["lower_bound"] <= attrs["log_marginal"]
-    clusters = idata.posterior["cluster"].to_numpy()[0, 0]
+    clusters = idata.point_estimate["cluster"].to_numpy()
     assert clusters.shape == (1797,) and attrs["n_clusters"] == clusters.max() + 1
-    assert len(np.unique(idata.posterior["cluster_k"])) == 10
+    assert len(np.unique(idata.point_estimate["cluster_k"])) == 10
     # --prior-scale 2 is bhc's default: the empirical Beta prior, a_d + b_d = 2 on every pixel
     hyper = idata.bhc_tree["hyper_a"].to_numpy() + idata.bhc_tree["hyper_b"].to_numpy()
     np.testing.assert_allclose(hyper, 2.0)
     assert is_valid_linkage(idata.bhc_tree["linkage"].to_numpy())
-    names = list(idata.posterior["item"].to_numpy())
+    names = list(idata.point_estimate["item"].to_numpy())
     assert names == list(load("digits").item_names)
     assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -162,7 +163,7 @@ def test_tree_inference_data_cut_into_and_truncated_plot():
     tree = bhc(BayesianHierarchicalClustering(), data)
     assert [len(np.unique(tree.cut_into(k))) for k in (1, 4, 120)] == [1, 4, 120]
     idata = tree.to_inference_data(data)
-    assert idata.posterior["cluster"].dims == ("chain", "draw", "item")
+    assert idata.point_estimate["cluster"].dims == ("item",)
     assert idata.observed_data["x"].shape == (120, 4)
     with pytest.raises(ValueError, match="data has 3 items, but the tree has 120"):
         tree.to_inference_data(X[:3])

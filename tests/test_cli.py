@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from latentzoo.cli import main
+from latentzoo.inference.results import parameter_dataset
 
 
 def _run(capsys, *argv):
@@ -136,7 +137,7 @@ def test_fit_writes_netcdf_that_loads(capsys, tmp_path, method):
                          *sampler, "--out", str(out))  # fmt: skip
     assert code == 0 and "saved to" in text
     idata = az.from_netcdf(out)
-    theta = idata.posterior["theta"].to_numpy()
+    theta = parameter_dataset(idata)["theta"].to_numpy()
     assert theta.shape[-2:] == (6, 2)
     np.testing.assert_allclose(theta.sum(axis=-1), 1.0)
 

@@ -20,8 +20,8 @@ def test_fit_from_the_command_line_saves_the_tree_fit(capsys, tmp_path):
                  "--out", str(out), "--quiet"])  # fmt: skip
     assert code == 0, capsys.readouterr().err
     idata = az.from_netcdf(str(out))
-    assert {"rho", "q", "tau"} <= set(idata.posterior.data_vars)
-    assert idata.posterior.attrs["model"] == "ClusterAbstractionModel"
+    assert {"rho", "q", "tau"} <= set(idata.point_estimate.data_vars)
+    assert idata.point_estimate.attrs["model"] == "ClusterAbstractionModel"
     assert out.with_suffix(".png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the tree
 
 

@@ -35,9 +35,10 @@ def test_fit_saves_a_point_estimate_with_its_trace(capsys, tmp_path, argv, varia
     assert code == 0, stderr
     assert "cost" in stdout and "phase transitions at T =" in stdout
     idata = az.from_netcdf(str(out))
-    assert variables <= set(idata.posterior.data_vars)
-    assert idata.posterior.attrs["point_estimate"] == 1
-    assert idata.posterior["cost"].item() == pytest.approx(idata.posterior.attrs["cost"])
+    assert "posterior" not in idata.groups()  # a point estimate, not a one-draw sample
+    assert variables <= set(idata.point_estimate.data_vars)
+    assert idata.point_estimate.attrs["point_estimate"] == 1
+    assert idata.point_estimate["cost"].item() == pytest.approx(idata.point_estimate.attrs["cost"])
     assert "clustering_trace" in idata.groups()
 
 

@@ -224,27 +224,12 @@ def test_sampler_files_summary_trace_rank_without_warnings(saved, name):
 
 
 def test_em_file_summary_trace_rank(saved):
+    # Issue 24: an estimate in its own group, not a one-draw posterior that ArviZ summarises.
     idata = saved["annealed_em_reuters"]
-    assert idata.posterior.attrs["point_estimate"] == 1
-    assert idata.posterior["phi"].dims == ("chain", "draw", "topic", "word")
-    few = {"topic": idata.posterior["topic"].values[:1], "word": idata.posterior["word"].values[:3]}
-    with no_warnings():
-        # The documented table of a point estimate (EMResult.to_inference_data, Notes).
-        table = az.summary(idata, kind="stats", stat_focus="median")
-        az.plot_rank(idata, var_names=["phi"], coords=few)
-        plt.close("all")
-    assert (table["mad"] == 0).all()
-    with no_warnings():
-        # One draw has no density and no extent: ArviZ's KDE and matplotlib's axis limits of
-        # the one-draw trace say so. These two notices about a point estimate are allowed.
-        warnings.filterwarnings(
-            "ignore", message="Your data appears to have a single value", category=UserWarning
-        )
-        warnings.filterwarnings(
-            "ignore", message="Attempting to set identical low and high xlims", category=UserWarning
-        )
-        az.plot_trace(idata, var_names=["phi"], coords=few)
-        plt.close("all")
+    assert "posterior" not in idata.groups()
+    assert idata.point_estimate.attrs["point_estimate"] == 1
+    assert idata.point_estimate["phi"].dims == ("topic", "word")
+    np.testing.assert_allclose(idata.point_estimate["phi"].sum("word"), 1.0)
 
 
 def test_gibbs_and_pymc_files_compare(saved):

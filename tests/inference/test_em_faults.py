@@ -184,11 +184,11 @@ def test_a_saved_em_fit_carries_its_labels_and_settings(tmp_path, model, options
     result.to_inference_data().to_netcdf(str(path))
     loaded = az.from_netcdf(str(path))
     for name, expected in dims.items():
-        assert loaded.posterior[name].dims[2:] == expected
-        np.testing.assert_array_equal(loaded.posterior[name].values[0, 0], result.params[name])
+        assert loaded.point_estimate[name].dims == expected
+        np.testing.assert_array_equal(loaded.point_estimate[name].values, result.params[name])
     rows = "doc" if isinstance(model, AspectModel | OneSidedClustering) else "row"
-    assert list(loaded.posterior[rows].values) == list(data.row_labels)
-    attrs = loaded.posterior.attrs
+    assert list(loaded.point_estimate[rows].values) == list(data.row_labels)
+    attrs = loaded.point_estimate.attrs
     assert attrs["model"] == type(model).__name__
     assert attrs["method"] == result.method
     assert attrs["model_alpha"] == model.alpha

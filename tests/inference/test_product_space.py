@@ -229,7 +229,7 @@ def test_explicit_schedule_trace_and_inference_data():
     assert list(result.trace["beta"].unique()) == [0.5, 0.8, 1.0]
     assert result.params["p_row"].shape == (3, 20) and result.params["q_col"].shape == (4, 24)
     idata = result.to_inference_data()
-    assert idata.posterior["pi"].shape == (1, 1, 3, 4)
+    assert idata.point_estimate["pi"].shape == (3, 4)
     # the trace's log-likelihood at beta = 1 is the model's conditional one of the iterate
     assert np.isfinite(result.trace["log_likelihood"]).all()
 

@@ -198,7 +198,7 @@ def test_mean_field_tempered_schedule_and_result_methods():
     assert np.isfinite(held) and 1 < held < train.n_cols
     assert held == pytest.approx(perplexity(model, result.params, test))
     idata = result.to_inference_data()
-    assert idata.posterior["I"].shape == (1, 1, 20, 2)
+    assert idata.point_estimate["I"].shape == (20, 2)
     early = mean_field(model, train, betas="early_stopping", max_iter=30, random_state=0)
     assert early.betas == [1.0]
 
