@@ -87,7 +87,7 @@ def fit_kmeans(X, n_clusters, seed):
 
 
 def fit_annealing(X, n_clusters):
-    return central_annealing(CentralClustering(n_clusters), X, random_state=0)
+    return central_annealing(CentralClustering(n_clusters), X)
 
 
 def side_by_side(X, n_clusters, seed, rounds):

@@ -260,7 +260,7 @@ def bench_central(cfg: Config):
     methods = {
         "scikit-learn KMeans (k-means++, 10 starts)": lambda: kmeans(points),
         "latentzoo central_annealing (DA for K-means)": lambda: annealed(
-            central_annealing(central, points, random_state=cfg.seed)
+            central_annealing(central, points)
         ),
         "latentzoo pairwise_annealing (Algorithm I on D)": lambda: annealed(
             pairwise_annealing(pair_model, data, random_state=cfg.seed)

@@ -1060,7 +1060,6 @@ def central_annealing(
     max_iter: int = 1000,
     tol: float = 1e-3,
     perturbation: float = 0.5,
-    random_state=None,
 ) -> ClusteringResult:
     """Deterministic annealing for central clustering (Rose et al.; seed eq. (9)-(15)).
 
@@ -1102,9 +1101,6 @@ def central_annealing(
     perturbation : float
         Half the distance between a split pair's twins, in standard deviations of the cluster
         along its principal axis.
-    random_state : int or numpy.random.Generator, optional
-        Accepted for a uniform interface; the run is deterministic (the split directions are
-        principal axes).
 
     Returns
     -------
@@ -1127,7 +1123,7 @@ def central_annealing(
     >>> from latentzoo.models import CentralClustering
     >>> model = CentralClustering(2)
     >>> data, truth = model.simulate(0, n_items=40)
-    >>> result = central_annealing(model, data, random_state=0)
+    >>> result = central_annealing(model, data)
     >>> len(result.transitions) >= 1, result.centroids.shape
     (True, (2, 2))
     """
@@ -1141,7 +1137,6 @@ def central_annealing(
         T0 = None if T0 is None else float(np.ldexp(T0, -2 * exponent))
         T_final = None if T_final is None else float(np.ldexp(T_final, -2 * exponent))
         data = Features(X, labels=data.labels, item_names=data.item_names, kind="real")
-    as_rng(random_state)  # validated; the run draws nothing
     X = np.ascontiguousarray(X)
     T_c = critical_temperature(X)
     T0 = T_c if T0 is None else float(T0)
@@ -2292,7 +2287,8 @@ FAMILIES = (
     Family(
         name="central",
         model=CentralClustering,
-        methods={"annealing": Method(central_annealing, (*_central_options(), seed()))},
+        # Deterministic (splits along principal axes): no seed, as for Ward.
+        methods={"annealing": Method(central_annealing, _central_options())},
         recipe=central_validation_recipe,
         sizes=("n_components",),
         dataset="glass",

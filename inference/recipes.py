@@ -1107,7 +1107,7 @@ def _annealing_optimality(entry, recipe, model, data, settings, rng, progressbar
 
     local = dataclasses.replace(model, n_components=4)
     simulated, _ = local.simulate(rng, **recipe.problems["optimality"])
-    annealed = entry.methods["annealing"](local, simulated, random_state=rng)
+    annealed = entry.methods["annealing"](local, simulated)  # deterministic: no seed
     X = np.asarray(simulated.X, dtype=float)
     costs = [
         KMeans(4, n_init=1, init="random", random_state=int(rng.integers(2**31))).fit(X).inertia_
@@ -1172,7 +1172,7 @@ def _central_reference(entry, recipe, model, data, settings, rng, progressbar=Fa
     local = dataclasses.replace(model, n_components=3)
     simulated, _ = local.simulate(rng, **recipe.problems["optimality"])
     eta = 0.9
-    result_fit = entry.methods["annealing"](local, simulated, eta=eta, random_state=rng)
+    result_fit = entry.methods["annealing"](local, simulated, eta=eta)
     T_c = critical_temperature(simulated)
     first = float(result_fit.transitions[0]) if result_fit.transitions else float("nan")
     ok = bool(eta**2 * T_c <= first <= T_c * (1 + 1e-9))
