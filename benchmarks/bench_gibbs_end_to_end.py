@@ -51,16 +51,10 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-# The shared helpers of the aspect-model benchmark: run and machine headers, markdown tables.
-from bench_aspect import (  # noqa: E402
-    emit,
-    finish_fit_report,
-    markdown_table,
-    one_thread_machine_rows,
-    parse_run_arguments,
-    report_header,
-    version_of,
-)
+# The shared helpers of the aspect-model benchmark (markdown tables, versions) and the one-thread
+# per-fit driver of the schedule benchmarks (command line, header, report).
+from bench_aspect import markdown_table, version_of  # noqa: E402
+from bench_schedules import one_thread_fit_report  # noqa: E402
 from run_config import QuickConfig, sized  # noqa: E402
 
 import latentzoo  # noqa: E402
@@ -368,21 +362,13 @@ def run(cfg: Config) -> list[str]:
 
 
 def main(argv=None) -> int:
-    args, argv, results = parse_run_arguments(
-        argv, __doc__.splitlines()[0], "report/benchmarks_gibbs_end_to_end.md", RESULTS,
-        "1-2 minutes: fewer rounds",
+    return one_thread_fit_report(
+        argv, description=__doc__.splitlines()[0], out="report/benchmarks_gibbs_end_to_end.md",
+        results=RESULTS, quick_help="1-2 minutes: fewer rounds",
+        title="# latentzoo benchmarks: collapsed Gibbs end to end against tomotopy",
+        config=Config, body=run, extra_machine_rows=[("tomotopy", version_of("tomotopy"))],
+        busy_note=", and the wall columns with them",
     )  # fmt: skip
-    cfg = Config.quick() if args.quick else Config()
-    start = time.perf_counter()
-    title = (
-        "# latentzoo benchmarks: collapsed Gibbs end to end against tomotopy "
-        f"({'quick' if args.quick else 'full'} run)"
-    )
-    machine = one_thread_machine_rows() + [("tomotopy", version_of("tomotopy"))]
-    header = report_header(title, argv, machine, ", and the wall columns with them")
-    emit(header)
-    finish_fit_report(header, run(cfg), start, (args.out, results))
-    return 0
 
 
 if __name__ == "__main__":

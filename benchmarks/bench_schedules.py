@@ -236,6 +236,31 @@ def seed_table(fits: list[Fit]) -> list[str]:
     return markdown_table(header, rows)
 
 
+def one_thread_fit_report(
+    argv, *, description, out, results, quick_help, title, config, body, extra_machine_rows=(),
+    busy_note=", and the seconds columns with them",
+) -> int:  # fmt: skip
+    """The driver of the per-fit benchmarks whose fits run on one thread (this one,
+    ``bench_schedule_defaults`` and ``bench_gibbs_end_to_end``).
+
+    Parses the command line (``description``, ``out``, ``results``, ``quick_help``: see
+    ``bench_aspect.parse_run_arguments``), prints the header (``title`` gets the run kind; the
+    machine table is ``one_thread_machine_rows()`` then ``extra_machine_rows``), runs
+    ``body(cfg) -> lines`` on ``config()`` or ``config.quick()``, then prints and writes the
+    report with its run time.
+    """
+    args, argv, results = parse_run_arguments(argv, description, out, results, quick_help)
+    cfg = config.quick() if args.quick else config()
+    start = time.perf_counter()
+    header = report_header(
+        f"{title} ({'quick' if args.quick else 'full'} run)", argv,
+        one_thread_machine_rows() + list(extra_machine_rows), busy_note,
+    )  # fmt: skip
+    emit(header)
+    finish_fit_report(header, body(cfg), start, (args.out, results))
+    return 0
+
+
 def run_fit_report(argv, script) -> int:
     """The driver of the per-fit schedule benchmarks (this one and ``bench_schedule_defaults``).
 
@@ -245,32 +270,27 @@ def run_fit_report(argv, script) -> int:
     fits, context)`` and ``seed_table(fits)``. Parses the command line, prints the header, runs,
     then prints and writes the report: the introduction, the summary and the per-fit table.
     """
-    args, argv, results = parse_run_arguments(
-        argv, script.__doc__.splitlines()[0], "report/benchmarks_schedules.md", script.RESULTS,
-        script.QUICK_HELP,
+
+    def report_body(cfg) -> list[str]:
+        fits, context = script.run(cfg)
+        return [
+            *script.report_intro(cfg, fits, context),
+            "",
+            "## Summary",
+            "",
+            *script.summary_table(cfg, fits, context),
+            "",
+            "## Every fit",
+            "",
+            *script.seed_table(fits),
+            "",
+        ]
+
+    return one_thread_fit_report(
+        argv, description=script.__doc__.splitlines()[0], out="report/benchmarks_schedules.md",
+        results=script.RESULTS, quick_help=script.QUICK_HELP, title=script.TITLE,
+        config=script.Config, body=report_body,
     )  # fmt: skip
-    cfg = script.Config.quick() if args.quick else script.Config()
-    start = time.perf_counter()
-    header = report_header(
-        f"{script.TITLE} ({'quick' if args.quick else 'full'} run)", argv,
-        one_thread_machine_rows(), ", and the seconds columns with them",
-    )  # fmt: skip
-    emit(header)
-    fits, context = script.run(cfg)
-    lines = [
-        *script.report_intro(cfg, fits, context),
-        "",
-        "## Summary",
-        "",
-        *script.summary_table(cfg, fits, context),
-        "",
-        "## Every fit",
-        "",
-        *script.seed_table(fits),
-        "",
-    ]
-    finish_fit_report(header, lines, start, (args.out, results))
-    return 0
 
 
 def main(argv=None) -> int:
