@@ -128,6 +128,39 @@ def _longest_row(indptr, first, last):
     return longest
 
 
+@nb.njit(cache=True, inline="always")
+def _log_queues(indptr, first, last, track):
+    """The logarithm queues of an EM kernel over rows ``first:last``: ``(values, weights)`` of
+    the energy and of the untempered log-likelihood (empty unless ``track``), each as long as the
+    longest row, as :func:`_queue_log_factor` fills them within a row."""
+    longest = _longest_row(indptr, first, last)
+    plain_length = longest if track else 0
+    return (
+        np.empty(longest), np.empty(longest), np.empty(plain_length), np.empty(plain_length),
+    )  # fmt: skip
+
+
+@nb.njit(cache=True, inline="always")
+def _queue_log_factor(product, n, s, values, weights, queued):
+    """:func:`_log_factor` of ``n log s``, its logarithm (if any) queued at ``queued`` in
+    ``values``/``weights``; returns ``(product, queued)``. Inlined, so the kernel's loop still
+    holds no call (see :func:`_log_factor`)."""
+    product, value, weight = _log_factor(product, n, s)
+    values[queued] = value
+    weights[queued] = weight
+    return product, queued + (weight != 0.0)
+
+
+@nb.njit(cache=True, inline="always")
+def _queue_plain_log(i, j, n, theta, phi_t, product, values, weights, queued):
+    """The untempered ``n log sum_k theta[i, k] phi_t[j, k]`` of the tracked log-likelihood,
+    by :func:`_queue_log_factor`; returns ``(product, queued)``."""
+    plain = 0.0
+    for k in range(theta.shape[1]):
+        plain += theta[i, k] * phi_t[j, k]
+    return _queue_log_factor(product, n, plain, values, weights, queued)
+
+
 @nb.njit(cache=True, fastmath=True, error_model="numpy")
 def _em_rows(
     first, last, indptr, indices, counts, t_theta, t_phi, theta, phi_t, n_theta, acc_phi, floor,
@@ -153,11 +186,7 @@ def _em_rows(
     loglik = 0.0
     plain_product = 1.0
     track = theta.shape[0] > 0
-    longest = _longest_row(indptr, first, last)
-    values = np.empty(longest)
-    weights = np.empty(longest)
-    plain_values = np.empty(longest if track else 0)
-    plain_weights = np.empty(longest if track else 0)
+    values, weights, plain_values, plain_weights = _log_queues(indptr, first, last, track)
     for i in range(first, last):
         for k in range(n_topics):
             acc[k] = zero
@@ -171,21 +200,15 @@ def _em_rows(
             s = max(s, floor)
             n = counts[p]
             if track:
-                plain = 0.0
-                for k in range(n_topics):
-                    plain += theta[i, k] * phi_t[j, k]
-                plain_product, value, weight = _log_factor(plain_product, n, plain)
-                plain_values[plain_queued] = value
-                plain_weights[plain_queued] = weight
-                plain_queued += weight != 0.0
+                plain_product, plain_queued = _queue_plain_log(
+                    i, j, n, theta, phi_t, plain_product, plain_values, plain_weights,
+                    plain_queued,
+                )  # fmt: skip
             if s < _F64_TINY:
                 fallback[p] = True
                 continue
             fallback[p] = False
-            product, value, weight = _log_factor(product, n, s)
-            values[queued] = value
-            weights[queued] = weight
-            queued += weight != 0.0
+            product, queued = _queue_log_factor(product, n, s, values, weights, queued)
             r = n / s
             # Two loops, not one: each has one store stream, so LLVM vectorises it with one
             # runtime alias check (the fused loop cost 18% more at K = 20; same sums, same order).
@@ -202,18 +225,31 @@ def _em_rows(
 
 @nb.njit(cache=True, parallel=True)
 def _em_parallel(
-    bounds, indptr, indices, counts, t_theta, t_phi, theta, phi_t, n_theta, buffers, floor,
-    fallback,
+    bounds, indptr, indices, counts, t_theta, t_phi, theta, phi_t, n_theta, buffers, fallback,
+    floor, rounding,
 ):  # fmt: skip
+    """The EM row kernel over the row chunks ``bounds`` with ``prange``, chunk ``c`` summing its
+    ``acc_phi`` into ``buffers[c]``; returns the chunks' summed ``(energy, loglik)``.
+
+    ``rounding`` picks the kernel, a branch numba prunes when it compiles: None for
+    :func:`_em_rows` (``floor`` of the tables' dtype), ``(exact_theta, shift_theta)`` for
+    :func:`_em_rows32` on float32 tables (``floor`` unused).
+    """
     n_chunks = bounds.shape[0] - 1
     energies = np.zeros(n_chunks)
     logliks = np.zeros(n_chunks)
     for c in nb.prange(n_chunks):
         buffers[c, :, :] = 0
-        e, ll = _em_rows(
-            bounds[c], bounds[c + 1], indptr, indices, counts, t_theta, t_phi, theta, phi_t,
-            n_theta, buffers[c], floor, fallback,
-        )  # fmt: skip
+        if rounding is None:
+            e, ll = _em_rows(
+                bounds[c], bounds[c + 1], indptr, indices, counts, t_theta, t_phi, theta, phi_t,
+                n_theta, buffers[c], floor, fallback,
+            )  # fmt: skip
+        else:
+            e, ll = _em_rows32(
+                bounds[c], bounds[c + 1], indptr, indices, counts, t_theta, t_phi, rounding[0],
+                rounding[1], theta, phi_t, n_theta, buffers[c], fallback,
+            )  # fmt: skip
         energies[c] = e
         logliks[c] = ll
     return energies.sum(), logliks.sum()
@@ -416,11 +452,7 @@ def _em_rows32(
     plain_product = 1.0
     track = theta.shape[0] > 0
     shifted = shift_theta.shape[0] > 0
-    longest = _longest_row(indptr, first, last)
-    values = np.empty(longest)
-    weights = np.empty(longest)
-    plain_values = np.empty(longest if track else 0)
-    plain_weights = np.empty(longest if track else 0)
+    values, weights, plain_values, plain_weights = _log_queues(indptr, first, last, track)
     for i in range(first, last):
         for k in range(n_topics):
             acc[k] = 0.0
@@ -431,13 +463,10 @@ def _em_rows32(
             j = indices[p]
             n = np.float64(counts[p])
             if track:
-                plain = 0.0
-                for k in range(n_topics):
-                    plain += theta[i, k] * phi_t[j, k]
-                plain_product, value, weight = _log_factor(plain_product, n, plain)
-                plain_values[plain_queued] = value
-                plain_weights[plain_queued] = weight
-                plain_queued += weight != 0.0
+                plain_product, plain_queued = _queue_plain_log(
+                    i, j, n, theta, phi_t, plain_product, plain_values, plain_weights,
+                    plain_queued,
+                )  # fmt: skip
             s = 0.0
             for k in range(n_topics):
                 s += np.float64(t_theta[i, k]) * np.float64(t_phi[j, k])
@@ -445,10 +474,7 @@ def _em_rows32(
                 fallback[p] = True
                 continue
             fallback[p] = False
-            product, value, weight = _log_factor(product, n, s)
-            values[queued] = value
-            weights[queued] = weight
-            queued += weight != 0.0
+            product, queued = _queue_log_factor(product, n, s, values, weights, queued)
             row_count += n
             r = np.float32(n / s)
             # One loop here: with float32 tables two loops (as in _em_rows) cost 18% at K = 20.
@@ -465,25 +491,6 @@ def _em_rows32(
         energy = _drain_logs(energy, queued, values, weights)
         loglik = _drain_logs(loglik, plain_queued, plain_values, plain_weights)
     return energy + np.log(product) + correction, loglik + np.log(plain_product)
-
-
-@nb.njit(cache=True, parallel=True)
-def _em_parallel32(
-    bounds, indptr, indices, counts, t_theta, t_phi, exact_theta, shift_theta, theta, phi_t,
-    n_theta, buffers, fallback,
-):  # fmt: skip
-    n_chunks = bounds.shape[0] - 1
-    energies = np.zeros(n_chunks)
-    logliks = np.zeros(n_chunks)
-    for c in nb.prange(n_chunks):
-        buffers[c, :, :] = 0
-        e, ll = _em_rows32(
-            bounds[c], bounds[c + 1], indptr, indices, counts, t_theta, t_phi, exact_theta,
-            shift_theta, theta, phi_t, n_theta, buffers[c], fallback,
-        )  # fmt: skip
-        energies[c] = e
-        logliks[c] = ll
-    return energies.sum(), logliks.sum()
 
 
 @nb.njit(cache=True)
@@ -566,9 +573,9 @@ def _em_pass_float32(data, theta, phi_t, beta, track_loglik, n_threads):
         with numba_threads(n_threads):
             bounds = balanced_row_chunks(csr.indptr, n_threads)
             buffers = np.empty((len(bounds) - 1, *phi_t.shape), dtype=np.float32)
-            energy, loglik = _em_parallel32(
-                bounds, csr.indptr, csr.indices, csr.data, t_theta, t_phi, exact_theta,
-                row_shift, plain_theta, plain_phi, n_theta, buffers, fallback,
+            energy, loglik = _em_parallel(
+                bounds, csr.indptr, csr.indices, csr.data, t_theta, t_phi, plain_theta,
+                plain_phi, n_theta, buffers, fallback, 0.0, (exact_theta, row_shift),
             )  # fmt: skip
         acc_phi = buffers.sum(axis=0)
     n_phi, correction = _finish_phi32(t_phi, acc_phi, exact_phi)
@@ -669,7 +676,7 @@ def em_pass(
             buffers = np.empty((len(bounds) - 1, *t_phi.shape), dtype=dtype)
             energy, loglik = _em_parallel(
                 bounds, csr.indptr, csr.indices, counts, t_theta, t_phi,
-                plain_theta, plain_phi, n_theta, buffers, floor, fallback,
+                plain_theta, plain_phi, n_theta, buffers, fallback, floor, None,
             )  # fmt: skip
         acc_phi = buffers.sum(axis=0)
     n_phi = np.multiply(acc_phi, t_phi, out=acc_phi)
