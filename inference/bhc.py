@@ -875,7 +875,12 @@ FAMILY = Family(
     name="bhc",
     model=BayesianHierarchicalClustering,
     methods={
-        "bhc": Method(bhc, (_MEMORY,)),
+        "bhc": Method(
+            bhc,
+            (_MEMORY,),
+            time_order=2,  # every pair of items is scored
+            faster="--method rbhc or embhc (--option m=100), O(N m)",
+        ),
         # quick m: a subsample smaller than the common checks' data, else they are exact BHC.
         "rbhc": Method(
             rbhc,

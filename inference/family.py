@@ -489,6 +489,11 @@ class Method:
 
     function: Callable
     options: Mapping[str, Option] = field(default_factory=dict)
+    time_order: int = 1
+    """How the run time grows with the number of items (2: every pair is scored, as greedy BHC
+    does); ``latentzoo fit`` estimates and says the time of a long run of an order above 1."""
+    faster: str = ""
+    """What to run instead when a run of this method would be long (said with the estimate)."""
 
     def __post_init__(self):
         options = self.options

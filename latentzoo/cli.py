@@ -726,8 +726,9 @@ def _say_expected_time(entry, method: str, model, data, options) -> None:
     a minute, with the faster method to use instead."""
     from latentzoo import long_jobs
 
+    declared = entry.methods[method]
     n_items = getattr(data, "n_items", 0)
-    if long_jobs.time_order(entry.name, method) < 2 or n_items < long_jobs.CALIBRATE_FROM_ITEMS:
+    if declared.time_order < 2 or n_items < long_jobs.CALIBRATE_FROM_ITEMS:
         return
     import latentzoo
 
@@ -735,11 +736,13 @@ def _say_expected_time(entry, method: str, model, data, options) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the subsample's own warnings are not the fit's
         estimate = long_jobs.expected_seconds(
-            lambda sample: latentzoo.fit(model, sample, method=method, **quiet), data
+            lambda sample: latentzoo.fit(model, sample, method=method, **quiet),
+            data,
+            order=declared.time_order,
         )
     if estimate.seconds > long_jobs.SAY_ABOVE_SECONDS:
-        alternative = long_jobs.QUADRATIC_METHODS[entry.name, method]
-        print(estimate.line(f"{entry.name} {method}", alternative), file=sys.stderr, flush=True)
+        line = estimate.line(f"{entry.name} {method}", declared.faster)
+        print(line, file=sys.stderr, flush=True)
 
 
 EXIT_NOT_CONVERGED = 3

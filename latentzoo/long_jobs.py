@@ -4,7 +4,8 @@ Greedy BHC (Algorithm 3.2) scores every pair of items: its time grows as ``N^2``
 hours extrapolated for 200,000 items), while its memory stays ``O(N)`` (the run refuses up front
 what would exceed its ``memory_limit``, naming it). A fit of such a method is timed here on an
 evenly spaced subsample of the data, after a warm-up that compiles its kernels, and the time
-extrapolated by the method's order; ``latentzoo fit`` prints the estimate before it starts when
+extrapolated by the method's order (its declared ``Method.time_order``, with ``Method.faster``
+named as the alternative); ``latentzoo fit`` prints the estimate before it starts when
 it exceeds :data:`SAY_ABOVE_SECONDS`.
 
 Examples
@@ -28,18 +29,10 @@ import numpy as np
 
 __all__ = [
     "CALIBRATE_FROM_ITEMS",
-    "QUADRATIC_METHODS",
     "SAY_ABOVE_SECONDS",
     "Estimate",
     "expected_seconds",
-    "time_order",
 ]
-
-QUADRATIC_METHODS = {("bhc", "bhc"): "--method rbhc or embhc (--option m=100), O(N m)"}
-"""``(family, method) -> the faster alternative`` of the methods whose time grows as ``N^2``.
-
-Kept here until the family registry can declare a method's cost (``Method`` in
-``inference/family.py``): then each family says it of its own methods."""
 
 SAY_ABOVE_SECONDS = 60.0
 """An expected time above this is said before the fit starts."""
@@ -91,17 +84,6 @@ def _duration(seconds: float) -> str:
         if seconds >= least * size:
             return f"{seconds / size:.1f} {unit}"
     return f"{seconds:.0f} seconds"
-
-
-def time_order(family: str, method: str) -> int:
-    """2 for a method of :data:`QUADRATIC_METHODS`, else 1 (not timed up front).
-
-    Examples
-    --------
-    >>> time_order("bhc", "bhc"), time_order("bhc", "rbhc")
-    (2, 1)
-    """
-    return 2 if (family, method) in QUADRATIC_METHODS else 1
 
 
 def expected_seconds(
