@@ -1003,7 +1003,7 @@ def _anneal_central(X, k, T0, T_final, eta, max_iter, tol, perturbation):
     y = X.mean(axis=0)[None, :]
     T = T0
     row, resp = _central_stage(X, sq, y, T, 0, "tolerance")
-    rows, converged, merged_at = [row], True, None
+    rows, converged, merged_at, y_row = [row], True, None, y
     while y.shape[0] < k:
         temperatures, axes, spreads = _cluster_critical_temperatures(X, y, resp)
         order = np.argsort(-temperatures, kind="stable")
@@ -1045,9 +1045,21 @@ def _anneal_central(X, k, T0, T_final, eta, max_iter, tol, perturbation):
                 merged_at = T
                 y, more, stopped = _central_em(X, y, 1.0 / T, tol * scale, max_iter)
                 iterations += more
+        row, stage_resp = _central_stage(X, sq, y, T, iterations, stopped)
+        last = rows[-1]
+        rise = row["free_energy"] - last["free_energy"]
+        if row["temperature"] == last["temperature"] and rise > 1e-9 * abs(last["free_energy"]):
+            # A split or merge whose EM stopped short (max_iter) left this temperature's free
+            # energy above its last stage's: keep that stage's centroids and cool, so that the
+            # free energy never rises at a fixed temperature (what EM promises).
+            y = y_row
+            T *= eta
+            if T < T_final:
+                break
+            continue
         converged = converged and stopped == "tolerance"
-        row, resp = _central_stage(X, sq, y, T, iterations, stopped)
         rows.append(row)
+        y_row, resp = y, stage_resp
     return y, rows, converged
 
 
