@@ -6,7 +6,7 @@ Run from the repository root (the package installed, e.g. ``make install-test``)
     python benchmarks/bench_schedule_defaults.py --quick    # about 1 minute: the two small corpora
     python benchmarks/bench_schedule_defaults.py --out other.md
 
-The tables are printed and written as markdown to ``report/benchmarks_schedules.md`` (not tracked)
+The tables are printed and written as markdown to ``report/benchmarks_schedule_defaults.md`` (not tracked)
 and, for a full run, to ``benchmarks/RESULTS_schedule_defaults.md`` (tracked), headed with the date, the
 machine, the commit and the exact command.
 

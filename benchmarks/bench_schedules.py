@@ -286,8 +286,11 @@ def run_fit_report(argv, script) -> int:
             "",
         ]
 
+    # Each script its own untracked report, named after its tracked RESULTS file, so that
+    # running one benchmark never overwrites the other's report.
+    out = "report/benchmarks_" + script.RESULTS.stem.removeprefix("RESULTS_") + ".md"
     return one_thread_fit_report(
-        argv, description=script.__doc__.splitlines()[0], out="report/benchmarks_schedules.md",
+        argv, description=script.__doc__.splitlines()[0], out=out,
         results=script.RESULTS, quick_help=script.QUICK_HELP, title=script.TITLE,
         config=script.Config, body=report_body,
     )  # fmt: skip
