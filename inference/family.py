@@ -470,8 +470,10 @@ class Method:
 
     Calling the method checks each given option against its declaration (``ValueError`` naming
     it, before any work) and calls the function with the options unchanged; an option the method
-    does not declare is left to the function (``TypeError``, as Python says). How a result is
-    saved, summarised and drawn is asked of the result itself (:mod:`latentzoo.inference.fitted`).
+    does not declare is refused the same way (``ValueError``, saying so when
+    it is ``random_state`` given to a deterministic method), not left to Python's ``TypeError``.
+    How a result is saved, summarised and drawn is asked of the result itself
+    (:mod:`latentzoo.inference.fitted`).
 
     Examples
     --------
@@ -485,6 +487,12 @@ class Method:
     Traceback (most recent call last):
     ...
     ValueError: fit takes no option 'n_inits'; its options are n_init, random_state
+    >>> def ward(model, data):
+    ...     "Deterministic."
+    >>> Method(ward)(None, None, random_state=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: ward takes no option 'random_state': it is deterministic (the same data give the same result); its options are none
     """
 
     function: Callable
@@ -508,7 +516,28 @@ class Method:
         for name, value in options.items():
             if name in self.options:
                 self.options[name].validate(value)
+            elif self.options or not self._function_takes(name):
+                # A method that declares its options declares all of them; one that declares none
+                # (a user's own) takes what its function takes.
+                self._refuse(name)
         return self.function(model, data, **options)
+
+    def _function_takes(self, name: str) -> bool:
+        parameters = self._parameters
+        return name in list(parameters)[2:] or any(
+            p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
+        )
+
+    def _refuse(self, name: str):
+        known = list(self.options) or list(self._parameters)[2:]
+        why = (
+            ": it is deterministic (the same data give the same result)"
+            if name == "random_state"
+            else ""
+        )
+        raise ValueError(
+            f"{self.__name__} takes no option {name!r}{why}; its options are {', '.join(known) or 'none'}"
+        )
 
     def __getattr__(self, name: str):
         # What the function carries besides (a Gibbs entry's ``prepare``) is the method's too.

@@ -994,7 +994,7 @@ def _check_unknown_option(entry, method):
         lambda: run_method(entry, method, model, data, bogus_option=1),
         "bogus_option",
         "bogus_option=1",
-        errors=(ValueError, TypeError),
+        errors=(ValueError,),
     )
 
 

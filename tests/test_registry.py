@@ -62,3 +62,20 @@ def test_the_options_doc_is_generated_from_the_declarations():
     assert path.read_text() == options_markdown(), (
         "docs/options.md is out of date: run `python -m latentzoo.zoo > docs/options.md`"
     )
+
+
+@pytest.mark.parametrize(
+    "name, method", [(name, method) for name in sorted(ZOO) for method in ZOO[name].methods]
+)
+def test_an_option_a_method_does_not_declare_is_refused_naming_it(name, method):
+    # Before: Python's TypeError ("ward() got an unexpected keyword argument ..."), from deep in a
+    # sampler's set-up for Gibbs, naming no option list and not saying why a deterministic method
+    # takes no seed.
+    family = ZOO[name]
+    model = _instance(family)
+    data, _ = model.simulate(0)
+    with pytest.raises(ValueError, match=r"takes no option 'colour'; its options are \w"):
+        latentzoo.fit(model, data, method=method, colour=1)
+    if not family.methods[method].takes_random_state:
+        with pytest.raises(ValueError, match="takes no option 'random_state': it is deterministic"):
+            latentzoo.fit(model, data, method=method, random_state=0)
