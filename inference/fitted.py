@@ -28,11 +28,14 @@ Examples
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from latentzoo.inference.mcmc import diagnostic_line
 
 __all__ = [
+    "append_posterior_predictive",
     "as_inference_data",
     "figure",
     "is_sample",
@@ -41,6 +44,7 @@ __all__ = [
     "result_arrays",
     "save",
     "summary_lines",
+    "with_posterior_predictive",
 ]
 
 
@@ -90,9 +94,18 @@ def summary_lines(fit) -> list[str]:
     return list(fit.summary_lines())
 
 
-def save(fit, path, data=None, **options) -> None:
+def save(fit, path, data=None, *, predictive_seed=0, **options) -> str | None:
     """Write ``fit`` to ``path``: a sample as netCDF, a result through its ``save`` (which may
     take ``options``, e.g. a tree's ``n_clusters``). Nothing is pickled.
+
+    With ``data``, a netCDF file also gets the posterior predictive check of the fit
+    (:func:`append_posterior_predictive`): ``az.plot_ppc`` works on it.
+
+    Returns
+    -------
+    str or None
+        Why the file has no ``posterior_predictive`` group when ``data`` was given and it has
+        none (a cost model's, say), else None.
 
     Examples
     --------
@@ -106,6 +119,82 @@ def save(fit, path, data=None, **options) -> None:
         fit.to_netcdf(str(path))
     else:
         fit.save(path, data, **options)
+    netcdf = (options.get("format") or Path(path).suffix.lstrip(".")) not in ("npz",)
+    if data is None or not netcdf:
+        return None
+    return append_posterior_predictive(fit, path, data, random_state=predictive_seed)
+
+
+def append_posterior_predictive(fit, path, data, *, random_state=0) -> str | None:
+    """Add the posterior predictive check of ``fit`` on ``data`` to the netCDF file ``path`` that
+    holds it: the ``posterior_predictive`` group and the observed summaries in ``observed_data``
+    (:func:`~latentzoo.inference.results.posterior_predictive`, drawn by the model's own
+    ``replicate`` from a stream of its own, so the fit in the file is unchanged).
+
+    Returns
+    -------
+    str or None
+        None when the groups were written, else why the fit has none (a cost model or a
+        retrieval model defines no replicate of the data; a sample kept no parameter draws).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, arviz as az
+    >>> import latentzoo
+    >>> from latentzoo.data import load
+    >>> from latentzoo.models import AspectModel
+    >>> fit = latentzoo.fit(AspectModel(2), load("toy"), betas=[1.0], random_state=0)
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "fit.nc"
+    >>> save(fit, path, load("toy"))
+    >>> az.from_netcdf(path).posterior_predictive["word_counts"].dims
+    ('chain', 'draw', 'word')
+    """
+    from latentzoo.inference.results import NoPosteriorPredictive, posterior_predictive
+
+    try:
+        groups = posterior_predictive(as_inference_data(fit, data), data, random_state=random_state)
+    except NoPosteriorPredictive as reason:
+        return str(reason)
+    for group, dataset in groups.items():
+        # The data already stored in observed_data stay as they are: only the summaries join.
+        encoding = {name: {"zlib": True} for name, var in dataset.data_vars.items()
+                    if var.dtype.kind in "biuf"}  # fmt: skip
+        dataset.to_netcdf(str(path), mode="a", group=group, engine="h5netcdf", encoding=encoding)
+    return None
+
+
+def with_posterior_predictive(fit, data, *, random_state=0, max_draws=None):
+    """``fit`` as ``InferenceData`` with its posterior predictive check: the groups that
+    :func:`save` writes into a file, for a fit kept in memory.
+
+    Raises
+    ------
+    latentzoo.inference.results.NoPosteriorPredictive
+        When the fit has none (the message says why).
+
+    Examples
+    --------
+    >>> import latentzoo
+    >>> from latentzoo.data import load
+    >>> from latentzoo.models import AspectModel
+    >>> fit = latentzoo.fit(AspectModel(2), load("toy"), betas=[1.0], random_state=0)
+    >>> idata = with_posterior_predictive(fit, load("toy"), max_draws=10)
+    >>> sorted(idata.observed_data.data_vars), idata.posterior_predictive.sizes["draw"]
+    (['distinct_words', 'word_counts'], 10)
+    """
+    import arviz as az
+
+    from latentzoo.inference.results import PREDICTIVE_DRAWS, posterior_predictive
+
+    idata = as_inference_data(fit, data)
+    groups = posterior_predictive(
+        idata, data, random_state=random_state, max_draws=max_draws or PREDICTIVE_DRAWS
+    )
+    merged = {name: idata[name] for name in idata.groups()}
+    if "observed_data" in merged:
+        groups["observed_data"] = merged["observed_data"].merge(groups["observed_data"])
+    merged.update(groups)
+    return az.InferenceData(**merged)
 
 
 def figure(fit, data=None):

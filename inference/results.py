@@ -59,7 +59,9 @@ az = lazy_import("arviz")
 __all__ = [
     "LIST_ATTRS",
     "MAX_DRAWS",
+    "NoPosteriorPredictive",
     "POINT_ESTIMATE_GROUP",
+    "PREDICTIVE_DRAWS",
     "PointEstimate",
     "SavedEstimate",
     "TwoSidedLabels",
@@ -72,6 +74,8 @@ __all__ = [
     "parameter_dataset",
     "perplexity",
     "point_estimate_inference_data",
+    "posterior_predictive",
+    "predictive_rng",
 ]
 
 MAX_DRAWS = 200
@@ -686,3 +690,168 @@ def labels(result, *, train=None, model=None):
     c, d = _best_draw(result)
     params = _draw_params(posterior, _draw_names(posterior, model), c, d)
     return model.labels(params, _training_data(result, model, train))
+
+
+# ---------------------------------------------------------------- posterior predictive
+PREDICTIVE_DRAWS = 100
+"""Replicates a posterior predictive holds at most: draws of a sample thinned evenly to this many,
+or this many replicates of a point estimate."""
+
+PREDICTIVE_VALUES = 20_000_000
+"""Replicated data values (replicates x cells) one posterior predictive draws at most: a larger
+data set gets fewer replicates (at least one), said in the group's attributes."""
+
+PREDICTIVE_STREAM = 24
+"""Tag of the posterior predictive's random stream: its generator is seeded with
+``SeedSequence([seed, PREDICTIVE_STREAM])``, a stream that no sampler or EM draws from, so the fit
+itself is the same bit for bit with or without its replicates."""
+
+
+class NoPosteriorPredictive(ValueError):
+    """A fit of which no posterior predictive can be drawn; the message says why."""
+
+
+def predictive_rng(random_state=0) -> np.random.Generator:
+    """The posterior predictive's own generator (:data:`PREDICTIVE_STREAM`): a ``Generator`` as
+    given, an integer seed (None: 0) through ``SeedSequence([seed, PREDICTIVE_STREAM])``.
+
+    Examples
+    --------
+    >>> a, b = predictive_rng(3).random(), predictive_rng(3).random()
+    >>> a == b, a == np.random.default_rng(3).random()
+    (True, False)
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    seed = 0 if random_state is None else random_state
+    check_integer("random_state", seed, low=0)
+    return np.random.default_rng(np.random.SeedSequence([seed, PREDICTIVE_STREAM]))
+
+
+def _replicate_sources(idata, model, n_replicates: int):
+    """``(draws, attrs)``: the parameter dicts the replicates are drawn from (a sample's draws
+    thinned evenly, or the point estimate repeated) and how they were chosen."""
+    if is_point_estimate(idata):
+        params = SavedEstimate.from_inference_data(idata, model).params
+        if not model.replicate_names(params):
+            raise NoPosteriorPredictive(
+                f"the estimate holds none of the variables a replicate of {type(model).__name__} "
+                f"needs (it holds {', '.join(params) or 'nothing'})"
+            )
+        return [params] * n_replicates, {"replicates_of": "the point estimate"}
+    posterior = idata.posterior
+    if posterior.attrs.get("log_likelihood_data") == "test":
+        raise NoPosteriorPredictive(
+            "the sample was made with test=, so its observed_data holds the test set, which a "
+            "replicate of the training data would be compared with"
+        )
+    names = _draw_names(posterior, model)
+    if not model.replicate_names(names):
+        raise NoPosteriorPredictive(
+            f"the sample holds no draws of the variables a replicate of {type(model).__name__} "
+            "needs (keep_params may have dropped them: refit with keep_params=True)"
+        )
+    positions = _draw_positions(posterior, n_replicates)
+    draws = [_draw_params(posterior, names, c, d) for c, d in positions]
+    total = posterior.sizes["chain"] * posterior.sizes["draw"]
+    how = f"posterior draws, {len(draws)} of {total} (chains x draws) thinned evenly"
+    return draws, {"replicates_of": how}
+
+
+def _coords_for(dims, data, model) -> dict:
+    """Coordinates of ``dims``: the model's own (e.g. a two-sided model's ``row``, ``col``), else
+    the data's."""
+    coords = dict(data.coords())
+    model_coords = getattr(model, "coords", None)
+    if callable(model_coords):
+        coords.update(model_coords(data))
+    return {dim: np.asarray(coords[dim]) for dim in dims if dim in coords}
+
+
+def posterior_predictive(
+    idata, data, *, random_state=0, max_draws: int = PREDICTIVE_DRAWS, model=None
+) -> dict:
+    """The ``posterior_predictive`` and ``observed_data`` groups of a posterior predictive check
+    of ``idata``, drawn by the model's own ``replicate`` (one replicate per draw).
+
+    A sample's draws are thinned evenly to ``max_draws``; a point estimate gives ``max_draws``
+    replicates of itself. Either way the replicates are one chain of ``n`` draws, fewer when the
+    data are large (:data:`PREDICTIVE_VALUES`). The variables are the model's
+    ``predictive_summaries`` (label-invariant, e.g. term frequencies, or feature means) and,
+    where ``idata``'s ``observed_data`` holds the data themselves, the replicated data under the
+    same name, so that ``az.plot_ppc`` pairs every observed variable with its replicates.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        A sample, or a point estimate's ``InferenceData`` (``to_inference_data``).
+    data :
+        The data that were fitted.
+    random_state : int or numpy.random.Generator
+        Seed of the replicates' own stream (:func:`predictive_rng`); the fit is not redrawn.
+    max_draws : int
+        At most this many replicates (:data:`PREDICTIVE_DRAWS`).
+    model : optional
+        The fitted model (default: rebuilt from the attributes).
+
+    Returns
+    -------
+    dict
+        ``{"posterior_predictive": Dataset, "observed_data": Dataset}``; the second holds the
+        observed summaries only (the data are already in ``idata`` where they are stored).
+
+    Raises
+    ------
+    NoPosteriorPredictive
+        When the model defines no replicate (a cost model, a retrieval model: its reason), or
+        ``idata`` holds no draws a replicate can be made from.
+
+    Examples
+    --------
+    >>> import latentzoo
+    >>> from latentzoo.data import load
+    >>> from latentzoo.models import AspectModel
+    >>> fit = latentzoo.fit(AspectModel(2), load("toy"), betas=[1.0], random_state=0)
+    >>> groups = posterior_predictive(fit.to_inference_data(), load("toy"), max_draws=20)
+    >>> groups["posterior_predictive"]["word_counts"].dims
+    ('chain', 'draw', 'word')
+    >>> groups["posterior_predictive"]["word_counts"].shape
+    (1, 20, 8)
+    """
+    import xarray as xr
+
+    model = _model_of(idata, model)
+    if not callable(getattr(model, "replicate", None)):
+        reason = getattr(model, "no_replicate_reason", "the model defines no replicate of its data")
+        raise NoPosteriorPredictive(f"{type(model).__name__}: {reason}")
+    data = model.check_data(data)
+    check_integer("max_draws", max_draws)
+    budget = PREDICTIVE_VALUES // max(int(np.prod(data.shape)), 1)
+    n_replicates = max(1, min(max_draws, budget))
+    draws, attrs = _replicate_sources(idata, model, n_replicates)
+    rng = predictive_rng(random_state)
+    observed = model.predictive_summaries(data)
+    stored = set(idata.observed_data.data_vars) if "observed_data" in idata.groups() else set()
+    kept = set(observed) | stored
+    replicates = [model.replicate(params, data, rng) for params in draws]
+    variables = {
+        name: (("chain", "draw", *dims), np.stack([rep[name][1] for rep in replicates])[None])
+        for name, (dims, _) in replicates[0].items()
+        if name in kept
+    }
+    dims = {dim for names, _ in [*variables.values(), *observed.values()] for dim in names}
+    coords = _coords_for(dims, data, model)
+    n_drawn = len(replicates)
+    coords.update(chain=np.arange(1), draw=np.arange(n_drawn))
+    attrs.update(
+        replicates=n_drawn,
+        random_seed=-1 if isinstance(random_state, np.random.Generator) else int(random_state or 0),
+        random_stream=f"numpy SeedSequence([random_seed, {PREDICTIVE_STREAM}])",
+    )
+    if budget < max_draws:
+        attrs["thinned_by"] = f"at most {PREDICTIVE_VALUES} replicated values"
+    predictive = xr.Dataset(variables, coords=coords, attrs=attrs)
+    observed_group = xr.Dataset(
+        dict(observed), coords={dim: v for dim, v in coords.items() if dim in dims}
+    )
+    return {"posterior_predictive": predictive, "observed_data": observed_group}

@@ -620,13 +620,16 @@ def check_result_suffix(out) -> str:
     return out
 
 
-def save_result(result, path: Path, data=None, **options) -> None:
+def save_result(result, path: Path, data=None, *, predictive_seed=0, **options) -> str | None:
     """Write ``result`` once, in the format its suffix names (:func:`check_result_suffix`).
 
-    ``.nc``: the result's netCDF, as every result writes it. ``.npz``: the result's own ``.npz``
-    where its ``save`` writes one (its ``save`` takes ``format``: a tree, a ranking), else every
-    array of the fit keyed ``"group.name"`` (:func:`~latentzoo.inference.fitted.result_arrays`);
-    read it with ``numpy.load(path, allow_pickle=False)``.
+    ``.nc``: the result's netCDF, as every result writes it, with the posterior predictive check
+    of the fit on ``data`` (:func:`~latentzoo.inference.fitted.save`, replicates seeded by
+    ``predictive_seed``); returns why there is none, if there is none. ``.npz``: the result's
+    own ``.npz`` where its ``save`` writes one (its ``save`` takes ``format``: a tree, a
+    ranking), else every array of the fit keyed ``"group.name"``
+    (:func:`~latentzoo.inference.fitted.result_arrays`); read it with ``numpy.load(path,
+    allow_pickle=False)``.
 
     Examples
     --------
@@ -650,8 +653,8 @@ def save_result(result, path: Path, data=None, **options) -> None:
         # A sample, or a result whose save writes netCDF only: its arrays, written once.
         with open(path, "wb") as handle:  # np.savez adds ".npz" to a path without it
             np.savez(handle, **fitted.result_arrays(result))
-        return
-    fitted.save(result, path, data, **options)
+        return None
+    return fitted.save(result, path, data, predictive_seed=predictive_seed, **options)
 
 
 def _cmd_fit(args):
@@ -686,8 +689,14 @@ def _cmd_fit(args):
     if args.k is not None and not entry.sizes and _saves_with(result, "n_clusters"):
         # A family without sizes whose result is cut when saved (a tree): --k clusters.
         save_options["n_clusters"] = args.k
+    no_predictive = []  # why the file has no posterior predictive, if it has none
+
+    def write(path):
+        no_predictive.append(save_result(result, path, data, predictive_seed=args.seed,
+                                         **save_options))  # fmt: skip
+
     try:
-        write_atomically(out, lambda path: save_result(result, path, data, **save_options))
+        write_atomically(out, write)
     except ValueError as error:
         if not save_options:
             raise
@@ -707,6 +716,8 @@ def _cmd_fit(args):
         if not fitted.is_sample(result):  # latentzoo.fit printed a sample's diagnostic line
             for line in fitted.summary_lines(result):
                 print(line)
+        if no_predictive and no_predictive[-1]:
+            print(f"no posterior predictive in {out}: {no_predictive[-1]}")
     if not fitted.is_sample(result):
         return 0
     # Said even with --quiet, once the result is saved (so that an error or Ctrl-C stays the only

@@ -351,6 +351,86 @@ class CellHeldout:
     partitions alone suffice).
     """
 
+    count_dims: tuple[str, str] = ("doc", "word")
+    """Names of the rows and columns of the counts in the ``observed_data`` and
+    ``posterior_predictive`` groups (the model's own coordinates)."""
+
+    def replicate_params(self, params, rng) -> dict:
+        """The draw (or estimate) with which one replicate is made: ``params`` as they are. A
+        family whose estimate holds soft memberships draws hard ones here
+        (:meth:`RowMemberships.replicate_params`)."""
+        return params
+
+    def replicate_names(self, names) -> bool:
+        """Whether a draw holding the variables ``names`` can make a replicate: the same
+        variables as a held-out score needs (:meth:`heldout_draws_usable`)."""
+        return self.heldout_draws_usable(names)
+
+    def replicate_probabilities(self, params, data) -> np.ndarray:
+        """``P(y_j | x_i)`` of one draw for every cell, ``(N, M)``, rows summing to one: the
+        family's ``heldout_cell_probabilities`` on all cells, the training rows conditioning a
+        clustering family's memberships where the draw has none."""
+        from latentzoo.data import CoOccurrence
+
+        every_cell = CoOccurrence(np.ones(data.shape, dtype=np.int64))
+        cells = self.heldout_cell_probabilities(params, every_cell, data)
+        probabilities = np.clip(np.asarray(cells, dtype=float).reshape(data.shape), 0.0, None)
+        totals = probabilities.sum(axis=1, keepdims=True)
+        # A row whose predictive is all zeros (an empty training row under a hard estimate)
+        # has no tokens to replicate either: any valid distribution will do.
+        return np.divide(
+            probabilities,
+            totals,
+            out=np.full(data.shape, 1.0 / data.shape[1]),
+            where=totals > 0,
+        )
+
+    def predictive_summaries(self, counts) -> dict:
+        """The summaries a posterior predictive check compares, of the observed counts (a
+        ``CoOccurrence``) or of a replicate (a dense ``(N, M)`` array): ``word_counts``, each
+        column's total (the corpus term frequencies), and ``distinct_words``, the number of
+        distinct columns of each row. Both are label-invariant.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> from latentzoo.models import AspectModel
+        >>> summaries = AspectModel(1).predictive_summaries(CoOccurrence([[2, 0], [1, 3]]))
+        >>> summaries["word_counts"][1].tolist(), summaries["distinct_words"][1].tolist()
+        ([3, 3], [1, 2])
+        """
+        rows, cols = self.count_dims
+        matrix = counts.counts if hasattr(counts, "counts") else np.asarray(counts)
+        column_totals = np.asarray(matrix.sum(axis=0)).ravel().astype(np.int64)
+        distinct = np.asarray((matrix > 0).sum(axis=1)).ravel().astype(np.int64)
+        return {"word_counts": ((cols,), column_totals), "distinct_words": ((rows,), distinct)}
+
+    def replicate(self, params, data, rng) -> dict:
+        """One replicate of ``data`` from one draw (or the point estimate) and its summaries:
+        each row keeps its token count ``n_i`` and draws its tokens as
+        ``Multinomial(n_i, P(. | x_i))`` (:meth:`replicate_probabilities`), so that
+        ``E[word_counts_j] = sum_i n_i P(y_j | x_i)``.
+
+        Returns
+        -------
+        dict
+            ``{name: (dims, array)}``: ``counts`` (the replicated matrix, under the name of the
+            ``observed_data`` variable) and :meth:`predictive_summaries` of it.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> from latentzoo.models import AspectModel
+        >>> draw = {"theta": [[1.0], [1.0]], "phi": [[0.5, 0.5]]}
+        >>> out = AspectModel(1).replicate(draw, CoOccurrence([[2, 0], [1, 3]]), np.random.default_rng(0))
+        >>> out["counts"][1].sum(axis=1).tolist(), out["word_counts"][0]
+        ([2, 4], ('word',))
+        """
+        params = self.replicate_params(params, rng)
+        probabilities = self.replicate_probabilities(params, data)
+        counts = rng.multinomial(data.row_totals, probabilities)
+        return {"counts": (self.count_dims, counts), **self.predictive_summaries(counts)}
+
     heldout_draws_advice = REFIT_ADVICE
     """What to do when :meth:`heldout_draws_usable` is False."""
 
@@ -385,6 +465,40 @@ class RowMemberships:
     """Labels and fit shape shared by the families whose point estimates hold row memberships
     ``resp`` (N, K) and column distributions ``q`` (K', M): one-sided clustering and the cluster
     abstraction model."""
+
+    def replicate_params(self, params, rng) -> dict:
+        """The draw with hard memberships for one replicate, as the model generates a row: a
+        draw's assignments ``z``, else one cluster per row drawn from the estimate's ``resp``,
+        given to the family's cell probabilities as one-hot ``resp``.
+
+        Examples
+        --------
+        >>> from latentzoo.models import OneSidedClustering
+        >>> draw = OneSidedClustering(2).replicate_params({"resp": [[0.0, 1.0]]}, np.random.default_rng(0))
+        >>> draw["resp"].tolist()
+        [[0.0, 1.0]]
+        """
+        params = dict(params)
+        if "z" in params:
+            labels = np.asarray(params.pop("z"), dtype=np.int64)
+            n_clusters = int(labels.max(initial=0)) + 1
+        elif "resp" in params:
+            resp = np.asarray(params["resp"], dtype=float)
+            cumulative = np.cumsum(resp / resp.sum(axis=1, keepdims=True), axis=1)
+            uniforms = rng.random((resp.shape[0], 1))
+            labels = np.minimum((cumulative < uniforms).sum(axis=1), resp.shape[1] - 1)
+            n_clusters = resp.shape[1]
+        else:
+            return params
+        n_clusters = max(n_clusters, self._replicate_clusters(params))
+        hard = np.zeros((labels.size, n_clusters))
+        hard[np.arange(labels.size), labels] = 1.0
+        params["resp"] = hard
+        return params
+
+    def _replicate_clusters(self, params) -> int:
+        """Number of row clusters of a draw: the length of its ``rho``."""
+        return int(np.size(params["rho"])) if "rho" in params else 0
 
     def fit_shape(self, params) -> tuple[int | None, int | None]:
         """``(rows, columns)`` a point estimate was fitted to (rows None without ``resp``).
@@ -514,6 +628,10 @@ class RowClustering(CorpusFamily, TrainConditionedHeldout, RowMemberships):
     """What the families that cluster the rows of a corpus (one-sided clustering, the cluster
     abstraction model) share besides :class:`CorpusFamily`: row memberships ``resp`` give the
     labels and the fit's shape, and held-out rows are predicted from their training counts."""
+
+    # A replicate draws each row's cluster as the model generates it, ahead of CellHeldout's
+    # draw-as-it-is in the method resolution order.
+    replicate_params = RowMemberships.replicate_params
 
 
 def netcdf_attr(value):

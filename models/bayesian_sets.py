@@ -218,6 +218,11 @@ class BayesianSets:
     data_type: ClassVar[type] = Features
     name: ClassVar[str] = "bayesian_sets"
     protocol: ClassVar[type] = RetrievalModel
+    no_replicate_reason: ClassVar[str] = (
+        "Bayesian Sets fits no model of the data set: it ranks items by the marginal likelihood "
+        "ratio p(x | Q) / p(x) under a fixed prior (Heller 2007, (4.1)-(4.2)), with no "
+        "parameters drawn from a posterior, so no replicate of the data is defined"
+    )
 
     def __post_init__(self):
         object.__setattr__(self, "component", _resolve_component(self.component))

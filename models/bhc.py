@@ -1156,6 +1156,22 @@ class BayesianHierarchicalClustering:
         """The Dirichlet process mixture that BHC approximates (its reference)."""
         return DirichletProcessMixture(alpha=self.alpha, component=self.component)
 
+    def replicate_names(self, names) -> bool:
+        """Whether an estimate holding ``names`` can make a replicate: it needs the tree's cut
+        ``cluster``."""
+        return "cluster" in set(names)
+
+    def predictive_summaries(self, x) -> dict:
+        """``feature_mean`` of the data or a replicate, as the DPM's
+        (:meth:`DirichletProcessMixture.predictive_summaries`)."""
+        return self.dpm.predictive_summaries(x)
+
+    def replicate(self, params, data, rng) -> dict:
+        """One replicate of ``data`` from the tree's cut (``cluster``, the clusters where
+        ``r_k < 0.5``), as the DPM it approximates makes one from an assignment
+        (:meth:`DirichletProcessMixture.replicate`)."""
+        return self.dpm.replicate({"z": params["cluster"]}, data, rng)
+
     def simulate(self, random_state=None, **sizes):
         """Draw ``(data, truth)`` from the DPM that BHC approximates (:attr:`dpm`).
 

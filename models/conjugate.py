@@ -910,6 +910,12 @@ class _Component:
     kind_advice: ClassVar[str] = ""
     """What to do with data of a kind the component does not take (appended to the message)."""
 
+    def replicate(self, rng, params, labels, X) -> np.ndarray:
+        """``(N, D)`` replicate of the data ``X``, item ``i`` drawn from cluster ``labels[i]``
+        (:meth:`simulate`); a component whose items have a size of their own keeps each item's.
+        """
+        return self.simulate(rng, params, labels)
+
     def check_data_kind(self, kind: str, user: str = "this component") -> None:
         """``ValueError`` unless data of ``kind`` (``"binary"``, ``"counts"``, ``"real"``) fit the
         component, i.e. ``kind`` is one of :attr:`data_kinds`; ``user`` names who asks.
@@ -1354,6 +1360,12 @@ class DirichletMultinomial(_CountSumComponent):
         X = _as_matrix(X)
         theta = _param(params, "theta", 2)
         return _categorical_loglik(X, theta, with_complement=False)
+
+    def replicate(self, rng, params, labels, X) -> np.ndarray:
+        """``(N, D)`` replicate of the count vectors ``X``: item ``i`` keeps its total
+        ``sum_d x_id`` and draws its counts from cluster ``labels[i]`` (:meth:`simulate`)."""
+        totals = np.rint(np.asarray(X).sum(axis=1)).astype(np.int64)
+        return self.simulate(rng, params, labels, n_trials=totals)
 
     def simulate(self, rng, params, labels, n_trials=20) -> np.ndarray:
         """``(N, D)`` multinomial count vectors with ``n_trials`` tokens each (int or (N,) array)."""

@@ -821,6 +821,55 @@ class _MixtureMethods(LikelihoodHeldout):
                 logs[s] = self.partition_predictive_log_density(params["z"], train, test, alpha)
         return logsumexp(logs, axis=0) - np.log(len(draws))
 
+    def replicate_names(self, names) -> bool:
+        """Whether a draw holding the variables ``names`` can make a replicate: it needs the
+        assignments ``z`` (the cluster parameters are drawn given them)."""
+        return "z" in set(names)
+
+    def predictive_summaries(self, x) -> dict:
+        """The summary a posterior predictive check compares, of the observed ``Features`` or of
+        a replicate (an ``(N, D)`` array): ``feature_mean``, the mean of each feature over the
+        items (label-invariant).
+
+        Examples
+        --------
+        >>> from latentzoo.models import BayesianMixture
+        >>> BayesianMixture(2).predictive_summaries(np.array([[0.0, 1.0], [1.0, 1.0]]))
+        {'feature_mean': (('feature',), array([0.5, 1. ]))}
+        """
+        values = x.X if hasattr(x, "X") else np.asarray(x, dtype=float)
+        return {"feature_mean": (("feature",), values.mean(axis=0))}
+
+    def replicate(self, params, data, rng) -> dict:
+        """One replicate of ``data`` given one draw's assignments ``z``: each occupied cluster's
+        parameters drawn from their conjugate posterior given its items
+        (``component.sample_posterior``), then every item drawn again from its cluster
+        (``component.replicate``), so ``E[feature_mean] = mean_i E[mean of x | cluster z_i]``.
+
+        Returns
+        -------
+        dict
+            ``{name: (dims, array)}``: ``x``, the replicated items (under the name of the
+            ``observed_data`` variable), and :meth:`predictive_summaries` of it.
+
+        Examples
+        --------
+        >>> from latentzoo.data import Features
+        >>> from latentzoo.models import BayesianMixture
+        >>> data = Features([[0, 1], [1, 1], [0, 0]])
+        >>> out = BayesianMixture(2).replicate({"z": [1, 1, 0]}, data, np.random.default_rng(0))
+        >>> out["x"][1].shape, out["feature_mean"][0]
+        ((3, 2), ('feature',))
+        """
+        x = data.X
+        # Occupied clusters renumbered 0..K-1: a DPM's labels may skip numbers.
+        _, labels = np.unique(np.asarray(params["z"], dtype=np.int64), return_inverse=True)
+        n_clusters = int(labels.max(initial=0)) + 1
+        stats = self.component.stats(x, labels, n_clusters)
+        drawn = self.component.sample_posterior(rng, stats)
+        replicated = self.component.replicate(rng, drawn, labels, x)
+        return {"x": (("item", "feature"), replicated), **self.predictive_summaries(replicated)}
+
     def heldout_draws_usable(self, names, train=None) -> bool:
         """Whether draws holding the variables ``names`` can be scored on held-out items: the
         weights ``w`` (mixture density), or the partitions ``z`` with the training items.

@@ -302,6 +302,11 @@ class _AssignmentCost:
 
     protocol = CostModel
     param_names = ("z",)
+    no_replicate_reason = (
+        "a cost model has no sampling distribution of the data: its Gibbs distribution is over "
+        "the assignments given the data (Hofmann & Buhmann 1997, eq. (18)), so no replicate "
+        "of the data, and no posterior predictive check, is defined"
+    )
     invariant_names = ("coassign", "cost")
     invariant_dims = {"coassign": ["pair"]}
 

@@ -107,6 +107,7 @@ class ProductSpaceMixture(DyadPredictive, CorpusFamily, LikelihoodHeldout):
     )
     """``p_dyad`` (the predictive ``P(y_j | x_i)`` of a tracked dyad) at one draw, in words."""
     param_names = ("pi", "p_row", "q_col")
+    count_dims = ("row", "col")  # the posterior predictive's names of the counts' dims
     invariant_names = ("loglik", "p_dyad")
 
     def __post_init__(self):

@@ -278,6 +278,7 @@ class TwoSidedClustering(CellHeldout, TrainConditionedHeldout, PlainPyMCValues):
     )
     """``p_dyad`` (the predictive ``P(y_j | x_i)`` of a tracked dyad) at one draw, in words."""
     param_names = ("I", "J")
+    count_dims = ("row", "col")  # the posterior predictive's names of the counts' dims
     invariant_names = ("loglik", "p_dyad", "coassign_rows", "coassign_cols")
     invariant_dims = {
         "p_dyad": ["dyad"],
