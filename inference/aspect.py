@@ -58,6 +58,7 @@ from latentzoo.inference.family import (
     THREADS,
     Family,
     Method,
+    choice,
     flag,
     with_defaults,
 )
@@ -1163,6 +1164,40 @@ def _scored_draw(n_doc_topic, n_word_topic, alpha, eta, state, indptr, indices, 
 
 
 @nb.njit(cache=True)
+def _conditional_means(n_doc_topic, n_word_topic, n_topic, alpha, eta, theta, phi_t):
+    """``E[theta | z] = (n_dk + alpha) / (n_d + K alpha)`` into ``theta`` and
+    ``E[phi | z] = (n_wk + eta) / (n_k + M eta)`` into ``phi_t`` (``M x K``): the means of the
+    Dirichlet posteriors that :func:`_dirichlet_draw` draws from; no random numbers."""
+    n_docs, n_topics = n_doc_topic.shape
+    n_words = n_word_topic.shape[0]
+    for i in range(n_docs):
+        length = 0.0
+        for k in range(n_topics):
+            length += n_doc_topic[i, k]
+        scale = 1.0 / (length + n_topics * alpha)
+        for k in range(n_topics):
+            theta[i, k] = (n_doc_topic[i, k] + alpha) * scale
+    scales = np.empty(n_topics)
+    for k in range(n_topics):
+        scales[k] = 1.0 / (n_topic[k] + n_words * eta)
+    for j in range(n_words):
+        for k in range(n_topics):
+            phi_t[j, k] = (n_word_topic[j, k] + eta) * scales[k]
+
+
+@nb.njit(cache=True)
+def _scored_conditional_means(n_doc_topic, n_word_topic, n_topic, alpha, eta, indptr, indices,
+                              counts, dyads):  # fmt: skip
+    """:func:`_scored_draw` with the conditional means (:func:`_conditional_means`) in place of
+    the Dirichlet draws."""
+    theta = np.empty(n_doc_topic.shape)
+    phi_t = np.empty(n_word_topic.shape)
+    _conditional_means(n_doc_topic, n_word_topic, n_topic, alpha, eta, theta, phi_t)
+    per_row, p_dyad = _score(theta, phi_t, indptr, indices, counts, dyads)
+    return theta, phi_t, per_row, p_dyad
+
+
+@nb.njit(cache=True)
 def _table_lgamma(table, n, concentration, offset):
     """``lgamma(n + concentration) - offset`` from ``table`` for small counts, else computed."""
     if n < table.shape[0]:
@@ -1357,6 +1392,30 @@ class AspectGibbs(CollapsedGibbs):
             state.rng_state, csr.indptr, csr.indices, csr.data, dyads,
         )  # fmt: skip
 
+    def scored_conditional_means(self, state: GibbsState, dyads, csr=None):
+        """:meth:`scored_draw` at ``E[theta | z]`` and ``E[phi | z]`` instead of Dirichlet draws.
+
+        ``theta[d, k] = (n_dk + alpha) / (n_d + K alpha)`` and ``phi[k, w] = (n_wk + eta) /
+        (n_k + M eta)``, scored as :meth:`scored_draw` scores its draws; no random numbers are
+        drawn (``param_draws="conditional_mean"`` of :func:`gibbs`).
+
+        Examples
+        --------
+        >>> from latentzoo.data import load
+        >>> sampler = AspectGibbs(AspectModel(2, alpha=0.5, eta=0.1), load("toy"))
+        >>> state = sampler.step(sampler.init(rng := np.random.default_rng(0)), rng)[0]
+        >>> theta, phi_t, per_row, p_dyad = sampler.scored_conditional_means(state, _NO_DYADS)
+        >>> want = (state.n_doc_topic + 0.5) / (state.n_doc_topic.sum(1, keepdims=True) + 1.0)
+        >>> bool(np.allclose(theta, want, rtol=1e-14)), bool(np.allclose(phi_t.sum(0), 1.0))
+        (True, True)
+        """
+        csr = self.data.counts if csr is None else csr
+        model = self.model
+        return _scored_conditional_means(
+            state.n_doc_topic, state.n_word_topic, state.n_topic, float(model.alpha),
+            float(model.eta), csr.indptr, csr.indices, csr.data, dyads,
+        )  # fmt: skip
+
     def log_joint(self, state: GibbsState) -> float:
         """Collapsed ``log p(z, w)`` (the sampler's target up to a constant), for sample_stats.
 
@@ -1454,8 +1513,21 @@ annealed_em = em_entry(
 )
 
 
-def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto"):
+PARAM_DRAWS = choice(
+    "param_draws",
+    "sample",
+    "what each kept draw records of theta and phi: 'sample' (exact Dirichlet draws given z) or "
+    "'conditional_mean' (E[theta | z], E[phi | z]: lower variance, no sd of their own, faster)",
+    ("sample", "conditional_mean"),
+)
+"""``param_draws`` of the aspect model's :func:`gibbs` (documented there)."""
+
+
+def _prepare_gibbs(
+    model, data, *, chains, draws, test=None, keep_params="auto", param_draws="sample"
+):
     """The family side of :func:`gibbs`: checks, sampler, draw, coordinates."""
+    PARAM_DRAWS.validate(param_draws)
     data, test = gibbs_data(model, data, test)
     sampler = AspectGibbs(model, data)
     dyads = default_dyads(data)
@@ -1467,7 +1539,10 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
     def draw(state, rng):
         # One numba call: theta and phi, the per-row log-likelihood and the invariants of
         # AspectModel.invariants (loglik reuses the per-row log-likelihood).
-        theta, phi_t, per_row, p_dyad = sampler.scored_draw(state, rng, dyads)
+        if param_draws == "sample":
+            theta, phi_t, per_row, p_dyad = sampler.scored_draw(state, rng, dyads)
+        else:
+            theta, phi_t, per_row, p_dyad = sampler.scored_conditional_means(state, dyads)
         out = {"loglik": per_row.sum(), "p_dyad": p_dyad}
         if test is not None:
             per_row = row_log_likelihoods(
@@ -1507,10 +1582,26 @@ gibbs = gibbs_entry(
     the multinomial log-pmf of ``test`` (held-out, if given) or of ``data``, per document, as PyMC
     reports it; ``sample_stats`` holds ``lp``, the collapsed log joint.
 
-    Cost: a kept draw draws ``theta`` and ``phi`` from their Dirichlet posteriors (``K (N + M)``
-    Gamma variates) and scores every row with them, about two sweeps' work whether or not the
-    parameters are kept; ``thin`` keeps fewer draws for the same number of sweeps
-    (``benchmarks/RESULTS_gibbs_end_to_end.md``).
+    Parameter draws (``param_draws``): with ``"sample"`` (the default) each kept draw holds exact
+    joint draws ``theta | z ~ Dir(n_d + alpha)`` and ``phi | z ~ Dir(n_k + eta)`` (``K (N + M)``
+    Gamma variates from the chain's own generator), so ``theta`` and ``phi`` are draws from their
+    posterior. With ``"conditional_mean"`` each kept draw holds the conditional posterior means
+    ``E[theta_dk | z] = (n_dk + alpha) / (n_d + K alpha)`` and ``E[phi_kw | z] = (n_wk + eta) /
+    (n_k + M eta)`` (what tomotopy and the ``lda`` package report), and ``loglik``, ``p_dyad`` and
+    ``log_likelihood`` are evaluated at them. Their average over the draws is a Rao-Blackwellised
+    estimate of the posterior means: unbiased, with lower variance than the average of the
+    Dirichlet draws. But the spread of these draws reflects only the uncertainty of ``z``, not
+    that of ``theta`` and ``phi`` given ``z``: posterior sds and intervals of ``theta``/``phi``
+    come out too narrow, and ``loglik``, ``p_dyad`` and ``log_likelihood`` are those of the means
+    (Jensen: not draws of the posterior log-likelihood). Simulation-based calibration, PSIS-LOO
+    and any sd-based check need ``"sample"``. No random numbers are drawn for them, so the sweeps
+    use a different stretch of the chain's stream and the assignments differ from a ``"sample"``
+    run with the same seed (same law).
+
+    Cost: with ``"sample"`` a kept draw's Gamma variates and the scoring of every row cost about
+    two sweeps' work, whether or not the parameters are kept; ``"conditional_mean"`` skips the
+    variates (about a third of a sweep per draw), and ``thin`` keeps fewer draws for the same
+    number of sweeps (``benchmarks/RESULTS_gibbs_end_to_end.md``).
 
     Examples
     --------
@@ -1623,7 +1714,7 @@ FAMILY = Family(
                 annealed_em.defaults,
             ),
         ),
-        "gibbs": Method(gibbs, GIBBS_METHOD_OPTIONS),
+        "gibbs": Method(gibbs, (*GIBBS_METHOD_OPTIONS, PARAM_DRAWS)),
     },
     recipe=validation_recipe,
     sizes=("n_components",),
