@@ -3,7 +3,10 @@
 Gibbs, PyMC and EM fits of the aspect model are saved with ``to_netcdf``, read back with
 ``az.from_netcdf`` and put through ``az.summary``, ``az.plot_trace``, ``az.plot_rank`` and
 ``az.compare`` with every warning turned into an error, except the ones listed in
-``ALLOWED`` with their reason.
+``ALLOWED`` with their reason. Every family's file, as ``latentzoo fit --out`` writes it, goes
+through ``az.summary``, ``az.plot_trace``, ``az.loo`` and ``az.compare`` (samples) and
+``az.plot_ppc`` (every family with a replicate of its data; issue 24), and each family's replicates
+are checked against the model's expectation.
 """
 
 import contextlib
@@ -416,3 +419,181 @@ def test_every_saved_sample_works_in_arviz(family, method, tmp_path):
             az.loo(back)
             table = az.compare({"a": back, "b": latentzoo.load_result(path)})
             assert set(table.index) == {"a", "b"}
+
+
+# ----------------------------------------------------- posterior predictive checks (issue 24)
+def _registry_fits_all() -> list[tuple[str, str]]:
+    return _registry_fits(samplers=True) + _registry_fits(samplers=False)
+
+
+def _replicates(model) -> bool:
+    """Whether the family defines a replicate of its data (a cost or retrieval model does not,
+    and says why in ``no_replicate_reason``)."""
+    return callable(getattr(model, "replicate", None))
+
+
+@pytest.mark.parametrize("family, method", _registry_fits_all())
+def test_every_saved_file_has_a_posterior_predictive_check(family, method, tmp_path):
+    # Regression (issue 24): no file had posterior_predictive, so az.plot_ppc could not run.
+    from latentzoo.inference import results
+
+    result, data, back, path = _saved_fit(family, method, tmp_path)
+    model = getattr(result, "model", None)  # a tree and a sample: from the file's attributes
+    model = model or results.model_from_attrs(results.parameter_dataset(back).attrs)
+    if not _replicates(model):
+        # Pairwise and central clustering (cost models: a Gibbs distribution over assignments,
+        # no distribution of the data) and Bayesian Sets (a ranking under a fixed prior, no
+        # parameters fitted): no replicate of the data is defined, and the file says nothing
+        # it cannot back.
+        assert "posterior_predictive" not in back.groups()
+        assert "no sampling distribution" in model.no_replicate_reason or (
+            "no model of the data set" in model.no_replicate_reason
+        )
+        return
+    predictive = back.posterior_predictive
+    assert predictive.sizes["chain"] == 1
+    assert 1 <= predictive.sizes["draw"] <= results.PREDICTIVE_DRAWS
+    assert set(back.observed_data.data_vars) <= set(predictive.data_vars)
+    assert not [dim for dim in predictive.dims if re.search(r"dim_\d+$", dim)]
+    with no_warnings():
+        az.plot_ppc(back)
+        plt.close("all")
+        latentzoo.load_result(path)  # still reads back
+
+
+def test_replicates_leave_the_fit_alone_and_repeat_with_the_seed(corpus, tmp_path):
+    # The replicates' stream is their own: the sample in the file is the one in memory, and the
+    # same seed gives the same replicates.
+    from latentzoo.inference import fitted
+
+    sample = aspect.gibbs(AspectModel(2, alpha=0.5, eta=0.5), corpus, chains=2, draws=60, tune=10,
+                          random_state=4, progressbar=False)  # fmt: skip
+    before = {name: sample.posterior[name].to_numpy().copy() for name in sample.posterior}
+    paths = [tmp_path / f"fit{i}.nc" for i in range(3)]
+    for path, seed in zip(paths, (5, 5, 6), strict=True):
+        fitted.save(sample, path, corpus, predictive_seed=seed)
+    first, again, other = (az.from_netcdf(path) for path in paths)
+    for name, values in before.items():
+        np.testing.assert_array_equal(sample.posterior[name], values)
+        np.testing.assert_array_equal(first.posterior[name], values)
+    np.testing.assert_array_equal(first.posterior_predictive["counts"],
+                                  again.posterior_predictive["counts"])  # fmt: skip
+    assert not np.array_equal(first.posterior_predictive["counts"],
+                              other.posterior_predictive["counts"])  # fmt: skip
+    # 120 draws thinned evenly to 100, each replicating its own draw's rows with their totals.
+    assert first.posterior_predictive.sizes["draw"] == 100
+    np.testing.assert_array_equal(
+        first.posterior_predictive["counts"].sum("word").isel(chain=0, draw=0),
+        corpus.row_totals,
+    )
+
+
+def test_large_data_get_fewer_replicates_and_say_so(corpus, monkeypatch):
+    from latentzoo.inference import results
+
+    monkeypatch.setattr(results, "PREDICTIVE_VALUES", 10 * corpus.n_rows * corpus.n_cols)
+    fit = latentzoo.fit(AspectModel(2), corpus, betas=[1.0], random_state=0)
+    groups = results.posterior_predictive(fit.to_inference_data(), corpus)
+    assert groups["posterior_predictive"].sizes["draw"] == 10
+    assert "replicated values" in groups["posterior_predictive"].attrs["thinned_by"]
+
+
+def test_the_readme_command_line_file_plots_its_ppc(tmp_path, monkeypatch):
+    # The README's "Command line" says az.plot_ppc(az.from_netcdf("fit.nc")) works on what
+    # latentzoo fit writes: here on the toy corpus.
+    from latentzoo.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["fit", "aspect", "--data", "toy", "--k", "2", "--method", "annealed_em",
+                 "--out", "fit.nc", "--quiet"]) == 0  # fmt: skip
+    with no_warnings():
+        az.plot_ppc(az.from_netcdf("fit.nc"))
+        plt.close("all")
+
+
+# Every family with a replicate, and the parameters its mean is checked at: a point estimate of
+# the family's small problem (the co-occurrence families, BHC's cut) or a draw's assignments.
+_REPLICATING = ["aspect", "one_sided", "two_sided", "product_space", "cluster-abstraction",
+                "dpm", "mixture", "bhc"]  # fmt: skip
+
+
+def _checked_params(family):
+    from latentzoo.inference import fitted
+    from latentzoo.testing import method_kind, run_method, small_problem
+    from latentzoo.zoo import ZOO
+
+    entry = ZOO[family]
+    model, data, truth = small_problem(entry)
+    point = [m for m in entry.methods if method_kind(entry, m) != "sampler"]
+    if not point:  # the mixtures: the simulated assignments, as a draw of z would give them
+        return model, data, {"z": np.asarray(truth["z"])}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = run_method(entry, point[0], model, data)
+    return model, data, fitted.point_estimate(result)
+
+
+def _expected_summary(model, data, params):
+    """``(name, expectation)`` of the family's first summary under ``params``, computed from the
+    model's own probabilities, not from its replicates."""
+    if hasattr(data, "counts"):
+        # E[word_counts_j] = sum_i n_i P(y_j | x_i), memberships averaged as the estimate has them
+        soft = {name: value for name, value in params.items() if name != "z"}
+        probabilities = model.replicate_probabilities(soft, data)
+        return "word_counts", data.row_totals @ probabilities
+    # E[feature_mean] = mean_i E[theta_{z_i}]: each cluster's Beta posterior mean
+    labels = np.asarray(params["z"] if "z" in params else params["cluster"])
+    _, labels = np.unique(labels, return_inverse=True)
+    component = model.component
+    stats = component.stats(data.X, labels, labels.max() + 1)
+    means = component.posterior_moments(stats)["theta"][0]
+    return "feature_mean", means[labels].mean(axis=0)
+
+
+@pytest.mark.parametrize("family", _REPLICATING)
+def test_replicates_have_the_model_expectation(family):
+    # The mean of many replicates' summary is its expectation under the parameters, within
+    # Monte Carlo error: 5 standard errors of the mean, from the replicates' own spread.
+    from latentzoo.inference.results import predictive_rng
+
+    model, data, params = _checked_params(family)
+    name, expected = _expected_summary(model, data, params)
+    rng = predictive_rng(0)
+    draws = np.stack([model.replicate(params, data, rng)[name][1] for _ in range(2000)])
+    error = draws.std(axis=0) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(axis=0) - expected) <= 5 * error + 1e-9)
+    assert draws.std(axis=0).max() > 0  # a replicate that varies, not the data copied back
+
+
+@pytest.mark.parametrize("component", ["normal_gamma", "dirichlet_multinomial"])
+def test_mixture_replicates_keep_their_components_expectation(component):
+    # Real features: E[feature_mean] = mean_i mu_n[z_i]; counts: each item keeps its total, so
+    # E[feature_mean] = mean_i n_i theta_n[z_i].
+    from latentzoo.data import Features
+    from latentzoo.inference.results import predictive_rng
+    from latentzoo.models import DirichletProcessMixture
+    from latentzoo.models.conjugate import DirichletMultinomial, NormalGamma
+
+    rng = np.random.default_rng(1)
+    labels = np.repeat([0, 1], 6)
+    if component == "normal_gamma":
+        model = DirichletProcessMixture(component=NormalGamma())
+        data = Features(rng.normal(size=(12, 3)) + 2.0 * labels[:, None])
+        moment = "mu"
+    else:
+        model = DirichletProcessMixture(component=DirichletMultinomial())
+        data = Features(rng.integers(0, 6, size=(12, 3)))
+        moment = "theta"
+    stats = model.component.stats(data.X, labels, 2)
+    means = model.component.posterior_moments(stats)[moment][0][labels]
+    if component == "dirichlet_multinomial":
+        means = means * data.X.sum(axis=1, keepdims=True)
+    expected = means.mean(axis=0)
+    stream = predictive_rng(0)
+    reps = [model.replicate({"z": labels}, data, stream) for _ in range(4000)]
+    draws = np.stack([rep["feature_mean"][1] for rep in reps])
+    if component == "dirichlet_multinomial":
+        for rep in reps[:5]:
+            np.testing.assert_array_equal(rep["x"][1].sum(axis=1), data.X.sum(axis=1))
+    error = draws.std(axis=0) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(axis=0) - expected) <= 5 * error)
