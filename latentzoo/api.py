@@ -6,7 +6,7 @@ from latentzoo.inference import fitted
 from latentzoo.inference import reference as _reference
 from latentzoo.zoo import entry_for
 
-__all__ = ["fit", "fit_pymc", "load_result"]
+__all__ = ["fit", "fit_pymc", "load_result", "posterior_predictive"]
 
 PYMC_ADVICE = (
     "run longer chains (draws=, tune=), raise target_accept, or start them elsewhere (another "
@@ -211,3 +211,35 @@ def fit_pymc(model, data, **options):
         invariants=getattr(model, "invariant_names", ()),
     )
     return idata
+
+
+def posterior_predictive(fit, data, *, random_state=0, max_draws: int = 100):
+    """``fit`` as ``InferenceData`` with its posterior predictive check, the groups ``latentzoo
+    fit --out`` writes into a file: ``posterior_predictive`` (at most ``max_draws`` replicates
+    of the data, one chain; a sample's draws thinned evenly, or replicates of a point
+    estimate) and the observed summaries beside the data in ``observed_data``, so that
+    ``az.plot_ppc`` runs on it (:func:`latentzoo.inference.fitted.with_posterior_predictive`).
+
+    The replicates are drawn by the model's own ``replicate`` from a random stream of their own
+    (:func:`latentzoo.inference.results.predictive_rng`, seeded by ``random_state``): the fit is
+    not redrawn and stays as it was.
+
+    Raises
+    ------
+    latentzoo.inference.results.NoPosteriorPredictive
+        For a family that defines no replicate of its data (pairwise and central clustering,
+        Bayesian Sets: the message says why), or a sample that kept no parameter draws.
+
+    Examples
+    --------
+    >>> import arviz as az
+    >>> from latentzoo.data import load
+    >>> from latentzoo.models import OneSidedClustering
+    >>> result = fit(OneSidedClustering(2), load("toy"), betas=[1.0], random_state=0)
+    >>> idata = posterior_predictive(result, load("toy"), max_draws=50)
+    >>> idata.posterior_predictive["word_counts"].shape, sorted(idata.observed_data.data_vars)
+    ((1, 50, 8), ['distinct_words', 'word_counts'])
+    """
+    return fitted.with_posterior_predictive(
+        fit, data, random_state=random_state, max_draws=max_draws
+    )

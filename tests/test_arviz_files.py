@@ -597,3 +597,31 @@ def test_mixture_replicates_keep_their_components_expectation(component):
             np.testing.assert_array_equal(rep["x"][1].sum(axis=1), data.X.sum(axis=1))
     error = draws.std(axis=0) / np.sqrt(len(draws))
     assert np.all(np.abs(draws.mean(axis=0) - expected) <= 5 * error)
+
+
+def test_posterior_predictive_of_a_fit_in_memory(corpus):
+    from latentzoo.api import posterior_predictive
+    from latentzoo.inference.results import NoPosteriorPredictive
+    from latentzoo.models import PairwiseClustering
+
+    options = dict(chains=2, draws=30, tune=5, random_state=0, progressbar=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 30 draws: convergence notices are not under test
+        sample = aspect.gibbs(AspectModel(2, alpha=0.5, eta=0.5), corpus, **options)
+        bare = aspect.gibbs(AspectModel(2, alpha=0.5, eta=0.5), corpus, keep_params=False,
+                            **options)  # fmt: skip
+    idata = posterior_predictive(sample, corpus, max_draws=20)
+    assert idata.posterior_predictive.sizes["draw"] == 20
+    assert {"counts", "word_counts", "distinct_words"} == set(idata.observed_data.data_vars)
+    assert "posterior_predictive" not in sample.groups()  # the sample itself is left alone
+    with no_warnings():
+        az.plot_ppc(idata, var_names=["word_counts"])
+        plt.close("all")
+    # Said, not silent: a sample without parameter draws, and a cost model.
+    with pytest.raises(NoPosteriorPredictive, match="keep_params"):
+        posterior_predictive(bare, corpus)
+    model = PairwiseClustering(2)
+    data, _ = model.simulate(0, n_items=8)
+    result = latentzoo.fit(model, data, method="greedy", random_state=0)
+    with pytest.raises(NoPosteriorPredictive, match="cost model"):
+        posterior_predictive(result, data)
