@@ -822,9 +822,11 @@ class _MixtureMethods(LikelihoodHeldout):
         return logsumexp(logs, axis=0) - np.log(len(draws))
 
     def replicate_names(self, names) -> bool:
-        """Whether a draw holding the variables ``names`` can make a replicate: it needs the
-        assignments ``z`` (the cluster parameters are drawn given them)."""
-        return "z" in set(names)
+        """Whether a draw holding the variables ``names`` can make a replicate: the assignments
+        ``z`` (a collapsed sampler's; the cluster parameters are drawn given them), or the
+        weights and the component's parameters (the PyMC reference's draws)."""
+        names = set(names)
+        return "z" in names or {"w", *self.component.param_names} <= names
 
     def predictive_summaries(self, x) -> dict:
         """The summary a posterior predictive check compares, of the observed ``Features`` or of
@@ -862,13 +864,32 @@ class _MixtureMethods(LikelihoodHeldout):
         ((3, 2), ('feature',))
         """
         x = data.X
-        # Occupied clusters renumbered 0..K-1: a DPM's labels may skip numbers.
-        _, labels = np.unique(np.asarray(params["z"], dtype=np.int64), return_inverse=True)
-        n_clusters = int(labels.max(initial=0)) + 1
-        stats = self.component.stats(x, labels, n_clusters)
-        drawn = self.component.sample_posterior(rng, stats)
+        if "z" in params:
+            # Occupied clusters renumbered 0..K-1: a DPM's labels may skip numbers.
+            _, labels = np.unique(np.asarray(params["z"], dtype=np.int64), return_inverse=True)
+            n_clusters = int(labels.max(initial=0)) + 1
+            stats = self.component.stats(x, labels, n_clusters)
+            drawn = self.component.sample_posterior(rng, stats)
+        else:
+            labels, drawn = self._replicate_clusters(params, data, rng)
         replicated = self.component.replicate(rng, drawn, labels, x)
         return {"x": (("item", "feature"), replicated), **self.predictive_summaries(replicated)}
+
+    def _replicate_clusters(self, params, data, rng):
+        """``(labels, cluster parameters)`` of a draw of the weights and the component's
+        parameters (no ``z``): each item's cluster drawn from its posterior
+        :meth:`responsibilities`, as a draw of ``z`` would be; a DPM draw whose weights leave a
+        remainder gives the items drawn into it a new cluster from the prior."""
+        resp = self.responsibilities(params, data)
+        cumulative = np.cumsum(resp, axis=1)
+        uniforms = rng.random((resp.shape[0], 1)) * cumulative[:, -1:]
+        labels = np.minimum((cumulative < uniforms).sum(axis=1), resp.shape[1] - 1)
+        drawn = {name: np.asarray(params[name], dtype=float) for name in self.component.param_names}
+        n_weighted = len(next(iter(drawn.values())))
+        if resp.shape[1] > n_weighted:
+            new = self.component.sample_prior(rng, 1, data.X.shape[1])
+            drawn = {name: np.concatenate([drawn[name], new[name]]) for name in drawn}
+        return labels, drawn
 
     def heldout_draws_usable(self, names, train=None) -> bool:
         """Whether draws holding the variables ``names`` can be scored on held-out items: the

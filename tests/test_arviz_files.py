@@ -625,3 +625,23 @@ def test_posterior_predictive_of_a_fit_in_memory(corpus):
     result = latentzoo.fit(model, data, method="greedy", random_state=0)
     with pytest.raises(NoPosteriorPredictive, match="cost model"):
         posterior_predictive(result, data)
+
+
+def test_mixture_replicates_from_a_reference_draw_of_weights_and_parameters():
+    # The PyMC reference keeps w and theta, no z: each item's cluster is drawn from its
+    # posterior responsibilities, so E[feature_mean] = mean_i sum_k r_ik theta_k.
+    from latentzoo.inference.results import predictive_rng
+    from latentzoo.models import BayesianMixture
+
+    data = load("digits").subset(np.arange(40))
+    model = BayesianMixture(2)
+    rng = np.random.default_rng(2)
+    params = {"w": np.array([0.3, 0.7]), "theta": rng.uniform(0.1, 0.9, size=(2, data.shape[1]))}
+    assert model.replicate_names(params) and not model.replicate_names(["theta"])
+    expected = (model.responsibilities(params, data) @ params["theta"]).mean(axis=0)
+    stream = predictive_rng(0)
+    draws = np.stack(
+        [model.replicate(params, data, stream)["feature_mean"][1] for _ in range(3000)]
+    )
+    error = draws.std(axis=0) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(axis=0) - expected) <= 5 * error + 1e-12)
