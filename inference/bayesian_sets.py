@@ -1141,7 +1141,22 @@ def _exact_level(entry, recipe, model, data, settings, rng, progressbar=False):
         checks.append(Check("exact", f"{label}: scores = (4.1) by quadrature", error < 1e-8,
                             f"max relative error {error:.1e} over {len(X)} items (need < 1e-8)",
                             {"max_relative_error": error}))  # fmt: skip
-    problem = "30 simulated binary items x 6 features, query of 4 items of one set"
+        # An index answers many queries and caches per query size (section 4.4): the same index
+        # queried with 4 items, then 1, must give each query's own scores.
+        index = BayesianSetsIndex(small, local)
+        index.log_scores(query)
+        second = index.log_scores(query[:1])
+        exact = _quadrature_log_scores(prior, X, query[:1])
+        error = float(np.max(np.abs(second - exact) / (1 + np.abs(exact))))
+        checks.append(Check(
+            "exact", f"{label}: a second query of another size on one index = (4.1)",
+            error < 1e-8, f"max relative error {error:.1e} over {len(X)} items of a 1-item query "
+            "after a 4-item one (need < 1e-8)", {"max_relative_error": error},
+        ))  # fmt: skip
+    problem = (
+        "30 simulated binary items x 6 features, query of 4 items of one set (and of 1 item on "
+        "the same index)"
+    )
     return Comparison(checks=checks, problem=problem)
 
 

@@ -724,6 +724,85 @@ def _tree_consistent(partitions: np.ndarray, tree) -> np.ndarray:
     return (np.isin(masks, _node_item_masks(tree)) | (masks == 0)).all(axis=1)
 
 
+MERGE_TOL = 1e-9
+"""Relative tolerance of the recomputed BHC quantities and of the merge order (rounding of sums of
+a few dozen log terms, computed in another order)."""
+
+
+class _RecomputedTree:
+    """Algorithm 3.3 and eqs. (3.2)-(3.3) recomputed in Python for any pair of live nodes of a BHC
+    tree, independently of the numba search (no tables, no heap, no ``merge_quantities``): the
+    marginals ``p(D_S | H_1)`` come from the component's own ``stats`` and ``log_marginal``."""
+
+    def __init__(self, tree, X):
+        from scipy.special import gammaln
+
+        self.component, self.X, self.gammaln = tree.component, X, gammaln
+        leaf_of = np.arange(tree.n_items) if tree.leaf_of is None else tree.leaf_of
+        self.members = [np.flatnonzero(leaf_of == leaf) for leaf in range(tree.n_leaves)]
+        self.log_alpha = float(np.log(tree.alpha))
+        self.log_d = [self.log_alpha + float(gammaln(m.size)) for m in self.members]
+        self.log_ev = [self._log_h1(m) for m in self.members]
+        self._pairs = {}
+
+    def _log_h1(self, items) -> float:
+        stats = self.component.stats(self.X[items], np.zeros(items.size, dtype=np.intp), 1)
+        return float(self.component.log_marginal(stats)[0])
+
+    def merge(self, u: int, v: int) -> tuple:
+        """``(log d, log p(D|T), log r, log(1 - r), log pi)`` of merging live nodes ``u, v``."""
+        key = (min(u, v), max(u, v))
+        if key not in self._pairs:
+            items = np.concatenate([self.members[u], self.members[v]])
+            a = self.log_alpha + float(self.gammaln(items.size))
+            b = self.log_d[u] + self.log_d[v]
+            log_d = float(np.logaddexp(a, b))
+            one, two = a + self._log_h1(items), b + self.log_ev[u] + self.log_ev[v]
+            total = float(np.logaddexp(one, two))
+            self._pairs[key] = (log_d, total - log_d, one - total, two - total, a - log_d)
+        return self._pairs[key]
+
+    def add(self, u: int, v: int) -> None:
+        """Append the node merging ``u`` and ``v``."""
+        log_d, log_ev = self.merge(u, v)[:2]
+        self.members.append(np.concatenate([self.members[u], self.members[v]]))
+        self.log_d.append(log_d)
+        self.log_ev.append(log_ev)
+
+
+def _relative(error, value) -> float:
+    return float(abs(error) / max(1.0, abs(value)))
+
+
+def _bhc_replay(tree, items, greedy: bool) -> tuple[float, float]:
+    """Replay the merges of ``tree`` with :class:`_RecomputedTree`: the largest relative error of
+    its stored per-node quantities (leaves' ``d`` and evidence, each merge's ``d``, evidence,
+    ``r``, ``1 - r`` and ``pi``) and, for a greedy tree, the largest shortfall of a merge's
+    ``log r_k`` below the best live pair's (Algorithm 3.2 merges the pair of highest ``r_k``)."""
+    X = np.asarray(items.X, dtype=np.float64)
+    replay = _RecomputedTree(tree, X)
+    L = tree.n_leaves
+    errors = [_relative(x - y, y) for x, y in zip(tree.leaf_log_d, replay.log_d, strict=True)]
+    errors += [
+        _relative(x - y, y) for x, y in zip(tree.leaf_log_evidence, replay.log_ev, strict=True)
+    ]
+    stored = np.column_stack([tree.log_d, tree.log_evidence, tree.log_r, tree.log_1mr, tree.log_pi])
+    live, shortfall = set(range(L)), 0.0
+    for m, (a, b) in enumerate(np.asarray(tree.children)):
+        chosen = replay.merge(a, b)
+        if greedy:
+            ordered = sorted(live)
+            best = max(
+                replay.merge(u, v)[2] for i, u in enumerate(ordered) for v in ordered[i + 1 :]
+            )
+            shortfall = max(shortfall, _relative(best - chosen[2], best))
+        errors += [_relative(x - y, y) for x, y in zip(stored[m], chosen, strict=True)]
+        replay.add(a, b)
+        live -= {int(a), int(b)}
+        live.add(L + m)
+    return max(errors), shortfall
+
+
 def _features_for(model, data, wanted: int) -> int:
     """``wanted`` features, or the data's number when the component's hyperparameters are set per
     feature (an empirical prior, :meth:`~latentzoo.models.conjugate.BetaBernoulli.from_data`)."""
@@ -775,7 +854,11 @@ def _bhc_exact(entry, recipe, model, data, settings, rng, progressbar=False):
 
     Checks: Corollary 3.1 (the lower bound never exceeds the exact DPM marginal likelihood);
     Theorem 3.1 / eq. (3.9) (the bound equals the DPM mass of the tree-consistent partitions,
-    enumerated independently of the recursion); the predictive weights of (3.11) sum to one. The
+    enumerated independently of the recursion); the predictive weights of (3.11) sum to one; every
+    node's ``d``, ``pi``, ``p(D|T)`` and ``r`` equal their recomputation in Python
+    (:class:`_RecomputedTree`), and every merge of ``bhc`` and ``embhc`` is the live pair of highest
+    ``r_k`` (Algorithm 3.2; the first three hold for any tree, so only these see a wrong merge
+    order or a wrong stored ``pi``). The
     table reports, per problem, the BHC evidence ``log p(D | T)`` against the exact marginal (an
     approximation, Fig. 3.6-3.7) and the largest difference between the tree's and the exact
     co-assignment probabilities (``max abs coassign error``).
@@ -784,10 +867,15 @@ def _bhc_exact(entry, recipe, model, data, settings, rng, progressbar=False):
     from scipy.special import logsumexp
 
     rows, bound_excess, theorem_error, weight_error = [], [], [], []
+    node_error, order_shortfall = [], []
     for label, local, items, method, options in _bhc_exact_problems(model, data, rng):
         if options and "m" in options:
             options = {**options, "random_state": rng}
         tree = entry.methods[method](local, items, **options)
+        # RBHC's top merges come from filtering, not from the greedy search: no merge order.
+        recomputed, shortfall = _bhc_replay(tree, items, greedy=method != "rbhc")
+        node_error.append(recomputed)
+        order_shortfall.append(shortfall)
         exact = local.dpm.log_marginal_likelihood(items)
         partitions, log_post = local.dpm.partition_posterior(items)
         consistent = _tree_consistent(partitions, tree)
@@ -818,6 +906,11 @@ def _bhc_exact(entry, recipe, model, data, settings, rng, progressbar=False):
         )
     worst = int(np.argmax(bound_excess))
     excess, theorem, weight = max(bound_excess), max(theorem_error), max(weight_error)
+    node, order = max(node_error), max(order_shortfall)
+    worst_node, worst_order = (
+        rows[int(np.argmax(node_error))],
+        rows[int(np.argmax(order_shortfall))],
+    )
     # name, largest error over the problems, tolerance, its key in numbers, detail
     limits = [
         ("Corollary 3.1: lower bound <= exact DPM marginal", excess, BOUND_TOL,
@@ -828,6 +921,14 @@ def _bhc_exact(entry, recipe, model, data, settings, rng, progressbar=False):
          f"{theorem:.3g} nats (tolerance {THEOREM_TOL:g})"),
         ("eq. (3.11): predictive weights sum to one", weight, 1e-12,
          "max_error", f"largest |sum - 1| = {weight:.3g}"),
+        ("Algorithm 3.3 recomputed: every node's d, pi, p(D|T) and r", node, MERGE_TOL,
+         "max_relative_error", f"largest relative error {node:.3g} of the stored per-node "
+         f"quantities against their recomputation (tolerance {MERGE_TOL:g}) on "
+         f"'{worst_node['problem']}' ({worst_node['method']})"),
+        ("Algorithm 3.2: every merge is the live pair of highest r_k", order, MERGE_TOL,
+         "max_shortfall", f"largest (best live log r - merged log r) / max(1, |best|) = "
+         f"{order:.3g} (tolerance {MERGE_TOL:g}) on '{worst_order['problem']}' "
+         f"({worst_order['method']}; bhc and embhc, whose merges are greedy)"),
     ]  # fmt: skip
     checks = [
         Check("exact", name, bool(error <= tol), detail, {key: float(error)})
@@ -1217,18 +1318,78 @@ def central() -> ValidationRecipe:
 
 
 # ------------------------------------------------------------------ hierarchical cluster abstraction
+HACM_DRAW_PRIORS = {"alpha": 0.5, "eta": 0.3, "gamma": 3.0}
+"""Priors of the HACM's draw check besides the user's: far apart, so that a draw using one prior
+for another (``eta`` for ``gamma``: 0.09 apart at the defaults) moves each Beta marginal far."""
+
+HACM_DRAW_STATES, HACM_DRAWS = 2, 800
+"""States per problem of the draw check (each after 5 Gibbs sweeps from ``init``) and ``draw``
+calls per state."""
+
+
+def _hacm_conditional_laws(sampler, state) -> dict:
+    """The exact conditional law of each parameter ``draw`` returns, given the counts of
+    ``state``, as Beta marginals of Dirichlet coordinates (the model's definition, not the
+    sampler's code): ``rho ~ Dir(m + alpha)``, ``q_nu ~ Dir(c_nu + eta)``, and ``tau`` over each
+    leaf's levels ``Dir(c_a + gamma)`` (the leaf form), per row ``Dir(gamma + [a = z_i] c_i)``
+    (the object form; zero past a leaf's depth), nothing random for the constant form."""
+    model = sampler.model
+    rho = state.sizes + model.alpha
+    q = state.c_qt.T + model.eta
+    laws = {
+        "rho": beta_marginal(rho, rho.sum()),
+        "q": beta_marginal(q, q.sum(axis=1, keepdims=True)),
+    }
+    valid = sampler.valid
+    if model.tau == "leaf":
+        tau = np.where(valid, state.c_lev + model.gamma, 0.0)
+    elif model.tau == "object":
+        own = state.z[:, None] == np.arange(valid.shape[0])  # (rows, leaves)
+        counts = own[:, :, None] * state.c_lev[:, None, :]
+        tau = np.where(valid, model.gamma + counts, 0.0)
+    else:
+        return laws
+    laws["tau"] = beta_marginal(tau, tau.sum(axis=-1, keepdims=True))
+    return laws
+
+
+def _hacm_draw_residuals(sampler, rng, label: str) -> dict:
+    """Probability-integral-transform residuals of ``sampler.draw`` at a few fixed states: under a
+    right ``draw`` each is the mean-zero ``u - 1/2`` or ``u^2 - 1/3`` of a uniform ``u``."""
+    from latentzoo.inference.compare import pit_residuals
+
+    out = {}
+    for _ in range(HACM_DRAW_STATES):
+        state = sampler.init(rng)
+        for _ in range(5):
+            state, _ = sampler.step(state, rng)
+        laws = _hacm_conditional_laws(sampler, state)
+        draws = [sampler.draw(state, rng) for _ in range(HACM_DRAWS)]
+        for name, law in laws.items():
+            first, second = pit_residuals(np.stack([d[name] for d in draws]), law)
+            out.setdefault(f"{label}: {name}|F", []).append(first)
+            out.setdefault(f"{label}: {name}|F^2", []).append(second)
+    return {key: np.concatenate(parts) for key, parts in out.items()}
+
+
 def _hacm_exact(entry, recipe, model, data, settings, rng, progressbar=False):
     """Exact level of the HACM: on two tiny corpora (a balanced and a ragged tree) and each form
     of ``tau``, the collapsed Gibbs sampler's final states of many independent chains against the
-    posterior over every (leaf, level) assignment enumerated from ``collapsed_log_joint``."""
+    posterior over every (leaf, level) assignment enumerated from ``collapsed_log_joint``; and
+    ``draw`` against the exact conditional law of ``rho``, ``q`` and ``tau`` given fixed states
+    (:func:`_hacm_conditional_laws`), at the user's priors and at :data:`HACM_DRAW_PRIORS`."""
     gibbs_class, enumerated_posterior = recipe.problems["exact"]
-    from latentzoo.inference.compare import exact_test
+    from latentzoo.inference.compare import exact_test, moment_test
     from latentzoo.models.cluster_abstraction import ClusterAbstractionModel, TopicTree
 
     corpora = {
         "depth-1 tree, 3 rows": (TopicTree.complete_binary(1), [[1, 1, 0], [0, 1, 1], [2, 0, 0]]),
         "ragged tree, 2 rows": (TopicTree([-1, 0, 0, 1, 1]), [[1, 0], [1, 1]]),
     }
+    # The draw check's own generator, spawned so that the levels after this one see the same
+    # random numbers with or without it.
+    draw_rng = rng.spawn(1)[0]
+    residuals = {}
     checks = []
     alpha = 1e-3 / (len(corpora) * 3)  # Bonferroni over the six problems
     for label, (tree, counts) in corpora.items():
@@ -1245,13 +1406,29 @@ def _hacm_exact(entry, recipe, model, data, settings, rng, progressbar=False):
             check.name = f"{label}, tau={form}: state frequencies = enumerated posterior"
             check.level = "exact"
             checks.append(check)
+            for priors in ("yours", "informative"):
+                drawn = local
+                if priors == "informative":
+                    drawn = dataclasses.replace(local, **HACM_DRAW_PRIORS)
+                sampler = gibbs_class(drawn, tiny)
+                where = f"{label}, tau={form}, {priors} priors"
+                residuals.update(_hacm_draw_residuals(sampler, draw_rng, where))
+    draw_check = moment_test(residuals, name="draw(): rho, q, tau = exact conditional laws")
+    draw_check.level = "exact"
+    draw_check.detail += (
+        f" ({len(corpora)} corpora x 3 forms of tau x 2 priors (yours, "
+        f"{', '.join(f'{k}={v:g}' for k, v in HACM_DRAW_PRIORS.items())}), {HACM_DRAW_STATES} "
+        f"states x {HACM_DRAWS} draws each)"
+    )
+    checks.append(draw_check)
     result = Comparison(checks=checks)
     result.problem = (
         "synthetic tiny data, 2 corpora x 3 forms of tau: a depth-1 tree (K=2 leaves, 3 x 3 "
         f"counts) and a ragged tree (K=3 leaves, 2 x 2) ({_priors(model)}, "
         f"gamma={model.gamma:g}); per problem Gibbs {settings.exact_chains} independent chains x "
         f"1 draw after {settings.exact_sweeps} burn-in sweeps, against every (leaf, level) "
-        "assignment enumerated (no PyMC)"
+        "assignment enumerated (no PyMC); draw() at fixed states against the exact conditional "
+        "laws"
     )
     return result
 

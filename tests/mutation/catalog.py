@@ -12,14 +12,25 @@ model where it is not.
 
 ``kind`` is one of ``KINDS``: ``"gibbs"`` (a sampler's kernel, ``step`` or ``draw``), ``"em"``
 (an EM M-step), ``"pymc"`` (the PyMC reference declaration), ``"model"`` (the model's own exact
-quantities or simulator, which the levels use as their truth).
+quantities or simulator, which the levels use as their truth), ``"tree"`` (BHC's tree builders),
+``"score"`` (Bayesian Sets' scores), ``"annealing"`` (deterministic annealing of pairwise and
+central clustering).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["FAMILIES", "KINDS", "MUTATIONS", "RELEVANT_LEVELS", "Mutation", "by_id", "model_for"]
+__all__ = [
+    "FAMILIES",
+    "KINDS",
+    "MUTATIONS",
+    "RELEVANT_LEVELS",
+    "Mutation",
+    "by_id",
+    "model_for",
+    "relevant_levels",
+]
 
 FAMILIES = {
     "aspect": "AspectModel(2)",
@@ -28,20 +39,35 @@ FAMILIES = {
     "product_space": "ProductSpaceMixture(2, 2)",
     "dpm": "DirichletProcessMixture()",
     "finite_mixture": "BayesianMixture(2)",
+    # The CLI's default for bhc, the empirical prior of its digits (the flat Beta(1, 1) fails the
+    # reference level on digits: co-assignment correlation 0.03 with the DPM's at seed 0).
+    "bhc": "BayesianHierarchicalClustering(component=BetaBernoulli.from_data("
+    "__import__('latentzoo.data').data.load('digits').X, scale=2.0))",
+    "bayesian_sets": "BayesianSets()",
+    "pairwise": "PairwiseClustering(2)",
+    "central": "CentralClustering(2)",
+    "cluster_abstraction": "ClusterAbstractionModel(1)",
 }
 """Family -> the model ``validate`` is run with (evaluated with ``latentzoo.models``' names)."""
 
-KINDS = ("gibbs", "em", "pymc", "model")
+KINDS = ("gibbs", "em", "pymc", "model", "tree", "score", "annealing")
 
 RELEVANT_LEVELS = {
     "gibbs": ("exact", "reference", "mode-matched", "calibrated"),
     "em": ("reference", "optimality", "mode-matched"),
     "pymc": ("density", "reference", "optimality", "mode-matched"),
     "model": None,
+    "tree": ("exact", "reference"),
+    "score": ("exact", "reference"),
+    "annealing": ("exact", "reference", "optimality"),
 }
 """Kind -> the levels that execute the mutated code (None: every level), for ``--relevant``: a
 sampler bug cannot change the density or optimality levels, which never run the sampler, nor a
-PyMC bug the exact or calibrated levels, which never run PyMC."""
+PyMC bug the exact or calibrated levels, which never run PyMC. ``tree`` (a BHC tree builder),
+``score`` (Bayesian Sets' closed-form scores) and ``annealing`` (pairwise or central deterministic
+annealing) are the point estimators of the families without a sampler. A mutation's own
+``levels`` overrides its kind's when the family's levels differ (the HACM's reference level runs
+PyMC and Gibbs, never its EM)."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +91,9 @@ class Mutation:
     model : str
         Constructor expression overriding the family's (empty: the family's), for bugs that are
         invisible at the family's default priors.
+    levels : tuple of str
+        The levels that run the mutated code, for ``--relevant`` (empty: its kind's,
+        :data:`RELEVANT_LEVELS`).
 
     Examples
     --------
@@ -81,6 +110,20 @@ class Mutation:
     description: str
     kind: str
     model: str = ""
+    levels: tuple[str, ...] = ()
+
+
+def relevant_levels(mutation: Mutation):
+    """The levels that run the code ``mutation`` changes (None: every level).
+
+    Examples
+    --------
+    >>> relevant_levels(by_id("hacm-em-tau-pseudo-count"))
+    ('optimality',)
+    >>> relevant_levels(by_id("aspect-em-theta-alpha"))
+    ('reference', 'optimality', 'mode-matched')
+    """
+    return mutation.levels or RELEVANT_LEVELS[mutation.kind]
 
 
 def model_for(mutation: Mutation) -> str:
@@ -115,6 +158,10 @@ _TWO = "inference/two_sided.py"
 _PMM = "inference/product_space.py"
 _MIX = "inference/mixture.py"
 _DPM_ALPHA2 = "DirichletProcessMixture(alpha=2.0)"
+_BHC = "inference/bhc.py"
+_SETS = "inference/bayesian_sets.py"
+_PAIR = "inference/pairwise.py"
+_HACM = "inference/cluster_abstraction.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ aspect model (LDA)
@@ -511,5 +558,280 @@ MUTATIONS: tuple[Mutation, ...] = (
         'pm.Dirichlet("w", a=np.full(k, self.alpha)',
         "PyMC reference: w ~ Dir(alpha) instead of Dir(alpha/K)",
         "pymc",
+    ),
+    # ------------------------------------------------ Bayesian hierarchical clustering (BHC)
+    Mutation(
+        "bhc-leaf-pairs-beta-normaliser",
+        "bhc",
+        _BHC,
+        "f = np.array([tables[0, 0, m] + tables[1, 0, 2 - m] - tables[2, 0, 2] for m in range(3)])",
+        "f = np.array([tables[0, 0, m] + tables[1, 0, 2 - m] for m in range(3)])",
+        "leaf-pair ranking (one matrix product) drops the Beta normaliser lgamma(a + b + 2): leaf "
+        "pairs outrank merged nodes",
+        "tree",
+    ),
+    Mutation(
+        "bhc-log-pi-is-log-1-minus-pi",
+        "bhc",
+        "models/bhc.py",
+        "return log_d, tot - log_d, one - tot, two - tot, a - log_d",
+        "return log_d, tot - log_d, one - tot, two - tot, b - log_d",
+        "merge quantities return log(1 - pi_k) as log pi_k (the tree and its r_k are unchanged)",
+        "tree",
+    ),
+    Mutation(
+        "bhc-rescan-stale-best",
+        "bhc",
+        _BHC,
+        "            rescans += 1\n            best[i] = -np.inf\n",
+        "            rescans += 1\n",
+        "rescan keeps the stale best score: the node's first live neighbour becomes its partner",
+        "tree",
+    ),
+    Mutation(
+        "bhc-new-node-scan-off-by-one",
+        "bhc",
+        _BHC,
+        "        for idx in range(n_live):\n            j = live[idx]\n            s = _pair_score(\n"
+        "                kind, hyper, tables, const, lgn, rows, log_d, log_ev, log_alpha, k, j",
+        "        for idx in range(n_live - 1):\n            j = live[idx]\n            s = _pair_score(\n"
+        "                kind, hyper, tables, const, lgn, rows, log_d, log_ev, log_alpha, k, j",
+        "a new node is scored against every live node but the last",
+        "tree",
+    ),
+    Mutation(
+        "bhc-leaf-d-drops-gamma",
+        "bhc",
+        "models/bhc.py",
+        "log_d[:L] = math.log(self.alpha) + gammaln(sizes)  # Algorithm 3.3: d = alpha Gamma(n_i)",
+        "log_d[:L] = math.log(self.alpha)  # Algorithm 3.3: d = alpha Gamma(n_i)",
+        "leaf d = alpha instead of alpha Gamma(n_c): wrong only for EMBHC's cluster leaves",
+        "tree",
+    ),
+    Mutation(
+        "rbhc-size-prior-pseudo-count",
+        "bhc",
+        _BHC,
+        "log_prior = np.log(stats[:, 0])",
+        "log_prior = np.log(stats[:, 0] + 1.0)",
+        "RBHC filter: CRP weight n_c + 1 instead of n_c",
+        "tree",
+    ),
+    Mutation(
+        "rbhc-small-set-off-by-one",
+        "bhc",
+        _BHC,
+        "        if items.size <= m:\n",
+        "        if items.size < m:\n",
+        "RBHC: a set of exactly m items is subsampled and filtered instead of getting its BHC tree",
+        "tree",
+    ),
+    Mutation(
+        "rbhc-filter-drops-prior",
+        "bhc",
+        _BHC,
+        "side = _argmax_predictive(comp, stats, X[rest], log_prior)",
+        "side = _argmax_predictive(comp, stats, X[rest])",
+        "RBHC filter ignores the side's prior pi_c (equal priors, as EMBHC's)",
+        "tree",
+    ),
+    Mutation(
+        "embhc-stale-seed-statistics",
+        "bhc",
+        _BHC,
+        "new = _argmax_predictive(comp, stats, X)",
+        "new = _argmax_predictive(comp, seed_stats, X)",
+        "EMBHC: hard-EM steps reassign against the seed items' statistics, not the clusters'",
+        "tree",
+    ),
+    Mutation(
+        "embhc-em-steps-off-by-one",
+        "bhc",
+        _BHC,
+        "    for _ in range(n_em_steps):\n",
+        "    for _ in range(n_em_steps - 1):\n",
+        "EMBHC runs one hard-EM step fewer than asked",
+        "tree",
+    ),
+    # ------------------------------------------------------------------------ Bayesian Sets
+    Mutation(
+        "bsets-c-drops-normaliser",
+        "bayesian_sets",
+        _SETS,
+        "c = log_ab - float(np.sum(np.log(a + b + n))) + float(np.sum(shift))",
+        "c = log_ab + float(np.sum(shift))",
+        "constant c of (4.13) drops sum log(a + b + N) (the ranking is unchanged, the scores not)",
+        "score",
+    ),
+    Mutation(
+        "bsets-query-weight-pseudo-count",
+        "bayesian_sets",
+        _SETS,
+        "weights[cols] = np.log1p(sums / a[cols]) - shift",
+        "weights[cols] = np.log1p(sums / (a[cols] + 1.0)) - shift",
+        "q_j of (4.16) with pseudo-count a_j + 1 instead of a_j",
+        "score",
+    ),
+    Mutation(
+        "bsets-shift-off-by-one",
+        "bayesian_sets",
+        _SETS,
+        "shift = np.log1p((n - sums) / b[cols])",
+        "shift = np.log1p((n - sums - 1.0) / b[cols])",
+        "query features' shift log(1 + (N - m_j) / b_j) with N - m_j - 1",
+        "score",
+    ),
+    Mutation(
+        "bsets-base-stale-cache",
+        "bayesian_sets",
+        _SETS,
+        "        if n not in self._bases:\n",
+        "        if not self._bases:\n",
+        "the per-query-size cache of the absent features' weights is filled once: a later query "
+        "of another size reuses the first size's",
+        "score",
+    ),
+    # ----------------------------------------------------------- pairwise clustering annealing
+    Mutation(
+        "pairwise-potential-self-share",
+        "pairwise",
+        _PAIR,
+        "    n_rest = sizes[v] - r\n",
+        "    n_rest = sizes[v]\n",
+        "mean-field potential (26): the item's own share not removed from the cluster size",
+        "annealing",
+    ),
+    Mutation(
+        "pairwise-centre-factor",
+        "pairwise",
+        _PAIR,
+        "centre = w_rest / (2.0 * n_rest) if n_rest > 1e-12 else 0.0",
+        "centre = w_rest / n_rest if n_rest > 1e-12 else 0.0",
+        "mean-field potential (26): the centre term misses its factor 1/2",
+        "annealing",
+    ),
+    Mutation(
+        "pairwise-logit-sign",
+        "pairwise",
+        _PAIR,
+        "logits[v] = -(potential - fields[i, v]) / temperature",
+        "logits[v] = (potential - fields[i, v]) / temperature",
+        "mean-field update with the sign of the potential inverted (favours the worst cluster)",
+        "annealing",
+    ),
+    Mutation(
+        "pairwise-start-below-critical",
+        "pairwise",
+        _PAIR,
+        "T0 = 1.5 * T_c if T_c > 0 else max(float(D.max()), 1e-12)",
+        "T0 = 0.5 * T_c if T_c > 0 else max(float(D.max()), 1e-12)",
+        "schedule starts at 0.5 T_c instead of 1.5 T_c (below the first phase transition)",
+        "annealing",
+    ),
+    # ------------------------------------------------------------ central clustering annealing
+    Mutation(
+        "central-critical-temperature-factor",
+        "central",
+        _PAIR,
+        "temperatures[v], axes[v], spreads[v] = 2.0 * top, vectors[:, -1], np.sqrt(top)",
+        "temperatures[v], axes[v], spreads[v] = top, vectors[:, -1], np.sqrt(top)",
+        "cluster critical temperature lambda_max instead of 2 lambda_max",
+        "annealing",
+    ),
+    Mutation(
+        "central-em-unnormalised-sizes",
+        "central",
+        _PAIR,
+        "                share = weights[v] / total\n                sizes[v] += share\n",
+        "                share = weights[v] / total\n                sizes[v] += weights[v]\n",
+        "EM kernel: cluster mass sums the unnormalised weights (centroids (14) off)",
+        "annealing",
+    ),
+    Mutation(
+        "central-unstable-inverted",
+        "central",
+        _PAIR,
+        "unstable = order[temperatures[order] > T * (1 + _UNSTABLE_MARGIN)][:1]",
+        "unstable = order[temperatures[order] < T * (1 + _UNSTABLE_MARGIN)][:1]",
+        "a cluster is split when it is stable (its critical temperature below T), not unstable",
+        "annealing",
+    ),
+    Mutation(
+        "central-log-partition-drops-largest",
+        "central",
+        _PAIR,
+        "log_partition += np.log(total) + largest",
+        "log_partition += np.log(total)",
+        "EM kernel: log Z_i misses the shift it was computed with (free energy (10) wrong)",
+        "annealing",
+    ),
+    # ---------------------------------------------- hierarchical cluster-abstraction model (HACM)
+    Mutation(
+        "hacm-draw-tau-eta",
+        "cluster_abstraction",
+        _HACM,
+        "tau = dirichlet_rows(rng, np.where(self.valid, state.c_lev + model.gamma, 0.0))",
+        "tau = dirichlet_rows(rng, np.where(self.valid, state.c_lev + model.eta, 0.0))",
+        "draw(): tau ~ Dir(c + eta) instead of Dir(c + gamma)",
+        "gibbs",
+    ),
+    Mutation(
+        "hacm-draw-rho-minus-one",
+        "cluster_abstraction",
+        _HACM,
+        "rho = dirichlet_rows(rng, (state.sizes + model.alpha)[None, :])[0]",
+        "rho = dirichlet_rows(rng, (state.sizes + model.alpha - 1.0)[None, :])[0]",
+        "draw(): rho ~ Dir(m + alpha - 1) instead of Dir(m + alpha)",
+        "gibbs",
+    ),
+    Mutation(
+        "hacm-gibbs-drop-alpha",
+        "cluster_abstraction",
+        _HACM,
+        "            lp = math.log(sizes[a] + alpha)\n            for t in range(first, last):\n",
+        "            lp = math.log(sizes[a] + 1e-300)\n            for t in range(first, last):\n",
+        "leaf weight m_a instead of m_a + alpha in the leaf conditional",
+        "gibbs",
+    ),
+    Mutation(
+        "hacm-gibbs-level-normaliser",
+        "cluster_abstraction",
+        _HACM,
+        "lp -= math.log(c_lev_tot[a] + lengths[a] * gamma)",
+        "lp -= math.log(c_lev_tot[a] + gamma)",
+        "leaf conditional: level normaliser c_a + gamma instead of c_a + L_a gamma",
+        "gibbs",
+    ),
+    Mutation(
+        "hacm-em-tau-pseudo-count",
+        "cluster_abstraction",
+        _HACM,
+        "new_tau = _normalise_tau(n_tau, model.gamma - 1.0, self.valid)",
+        "new_tau = _normalise_tau(n_tau, model.gamma, self.valid)",
+        "MAP M-step of tau with pseudo-count gamma instead of gamma - 1",
+        "em",
+        levels=("optimality",),
+    ),
+    Mutation(
+        "hacm-em-q-pseudo-count",
+        "cluster_abstraction",
+        _HACM,
+        "new_q = normalise_rows(n_q, model.eta - 1.0, q.shape[1])",
+        "new_q = normalise_rows(n_q, model.eta, q.shape[1])",
+        "MAP M-step of q with pseudo-count eta instead of eta - 1",
+        "em",
+        levels=("optimality",),
+    ),
+    Mutation(
+        "hacm-em-rho-pseudo-count",
+        "cluster_abstraction",
+        _HACM,
+        "new_rho = normalise_rows(resp.sum(axis=0)[None, :], model.alpha - 1.0, len(rho))[0]\n"
+        "        new_q = normalise_rows(n_q",
+        "new_rho = normalise_rows(resp.sum(axis=0)[None, :], model.alpha, len(rho))[0]\n"
+        "        new_q = normalise_rows(n_q",
+        "MAP M-step of rho with pseudo-count alpha instead of alpha - 1",
+        "em",
+        levels=("optimality",),
     ),
 )

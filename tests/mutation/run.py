@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from tests.mutation.catalog import FAMILIES, MUTATIONS, RELEVANT_LEVELS, Mutation, model_for
+from tests.mutation.catalog import FAMILIES, MUTATIONS, Mutation, model_for, relevant_levels
 
 __all__ = [
     "Outcome",
@@ -636,7 +636,7 @@ def main(argv=None) -> int:
         if what == "control":
             outcome = run_control(item[0], item[1], **options)
         elif args.relevant and not args.levels:
-            outcome = run_mutation(item, **{**options, "levels": RELEVANT_LEVELS[item.kind]})
+            outcome = run_mutation(item, **{**options, "levels": relevant_levels(item)})
         else:
             outcome = run_mutation(item, **options)
         failed = ", ".join(outcome.failed_levels) or "-"
