@@ -600,7 +600,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tree",
     ),
     Mutation(
-        "bhc-leaf-d-drops-gamma",
+        "embhc-leaf-d-drops-gamma",
         "bhc",
         "models/bhc.py",
         "log_d[:L] = math.log(self.alpha) + gammaln(sizes)  # Algorithm 3.3: d = alpha Gamma(n_i)",

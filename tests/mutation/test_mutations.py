@@ -40,6 +40,19 @@ def test_catalog_covers_what_the_issue_asks():
     for family in ("aspect", "one_sided", "product_space"):
         assert count("em", {family}) >= 1, family
     assert count("pymc", set(FAMILIES)) >= 2
+    # Issue 25: at least 3 mutations of every fast method of the families without a sampler
+    # (BHC's three builders by id prefix) and of the HACM's Gibbs sampler and EM.
+    for prefix in ("bhc-", "rbhc-", "embhc-"):
+        assert sum(m.id.startswith(prefix) for m in MUTATIONS) >= 3, prefix
+    for family, kind in [
+        ("bayesian_sets", "score"),
+        ("pairwise", "annealing"),
+        ("central", "annealing"),
+        ("cluster_abstraction", "gibbs"),
+        ("cluster_abstraction", "em"),
+    ]:
+        assert count(kind, {family}) >= 3, (family, kind)
+    assert any(m.id == "hacm-draw-tau-eta" for m in MUTATIONS), "the issue's missed HACM draw"
 
 
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=IDS)
