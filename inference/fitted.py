@@ -155,8 +155,15 @@ def append_posterior_predictive(fit, path, data, *, random_state=0) -> str | Non
         groups = posterior_predictive(as_inference_data(fit, data), data, random_state=random_state)
     except NoPosteriorPredictive as reason:
         return str(reason)
+    import h5netcdf
+
+    with h5netcdf.File(str(path), "r") as stored:
+        written = {name: set(group.variables) for name, group in stored.groups.items()}
     for group, dataset in groups.items():
-        # The data already stored in observed_data stay as they are: only the summaries join.
+        # What a group of the file holds already (observed_data's data and coordinates) stays as
+        # it is: only the new variables join it.
+        dataset = dataset.drop_vars([name for name in dataset.variables
+                                     if name in written.get(group, ())])  # fmt: skip
         encoding = {name: {"zlib": True} for name, var in dataset.data_vars.items()
                     if var.dtype.kind in "biuf"}  # fmt: skip
         dataset.to_netcdf(str(path), mode="a", group=group, engine="h5netcdf", encoding=encoding)

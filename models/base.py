@@ -355,9 +355,9 @@ class CellHeldout:
     """Names of the rows and columns of the counts in the ``observed_data`` and
     ``posterior_predictive`` groups (the model's own coordinates)."""
 
-    def replicate_params(self, params, rng) -> dict:
-        """The draw (or estimate) with which one replicate is made: ``params`` as they are. A
-        family whose estimate holds soft memberships draws hard ones here
+    def replicate_params(self, params, data, rng) -> dict:
+        """The draw (or estimate) with which one replicate of ``data`` is made: ``params`` as
+        they are. A family whose rows belong to one cluster each draws the memberships here
         (:meth:`RowMemberships.replicate_params`)."""
         return params
 
@@ -426,7 +426,7 @@ class CellHeldout:
         >>> out["counts"][1].sum(axis=1).tolist(), out["word_counts"][0]
         ([2, 4], ('word',))
         """
-        params = self.replicate_params(params, rng)
+        params = self.replicate_params(params, data, rng)
         probabilities = self.replicate_probabilities(params, data)
         counts = rng.multinomial(data.row_totals, probabilities)
         return {"counts": (self.count_dims, counts), **self.predictive_summaries(counts)}
@@ -466,19 +466,24 @@ class RowMemberships:
     ``resp`` (N, K) and column distributions ``q`` (K', M): one-sided clustering and the cluster
     abstraction model."""
 
-    def replicate_params(self, params, rng) -> dict:
-        """The draw with hard memberships for one replicate, as the model generates a row: a
-        draw's assignments ``z``, else one cluster per row drawn from the estimate's ``resp``,
-        given to the family's cell probabilities as one-hot ``resp``.
+    def replicate_params(self, params, data, rng) -> dict:
+        """The draw with hard memberships for one replicate of ``data``, as the model generates
+        a row: a draw's assignments ``z``, else one cluster per row drawn from the estimate's
+        ``resp``, else from the rows' posterior given the parameters (a PyMC draw of ``rho`` and
+        ``q``: ``responsibilities``), given to the family's cell probabilities as one-hot
+        ``resp``.
 
         Examples
         --------
         >>> from latentzoo.models import OneSidedClustering
-        >>> draw = OneSidedClustering(2).replicate_params({"resp": [[0.0, 1.0]]}, np.random.default_rng(0))
+        >>> rng = np.random.default_rng(0)
+        >>> draw = OneSidedClustering(2).replicate_params({"resp": [[0.0, 1.0]]}, None, rng)
         >>> draw["resp"].tolist()
         [[0.0, 1.0]]
         """
         params = dict(params)
+        if "z" not in params and "resp" not in params and data is not None:
+            params["resp"] = self.responsibilities(params, data)
         if "z" in params:
             labels = np.asarray(params.pop("z"), dtype=np.int64)
             n_clusters = int(labels.max(initial=0)) + 1

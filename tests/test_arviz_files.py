@@ -645,3 +645,17 @@ def test_mixture_replicates_from_a_reference_draw_of_weights_and_parameters():
     )
     error = draws.std(axis=0) / np.sqrt(len(draws))
     assert np.all(np.abs(draws.mean(axis=0) - expected) <= 5 * error + 1e-12)
+
+
+def test_clustering_replicates_from_a_reference_draw_of_rho_and_q():
+    # A PyMC draw of one-sided clustering holds rho and q only: each row's cluster is drawn
+    # from its posterior given its counts, as the sampler's z would be.
+    from latentzoo.inference.results import predictive_rng
+
+    model, data, estimate = _checked_params("one_sided")
+    params = {name: estimate[name] for name in ("rho", "q")}
+    name, expected = _expected_summary(model, data, params)
+    stream = predictive_rng(1)
+    draws = np.stack([model.replicate(params, data, stream)[name][1] for _ in range(2000)])
+    error = draws.std(axis=0) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(axis=0) - expected) <= 5 * error + 1e-9)
