@@ -71,7 +71,7 @@ from latentzoo.inference.mcmc import (
     next_uniform,
     uniform_labels,
 )
-from latentzoo.models.aspect import NO_ROW_NORM, AspectModel, row_log_likelihoods
+from latentzoo.models.aspect import AspectModel
 from latentzoo.models.invariants import default_dyads
 
 __all__ = ["AspectEM", "AspectGibbs", "em_bytes", "em_pass", "gibbs_bytes", "gibbs_sweep"]
@@ -911,49 +911,15 @@ def _dirichlet_concentrations(n_doc_topic, n_word_topic, alpha, eta):
     return out
 
 
-@nb.njit(cache=True, inline="always")
-def _marsaglia_tsang(d, c, state, spare, has_spare):
-    """``d V``, a standard Gamma variate of shape ``d + 1/3 >= 1`` (``c = 1 / sqrt(9 d)``), by
-    Marsaglia & Tsang (2000): the squeeze accepts most proposals without a logarithm. Normals
-    come from the polar method, both of each pair used: ``spare``/``has_spare`` carry the second
-    from call to call. Returns ``(d V, spare, has_spare)``."""
-    while True:
-        if has_spare:
-            x = spare
-            has_spare = False
-        else:
-            while True:
-                u1 = 2.0 * next_uniform(state) - 1.0
-                u2 = 2.0 * next_uniform(state) - 1.0
-                r = u1 * u1 + u2 * u2
-                if 0.0 < r < 1.0:
-                    break
-            f = math.sqrt(-2.0 * math.log(r) / r)
-            x = u1 * f
-            spare = u2 * f
-            has_spare = True
-        v = 1.0 + c * x
-        if v <= 0.0:
-            continue
-        v = v * v * v
-        u = next_uniform(state)
-        x2 = x * x
-        if u < 1.0 - 0.0331 * x2 * x2:
-            break
-        if math.log(u) < 0.5 * x2 + d * (1.0 - v + math.log(v)):
-            break
-    return d * v, spare, has_spare
-
-
 @nb.njit(cache=True)
 def _standard_gammas(shapes, state):
     """One standard Gamma variate per entry of ``shapes``, from the chain's generator ``state``.
 
-    :func:`_marsaglia_tsang` for shapes of at least 1; a shape ``a < 1`` is boosted,
-    ``Gamma(a) = Gamma(a + 1) U**(1/a)``. Exact, and reproducible from ``state`` (the
-    one-element ``uint64`` array of :func:`~latentzoo.inference.mcmc.next_uniform`, advanced in
-    place). A boosted variate of a tiny shape can underflow to 0, as numpy's does. The kept draws
-    use the same variates fused with their normalisation (:func:`_dirichlet_draw`).
+    Marsaglia & Tsang (2000) for shapes of at least 1 (the squeeze accepts most proposals without
+    a logarithm), with normals from the polar method (both of each pair used); a shape ``a < 1``
+    is boosted, ``Gamma(a) = Gamma(a + 1) U**(1/a)``. Exact, and reproducible from ``state``
+    (the one-element ``uint64`` array of :func:`~latentzoo.inference.mcmc.next_uniform`,
+    advanced in place). A boosted variate of a tiny shape can underflow to 0, as numpy's does.
 
     Examples
     --------
@@ -973,67 +939,33 @@ def _standard_gammas(shapes, state):
             a += 1.0
         d = a - 1.0 / 3.0
         c = 1.0 / math.sqrt(9.0 * d)
-        variate, spare, has_spare = _marsaglia_tsang(d, c, state, spare, has_spare)
-        out[i] = variate * boost
-    return out
-
-
-@nb.njit(cache=True)
-def _dirichlet_draw(n_doc_topic, n_word_topic, alpha, eta, state, theta, phi_t):
-    """``theta | z ~ Dir(n_d + alpha)`` into ``theta`` and ``phi | z ~ Dir(n_k + eta)`` into
-    ``phi_t`` (``M x K``), in one pass: normalised Gamma variates from the chain's generator.
-
-    The variates are those of :func:`_standard_gammas` on :func:`_dirichlet_concentrations`, in
-    the same order (``theta`` row after row, then ``phi`` topic after topic) and with the same
-    arithmetic, so the draw is bit for bit the one :func:`_draw_and_score` makes of them; but no
-    array of shapes or variates is formed (each variate goes to its place and is divided by its
-    row's sum there), and the Marsaglia-Tsang constants of the last shape are kept, since most
-    shapes repeat (``eta`` on every word a topic does not hold). A row whose variates all
-    underflowed falls back to its mean, as :func:`~latentzoo.inference.mcmc.dirichlet_rows` does.
-    """
-    n_docs, n_topics = n_doc_topic.shape
-    n_words = n_word_topic.shape[0]
-    spare = 0.0
-    has_spare = False
-    last_shape = -1.0
-    d = c = 0.0
-    for r in range(n_docs + n_topics):
-        doc_row = r < n_docs
-        width = n_topics if doc_row else n_words
-        k = r - n_docs
-        total = 0.0
-        for e in range(width):
-            a = n_doc_topic[r, e] + alpha if doc_row else n_word_topic[e, k] + eta
-            boost = 1.0
-            if a < 1.0:
-                boost = math.exp(math.log(next_uniform(state)) / a)
-                a += 1.0
-            if a != last_shape:
-                last_shape = a
-                d = a - 1.0 / 3.0
-                c = 1.0 / math.sqrt(9.0 * d)
-            variate, spare, has_spare = _marsaglia_tsang(d, c, state, spare, has_spare)
-            variate *= boost
-            total += variate
-            if doc_row:
-                theta[r, e] = variate
+        while True:
+            if has_spare:
+                x = spare
+                has_spare = False
             else:
-                phi_t[e, k] = variate
-        if not total > 0.0:
-            # Every variate underflowed (tiny concentrations): the row's mean instead.
-            for e in range(width):
-                total += n_doc_topic[r, e] + alpha if doc_row else n_word_topic[e, k] + eta
-            for e in range(width):
-                if doc_row:
-                    theta[r, e] = (n_doc_topic[r, e] + alpha) / total
-                else:
-                    phi_t[e, k] = (n_word_topic[e, k] + eta) / total
-        elif doc_row:
-            for e in range(width):
-                theta[r, e] /= total
-        else:
-            for e in range(width):
-                phi_t[e, k] /= total
+                while True:
+                    u1 = 2.0 * next_uniform(state) - 1.0
+                    u2 = 2.0 * next_uniform(state) - 1.0
+                    r = u1 * u1 + u2 * u2
+                    if 0.0 < r < 1.0:
+                        break
+                f = math.sqrt(-2.0 * math.log(r) / r)
+                x = u1 * f
+                spare = u2 * f
+                has_spare = True
+            v = 1.0 + c * x
+            if v <= 0.0:
+                continue
+            v = v * v * v
+            u = next_uniform(state)
+            x2 = x * x
+            if u < 1.0 - 0.0331 * x2 * x2:
+                break
+            if math.log(u) < 0.5 * x2 + d * (1.0 - v + math.log(v)):
+                break
+        out[i] = d * v * boost
+    return out
 
 
 @nb.njit(cache=True)
@@ -1064,7 +996,8 @@ def _normalised_gammas(gammas, base, concentrations, out, transpose):
 
 @nb.njit(cache=True, inline="always")
 def _add_log_term(s, n, direct, mantissa, exponent):
-    """``n log s`` added to a row's total as :func:`row_log_likelihoods` adds it: small integer
+    """``n log s`` added to a row's total as
+    :func:`~latentzoo.models.aspect.row_log_likelihoods` adds it: small integer
     powers into the ``frexp``-ranged product ``mantissa * 2**exponent``, the rest directly."""
     if s >= 1e-15 and n <= 16 and n == int(n):
         mantissa *= s ** int(n)
@@ -1078,7 +1011,8 @@ def _add_log_term(s, n, direct, mantissa, exponent):
 
 @nb.njit(cache=True)
 def _row_log_likelihoods(indptr, indices, counts, theta, phi_t):
-    """:func:`row_log_likelihoods` (no row norm) bit for bit (tested), about 1.5 times faster.
+    """:func:`~latentzoo.models.aspect.row_log_likelihoods` (no row norm) bit for bit (tested),
+    about 1.5 times faster.
 
     Each probability is still summed over ``k = 0..K-1`` in order without ``fastmath``, but eight
     non-zeros of a row are summed side by side: their eight sums are independent, so the CPU
@@ -1140,10 +1074,8 @@ def _score(theta, phi_t, indptr, indices, counts, dyads):
 @nb.njit(cache=True)
 def _draw_and_score(gammas, concentrations, n_docs, n_words, n_topics, indptr, indices, counts,
                     dyads):  # fmt: skip
-    """``theta``, ``phi`` (held as ``M x K``) from given Gamma variates of
-    :func:`_dirichlet_concentrations`, then :func:`_score`: the reference that
-    :func:`_dirichlet_draw` reproduces bit for bit (tested), and the entry point of tests that
-    feed numpy's variates."""
+    """``theta``, ``phi`` (held as ``M x K``) from the Gamma variates of
+    :func:`_dirichlet_concentrations`, then :func:`_score`, in one call."""
     theta = np.empty((n_docs, n_topics))
     phi_t = np.empty((n_words, n_topics))
     _normalised_gammas(gammas, 0, concentrations, theta, False)
@@ -1154,20 +1086,20 @@ def _draw_and_score(gammas, concentrations, n_docs, n_words, n_topics, indptr, i
 
 @nb.njit(cache=True)
 def _scored_draw(n_doc_topic, n_word_topic, alpha, eta, state, indptr, indices, counts, dyads):
-    """The whole per-draw work of :func:`gibbs` in one call: the exact Dirichlet draws
-    (:func:`_dirichlet_draw`) from the chain's generator, then :func:`_score`."""
-    theta = np.empty(n_doc_topic.shape)
-    phi_t = np.empty(n_word_topic.shape)
-    _dirichlet_draw(n_doc_topic, n_word_topic, alpha, eta, state, theta, phi_t)
-    per_row, p_dyad = _score(theta, phi_t, indptr, indices, counts, dyads)
-    return theta, phi_t, per_row, p_dyad
+    """The whole per-draw work of :func:`gibbs` in one call: Gamma variates of the posterior
+    Dirichlets from the chain's generator, then :func:`_draw_and_score`."""
+    concentrations = _dirichlet_concentrations(n_doc_topic, n_word_topic, alpha, eta)
+    gammas = _standard_gammas(concentrations, state)
+    n_docs, n_topics = n_doc_topic.shape
+    return _draw_and_score(gammas, concentrations, n_docs, n_word_topic.shape[0], n_topics,
+                           indptr, indices, counts, dyads)  # fmt: skip
 
 
 @nb.njit(cache=True)
 def _conditional_means(n_doc_topic, n_word_topic, n_topic, alpha, eta, theta, phi_t):
     """``E[theta | z] = (n_dk + alpha) / (n_d + K alpha)`` into ``theta`` and
     ``E[phi | z] = (n_wk + eta) / (n_k + M eta)`` into ``phi_t`` (``M x K``): the means of the
-    Dirichlet posteriors that :func:`_dirichlet_draw` draws from; no random numbers."""
+    Dirichlet posteriors that :func:`_scored_draw` draws from; no random numbers."""
     n_docs, n_topics = n_doc_topic.shape
     n_words = n_word_topic.shape[0]
     for i in range(n_docs):
@@ -1189,7 +1121,7 @@ def _conditional_means(n_doc_topic, n_word_topic, n_topic, alpha, eta, theta, ph
 def _scored_conditional_means(n_doc_topic, n_word_topic, n_topic, alpha, eta, indptr, indices,
                               counts, dyads):  # fmt: skip
     """:func:`_scored_draw` with the conditional means (:func:`_conditional_means`) in place of
-    the Dirichlet draws."""
+    the Dirichlet draws, scored by :func:`_score`."""
     theta = np.empty(n_doc_topic.shape)
     phi_t = np.empty(n_word_topic.shape)
     _conditional_means(n_doc_topic, n_word_topic, n_topic, alpha, eta, theta, phi_t)
@@ -1545,8 +1477,8 @@ def _prepare_gibbs(
             theta, phi_t, per_row, p_dyad = sampler.scored_conditional_means(state, dyads)
         out = {"loglik": per_row.sum(), "p_dyad": p_dyad}
         if test is not None:
-            per_row = row_log_likelihoods(
-                test.counts.indptr, test.counts.indices, test.counts.data, theta, phi_t, NO_ROW_NORM
+            per_row = _row_log_likelihoods(
+                test.counts.indptr, test.counts.indices, test.counts.data, theta, phi_t
             )
         out["counts"] = per_row + coefficient
         if keep_params:

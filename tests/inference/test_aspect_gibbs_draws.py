@@ -18,7 +18,6 @@ from latentzoo.inference.aspect import (
     _draw_and_score,
     _prepare_gibbs,
     _row_log_likelihoods,
-    _scored_draw,
     _standard_gammas,
     gibbs_sweep,
 )
@@ -194,33 +193,6 @@ def test_sweep_survives_priors_so_small_that_counts_plus_prior_round_to_counts()
     model = AspectModel(3, alpha=1e-300, eta=1e-300)
     sampler, state = mixed_state(model, CoOccurrence([[0, 0, 0], [2, 1, 0]]), 0, sweeps=30)
     assert state.n_topic.sum() == 3 and np.all(state.n_topic >= 0)
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("priors", [(0.1, 0.01), (0.7, 1.3), (1e-300, 1e-300)])
-def test_fused_draw_is_bit_for_bit_the_variates_then_normalised(seed, priors):
-    """The production kernel (variates drawn, placed and normalised in one pass) gives the bits
-    of the reference: all variates from ``_standard_gammas``, then ``_draw_and_score``; and it
-    leaves the chain's generator where the reference does."""
-    alpha, eta = priors
-    model = AspectModel(9, alpha=alpha, eta=eta)
-    data = AspectModel(9).simulate(seed, n_docs=23, n_words=41, doc_length=30)[0]
-    _, state = mixed_state(model, data, seed)
-    csr, dyads = data.counts, default_dyads(data)
-    reference_state = state.rng_state.copy()
-    concentrations = _dirichlet_concentrations(state.n_doc_topic, state.n_word_topic, alpha, eta)
-    gammas = _standard_gammas(concentrations, reference_state)
-    want = _draw_and_score(
-        gammas, concentrations, data.n_rows, data.n_cols, 9, csr.indptr, csr.indices, csr.data,
-        dyads,
-    )  # fmt: skip
-    got = _scored_draw(
-        state.n_doc_topic, state.n_word_topic, alpha, eta, state.rng_state, csr.indptr,
-        csr.indices, csr.data, dyads,
-    )  # fmt: skip
-    for a, b in zip(got, want, strict=True):
-        np.testing.assert_array_equal(a, b)
-    assert state.rng_state[0] == reference_state[0]
 
 
 @pytest.mark.parametrize("seed", SEEDS)
