@@ -94,12 +94,13 @@ def summary_lines(fit) -> list[str]:
     return list(fit.summary_lines())
 
 
-def save(fit, path, data=None, *, predictive_seed=0, **options) -> str | None:
+def save(fit, path, data=None, *, predictive_seed=0, model=None, **options) -> str | None:
     """Write ``fit`` to ``path``: a sample as netCDF, a result through its ``save`` (which may
     take ``options``, e.g. a tree's ``n_clusters``). Nothing is pickled.
 
     With ``data``, a netCDF file also gets the posterior predictive check of the fit
-    (:func:`append_posterior_predictive`): ``az.plot_ppc`` works on it.
+    (:func:`append_posterior_predictive`, replicates seeded by ``predictive_seed``; ``model`` is
+    used where neither the fit nor its attributes name one): ``az.plot_ppc`` works on it.
 
     Returns
     -------
@@ -122,10 +123,10 @@ def save(fit, path, data=None, *, predictive_seed=0, **options) -> str | None:
     netcdf = (options.get("format") or Path(path).suffix.lstrip(".")) not in ("npz",)
     if data is None or not netcdf:
         return None
-    return append_posterior_predictive(fit, path, data, random_state=predictive_seed)
+    return append_posterior_predictive(fit, path, data, random_state=predictive_seed, model=model)
 
 
-def append_posterior_predictive(fit, path, data, *, random_state=0) -> str | None:
+def append_posterior_predictive(fit, path, data, *, random_state=0, model=None) -> str | None:
     """Add the posterior predictive check of ``fit`` on ``data`` to the netCDF file ``path`` that
     holds it: the ``posterior_predictive`` group and the observed summaries in ``observed_data``
     (:func:`~latentzoo.inference.results.posterior_predictive`, drawn by the model's own
@@ -149,11 +150,20 @@ def append_posterior_predictive(fit, path, data, *, random_state=0) -> str | Non
     >>> az.from_netcdf(path).posterior_predictive["word_counts"].dims
     ('chain', 'draw', 'word')
     """
-    from latentzoo.inference.results import NoPosteriorPredictive, posterior_predictive
+    from latentzoo.inference import results
 
+    idata = as_inference_data(fit, data)
+    # The model that ran: a result's own, else the one the file's attributes name, else the
+    # caller's (a family registered outside latentzoo.models).
+    ran = getattr(fit, "model", None)
+    if ran is None:
+        try:
+            ran = results.model_from_attrs(results.parameter_dataset(idata).attrs)
+        except ValueError:
+            ran = model
     try:
-        groups = posterior_predictive(as_inference_data(fit, data), data, random_state=random_state)
-    except NoPosteriorPredictive as reason:
+        groups = results.posterior_predictive(idata, data, random_state=random_state, model=ran)
+    except results.NoPosteriorPredictive as reason:
         return str(reason)
     import h5netcdf
 

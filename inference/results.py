@@ -820,7 +820,10 @@ def posterior_predictive(
     """
     import xarray as xr
 
-    model = _model_of(idata, model)
+    try:
+        model = _model_of(idata, model)
+    except ValueError as error:  # a model outside latentzoo.models (a test's toy family)
+        raise NoPosteriorPredictive(str(error)) from None
     if not callable(getattr(model, "replicate", None)):
         reason = getattr(model, "no_replicate_reason", "the model defines no replicate of its data")
         raise NoPosteriorPredictive(f"{type(model).__name__}: {reason}")

@@ -620,7 +620,9 @@ def check_result_suffix(out) -> str:
     return out
 
 
-def save_result(result, path: Path, data=None, *, predictive_seed=0, **options) -> str | None:
+def save_result(
+    result, path: Path, data=None, *, predictive_seed=0, model=None, **options
+) -> str | None:
     """Write ``result`` once, in the format its suffix names (:func:`check_result_suffix`).
 
     ``.nc``: the result's netCDF, as every result writes it, with the posterior predictive check
@@ -654,7 +656,7 @@ def save_result(result, path: Path, data=None, *, predictive_seed=0, **options) 
         with open(path, "wb") as handle:  # np.savez adds ".npz" to a path without it
             np.savez(handle, **fitted.result_arrays(result))
         return None
-    return fitted.save(result, path, data, predictive_seed=predictive_seed, **options)
+    return fitted.save(result, path, data, predictive_seed=predictive_seed, model=model, **options)
 
 
 def _cmd_fit(args):
@@ -693,7 +695,7 @@ def _cmd_fit(args):
 
     def write(path):
         no_predictive.append(save_result(result, path, data, predictive_seed=args.seed,
-                                         **save_options))  # fmt: skip
+                                         model=model, **save_options))  # fmt: skip
 
     try:
         write_atomically(out, write)
