@@ -836,15 +836,20 @@ def posterior_predictive(
     observed = model.predictive_summaries(data)
     stored = set(idata.observed_data.data_vars) if "observed_data" in idata.groups() else set()
     kept = set(observed) | stored
-    replicates = [model.replicate(params, data, rng) for params in draws]
+    # Each replicate's variables that the groups keep, the rest dropped as it is drawn: the
+    # replicated data of a large corpus are not held 100 times over.
+    collected: dict[str, tuple] = {}
+    for params in draws:
+        for name, (var_dims, values) in model.replicate(params, data, rng).items():
+            if name in kept:
+                collected.setdefault(name, (var_dims, []))[1].append(values)
     variables = {
-        name: (("chain", "draw", *dims), np.stack([rep[name][1] for rep in replicates])[None])
-        for name, (dims, _) in replicates[0].items()
-        if name in kept
+        name: (("chain", "draw", *var_dims), np.stack(values)[None])
+        for name, (var_dims, values) in collected.items()
     }
     dims = {dim for names, _ in [*variables.values(), *observed.values()] for dim in names}
     coords = _coords_for(dims, data, model)
-    n_drawn = len(replicates)
+    n_drawn = len(draws)
     coords.update(chain=np.arange(1), draw=np.arange(n_drawn))
     attrs.update(
         replicates=n_drawn,
