@@ -580,12 +580,12 @@ MUTATIONS: tuple[Mutation, ...] = (
         "tree",
     ),
     Mutation(
-        "bhc-rescan-stale-best",
+        "bhc-rescan-heap-not-restored",
         "bhc",
         _BHC,
-        "            rescans += 1\n            best[i] = -np.inf\n",
-        "            rescans += 1\n",
-        "rescan keeps the stale best score: the node's first live neighbour becomes its partner",
+        "            _sift_down(heap, pos, best, size, 0)  # a recomputed score never increases\n",
+        "",
+        "after a rescan lowers the top node's score the heap is not sifted: a stale top is merged",
         "tree",
     ),
     Mutation(
