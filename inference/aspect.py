@@ -1521,8 +1521,8 @@ gibbs = gibbs_entry(
     ``E[theta_dk | z] = (n_dk + alpha) / (n_d + K alpha)`` and ``E[phi_kw | z] = (n_wk + eta) /
     (n_k + M eta)`` (what tomotopy and the ``lda`` package report), and ``loglik``, ``p_dyad`` and
     ``log_likelihood`` are evaluated at them. Their average over the draws is a Rao-Blackwellised
-    estimate of the posterior means: unbiased, with lower variance than the average of the
-    Dirichlet draws. But the spread of these draws reflects only the uncertainty of ``z``, not
+    estimate of the posterior means: unbiased (as the chain's draws are, once it has mixed), with
+    lower variance than the average of the Dirichlet draws. But the spread of these draws reflects only the uncertainty of ``z``, not
     that of ``theta`` and ``phi`` given ``z``: posterior sds and intervals of ``theta``/``phi``
     come out too narrow, and ``loglik``, ``p_dyad`` and ``log_likelihood`` are those of the means
     (Jensen: not draws of the posterior log-likelihood). Simulation-based calibration, PSIS-LOO
@@ -1531,9 +1531,9 @@ gibbs = gibbs_entry(
     run with the same seed (same law).
 
     Cost: with ``"sample"`` a kept draw's Gamma variates and the scoring of every row cost about
-    two sweeps' work, whether or not the parameters are kept; ``"conditional_mean"`` skips the
-    variates (about a third of a sweep per draw), and ``thin`` keeps fewer draws for the same
-    number of sweeps (``benchmarks/RESULTS_gibbs_end_to_end.md``).
+    two and a half sweeps' work (Reuters, K = 20), whether or not the parameters are kept;
+    ``"conditional_mean"`` skips the variates (under half a sweep per draw), and ``thin`` keeps
+    fewer draws for the same number of sweeps (``benchmarks/RESULTS_gibbs_end_to_end.md``).
 
     Examples
     --------
