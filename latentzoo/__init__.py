@@ -16,6 +16,7 @@ __all__ = [
     "labels",
     "load_result",
     "perplexity",
+    "posterior_predictive",
     "validate",
     "zoo",
 ]
@@ -31,6 +32,7 @@ _LAZY = {
     "labels": ("latentzoo.inference.results", "labels"),
     "load_result": ("latentzoo.api", "load_result"),
     "perplexity": ("latentzoo.inference.results", "perplexity"),
+    "posterior_predictive": ("latentzoo.api", "posterior_predictive"),
     "validate": ("latentzoo.validation", "validate"),
     "zoo": ("latentzoo.zoo", None),
 }
