@@ -12,7 +12,15 @@ import re
 import textwrap
 from collections.abc import Callable
 
-__all__ = ["with_example_setup"]
+__all__ = ["TOY_POINT_FIT", "with_example_setup"]
+
+TOY_POINT_FIT = """
+>>> import latentzoo
+>>> from latentzoo.data import load
+>>> from latentzoo.models import AspectModel
+>>> fit = latentzoo.fit(AspectModel(2), load("toy"), betas=[1.0], random_state=0)
+"""
+"""The setup of the Examples that read a point estimate: plain EM of the aspect model on ``toy``."""
 
 _EXAMPLES = re.compile(r"^([ \t]*)Examples\n\1-{8}\n", re.MULTILINE)
 """A numpydoc Examples header; group 1 is the docstring's indentation."""

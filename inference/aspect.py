@@ -71,7 +71,7 @@ from latentzoo.inference.mcmc import (
     next_uniform,
     uniform_labels,
 )
-from latentzoo.models.aspect import AspectModel
+from latentzoo.models.aspect import AspectModel, add_log_term
 from latentzoo.models.invariants import default_dyads
 
 __all__ = ["AspectEM", "AspectGibbs", "em_bytes", "em_pass", "gibbs_bytes", "gibbs_sweep"]
@@ -994,21 +994,6 @@ def _normalised_gammas(gammas, base, concentrations, out, transpose):
                 out[r, c] = values[start + c] / total
 
 
-@nb.njit(cache=True, inline="always")
-def _add_log_term(s, n, direct, mantissa, exponent):
-    """``n log s`` added to a row's total as
-    :func:`~latentzoo.models.aspect.row_log_likelihoods` adds it: small integer
-    powers into the ``frexp``-ranged product ``mantissa * 2**exponent``, the rest directly."""
-    if s >= 1e-15 and n <= 16 and n == int(n):
-        mantissa *= s ** int(n)
-        if mantissa < 1e-60:
-            mantissa, shift = math.frexp(mantissa)
-            exponent += shift
-    else:
-        direct += n * np.log(s)
-    return direct, mantissa, exponent
-
-
 @nb.njit(cache=True)
 def _row_log_likelihoods(indptr, indices, counts, theta, phi_t):
     """:func:`~latentzoo.models.aspect.row_log_likelihoods` (no row norm) bit for bit (tested),
@@ -1042,7 +1027,7 @@ def _row_log_likelihoods(indptr, indices, counts, theta, phi_t):
                 s6 += t * phi_t[j6, k]
                 s7 += t * phi_t[j7, k]
             for q, s in enumerate((s0, s1, s2, s3, s4, s5, s6, s7)):
-                direct, mantissa, exponent = _add_log_term(
+                direct, mantissa, exponent = add_log_term(
                     s, counts[p + q], direct, mantissa, exponent
                 )
             p += 8
@@ -1051,7 +1036,7 @@ def _row_log_likelihoods(indptr, indices, counts, theta, phi_t):
             s = 0.0
             for k in range(n_topics):
                 s += theta[i, k] * phi_t[j, k]
-            direct, mantissa, exponent = _add_log_term(s, counts[p], direct, mantissa, exponent)
+            direct, mantissa, exponent = add_log_term(s, counts[p], direct, mantissa, exponent)
             p += 1
         out[i] = direct + (np.log(mantissa) + exponent * _LOG2)
     return out

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from latentzoo.inference._docstrings import TOY_POINT_FIT, with_example_setup
 from latentzoo.inference.mcmc import diagnostic_line
 
 __all__ = [
@@ -126,6 +127,7 @@ def save(fit, path, data=None, *, predictive_seed=0, model=None, **options) -> s
     return append_posterior_predictive(fit, path, data, random_state=predictive_seed, model=model)
 
 
+@with_example_setup(TOY_POINT_FIT)
 def append_posterior_predictive(fit, path, data, *, random_state=0, model=None) -> str | None:
     """Add the posterior predictive check of ``fit`` on ``data`` to the netCDF file ``path`` that
     holds it: the ``posterior_predictive`` group and the observed summaries in ``observed_data``
@@ -141,10 +143,6 @@ def append_posterior_predictive(fit, path, data, *, random_state=0, model=None) 
     Examples
     --------
     >>> import tempfile, pathlib, arviz as az
-    >>> import latentzoo
-    >>> from latentzoo.data import load
-    >>> from latentzoo.models import AspectModel
-    >>> fit = latentzoo.fit(AspectModel(2), load("toy"), betas=[1.0], random_state=0)
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "fit.nc"
     >>> save(fit, path, load("toy"))
     >>> az.from_netcdf(path).posterior_predictive["word_counts"].dims
@@ -180,6 +178,7 @@ def append_posterior_predictive(fit, path, data, *, random_state=0, model=None) 
     return None
 
 
+@with_example_setup(TOY_POINT_FIT)
 def with_posterior_predictive(fit, data, *, random_state=0, max_draws=None):
     """``fit`` as ``InferenceData`` with its posterior predictive check: the groups that
     :func:`save` writes into a file, for a fit kept in memory.
@@ -191,10 +190,6 @@ def with_posterior_predictive(fit, data, *, random_state=0, max_draws=None):
 
     Examples
     --------
-    >>> import latentzoo
-    >>> from latentzoo.data import load
-    >>> from latentzoo.models import AspectModel
-    >>> fit = latentzoo.fit(AspectModel(2), load("toy"), betas=[1.0], random_state=0)
     >>> idata = with_posterior_predictive(fit, load("toy"), max_draws=10)
     >>> sorted(idata.observed_data.data_vars), idata.posterior_predictive.sizes["draw"]
     (['distinct_words', 'word_counts'], 10)

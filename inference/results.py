@@ -48,6 +48,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from latentzoo import models as _models
+from latentzoo.inference._docstrings import TOY_POINT_FIT, with_example_setup
 from latentzoo.inference._lazy import lazy_import
 from latentzoo.models._checks import check_integer
 from latentzoo.models.base import REFIT_ADVICE, TwoSidedLabels, missing_draws_error
@@ -207,6 +208,7 @@ def parameter_dataset(idata):
     return idata.posterior
 
 
+@with_example_setup(TOY_POINT_FIT)
 @dataclasses.dataclass
 class SavedEstimate:
     """A point estimate read back from an ``InferenceData`` (:class:`PointEstimate`): the model
@@ -218,10 +220,6 @@ class SavedEstimate:
 
     Examples
     --------
-    >>> import latentzoo
-    >>> from latentzoo.data import load
-    >>> from latentzoo.models import AspectModel
-    >>> fit = latentzoo.fit(AspectModel(2), load("toy"), betas=[1.0], random_state=0)
     >>> saved = SavedEstimate.from_inference_data(fit.to_inference_data())
     >>> bool(np.isclose(perplexity(saved, load("toy")), fit.perplexity(load("toy"))))
     True
@@ -768,6 +766,7 @@ def _coords_for(dims, data, model) -> dict:
     return {dim: np.asarray(coords[dim]) for dim in dims if dim in coords}
 
 
+@with_example_setup(TOY_POINT_FIT)
 def posterior_predictive(
     idata, data, *, random_state=0, max_draws: int = PREDICTIVE_DRAWS, model=None
 ) -> dict:
@@ -808,10 +807,6 @@ def posterior_predictive(
 
     Examples
     --------
-    >>> import latentzoo
-    >>> from latentzoo.data import load
-    >>> from latentzoo.models import AspectModel
-    >>> fit = latentzoo.fit(AspectModel(2), load("toy"), betas=[1.0], random_state=0)
     >>> groups = posterior_predictive(fit.to_inference_data(), load("toy"), max_draws=20)
     >>> groups["posterior_predictive"]["word_counts"].dims
     ('chain', 'draw', 'word')

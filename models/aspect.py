@@ -49,6 +49,7 @@ __all__ = [
     "AspectModel",
     "NO_ROW_NORM",
     "PRIOR_DEFAULTS",
+    "add_log_term",
     "default_dyads",
     "row_log_likelihoods",
     "top_words",
@@ -68,6 +69,32 @@ pseudo-counts); posterior sampling is best served by the sparse priors usual for
 
 SAMPLING_METHODS = ("gibbs", "pymc")
 """The methods that sample the posterior and so take the ``"sampling"`` defaults."""
+
+
+@nb.njit(cache=True, inline="always")
+def add_log_term(s, n, direct, mantissa, exponent):
+    """``n log s`` added to a row's log-likelihood kept as ``direct + log(mantissa * 2**exponent)``.
+
+    Few logarithms: small integer powers (``n <= 16``, ``s >= 1e-15``) multiply into the running
+    product, whose binary exponent is moved aside by ``frexp`` before it can underflow, so a row
+    takes one logarithm for them; the rest are added to ``direct``. Shared by
+    :func:`row_log_likelihoods` and the Gibbs sampler's scoring of its kept draws, which must agree
+    bit for bit.
+
+    Examples
+    --------
+    >>> direct, mantissa, exponent = add_log_term(0.5, 2.0, 0.0, 1.0, 0)
+    >>> bool(np.isclose(direct + np.log(mantissa) + exponent * np.log(2), 2 * np.log(0.5)))
+    True
+    """
+    if s >= 1e-15 and n <= 16 and n == int(n):
+        mantissa *= s ** int(n)
+        if mantissa < 1e-60:
+            mantissa, shift = math.frexp(mantissa)
+            exponent += shift
+    else:
+        direct += n * np.log(s)
+    return direct, mantissa, exponent
 
 
 @nb.njit(cache=True)
@@ -109,16 +136,7 @@ def row_log_likelihoods(indptr, indices, counts, left, right, row_norm):
                 s += left[i, k] * right[j, k]
             if divide:
                 s = s / row_norm[i] if row_norm[i] > 0 else 0.0
-            n = counts[p]
-            if s >= 1e-15 and n <= 16 and n == int(n):
-                # Few logarithms: small integer powers multiply into a running product whose
-                # binary exponent is moved aside before it can underflow; one log per row.
-                mantissa *= s ** int(n)
-                if mantissa < 1e-60:
-                    mantissa, shift = math.frexp(mantissa)
-                    exponent += shift
-            else:
-                direct += n * np.log(s)
+            direct, mantissa, exponent = add_log_term(s, counts[p], direct, mantissa, exponent)
         out[i] = direct + (np.log(mantissa) + exponent * _LOG2)
     return out
 
