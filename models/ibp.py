@@ -167,13 +167,18 @@ class IndianBuffetProcess:
 
     # ------------------------------------------------------------------------- prior draws
     def draw(self, n_items: int, random_state=None) -> np.ndarray:
-        """One matrix from the culinary process of section 7.3.
+        """One matrix from the culinary process of section 7.3, drawn without a loop.
 
         Customer ``i`` (1-based) takes each dish ``k`` already served with probability
         ``m_k / i``, ``m_k`` the number of earlier customers who took it, then ``Poisson(alpha /
         i)`` new dishes. The new-dish counts do not depend on the earlier choices, so they are
-        drawn first for all customers; each customer's choices among the existing dishes are one
-        vectorised comparison.
+        drawn first for all customers. After its first taker ``j`` a dish's sequence of choices is
+        a Polya urn: ``m_k / i`` is the Beta-Bernoulli predictive of a ``Beta(0, 1)`` prior updated
+        by the ``j - 1`` customers who could not take it and the one who did, so the later
+        customers take it independently with a probability ``pi_k ~ Beta(1, j)``. The matrix is
+        therefore one comparison of ``N x K_+`` uniforms with the dishes' ``pi_k``, the same
+        distribution as the customer-by-customer process (the tests check both against
+        :meth:`log_prob`).
 
         Parameters
         ----------
@@ -198,19 +203,12 @@ class IndianBuffetProcess:
         check_integer("n_items", n_items, low=1)
         rng = as_rng(random_state)
         new_dishes = rng.poisson(self.alpha / np.arange(1, n_items + 1))
-        first_new = np.concatenate(([0], np.cumsum(new_dishes)))
-        Z = np.zeros((n_items, int(first_new[-1])), dtype=np.int8)
-        takers = np.zeros(Z.shape[1], dtype=np.int64)
-        for row in range(n_items):
-            served = int(first_new[row])
-            if served:
-                # Taken with probability m_k / i (i = row + 1), compared without a division.
-                taken = rng.random(served) * (row + 1) < takers[:served]
-                Z[row, :served] = taken
-                takers[:served] += taken
-            Z[row, served : first_new[row + 1]] = 1
-            takers[served : first_new[row + 1]] = 1
-        return Z
+        first_taker = np.repeat(np.arange(n_items), new_dishes)
+        popularity = rng.beta(1.0, first_taker + 1.0)
+        rows = np.arange(n_items)[:, None]
+        later = rows > first_taker
+        Z = (later & (rng.random((n_items, first_taker.size)) < popularity)) | (rows == first_taker)
+        return Z.astype(np.int8)
 
     # ------------------------------------------------------------------------ canonical form
     def left_ordered(self, Z) -> np.ndarray:

@@ -96,8 +96,23 @@ def test_the_finite_model_sums_to_one_over_labelled_matrices_and_over_classes():
 
 
 # ------------------------------------------------------------------ (2) culinary frequencies
-@pytest.mark.parametrize("alpha, seed", [(1.0, 20261127), (2.0, 7)])
-def test_culinary_frequencies_of_the_classes_match_the_class_probabilities(alpha, seed):
+def _culinary_customer_by_customer(alpha: float, n_items: int, rng) -> np.ndarray:
+    """The culinary process as section 7.3 tells it: customer ``i`` takes each dish with
+    probability ``m_k / i``, then ``Poisson(alpha / i)`` new dishes (the reference that
+    :meth:`IndianBuffetProcess.draw`'s loop-free construction must agree with)."""
+    columns: list[list[int]] = []
+    for i in range(1, n_items + 1):
+        for column in columns:
+            column.append(int(rng.random() < sum(column) / i))
+        columns += [[0] * (i - 1) + [1] for _ in range(rng.poisson(alpha / i))]
+    return np.array(columns, dtype=np.int8).reshape(-1, n_items).T
+
+
+@pytest.mark.parametrize(
+    "alpha, seed, sampler",
+    [(1.0, 20261127, "draw"), (2.0, 7, "draw"), (1.0, 99, "customer_by_customer")],
+)
+def test_culinary_frequencies_of_the_classes_match_the_class_probabilities(alpha, seed, sampler):
     """A chi-square test of 20,000 culinary-process draws' classes against ``exp(log_prob)``; the
     cells expecting fewer than 5 draws, and every class beyond the enumeration cap, are pooled."""
     ibp = IndianBuffetProcess(alpha)
@@ -105,10 +120,14 @@ def test_culinary_frequencies_of_the_classes_match_the_class_probabilities(alpha
     rng = np.random.default_rng(seed)
     observed: dict = {}
     for _ in range(n_draws):
-        key = _class_key(ibp.draw(N_SMALL, rng))
+        if sampler == "draw":
+            Z = ibp.draw(N_SMALL, rng)
+        else:
+            Z = _culinary_customer_by_customer(alpha, N_SMALL, rng)
+        key = _class_key(Z)
         observed[key] = observed.get(key, 0) + 1
     cells, expected = [], []
-    for key, _ in _classes(10):
+    for key, _ in _classes(9):
         expected_count = n_draws * math.exp(ibp.log_prob(_matrix(key)))
         if expected_count >= 5:
             cells.append(key)
