@@ -1389,7 +1389,7 @@ def _hacm_exact(entry, recipe, model, data, settings, rng, progressbar=False):
     # The draw check's own generator, spawned so that the levels after this one see the same
     # random numbers with or without it.
     draw_rng = rng.spawn(1)[0]
-    residuals = {}
+    residuals, crashed = {}, ""
     checks = []
     alpha = 1e-3 / (len(corpora) * 3)  # Bonferroni over the six problems
     for label, (tree, counts) in corpora.items():
@@ -1412,14 +1412,21 @@ def _hacm_exact(entry, recipe, model, data, settings, rng, progressbar=False):
                     drawn = dataclasses.replace(local, **HACM_DRAW_PRIORS)
                 sampler = gibbs_class(drawn, tiny)
                 where = f"{label}, tau={form}, {priors} priors"
-                residuals.update(_hacm_draw_residuals(sampler, draw_rng, where))
-    draw_check = moment_test(residuals, name="draw(): rho, q, tau = exact conditional laws")
-    draw_check.level = "exact"
-    draw_check.detail += (
-        f" ({len(corpora)} corpora x 3 forms of tau x 2 priors (yours, "
-        f"{', '.join(f'{k}={v:g}' for k, v in HACM_DRAW_PRIORS.items())}), {HACM_DRAW_STATES} "
-        f"states x {HACM_DRAWS} draws each)"
-    )
+                try:
+                    residuals.update(_hacm_draw_residuals(sampler, draw_rng, where))
+                except Exception as error:  # noqa: BLE001 - a draw that crashes here is wrong here
+                    crashed = crashed or f"{where}: {type(error).__name__}: {error}"
+    draw_name = "draw(): rho, q, tau = exact conditional laws"
+    if crashed:
+        draw_check = Check("exact", draw_name, False, f"draw() raised on {crashed}")
+    else:
+        draw_check = moment_test(residuals, name=draw_name)
+        draw_check.level = "exact"
+        draw_check.detail += (
+            f" ({len(corpora)} corpora x 3 forms of tau x 2 priors (yours, "
+            f"{', '.join(f'{k}={v:g}' for k, v in HACM_DRAW_PRIORS.items())}), "
+            f"{HACM_DRAW_STATES} states x {HACM_DRAWS} draws each)"
+        )
     checks.append(draw_check)
     result = Comparison(checks=checks)
     result.problem = (
