@@ -803,6 +803,42 @@ def _bhc_replay(tree, items, greedy: bool) -> tuple[float, float]:
     return max(errors), shortfall
 
 
+def _canonical(labels) -> np.ndarray:
+    """Labels renumbered by first appearance: equal arrays iff equal partitions."""
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
+    return np.argsort(np.argsort(first))[inverse]
+
+
+def _hard_em_step(component, X, labels) -> np.ndarray:
+    """One hard-EM step of Algorithm 3.6 from its definition: every item to the cluster of highest
+    posterior predictive ``p(x | D_c)`` given the clusters ``labels`` (ties: the first cluster)."""
+    _, labels = np.unique(labels, return_inverse=True)
+    stats = component.stats(X, labels, int(labels.max()) + 1)
+    return np.argmax(component.log_predictive(stats, X), axis=1)
+
+
+EMBHC_SEEDS, EMBHC_STEPS = 4, 3
+"""Seeds and hard-EM step counts ``k = 0..EMBHC_STEPS - 1`` of the EMBHC step check."""
+
+
+def _embhc_steps(embhc, model, items, m: int, rng) -> int:
+    """How many of ``EMBHC_SEEDS x EMBHC_STEPS`` EMBHC runs break the relation ``leaves(k + 1) =
+    step(leaves(k))`` (same seed, hence the same subsample and filtering; ``step`` one hard-EM
+    step, :func:`_hard_em_step`, which leaves a fixed point as it is)."""
+    X = np.asarray(items.X, dtype=np.float64)
+    broken = 0
+    for _ in range(EMBHC_SEEDS):
+        seed = int(rng.integers(2**31))
+        leaves = [
+            embhc(model, items, m=m, n_em_steps=k, random_state=seed).leaf_of
+            for k in range(EMBHC_STEPS + 1)
+        ]
+        for k in range(EMBHC_STEPS):
+            expected = _hard_em_step(model.component, X, leaves[k])
+            broken += not np.array_equal(_canonical(leaves[k + 1]), _canonical(expected))
+    return broken
+
+
 def _features_for(model, data, wanted: int) -> int:
     """``wanted`` features, or the data's number when the component's hyperparameters are set per
     feature (an empirical prior, :meth:`~latentzoo.models.conjugate.BetaBernoulli.from_data`)."""
@@ -858,7 +894,8 @@ def _bhc_exact(entry, recipe, model, data, settings, rng, progressbar=False):
     node's ``d``, ``pi``, ``p(D|T)`` and ``r`` equal their recomputation in Python
     (:class:`_RecomputedTree`), and every merge of ``bhc`` and ``embhc`` is the live pair of highest
     ``r_k`` (Algorithm 3.2; the first three hold for any tree, so only these see a wrong merge
-    order or a wrong stored ``pi``). The
+    order or a wrong stored ``pi``); EMBHC's leaves after ``k + 1`` hard-EM steps are one step of
+    Algorithm 3.6 applied to those after ``k`` (:func:`_embhc_steps`). The
     table reports, per problem, the BHC evidence ``log p(D | T)`` against the exact marginal (an
     approximation, Fig. 3.6-3.7) and the largest difference between the tree's and the exact
     co-assignment probabilities (``max abs coassign error``).
@@ -868,7 +905,8 @@ def _bhc_exact(entry, recipe, model, data, settings, rng, progressbar=False):
 
     rows, bound_excess, theorem_error, weight_error = [], [], [], []
     node_error, order_shortfall = [], []
-    for label, local, items, method, options in _bhc_exact_problems(model, data, rng):
+    problems = _bhc_exact_problems(model, data, rng)
+    for label, local, items, method, options in problems:
         if options and "m" in options:
             options = {**options, "random_state": rng}
         tree = entry.methods[method](local, items, **options)
@@ -907,6 +945,11 @@ def _bhc_exact(entry, recipe, model, data, settings, rng, progressbar=False):
     worst = int(np.argmax(bound_excess))
     excess, theorem, weight = max(bound_excess), max(theorem_error), max(weight_error)
     node, order = max(node_error), max(order_shortfall)
+    # Its own generator, so that the reference level sees the same random numbers as before.
+    steps_rng = rng.spawn(1)[0]
+    embhc_problem = next(p for p in problems if p[3] == "embhc")
+    broken = _embhc_steps(entry.methods["embhc"], embhc_problem[1], embhc_problem[2],
+                          embhc_problem[4]["m"], steps_rng)  # fmt: skip
     worst_node, worst_order = (
         rows[int(np.argmax(node_error))],
         rows[int(np.argmax(order_shortfall))],
@@ -929,6 +972,10 @@ def _bhc_exact(entry, recipe, model, data, settings, rng, progressbar=False):
          "max_shortfall", f"largest (best live log r - merged log r) / max(1, |best|) = "
          f"{order:.3g} (tolerance {MERGE_TOL:g}) on '{worst_order['problem']}' "
          f"({worst_order['method']}; bhc and embhc, whose merges are greedy)"),
+        ("Algorithm 3.6: k + 1 hard-EM steps = one step after k", broken, 0, "broken",
+         f"{broken} of {EMBHC_SEEDS * EMBHC_STEPS} EMBHC runs (k = 0..{EMBHC_STEPS - 1} steps, "
+         f"{EMBHC_SEEDS} seeds, m={embhc_problem[4]['m']}, on '{embhc_problem[0]}') differ "
+         "from one hard-EM step applied to the leaves of the same seed's run with k steps"),
     ]  # fmt: skip
     checks = [
         Check("exact", name, bool(error <= tol), detail, {key: float(error)})
