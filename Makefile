@@ -15,7 +15,7 @@ ENV_DEP :=
 endif
 
 .PHONY: venv install install-test demo test test-slow test-heavy test-all lint bench prepare-ptb prepare-spam \
-	prepare-orange prepare-globins prepare-rdata prepare-images prepare-movielens
+	prepare-orange prepare-globins prepare-rdata prepare-images prepare-movielens prepare-senate
 
 venv: $(ENV_DEP)
 
@@ -73,6 +73,12 @@ prepare-movielens: install
 # pickles), installed first as root: apt-get install r-base-core r-cran-hsaur3.
 prepare-rdata: install
 	$(PYTHON) -m latentzoo.data.prepare_rdata
+
+# Rebuilds data/senate109.npz and data/senate106.npz (roll calls of the 109th and 106th US
+# Senates, pscl::s109 and MCMCpack::Senate) from R, installed first as root:
+# apt-get install r-base-core r-cran-pscl r-cran-mcmcpack.
+prepare-senate: install
+	$(PYTHON) -m latentzoo.data.prepare_senate
 
 demo: install
 	$(PYTHON) -m latentzoo demo --out report
