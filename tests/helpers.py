@@ -3,6 +3,7 @@ Gibbs ``InferenceData`` of co-occurrence data has, and loading in a fresh interp
 optional sources, the small models many tests run."""
 
 import math
+import shutil
 import subprocess
 import sys
 
@@ -313,3 +314,12 @@ def em_step_beside_dense(em, model, names, problem, dense_em, beta):
     data, counts, *values = problem
     new, stats = em(model, data).step(dict(zip(names, values, strict=True)), beta)
     return new, stats, values, dense_em(counts, *values, beta)
+
+
+def r_has_packages(*packages: str) -> bool:
+    """Whether ``Rscript`` is installed with every R package named (a rebuild test's skip)."""
+    if shutil.which("Rscript") is None:
+        return False
+    code = "quit(status = !all(sapply(commandArgs(TRUE), requireNamespace, quietly = TRUE)))"
+    done = subprocess.run(["Rscript", "-e", code, *packages], capture_output=True, check=False)
+    return done.returncode == 0

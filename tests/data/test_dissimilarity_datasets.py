@@ -23,7 +23,7 @@ from latentzoo.data import (
 )
 from latentzoo.data import datasets as ds
 from latentzoo.data.datasets import DatasetUnavailableError
-from tests.helpers import load_without
+from tests.helpers import load_without, r_has_packages
 
 DATA = Path(ds.__file__).parent
 NAMES = ["globins", "eurodist", "voting"]
@@ -199,6 +199,6 @@ def test_prepare_rdata_party_and_one_line_failure(monkeypatch, tmp_path, capsys)
     assert not list(tmp_path.iterdir())
 
 
-@pytest.mark.skipif(shutil.which("Rscript") is None, reason="R is not installed")
+@pytest.mark.skipif(not r_has_packages("HSAUR3"), reason="R with HSAUR3 is not installed")
 def test_prepare_rdata_rebuilds_the_shipped_files():
     assert prepare_rdata.main(["--check"]) == 0

@@ -168,7 +168,7 @@ def test_unknown_dataset_lists_both_kinds():
         match=(
             r"^unknown dataset 'foo'; known datasets: 20newsgroups, ptb-adjnoun, reuters, "
             r"reuters-r8, toy \(co-occurrence counts\); digits, glass, images, movielens, "
-            r"newsgroups4, spam \(feature vectors\); eurodist, globins, voting \(dissimilarities\)$"
+            r"newsgroups4, senate106, senate109, spam \(feature vectors\); eurodist, globins, voting \(dissimilarities\)$"
         ),
     ):
         load("foo")

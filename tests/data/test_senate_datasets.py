@@ -6,7 +6,6 @@ this machine, and skipped otherwise.
 """
 
 import shutil
-import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -16,7 +15,7 @@ import pytest
 from latentzoo.data import Features, list_datasets, load, load_labels, prepare_senate
 from latentzoo.data import datasets as ds
 from latentzoo.data.datasets import DatasetUnavailableError
-from tests.helpers import load_without
+from tests.helpers import load_without, r_has_packages
 
 DATA = Path(ds.__file__).parent
 #: name -> (senators, votes kept, votes in the source, party counts)
@@ -163,16 +162,8 @@ def test_same_votes_treats_nan_as_equal_and_ignores_provenance(tmp_path):
         assert not prepare_senate.same_votes(npz, {"X": np.array([1.0, np.nan])})
 
 
-def _r_has(*packages: str) -> bool:
-    if shutil.which("Rscript") is None:
-        return False
-    code = "quit(status = !all(sapply(commandArgs(TRUE), requireNamespace, quietly = TRUE)))"
-    done = subprocess.run(["Rscript", "-e", code, *packages], capture_output=True, check=False)
-    return done.returncode == 0
-
-
 @pytest.mark.skipif(
-    not _r_has("pscl", "MCMCpack"), reason="R with pscl and MCMCpack is not installed"
+    not r_has_packages("pscl", "MCMCpack"), reason="R with pscl and MCMCpack is not installed"
 )
 def test_prepare_senate_rebuilds_the_shipped_files():
     assert prepare_senate.main(["--check"]) == 0
