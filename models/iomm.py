@@ -1,0 +1,329 @@
+"""The Infinite Overlapping Mixture Model (IOMM) with multivariate Bernoulli clusters.
+
+Heller (2007), chapter 7. An item may belong to several clusters at once, and its density is the
+normalised product of the densities of every cluster it belongs to, (7.2):
+
+.. math::
+
+    p(\\mathbf{x}_i | \\mathbf{z}_i, \\Theta) = \\frac{1}{c} \\prod_k p_k(\\mathbf{x}_i |
+    \\boldsymbol{\\theta}_k)^{z_{ik}}.
+
+For exponential-family clusters (7.3) the product is in the same family with the summed natural
+parameters ``sum_k z_ik phi(theta_k)`` (7.4). With multivariate Bernoulli clusters (7.6) the natural
+parameter of feature ``d`` is ``logit(theta_kd)``, so item ``i``'s features are independent
+Bernoulli variables with the product probability (7.7)
+
+.. math::
+
+    \\tilde\\theta_{id} = \\frac{\\prod_k \\theta_{kd}^{z_{ik}}}{\\prod_k (1 - \\theta_{kd})^{z_{ik}}
+    + \\prod_k \\theta_{kd}^{z_{ik}}} = \\sigma\\Big(\\sum_k z_{ik} \\operatorname{logit}
+    \\theta_{kd}\\Big),
+
+logit-additive: the summed natural parameters ``eta_id = sum_k z_ik logit(theta_kd)`` are all a
+sampler needs to keep per item (one flip of ``z_ik`` adds or subtracts one row of logits, O(D)).
+An item in no cluster has ``eta_i = 0``, every feature a fair coin (the empty product).
+
+The assignments ``Z`` (items x clusters) have the Indian Buffet Process prior of section 7.3
+(:class:`latentzoo.models.ibp.IndianBuffetProcess`) and each cluster's parameters ``theta_kd ~
+Beta(a, b)`` independently. The label-free invariant the thesis reports is ``U = Z Z^T``, the number
+of clusters each pair of items shares (its diagonal the number of clusters of each item).
+
+Gaussian clusters (7.5) are not implemented yet.
+
+Examples
+--------
+>>> model = OverlappingMixture(alpha=1.5)
+>>> data, truth = model.simulate(0, n_items=6, n_features=4)
+>>> data.shape, truth["Z"].shape[0], truth["theta"].shape[1]
+((6, 4), 6, 4)
+>>> model.log_likelihood(truth, data).shape
+(6,)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import betaln, expit, logit
+
+from latentzoo.data import Features
+from latentzoo.data.checks import as_rng, check_entries
+from latentzoo.models._checks import check_integer, check_positive
+from latentzoo.models.ibp import IndianBuffetProcess
+
+__all__ = [
+    "OverlappingMixture",
+    "bernoulli_log_likelihood",
+    "log1pexp",
+    "product_probabilities",
+]
+
+
+def log1pexp(x):
+    """``log(1 + exp(x))`` elementwise without overflow: the Bernoulli log normaliser.
+
+    Examples
+    --------
+    >>> bool(np.isclose(log1pexp(0.0), np.log(2.0))), float(log1pexp(1000.0))
+    (True, 1000.0)
+    """
+    return np.logaddexp(0.0, x)
+
+
+def _binary_matrix(values, name: str) -> np.ndarray:
+    """``values`` as a 2-D float array of zeros and ones, or a ``ValueError`` naming the entry."""
+    values = np.asarray(values)
+    if values.ndim != 2:
+        raise ValueError(f"{name} must be a 2-D binary array, got shape {values.shape}")
+    check_entries(values, name, binary=True)
+    return values.astype(np.float64)
+
+
+def _check_theta(theta, n_columns: int, n_features: int) -> np.ndarray:
+    """``theta`` as a ``(K, D)`` float array with every entry in the open interval (0, 1)."""
+    theta = np.asarray(theta, dtype=np.float64)
+    if theta.shape != (n_columns, n_features):
+        raise ValueError(
+            f"theta must have shape (K, D) = ({n_columns}, {n_features}) to match Z and X, "
+            f"got {theta.shape}"
+        )
+    bad = np.argwhere(~((theta > 0) & (theta < 1)))
+    if bad.size:
+        k, d = bad[0]
+        raise ValueError(
+            f"theta[{k}, {d}] = {float(theta[k, d])!r} is not in the open interval (0, 1)"
+        )
+    return theta
+
+
+def product_probabilities(Z, theta) -> np.ndarray:
+    """The product-of-Bernoullis probabilities (7.7) of every item and feature.
+
+    Parameters
+    ----------
+    Z : array-like of shape (N, K)
+        Binary cluster assignments.
+    theta : array-like of shape (K, D)
+        Each cluster's Bernoulli probabilities, in (0, 1).
+
+    Returns
+    -------
+    numpy.ndarray of shape (N, D)
+        ``sigmoid(Z @ logit(theta))``: ``P(x_id = 1 | z_i, Theta)``.
+
+    Examples
+    --------
+    Two clusters that both favour a one agree more strongly than either:
+
+    >>> product_probabilities([[1, 1]], [[0.8], [0.8]]).round(4)
+    array([[0.9412]])
+    """
+    Z = _binary_matrix(Z, "Z")
+    theta = np.asarray(theta, dtype=np.float64)
+    theta = _check_theta(theta, Z.shape[1], theta.shape[-1] if theta.ndim == 2 else -1)
+    return expit(Z @ logit(theta))
+
+
+def bernoulli_log_likelihood(Z, theta, X) -> np.ndarray:
+    """Per-item log-likelihood ``log p(x_i | z_i, Theta)`` of the Bernoulli IOMM, (7.6)-(7.7).
+
+    With the summed natural parameters ``eta = Z @ logit(theta)`` (7.4), ``log p(x_i) = sum_d
+    [x_id eta_id - log(1 + exp(eta_id))]``: the normalised product of the item's clusters'
+    Bernoulli densities, computed in log space without forming the product.
+
+    Parameters
+    ----------
+    Z : array-like of shape (N, K)
+        Binary cluster assignments (``K`` may be 0).
+    theta : array-like of shape (K, D)
+        Cluster parameters in (0, 1).
+    X : array-like of shape (N, D)
+        Binary data.
+
+    Returns
+    -------
+    numpy.ndarray of shape (N,)
+
+    Raises
+    ------
+    ValueError
+        A non-binary entry of ``X`` or ``Z`` named (``"X[0, 1] = 2 is not binary (0 or 1)"``),
+        mismatched shapes, or a ``theta`` outside (0, 1).
+
+    Examples
+    --------
+    One cluster: the product is the cluster's own Bernoulli density.
+
+    >>> float(np.exp(bernoulli_log_likelihood([[1]], [[0.3, 0.6]], [[1, 0]]))[0].round(6))
+    0.12
+    """
+    X = _binary_matrix(X, "X")
+    Z = _binary_matrix(Z, "Z")
+    if Z.shape[0] != X.shape[0]:
+        raise ValueError(f"Z has {Z.shape[0]} rows (items) but X has {X.shape[0]}")
+    theta = _check_theta(theta, Z.shape[1], X.shape[1])
+    eta = Z @ logit(theta)
+    return np.sum(X * eta - log1pexp(eta), axis=1)
+
+
+@dataclass(frozen=True)
+class OverlappingMixture:
+    """The Infinite Overlapping Mixture Model with Bernoulli clusters (Heller 2007, chapter 7).
+
+    ``Z ~ IBP(alpha)`` (section 7.3), ``theta_kd ~ Beta(a, b)`` for every cluster ``k`` and
+    feature ``d``, and ``x_id | z_i, Theta ~ Bernoulli(sigmoid(sum_k z_ik logit theta_kd))``
+    independently, the normalised product (7.6)-(7.7) of the item's clusters' densities.
+
+    Parameters
+    ----------
+    alpha : float, default 1.0
+        IBP concentration: each item belongs to ``Poisson(alpha)`` clusters a priori.
+    a, b : float, default 1.0
+        Beta prior of every cluster parameter ``theta_kd``.
+
+    Raises
+    ------
+    ValueError
+        ``"alpha must be a positive finite number, got 0.0"`` (likewise ``a`` and ``b``).
+
+    Examples
+    --------
+    >>> OverlappingMixture(alpha=2.0).prior.expected_dishes_per_item
+    2.0
+    >>> OverlappingMixture(alpha=-1.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: alpha must be a positive finite number, got -1.0
+    """
+
+    alpha: float = 1.0
+    a: float = 1.0
+    b: float = 1.0
+
+    def __post_init__(self):
+        for name in ("alpha", "a", "b"):
+            check_positive(name, getattr(self, name))
+            object.__setattr__(self, name, float(getattr(self, name)))
+
+    @property
+    def prior(self) -> IndianBuffetProcess:
+        """The IBP prior over the assignments ``Z``."""
+        return IndianBuffetProcess(self.alpha)
+
+    # ------------------------------------------------------------------------- data
+    def check_data(self, data) -> np.ndarray:
+        """The data as a dense ``(N, D)`` float array of zeros and ones.
+
+        Accepts a :class:`~latentzoo.data.Features` or an array; a non-binary entry is refused by
+        name (``"X[1, 0] = 2 is not binary (0 or 1)"``), as is data with no item or no feature.
+
+        Examples
+        --------
+        >>> OverlappingMixture().check_data([[0, 2]])
+        Traceback (most recent call last):
+        ...
+        ValueError: X[0, 1] = 2 is not binary (0 or 1)
+        """
+        values = getattr(data, "X", data)
+        if hasattr(values, "toarray"):
+            values = values.toarray()
+        X = _binary_matrix(values, "X")
+        if X.shape[0] == 0 or X.shape[1] == 0:
+            raise ValueError(f"X must have at least one item and one feature, got {X.shape}")
+        return X
+
+    # ---------------------------------------------------------------------- likelihood
+    def log_likelihood(self, params, data) -> np.ndarray:
+        """Per-item log-likelihood (7.6)-(7.7) at ``params = {"Z": ..., "theta": ...}``.
+
+        See :func:`bernoulli_log_likelihood`.
+
+        Returns
+        -------
+        numpy.ndarray of shape (N,)
+        """
+        return bernoulli_log_likelihood(params["Z"], params["theta"], self.check_data(data))
+
+    def log_prior(self, params) -> float:
+        """``log P(Z) + sum log Beta(theta_kd; a, b)`` for labelled nonzero columns of ``Z``.
+
+        ``P(Z)`` is :meth:`IndianBuffetProcess.log_prob_matrix` (the target of a sampler over
+        labelled columns, whose Gibbs conditionals are (7.12)); all-zero columns of ``Z`` and their
+        parameters are ignored.
+
+        Examples
+        --------
+        >>> model = OverlappingMixture(alpha=1.0)
+        >>> bool(np.isclose(model.log_prior({"Z": [[1]], "theta": [[0.5]]}), -1.0))
+        True
+        """
+        Z = _binary_matrix(params["Z"], "Z")
+        theta = np.asarray(params["theta"], dtype=np.float64)
+        used = Z.any(axis=0)
+        theta = _check_theta(theta, Z.shape[1], theta.shape[1] if theta.ndim == 2 else -1)[used]
+        log_beta = (
+            (self.a - 1) * np.log(theta) + (self.b - 1) * np.log1p(-theta) - betaln(self.a, self.b)
+        )
+        return self.prior.log_prob_matrix(Z) + float(np.sum(log_beta))
+
+    def invariants(self, params, data=None) -> dict[str, np.ndarray]:
+        """Label-free summaries of one state: ``U = Z Z^T`` and the number of clusters.
+
+        ``U[i, j]`` is the number of clusters items ``i`` and ``j`` share, ``U[i, i]`` the number of
+        clusters of item ``i`` (the quantity of Table 7.1); invariant under relabelling and
+        reordering of the columns, and all-zero columns do not count.
+
+        Returns
+        -------
+        dict
+            ``U`` (N, N) int64 and ``n_clusters`` (the number of nonzero columns).
+
+        Examples
+        --------
+        >>> OverlappingMixture().invariants({"Z": [[1, 0, 0], [1, 1, 0]]})["U"]
+        array([[1, 1],
+               [1, 2]])
+        """
+        Z = _binary_matrix(params["Z"], "Z").astype(np.int64)
+        return {"U": Z @ Z.T, "n_clusters": np.int64(Z.any(axis=0).sum())}
+
+    # ---------------------------------------------------------------------- simulation
+    def simulate(self, random_state=None, n_items: int = 100, n_features: int = 32):
+        """Draw ``(data, truth)`` from the generative process.
+
+        ``Z`` from the culinary process (:meth:`IndianBuffetProcess.draw`), ``theta_kd ~ Beta(a,
+        b)``, then every ``x_id ~ Bernoulli(sigmoid(sum_k z_ik logit theta_kd))`` (7.7).
+
+        Parameters
+        ----------
+        random_state : None, int or numpy.random.Generator
+        n_items, n_features : int
+            ``N`` and ``D``, each at least 1.
+
+        Returns
+        -------
+        data : Features
+            ``(N, D)`` binary.
+        truth : dict
+            ``Z`` (N, K_+) int8, ``theta`` (K_+, D) and ``U`` (N, N) = ``Z Z^T``.
+
+        Examples
+        --------
+        >>> data, truth = OverlappingMixture(alpha=2.0).simulate(1, n_items=5, n_features=3)
+        >>> data.kind, truth["U"].shape
+        ('binary', (5, 5))
+        """
+        check_integer("n_items", n_items)
+        check_integer("n_features", n_features)
+        rng = as_rng(random_state)
+        Z = self.prior.draw(n_items, random_state=rng)
+        # Parameters at exactly 0 or 1 (possible in floating point for tiny a, b) have infinite
+        # logits; clipping keeps every product well defined.
+        tiny = np.finfo(np.float64).eps
+        theta = np.clip(rng.beta(self.a, self.b, size=(Z.shape[1], n_features)), tiny, 1 - tiny)
+        probabilities = expit(Z.astype(np.float64) @ logit(theta))
+        X = (rng.random((n_items, n_features)) < probabilities).astype(np.int8)
+        data = Features(X, kind="binary")
+        truth = {"Z": Z, "theta": theta, "U": Z.astype(np.int64) @ Z.T.astype(np.int64)}
+        return data, truth

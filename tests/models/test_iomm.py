@@ -1,0 +1,131 @@
+"""The Bernoulli IOMM (Heller 2007, chapter 7): likelihood (7.3)-(7.7), prior, simulation, checks."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from latentzoo.models.ibp import IndianBuffetProcess
+from latentzoo.models.iomm import (
+    OverlappingMixture,
+    bernoulli_log_likelihood,
+    product_probabilities,
+)
+
+
+def brute_force_log_likelihood(Z, theta, X):
+    """(7.2) literally: the product of the item's clusters' Bernoulli densities, normalised by
+    summing that product over all 2^D binary vectors."""
+    Z, theta, X = np.asarray(Z), np.asarray(theta), np.asarray(X)
+    n_features = theta.shape[1]
+    out = []
+    for z, x in zip(Z, X, strict=True):
+
+        def unnormalised(vector, z=z):
+            density = 1.0
+            for k in np.flatnonzero(z):
+                density *= np.prod(theta[k] ** vector * (1 - theta[k]) ** (1 - vector))
+            return density
+
+        c = sum(unnormalised(np.array(v)) for v in itertools.product((0, 1), repeat=n_features))
+        out.append(np.log(unnormalised(x) / c))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_likelihood_equals_brute_force_normalised_product(seed):
+    rng = np.random.default_rng(seed)
+    n_items, n_columns, n_features = 6, 3, 3
+    Z = rng.integers(0, 2, size=(n_items, n_columns))
+    Z[0] = 0  # an item in no cluster: every feature a fair coin
+    theta = rng.uniform(0.05, 0.95, size=(n_columns, n_features))
+    X = rng.integers(0, 2, size=(n_items, n_features))
+    expected = brute_force_log_likelihood(Z, theta, X)
+    np.testing.assert_allclose(bernoulli_log_likelihood(Z, theta, X), expected, rtol=1e-12)
+    assert np.isclose(expected[0], n_features * np.log(0.5))
+
+
+def test_product_probabilities_are_equation_7_7():
+    rng = np.random.default_rng(3)
+    Z = rng.integers(0, 2, size=(5, 4))
+    theta = rng.uniform(0.05, 0.95, size=(4, 2))
+    on = np.prod(np.where(Z[:, :, None] == 1, theta[None], 1.0), axis=1)
+    off = np.prod(np.where(Z[:, :, None] == 1, 1 - theta[None], 1.0), axis=1)
+    np.testing.assert_allclose(product_probabilities(Z, theta), on / (on + off), rtol=1e-12)
+
+
+def test_log_prior_is_ibp_matrix_probability_plus_beta():
+    model = OverlappingMixture(alpha=1.3, a=2.0, b=3.0)
+    Z = np.array([[1, 0, 0], [1, 1, 0]])
+    theta = np.array([[0.2, 0.4], [0.5, 0.6], [0.9, 0.9]])  # the empty column is ignored
+    from scipy.stats import beta
+
+    expected = IndianBuffetProcess(1.3).log_prob_matrix(Z) + beta(2.0, 3.0).logpdf(theta[:2]).sum()
+    assert np.isclose(model.log_prior({"Z": Z, "theta": theta}), expected)
+
+
+def test_invariants_are_label_free():
+    model = OverlappingMixture()
+    Z = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0]])
+    permuted = Z[:, [2, 0, 1]]
+    padded = np.hstack([permuted, np.zeros((3, 2), dtype=int)])
+    for other in (permuted, padded):
+        np.testing.assert_array_equal(
+            model.invariants({"Z": other})["U"], model.invariants({"Z": Z})["U"]
+        )
+    assert model.invariants({"Z": padded})["n_clusters"] == 3
+
+
+def test_simulate_shapes_and_truth_consistency():
+    model = OverlappingMixture(alpha=2.0, a=0.5, b=0.5)
+    data, truth = model.simulate(4, n_items=30, n_features=7)
+    assert data.shape == (30, 7) and data.kind == "binary"
+    assert truth["Z"].shape == (30, truth["theta"].shape[0])
+    assert np.all((truth["theta"] > 0) & (truth["theta"] < 1))
+    np.testing.assert_array_equal(truth["U"], truth["Z"].astype(int) @ truth["Z"].T)
+    assert np.all(np.isfinite(model.log_likelihood(truth, data)))
+    again, _ = model.simulate(4, n_items=30, n_features=7)
+    np.testing.assert_array_equal(again.X, data.X)
+
+
+def test_simulated_features_follow_the_product_probabilities():
+    """Many items of one fixed assignment: feature frequencies within 4 standard errors of (7.7)."""
+    rng = np.random.default_rng(5)
+    Z = np.tile([[1, 1]], (4000, 1))
+    theta = np.array([[0.7, 0.2], [0.6, 0.3]])
+    p = product_probabilities(Z[:1], theta)[0]
+    X = rng.random((4000, 2)) < p
+    se = np.sqrt(p * (1 - p) / 4000)
+    assert np.all(np.abs(X.mean(axis=0) - p) < 4 * se)
+
+
+@pytest.mark.parametrize(
+    "X, message",
+    [
+        ([[0, 2], [1, 0]], r"X\[0, 1\] = 2 is not binary"),
+        ([[0, 1], [0.5, 0]], r"X\[1, 0\] = 0.5 is not binary"),
+        ([[0, np.nan]], r"X\[0, 1\] is nan"),
+        ([1, 0], "2-D binary array"),
+    ],
+)
+def test_non_binary_data_refused_by_entry(X, message):
+    with pytest.raises(ValueError, match=message):
+        OverlappingMixture().check_data(X)
+
+
+@pytest.mark.parametrize("name", ["alpha", "a", "b"])
+@pytest.mark.parametrize("value", [0.0, -1.0, np.inf, float("nan"), "1"])
+def test_hyperparameters_must_be_positive(name, value):
+    with pytest.raises(ValueError, match=f"{name} must be a positive finite number"):
+        OverlappingMixture(**{name: value})
+
+
+def test_bad_parameters_refused():
+    with pytest.raises(ValueError, match=r"theta\[0, 1\] = 1.0 is not in the open interval"):
+        bernoulli_log_likelihood([[1]], [[0.5, 1.0]], [[0, 1]])
+    with pytest.raises(ValueError, match="theta must have shape"):
+        bernoulli_log_likelihood([[1, 0]], [[0.5, 0.5]], [[0, 1]])
+    with pytest.raises(ValueError, match="Z has 2 rows"):
+        bernoulli_log_likelihood([[1], [0]], [[0.5, 0.5]], [[0, 1]])
+    with pytest.raises(ValueError, match=r"Z\[0, 0\] = 3 is not binary"):
+        bernoulli_log_likelihood([[3]], [[0.5, 0.5]], [[0, 1]])
