@@ -15,7 +15,8 @@ ENV_DEP :=
 endif
 
 .PHONY: venv install install-test demo test test-slow test-heavy test-all lint bench prepare-ptb prepare-spam \
-	prepare-orange prepare-globins prepare-rdata prepare-images prepare-movielens prepare-senate
+	prepare-orange prepare-globins prepare-rdata prepare-images prepare-movielens prepare-senate \
+	prepare-textures
 
 venv: $(ENV_DEP)
 
@@ -63,6 +64,12 @@ prepare-globins: install
 prepare-images: install
 	$(PIP) install -q scikit-image
 	$(PYTHON) -m latentzoo.data.prepare_images
+
+# Rebuilds data/textures.npz (grey tileable textures for texture-segmentation mosaics) from
+# Debian's gimp-data and openarena-081-textures, installed first as root:
+# apt-get install gimp-data openarena-081-textures.
+prepare-textures: install
+	$(PYTHON) -m latentzoo.data.prepare_textures
 
 # Rebuilds data/movielens.npz (MovieLens "liked" relation of dslabs::movielens) from R,
 # installed first as root: apt-get install r-base-core r-cran-dslabs.
