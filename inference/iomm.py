@@ -1,0 +1,493 @@
+"""MCMC for the Infinite Overlapping Mixture Model: Algorithm 7.1 of Heller (2007).
+
+One transition (:func:`step`) is one iteration of Algorithm 7.1:
+
+1. for every item ``i``: Gibbs over its memberships of the *existing* clusters (those another item
+   uses, ``m_-i,k > 0``) with the IBP prior odds (7.12) ``m_-i,k / (N - m_-i,k)`` times the
+   likelihood ratio of the product model (7.6)-(7.7); then a Metropolis-Hastings proposal of new
+   clusters (Meeds et al. 2007): item ``i``'s singleton clusters are replaced by ``Poisson(alpha /
+   N)`` new ones with parameters from their prior. The proposal is the prior conditional of those
+   clusters given the other items, so the acceptance probability is the likelihood ratio of item
+   ``i`` alone;
+2. Metropolis-Hastings on every ``theta_kd`` with the Beta proposal (7.13) ``theta' ~ Beta(omega
+   theta, omega (1 - theta))``, accepted with the ratio of likelihood x ``Beta(a, b)`` prior x
+   reverse/forward proposal densities.
+
+The state keeps each item's summed natural parameters ``eta_i = sum_k z_ik logit(theta_k)`` (7.4)
+and each cluster's size ``m_k``, updated on every accepted flip, so one flip of ``z_ik`` costs O(D)
+and one sweep over ``Z`` O(N K D). The numba kernels draw their uniforms from the chain's splitmix64
+stream (:func:`latentzoo.inference.mcmc.next_uniform`); the Poisson counts, the new clusters' prior
+parameters and the Beta proposals are drawn with the chain's numpy generator before the kernel
+runs (none of them depends on the state the kernel changes). Columns that become empty are removed
+at the end of the sweep, so the width of ``Z`` varies between draws; the chain runner pads it
+(``Z_shape``).
+
+``fixed_theta`` conditions on known parameters shared by every cluster (new clusters included):
+then the parameter move is skipped and the chain's target is ``P(Z | X, theta)`` under the IBP,
+which the tests enumerate exactly on tiny problems.
+
+Examples
+--------
+>>> from latentzoo.models.iomm import OverlappingMixture
+>>> model = OverlappingMixture(alpha=1.0)
+>>> data, truth = model.simulate(0, n_items=8, n_features=5)
+>>> posterior, stats, _ = sample(model, data, chains=1, draws=5, tune=5, random_state=0,
+...                              progressbar=False)
+>>> posterior["Z"].shape[:3], sorted(stats)
+((1, 5, 8), ['lp', 'n_clusters', 'new_cluster_accept', 'theta_accept'])
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+from scipy.special import betaln, logit
+
+from latentzoo.inference.mcmc import next_uniform, run_chains, splitmix_seeds
+from latentzoo.models._checks import check_integer, check_positive
+from latentzoo.models.iomm import OverlappingMixture, bernoulli_log_likelihood
+
+__all__ = ["IOMMInfo", "IOMMState", "draw", "init", "sample", "step"]
+
+# Parameters are kept this far inside (0, 1): a Beta draw that rounds to 0 or 1 has an infinite
+# logit, which would make the product density undefined.
+_EDGE = 1e-12
+
+
+class IOMMState(NamedTuple):
+    """The state of one chain; the arrays have spare columns (capacity) beyond ``n_columns``.
+
+    Attributes
+    ----------
+    Z : numpy.ndarray of int8, shape (N, capacity)
+        Assignments; columns ``n_columns`` and beyond are zero.
+    theta : numpy.ndarray, shape (capacity, D)
+        Cluster parameters in (0, 1).
+    logits : numpy.ndarray, shape (capacity, D)
+        ``logit(theta)``, the clusters' natural parameters.
+    eta : numpy.ndarray, shape (N, D)
+        Each item's summed natural parameters ``Z @ logits`` (7.4).
+    counts : numpy.ndarray of int64, shape (capacity,)
+        Cluster sizes ``m_k``.
+    n_columns : numpy.ndarray of int64, shape (1,)
+        Number of columns in use (some may be empty until the end of the sweep).
+    rng_state : numpy.ndarray of uint64, shape (1,)
+        The kernels' splitmix64 stream.
+    """
+
+    Z: np.ndarray
+    theta: np.ndarray
+    logits: np.ndarray
+    eta: np.ndarray
+    counts: np.ndarray
+    n_columns: np.ndarray
+    rng_state: np.ndarray
+
+
+class IOMMInfo(NamedTuple):
+    """What one transition reports (``sample_stats``).
+
+    Attributes
+    ----------
+    lp : float
+        Log joint ``log P(Z) + log p(Theta) + log p(X | Z, Theta)`` at the new state (``P(Z)`` the
+        IBP probability of the labelled matrix; without the parameter prior when ``fixed_theta``).
+    new_cluster_accept : float
+        Fraction of the sweep's new-cluster proposals accepted (one per item).
+    theta_accept : float
+        Fraction of the parameter proposals accepted (NaN when there were none).
+    n_clusters : int
+        Number of nonzero columns of ``Z``.
+    """
+
+    lp: float
+    new_cluster_accept: float
+    theta_accept: float
+    n_clusters: int
+
+
+# ----------------------------------------------------------------------------- kernels
+@nb.njit(cache=True, inline="always")
+def _log1pexp(x):
+    if x > 0.0:
+        return x + math.log1p(math.exp(-x))
+    return math.log1p(math.exp(x))
+
+
+@nb.njit(cache=True)
+def _item_log_likelihood(x, eta):
+    """``sum_d x_d eta_d - log(1 + exp(eta_d))``: one item's Bernoulli product log density."""
+    total = 0.0
+    for d in range(x.shape[0]):
+        total += x[d] * eta[d] - _log1pexp(eta[d])
+    return total
+
+
+@nb.njit(cache=True)
+def _flip_log_ratio(x, eta, logits_k, sign):
+    """``log p(x | eta + sign logits_k) - log p(x | eta)`` in O(D)."""
+    total = 0.0
+    for d in range(x.shape[0]):
+        moved = eta[d] + sign * logits_k[d]
+        total += x[d] * sign * logits_k[d] - _log1pexp(moved) + _log1pexp(eta[d])
+    return total
+
+
+@nb.njit(cache=True)
+def _sweep_assignments(
+    X, Z, logits, theta, eta, counts, n_columns, new_counts, new_theta, rng_state, proposed
+):
+    """Steps 1 of Algorithm 7.1 for every item, in place; returns the accepted new-cluster moves.
+
+    ``new_counts[i]`` and the rows of ``new_theta`` (consumed in item order) are item ``i``'s
+    proposal, drawn beforehand from the prior; the arrays have room for every proposed column.
+    ``proposed`` is scratch of length D.
+    """
+    n_items, n_features = X.shape
+    next_new = 0
+    accepted = 0
+    for i in range(n_items):
+        x = X[i]
+        eta_i = eta[i]
+        # Gibbs over the clusters another item uses, with the IBP odds (7.12).
+        for k in range(n_columns[0]):
+            z = Z[i, k]
+            others = counts[k] - z
+            if others == 0:
+                continue  # empty, or item i's own singleton: the new-cluster move's business
+            sign = 1.0 - 2.0 * z  # the flip adds the cluster's logits when z = 0
+            log_odds_flip = _flip_log_ratio(x, eta_i, logits[k], sign)
+            if z == 1:
+                log_odds_flip += math.log(n_items - others) - math.log(others)
+            else:
+                log_odds_flip += math.log(others) - math.log(n_items - others)
+            # P(flip) = sigmoid(log_odds_flip)
+            if next_uniform(rng_state) * (1.0 + math.exp(-log_odds_flip)) < 1.0:
+                Z[i, k] = 1 - z
+                counts[k] += 1 - 2 * z
+                for d in range(n_features):
+                    eta_i[d] += sign * logits[k, d]
+        # MH: replace item i's singletons by new_counts[i] new clusters from the prior.
+        for d in range(n_features):
+            proposed[d] = eta_i[d]
+        for k in range(n_columns[0]):
+            if Z[i, k] == 1 and counts[k] == 1:
+                for d in range(n_features):
+                    proposed[d] -= logits[k, d]
+        first_new = next_new
+        for _ in range(new_counts[i]):
+            for d in range(n_features):
+                proposed[d] += math.log(new_theta[next_new, d]) - math.log1p(
+                    -new_theta[next_new, d]
+                )
+            next_new += 1
+        log_ratio = _item_log_likelihood(x, proposed) - _item_log_likelihood(x, eta_i)
+        if log_ratio >= 0.0 or next_uniform(rng_state) < math.exp(log_ratio):
+            accepted += 1
+            for k in range(n_columns[0]):
+                if Z[i, k] == 1 and counts[k] == 1:
+                    Z[i, k] = 0
+                    counts[k] = 0
+            for row in range(first_new, next_new):
+                k = n_columns[0]
+                for d in range(n_features):
+                    theta[k, d] = new_theta[row, d]
+                    logits[k, d] = math.log(new_theta[row, d]) - math.log1p(-new_theta[row, d])
+                Z[i, k] = 1
+                counts[k] = 1
+                n_columns[0] += 1
+            for d in range(n_features):
+                eta_i[d] = proposed[d]
+    return accepted
+
+
+@nb.njit(cache=True)
+def _sweep_parameters(X, Z, logits, theta, eta, n_columns, proposals, omega, a, b, rng_state):
+    """Step 2 of Algorithm 7.1: MH on every ``theta_kd`` with the Beta proposal (7.13), in place.
+
+    ``proposals[k, d] ~ Beta(omega theta_kd, omega (1 - theta_kd))`` drawn beforehand (each
+    depends only on its own current value, which no other update changes). Returns the number
+    accepted. O(N K D).
+    """
+    n_items, n_features = X.shape
+    accepted = 0
+    for k in range(n_columns[0]):
+        for d in range(n_features):
+            old = theta[k, d]
+            new = proposals[k, d]
+            if not (_EDGE <= new <= 1.0 - _EDGE):
+                continue  # rounded to the edge: an infinite logit, treated as zero density
+            step_logit = (math.log(new) - math.log1p(-new)) - logits[k, d]
+            log_ratio = 0.0
+            for i in range(n_items):
+                if Z[i, k] == 1:
+                    moved = eta[i, d] + step_logit
+                    log_ratio += X[i, d] * step_logit - _log1pexp(moved) + _log1pexp(eta[i, d])
+            # Beta(a, b) prior ratio
+            log_ratio += (a - 1.0) * (math.log(new) - math.log(old))
+            log_ratio += (b - 1.0) * (math.log1p(-new) - math.log1p(-old))
+            # T(old | new) / T(new | old), T(y | x) = Beta(y; omega x, omega (1 - x))
+            log_ratio += _log_beta_density(old, omega * new, omega * (1.0 - new))
+            log_ratio -= _log_beta_density(new, omega * old, omega * (1.0 - old))
+            if log_ratio >= 0.0 or next_uniform(rng_state) < math.exp(log_ratio):
+                accepted += 1
+                theta[k, d] = new
+                logits[k, d] += step_logit
+                for i in range(n_items):
+                    if Z[i, k] == 1:
+                        eta[i, d] += step_logit
+    return accepted
+
+
+@nb.njit(cache=True)
+def _log_beta_density(y, p, q):
+    return (
+        (p - 1.0) * math.log(y)
+        + (q - 1.0) * math.log1p(-y)
+        - (math.lgamma(p) + math.lgamma(q) - math.lgamma(p + q))
+    )
+
+
+# ----------------------------------------------------------------------- pure functions
+def _draw_prior_theta(rng, model, n_columns, n_features, fixed_theta):
+    if fixed_theta is not None:
+        return np.tile(fixed_theta, (n_columns, 1))
+    return np.clip(rng.beta(model.a, model.b, size=(n_columns, n_features)), _EDGE, 1 - _EDGE)
+
+
+def _with_capacity(state: IOMMState, needed: int) -> IOMMState:
+    """``state`` with at least ``needed`` columns of room (arrays replaced only to grow)."""
+    capacity = state.Z.shape[1]
+    if needed <= capacity:
+        return state
+    grown = max(needed, 2 * capacity)
+    n_items, n_features = state.eta.shape
+    Z = np.zeros((n_items, grown), dtype=np.int8)
+    Z[:, :capacity] = state.Z
+    theta = np.full((grown, n_features), 0.5)
+    theta[:capacity] = state.theta
+    logits = np.zeros((grown, n_features))
+    logits[:capacity] = state.logits
+    counts = np.zeros(grown, dtype=np.int64)
+    counts[:capacity] = state.counts
+    return state._replace(Z=Z, theta=theta, logits=logits, counts=counts)
+
+
+def _compact(state: IOMMState) -> None:
+    """Move the nonempty columns to the front in their order, zero the rest, refresh ``eta``.
+
+    ``eta`` is recomputed exactly from ``Z @ logits`` so rounding does not accumulate over
+    sweeps of incremental updates.
+    """
+    n = int(state.n_columns[0])
+    keep = np.flatnonzero(state.counts[:n] > 0)
+    width = keep.size
+    for array in (state.Z,):
+        array[:, :width] = array[:, keep]
+        array[:, width:n] = 0
+    for array, blank in ((state.theta, 0.5), (state.logits, 0.0)):
+        array[:width] = array[keep]
+        array[width:n] = blank
+    state.counts[:width] = state.counts[keep]
+    state.counts[width:n] = 0
+    state.n_columns[0] = width
+    np.matmul(state.Z[:, :width].astype(np.float64), state.logits[:width], out=state.eta)
+
+
+def init(model: OverlappingMixture, X: np.ndarray, rng, fixed_theta=None) -> IOMMState:
+    """A chain's first state: ``Z`` from the IBP prior, parameters from theirs (or fixed).
+
+    Parameters
+    ----------
+    model : OverlappingMixture
+    X : numpy.ndarray of shape (N, D)
+        Checked binary data (:meth:`OverlappingMixture.check_data`).
+    rng : numpy.random.Generator
+    fixed_theta : numpy.ndarray of shape (D,), optional
+        Parameters shared by every cluster; the parameter move is then skipped.
+
+    Returns
+    -------
+    IOMMState
+    """
+    n_items, n_features = X.shape
+    start = model.prior.draw(n_items, random_state=rng)
+    width = start.shape[1]
+    capacity = max(8, 2 * width)
+    Z = np.zeros((n_items, capacity), dtype=np.int8)
+    Z[:, :width] = start
+    theta = np.full((capacity, n_features), 0.5)
+    theta[:width] = _draw_prior_theta(rng, model, width, n_features, fixed_theta)
+    logits = np.zeros((capacity, n_features))
+    logits[:width] = logit(theta[:width])
+    counts = np.zeros(capacity, dtype=np.int64)
+    counts[:width] = start.sum(axis=0)
+    state = IOMMState(
+        Z=Z,
+        theta=theta,
+        logits=logits,
+        eta=np.zeros((n_items, n_features)),
+        counts=counts,
+        n_columns=np.array([width], dtype=np.int64),
+        rng_state=splitmix_seeds(rng, 1),
+    )
+    _compact(state)
+    return state
+
+
+def advance(
+    state: IOMMState, rng, model: OverlappingMixture, X, omega: float = 20.0, fixed_theta=None
+) -> tuple[IOMMState, int, int, int]:
+    """One iteration of Algorithm 7.1 without its info; returns the state and the MH counts.
+
+    Returns
+    -------
+    (IOMMState, new-cluster acceptances, parameter acceptances, parameter proposals)
+    """
+    n_items, n_features = X.shape
+    new_counts = rng.poisson(model.prior.new_columns_rate(n_items), size=n_items)
+    n_new = int(new_counts.sum())
+    new_theta = _draw_prior_theta(rng, model, n_new, n_features, fixed_theta)
+    state = _with_capacity(state, int(state.n_columns[0]) + n_new)
+    new_accepted = _sweep_assignments(
+        X,
+        state.Z,
+        state.logits,
+        state.theta,
+        state.eta,
+        state.counts,
+        state.n_columns,
+        new_counts,
+        new_theta.reshape(n_new, n_features),
+        state.rng_state,
+        np.empty(n_features),
+    )
+    _compact(state)
+    theta_accepted = theta_proposed = 0
+    if fixed_theta is None:
+        width = int(state.n_columns[0])
+        current = state.theta[:width]
+        proposals = rng.beta(omega * current, omega * (1.0 - current))
+        theta_proposed = proposals.size
+        theta_accepted = _sweep_parameters(
+            X,
+            state.Z,
+            state.logits,
+            state.theta,
+            state.eta,
+            state.n_columns,
+            proposals,
+            float(omega),
+            model.a,
+            model.b,
+            state.rng_state,
+        )
+    return state, new_accepted, theta_accepted, theta_proposed
+
+
+def log_joint(state: IOMMState, model: OverlappingMixture, X, fixed_theta=None) -> float:
+    """``log P(Z) + log p(Theta) + log p(X | Z, Theta)`` of a compacted state (see
+    :class:`IOMMInfo`)."""
+    width = int(state.n_columns[0])
+    Z, theta = state.Z[:, :width], state.theta[:width]
+    loglik = float(np.sum(bernoulli_log_likelihood(Z, theta, X)))
+    if fixed_theta is not None:
+        return model.prior.log_prob_matrix(Z) + loglik
+    prior_theta = (model.a - 1) * np.log(theta) + (model.b - 1) * np.log1p(-theta)
+    return (
+        model.prior.log_prob_matrix(Z)
+        + float(np.sum(prior_theta))
+        - theta.size * float(betaln(model.a, model.b))
+        + loglik
+    )
+
+
+def step(
+    state: IOMMState, rng, model: OverlappingMixture, X, omega: float = 20.0, fixed_theta=None
+) -> tuple[IOMMState, IOMMInfo]:
+    """One iteration of Algorithm 7.1 and its :class:`IOMMInfo`."""
+    state, new_accepted, theta_accepted, theta_proposed = advance(
+        state, rng, model, X, omega, fixed_theta
+    )
+    info = IOMMInfo(
+        lp=log_joint(state, model, X, fixed_theta),
+        new_cluster_accept=new_accepted / X.shape[0],
+        theta_accept=theta_accepted / theta_proposed if theta_proposed else float("nan"),
+        n_clusters=int(state.n_columns[0]),
+    )
+    return state, info
+
+
+def draw(state: IOMMState, rng=None) -> dict[str, np.ndarray]:
+    """The posterior variables of a kept draw: ``Z`` (N, K_+) and ``theta`` (K_+, D)."""
+    width = int(state.n_columns[0])
+    return {"Z": state.Z[:, :width].copy(), "theta": state.theta[:width].copy()}
+
+
+def sample(
+    model: OverlappingMixture,
+    data,
+    *,
+    chains: int = 4,
+    draws: int = 1000,
+    tune: int = 500,
+    thin: int = 1,
+    omega: float = 20.0,
+    fixed_theta=None,
+    random_state=None,
+    progressbar: bool = True,
+):
+    """Run Algorithm 7.1 on binary data through the chain runner.
+
+    Parameters
+    ----------
+    model : OverlappingMixture
+    data : Features or array-like of shape (N, D)
+        Binary data (a non-binary entry is refused by name).
+    chains, draws, tune, thin : int
+    omega : float, default 20.0
+        Concentration of the Beta proposal (7.13): larger is a narrower random walk.
+    fixed_theta : array-like of shape (D,), optional
+        Known parameters shared by every cluster: sample ``Z | X, theta`` only.
+    random_state : None, int or numpy.random.Generator
+    progressbar : bool
+
+    Returns
+    -------
+    posterior : dict
+        ``Z`` (chains, draws, N, K_max) and ``theta`` (chains, draws, K_max, D), padded with -1 and
+        NaN beyond each draw's own width (``Z_shape``, ``theta_shape``).
+    sample_stats : dict
+        The :class:`IOMMInfo` fields, (chains, draws).
+    seconds : float
+    """
+    X = model.check_data(data).astype(np.float64)
+    check_positive("omega", omega)
+    check_integer("chains", chains)
+    if fixed_theta is not None:
+        fixed_theta = np.asarray(fixed_theta, dtype=np.float64)
+        if fixed_theta.shape != (X.shape[1],) or not np.all((fixed_theta > 0) & (fixed_theta < 1)):
+            raise ValueError(
+                f"fixed_theta must be {X.shape[1]} numbers in (0, 1), one per feature, "
+                f"got {fixed_theta!r}"
+            )
+
+    def _advance(state, rng):
+        return advance(state, rng, model, X, omega, fixed_theta)[0]
+
+    return run_chains(
+        lambda rng: init(model, X, rng, fixed_theta),
+        lambda state, rng: step(state, rng, model, X, omega, fixed_theta),
+        draw,
+        chains=chains,
+        draws=draws,
+        tune=tune,
+        thin=thin,
+        random_state=random_state,
+        progressbar=progressbar,
+        desc="IOMM",
+        advance=_advance,
+    )

@@ -1,0 +1,182 @@
+"""Algorithm 7.1 for the IOMM (Heller 2007, chapter 7) against exact answers on tiny problems."""
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import logit
+
+from latentzoo.inference import iomm
+from latentzoo.inference.enumeration import (
+    frequency_test,
+    ibp_log_prior,
+    left_ordered,
+    lof_matrices,
+    state_index,
+)
+from latentzoo.inference.mcmc import splitmix_seeds
+from latentzoo.models.iomm import OverlappingMixture, bernoulli_log_likelihood
+
+MAX_COLUMNS = 12  # P(K+ > 12) under IBP(1) with 3 items is below 1e-6
+
+
+def independent_final_states(model, X, fixed_theta, n_chains, n_sweeps, seed):
+    """The last state of each of ``n_chains`` independent chains (independent draws)."""
+    rng = np.random.default_rng(seed)
+    finals = []
+    for _ in range(n_chains):
+        state = iomm.init(model, X, rng, fixed_theta)
+        for _ in range(n_sweeps):
+            state = iomm.advance(state, rng, model, X, 20.0, fixed_theta)[0]
+        finals.append(iomm.draw(state)["Z"])
+    return finals
+
+
+def exact_class_log_posterior(space, alpha, theta0, X):
+    """``log P([Z]) + log p(X | Z, theta0)`` of every left-ordered class, all clusters at theta0."""
+    row_sums = space.Z.sum(axis=2).astype(float)  # (S, N): the item's number of clusters
+    eta = row_sums[:, :, None] * logit(theta0)[None, None, :]
+    loglik = np.sum(X[None] * eta - np.logaddexp(0.0, eta), axis=(1, 2))
+    return ibp_log_prior(space, alpha) + loglik
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_sampler_matches_exact_enumeration_of_left_ordered_Z(seed):
+    """The decisive check: Gibbs with the IBP odds (7.12) and the new-cluster MH move together
+    leave P(Z | X, theta) invariant. Three items, two features, every cluster at a fixed theta0;
+    the frequencies of the left-ordered Z of independent chains against the exact class posterior
+    (classes up to 12 columns), chi-square with pooled cells."""
+    model = OverlappingMixture(alpha=1.0)
+    X = np.array([[1.0, 1.0], [1.0, 0.0], [0.0, 0.0]])
+    theta0 = np.array([0.85, 0.3])
+    space = lof_matrices(3, MAX_COLUMNS)
+    log_post = exact_class_log_posterior(space, model.alpha, theta0, X)
+    finals = independent_final_states(model, X, theta0, n_chains=3000, n_sweeps=15, seed=seed)
+    keys = np.zeros((len(finals), 1 + 3 * MAX_COLUMNS), dtype=np.int64)
+    for row, Z in enumerate(finals):
+        lof = left_ordered(Z)
+        assert lof.shape[1] <= MAX_COLUMNS
+        padded = np.zeros((3, MAX_COLUMNS), dtype=np.int64)
+        padded[:, : lof.shape[1]] = lof
+        keys[row, 0] = lof.shape[1]
+        keys[row, 1:] = padded.ravel()
+    check = frequency_test(log_post, state_index(space.keys(), keys))
+    assert check.passed, check.detail
+
+
+def test_sampler_U_frequencies_match_exact_with_thinned_chain_draws():
+    """The invariant the thesis reports, U = Z Z^T, from the chain runner's kept draws (thinned
+    so that they are close to independent) against its exact posterior."""
+    model = OverlappingMixture(alpha=0.8)
+    X = np.array([[1.0, 0.0, 1.0], [1.0, 1.0, 1.0], [0.0, 0.0, 1.0]])
+    theta0 = np.array([0.7, 0.4, 0.9])
+    space = lof_matrices(3, MAX_COLUMNS)
+    log_post = exact_class_log_posterior(space, model.alpha, theta0, X)
+    u_of_class = np.einsum("sik,sjk->sij", space.Z.astype(np.int64), space.Z.astype(np.int64))
+    u_keys, u_index = np.unique(
+        u_of_class.reshape(len(space.width), -1), axis=0, return_inverse=True
+    )
+    log_post_u = np.full(len(u_keys), -np.inf)
+    np.logaddexp.at(log_post_u, u_index.ravel(), log_post)
+    posterior, stats_, _ = iomm.sample(
+        model, X, chains=2, draws=1500, tune=50, thin=8, fixed_theta=theta0, random_state=3,
+        progressbar=False,
+    )  # fmt: skip
+    Z, widths = posterior["Z"], posterior["Z_shape"][..., 1]
+    U = []
+    for c in range(Z.shape[0]):
+        for d in range(Z.shape[1]):
+            z = Z[c, d, :, : widths[c, d]].astype(np.int64)
+            U.append((z @ z.T).ravel())
+    check = frequency_test(log_post_u, state_index(u_keys, np.array(U)))
+    assert check.passed, check.detail
+    assert np.all(np.isnan(stats_["theta_accept"]))
+    assert np.all((stats_["new_cluster_accept"] >= 0) & (stats_["new_cluster_accept"] <= 1))
+
+
+def test_parameter_move_samples_the_beta_posterior():
+    """MH with the Beta proposal (7.13) alone: one cluster that every item belongs to makes each
+    x_id ~ Bernoulli(theta_d), so theta_d | X is Beta(a + s_d, b + N - s_d) exactly; the final
+    states of independent chains pass a Kolmogorov-Smirnov test against it."""
+    a, b, n_items = 2.0, 1.5, 12
+    X = np.zeros((n_items, 3))
+    X[:9, 0] = 1  # s = 9, 3, 0
+    X[:3, 1] = 1
+    Z = np.ones((n_items, 1), dtype=np.int8)
+    rng = np.random.default_rng(7)
+    finals = []
+    for _ in range(1500):
+        theta = rng.beta(a, b, size=(1, 3))
+        logits = logit(theta)
+        eta = Z.astype(float) @ logits
+        stream = splitmix_seeds(rng, 1)
+        for _ in range(40):
+            proposals = rng.beta(10.0 * theta, 10.0 * (1 - theta))
+            iomm._sweep_parameters(
+                X, Z, logits, theta, eta, np.array([1]), proposals, 10.0, a, b, stream
+            )
+        finals.append(theta[0].copy())
+        np.testing.assert_allclose(eta, Z @ logits, atol=1e-9)
+    finals = np.array(finals)
+    s = X.sum(axis=0)
+    for d in range(3):
+        result = stats.kstest(finals[:, d], stats.beta(a + s[d], b + n_items - s[d]).cdf)
+        assert result.pvalue > 1e-3, (d, result)
+
+
+def test_incremental_statistics_stay_exact_through_a_sweep():
+    """After the assignment kernel (before compaction refreshes them) the summed natural
+    parameters equal Z @ logits and the sizes equal the column sums: each flip updated them."""
+    model = OverlappingMixture(alpha=2.0, a=0.7, b=0.7)
+    data, _ = model.simulate(11, n_items=40, n_features=6)
+    X = model.check_data(data)
+    rng = np.random.default_rng(2)
+    state = iomm.init(model, X, rng)
+    for _ in range(5):
+        state = iomm.advance(state, rng, model, X)[0]
+        new_counts = rng.poisson(model.alpha / 40, size=40)
+        new_theta = rng.beta(model.a, model.b, size=(int(new_counts.sum()), 6))
+        state = iomm._with_capacity(state, int(state.n_columns[0]) + len(new_theta))
+        iomm._sweep_assignments(
+            X, state.Z, state.logits, state.theta, state.eta, state.counts, state.n_columns,
+            new_counts, new_theta, state.rng_state, np.empty(6),
+        )  # fmt: skip
+        width = int(state.n_columns[0])
+        np.testing.assert_allclose(state.eta, state.Z[:, :width] @ state.logits[:width], atol=1e-9)
+        np.testing.assert_array_equal(state.counts[:width], state.Z[:, :width].sum(axis=0))
+        assert not state.Z[:, width:].any()
+        iomm._compact(state)
+
+
+def test_sample_contract_and_reproducibility():
+    model = OverlappingMixture(alpha=1.5)
+    data, _ = model.simulate(0, n_items=15, n_features=5)
+    run = lambda: iomm.sample(  # noqa: E731
+        model, data, chains=2, draws=20, tune=10, random_state=5, progressbar=False
+    )
+    posterior, stats_, _ = run()
+    again, _, _ = run()
+    np.testing.assert_array_equal(posterior["Z"], again["Z"])
+    assert set(stats_) == {"lp", "new_cluster_accept", "theta_accept", "n_clusters"}
+    assert stats_["lp"].shape == (2, 20)
+    widths = posterior["Z_shape"][..., 1]
+    np.testing.assert_array_equal(widths, stats_["n_clusters"])
+    # lp is the log joint of the kept state
+    c, d = 1, 19
+    Z = posterior["Z"][c, d, :, : widths[c, d]]
+    theta = posterior["theta"][c, d, : widths[c, d]]
+    expected = (
+        model.log_prior({"Z": Z, "theta": theta}) + bernoulli_log_likelihood(Z, theta, data.X).sum()
+    )
+    assert np.isclose(stats_["lp"][c, d], expected)
+    finite = stats_["theta_accept"][np.isfinite(stats_["theta_accept"])]
+    assert np.all((finite >= 0) & (finite <= 1))
+
+
+def test_bad_input_refused():
+    model = OverlappingMixture()
+    with pytest.raises(ValueError, match=r"X\[1, 0\] = 2 is not binary"):
+        iomm.sample(model, [[0, 1], [2, 0]], draws=1, tune=0, progressbar=False)
+    with pytest.raises(ValueError, match="omega must be a positive"):
+        iomm.sample(model, [[0, 1]], omega=0.0, draws=1, tune=0, progressbar=False)
+    with pytest.raises(ValueError, match="fixed_theta must be 2 numbers in"):
+        iomm.sample(model, [[0, 1]], fixed_theta=[0.5, 1.0], draws=1, tune=0, progressbar=False)
