@@ -172,7 +172,7 @@ def check_topic_matrix(topics, name: str = "W") -> np.ndarray:
     if np.any(matrix < 0):
         row, col = np.argwhere(matrix < 0)[0]
         raise ValueError(
-            f"{name}[{row}, {col}] = {matrix[row, col]!r} is negative (topics are distributions)"
+            f"{name}[{row}, {col}] = {float(matrix[row, col])!r} is negative (topics are distributions)"
         )
     n_words, n_topics = matrix.shape
     if n_topics > n_words:
