@@ -26,6 +26,14 @@ Nothing is downloaded: data comes from installed packages or from files in this 
 - ``senate109.npz`` and ``senate106.npz`` (roll calls of the 109th and 106th US Senates,
   ``pscl::s109`` and ``MCMCpack::Senate``, read through R) are derived files rebuilt by ``make
   prepare-senate`` (``python -m latentzoo.data.prepare_senate``); loading them needs no R.
+
+Datasets drawn from options on every call live in :data:`_GENERATED` instead; they are not
+tables, so ``list_datasets`` does not list them:
+
+- ``texture-mosaic``: a random Voronoi mosaic (:class:`TextureMosaic`, an image and its label
+  map) of the grey tiles of ``textures.npz`` (Debian's ``gimp-data`` patterns and
+  ``openarena-081-textures``), rebuilt by ``make prepare-textures`` (``python -m
+  latentzoo.data.prepare_textures``).
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ import scipy.sparse as sp
 from .cooccurrence import CoOccurrence
 from .dissimilarities import Dissimilarities
 from .features import Features
+from .texture_mosaic import TextureMosaic, compose_mosaic
 
 __all__ = ["DatasetUnavailableError", "list_datasets", "load", "load_labels", "tokenize"]
 
@@ -402,6 +411,28 @@ def _open_derived(
     """The arrays ``keys`` (and those of ``optional`` it holds) of a derived file of this folder
     (read with ``allow_pickle=False``)."""
     return _read_arrays(_shipped(Path(__file__).with_name(filename), rebuild), keys, optional)
+
+
+_TEXTURES_REBUILD = (
+    "make prepare-textures (apt-get install gimp-data openarena-081-textures && "
+    "python -m latentzoo.data.prepare_textures)"
+)
+
+
+@functools.cache
+def _texture_tiles() -> tuple[np.ndarray, np.ndarray]:
+    """The periodic grey tiles of ``textures.npz`` and their names, read once (read-only)."""
+    arrays = _open_derived("textures.npz", _TEXTURES_REBUILD, ("textures", "names"))
+    for array in arrays.values():
+        array.setflags(write=False)
+    return arrays["textures"], arrays["names"]
+
+
+def _load_texture_mosaic(*, n_textures: int = 5, size: int = 256, random_state=None):
+    """A random Voronoi mosaic of ``n_textures`` of the shipped textures
+    (:func:`~latentzoo.data.texture_mosaic.compose_mosaic`)."""
+    textures, names = _texture_tiles()
+    return compose_mosaic(textures, names, n_textures, size, random_state)
 
 
 def _load_images() -> Features:
@@ -836,6 +867,12 @@ _REGISTRY: dict[str, _Dataset] = {
 }
 
 
+#: Datasets drawn anew from keyword options on every call of :func:`load`: name -> loader.
+#: Not tables of a container, so neither list_datasets nor the unknown-dataset message (which
+#: names the containers' tables) shows them.
+_GENERATED: dict[str, Callable[..., TextureMosaic]] = {"texture-mosaic": _load_texture_mosaic}
+
+
 @functools.cache
 def _load_cached(name: str) -> CoOccurrence | Features | Dissimilarities:
     return _REGISTRY[name].loader()
@@ -865,28 +902,36 @@ def _check_name(name) -> str:
     return name
 
 
-def load(name: str) -> CoOccurrence | Features | Dissimilarities:
+def load(name: str, **options) -> CoOccurrence | Features | Dissimilarities | TextureMosaic:
     """Load a bundled dataset by name.
 
     Parameters
     ----------
     name : str
-        One of the names listed by :func:`list_datasets`.
+        One of the names listed by :func:`list_datasets`, or ``"texture-mosaic"``.
+    **options
+        Only for ``"texture-mosaic"``, which is drawn anew on every call:
+        ``n_textures`` (default 5), ``size`` (side of the square image, default 256) and
+        ``random_state`` (the same seed gives the same mosaic); see
+        :func:`~latentzoo.data.texture_mosaic.compose_mosaic`.
 
     Returns
     -------
-    CoOccurrence, Features or Dissimilarities
+    CoOccurrence, Features, Dissimilarities or TextureMosaic
         Co-occurrence counts (``"toy"``, ``"reuters"``, ``"ptb-adjnoun"``,
         ``"20newsgroups"``, ``"reuters-r8"``), feature vectors with class labels
         (``"digits"``, ``"glass"``, ``"spam"``, ``"newsgroups4"``, ``"images"``,
-        ``"movielens"``, ``"senate109"``, ``"senate106"``) or dissimilarities
-        (``"globins"``, ``"eurodist"``, ``"voting"``). A fresh object; modifying it does not
-        affect later calls.
+        ``"movielens"``, ``"senate109"``, ``"senate106"``), dissimilarities
+        (``"globins"``, ``"eurodist"``, ``"voting"``) or a grey texture image with its
+        per-pixel ground truth (``"texture-mosaic"``, 16 textures of Debian's gimp-data and
+        openarena-081-textures). A fresh object; modifying it does not affect later calls.
 
     Raises
     ------
     ValueError
-        If ``name`` is not a known dataset.
+        If ``name`` is not a known dataset, or an option is out of range.
+    TypeError
+        If options are given to a dataset that takes none, or an option is unknown.
     DatasetUnavailableError
         (an ``ImportError`` and a ``ValueError``) if the package or file the dataset is read
         from is not installed; the message names the install command.
@@ -904,7 +949,13 @@ def load(name: str) -> CoOccurrence | Features | Dissimilarities:
     Features(1797 x 64, binary, dense, 10 classes)
     >>> load("globins")
     Dissimilarities(45 items, 4 classes)
+    >>> load("texture-mosaic", n_textures=5, size=256, random_state=0)
+    TextureMosaic(256 x 256, 5 textures)
     """
+    if isinstance(name, str) and name in _GENERATED:
+        return _GENERATED[name](**options)
+    if options:
+        raise TypeError(f"dataset {name!r} takes no options, got {sorted(options)}")
     cached = _load_cached(_check_name(name))
     # The cache holds one shared object; hand out a copy so callers cannot corrupt it.
     return cached.copy()
@@ -944,6 +995,11 @@ def load_labels(name: str) -> np.ndarray:
     array(['sport', 'sport', 'sport', 'politics', 'politics', 'politics'],
           dtype='<U8')
     """
+    if isinstance(name, str) and name in _GENERATED:
+        raise ValueError(
+            f"dataset {name!r} is drawn anew on every load: its labels come with it "
+            f"(load({name!r}, ...).labels)"
+        )
     entry = _REGISTRY[_check_name(name)]
     if entry.labels is None:
         labelled = ", ".join(sorted(k for k, v in _REGISTRY.items() if v.labels is not None))
