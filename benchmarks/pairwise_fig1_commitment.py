@@ -13,10 +13,15 @@ branches end at the run's own final cost, the run had chosen its basin above tha
 The script drives the same private pieces as ``pairwise_annealing`` (the annealing problem and the
 shared driver ``cool``), so that only the random stream changes.
 
-Measured 2026-11-27 on instance 5, seed 0 (excess over the best of 1000 descents +0.304%; T_c =
-0.0601, the first split at 0.905 T_c, K = 10 clusters at 0.852 T_c): the branches that end in
-its basin, of 6, re-seeded from 1.0 T_c: 1; 0.924: 3; 0.905: 1; 0.887: 1; 0.869: 3; 0.852: 1;
-0.835: 5; 0.802: 6; 0.755: 6.
+Measured 2026-11-27 (both runs: first split at 0.905 T_c, K = 10 clusters at 0.852 T_c), the
+branches, of 6, that end in the run's basin when re-seeded from a temperature on:
+
+- instance 5, seed 0 (+0.304% over the best of 1000 descents; T_c = 0.0601): from 1.001 T_c 1,
+  0.924: 3, 0.905: 1, 0.887: 1, 0.869: 3, 0.852: 1, 0.835: 5, 0.818: 6, 0.802: 6, 0.740: 6;
+- instance 3, seed 7 (+0.412%): 0 of 6 from every temperature down to 0.852 T_c, 0.835: 2,
+  0.818: 6, 0.802: 6, 0.740: 6.
+
+So a run chooses its basin in the two temperatures after its tenth cluster appears.
 """
 
 from __future__ import annotations
