@@ -50,7 +50,16 @@ from latentzoo.inference.mcmc import next_uniform, run_chains, splitmix_seeds
 from latentzoo.models._checks import check_integer, check_positive
 from latentzoo.models.iomm import OverlappingMixture, bernoulli_log_likelihood
 
-__all__ = ["IOMMInfo", "IOMMState", "draw", "init", "sample", "step"]
+__all__ = [
+    "IOMMInfo",
+    "IOMMState",
+    "draw",
+    "init",
+    "mcmc",
+    "sample",
+    "shared_clusters",
+    "step",
+]
 
 # Parameters are kept this far inside (0, 1): a Beta draw that rounds to 0 or 1 has an infinite
 # logit, which would make the product density undefined.
@@ -427,6 +436,17 @@ def draw(state: IOMMState, rng=None) -> dict[str, np.ndarray]:
     return {"Z": state.Z[:, :width].copy(), "theta": state.theta[:width].copy()}
 
 
+def _draw_with_likelihood(X):
+    """:func:`draw` plus each item's log-likelihood ``x`` from the kept ``eta`` (O(N D))."""
+
+    def draw_scored(state, rng=None):
+        out = draw(state, rng)
+        out["x"] = np.sum(X * state.eta - np.logaddexp(0.0, state.eta), axis=1)
+        return out
+
+    return draw_scored
+
+
 def sample(
     model: OverlappingMixture,
     data,
@@ -491,3 +511,115 @@ def sample(
         desc="IOMM",
         advance=_advance,
     )
+
+
+def mcmc(
+    model: OverlappingMixture,
+    data,
+    chains: int = 4,
+    draws: int = 500,
+    tune: int = 200,
+    thin: int = 1,
+    omega: float = 20.0,
+    random_state=None,
+    progressbar: bool = True,
+):
+    """Algorithm 7.1 as ``arviz.InferenceData``.
+
+    Parameters
+    ----------
+    model : OverlappingMixture
+    data : Features or array-like of shape (N, D)
+        Binary data.
+    chains, draws, tune, thin, random_state, progressbar
+        As for :func:`latentzoo.inference.mcmc.run_chains`.
+    omega : float, default 20.0
+        Concentration of the Beta proposal (7.13).
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``posterior``: ``Z`` (item, cluster) and ``theta`` (cluster, feature), padded beyond each
+        draw's width (``Z`` with -1, ``theta`` with NaN; ``Z_shape`` and ``theta_shape`` hold every
+        draw's own shape), and ``n_memberships`` (item), the diagonal of ``U = Z Z^T``.
+        ``sample_stats``: the :class:`IOMMInfo` fields. ``log_likelihood``: ``x`` (item).
+        ``observed_data``: ``x`` (item, feature). The labels of the clusters are arbitrary and
+        change along a chain; summarise through ``U`` (:func:`shared_clusters`).
+
+    Examples
+    --------
+    >>> from latentzoo.models.iomm import OverlappingMixture
+    >>> model = OverlappingMixture(alpha=1.0)
+    >>> data, _ = model.simulate(0, n_items=6, n_features=4)
+    >>> idata = mcmc(model, data, chains=2, draws=5, tune=2, random_state=0, progressbar=False)
+    >>> idata.log_likelihood["x"].shape, shared_clusters(idata).shape
+    ((2, 5, 6), (6, 6))
+    """
+    import xarray as xr
+
+    from latentzoo.inference.mcmc import to_inference_data
+    from latentzoo.models.base import model_attrs
+
+    X = model.check_data(data)
+    check_positive("omega", omega)
+    posterior, stats, seconds = run_chains(
+        lambda rng: init(model, X, rng),
+        lambda state, rng: step(state, rng, model, X, omega),
+        _draw_with_likelihood(X),
+        chains=chains,
+        draws=draws,
+        tune=tune,
+        thin=thin,
+        random_state=random_state,
+        progressbar=progressbar,
+        desc="IOMM",
+        advance=lambda state, rng: advance(state, rng, model, X, omega)[0],
+    )
+    log_likelihood = {"x": posterior.pop("x")}
+    Z = posterior["Z"]
+    posterior["n_memberships"] = np.where(Z < 0, 0, Z).sum(axis=-1).astype(np.int64)
+    n_items, n_features = X.shape
+    idata = to_inference_data(
+        posterior,
+        sample_stats=stats,
+        log_likelihood=log_likelihood,
+        coords={"item": np.arange(n_items), "feature": np.arange(n_features)},
+        dims={
+            "Z": ["item", "cluster"],
+            "Z_shape": ["Z_axis"],
+            "theta_shape": ["theta_axis"],
+            "theta": ["cluster", "feature"],
+            "n_memberships": ["item"],
+            "x": ["item"],
+        },
+        seconds=seconds,
+        method="mcmc",
+    )
+    observed = xr.Dataset(
+        {"x": (("item", "feature"), X.astype(np.int8))},
+        coords={"item": np.arange(n_items), "feature": np.arange(n_features)},
+    )
+    idata.add_groups({"observed_data": observed})
+    attrs = {**model_attrs(model), "method": "mcmc", "omega": float(omega)}
+    for group in idata.groups():
+        idata[group].attrs.update(attrs)
+    return idata
+
+
+def shared_clusters(idata) -> np.ndarray:
+    """The posterior mean of ``U = Z Z^T`` (clusters shared by each pair of items) of a fit.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        From :func:`mcmc`.
+
+    Returns
+    -------
+    numpy.ndarray of shape (N, N)
+        Averaged over all chains and draws; the padding of narrower draws counts as zeros.
+    """
+    Z = np.asarray(idata.posterior["Z"].values)
+    Z = np.where(Z < 0, 0, Z).astype(np.float64)
+    Z = Z.reshape(-1, *Z.shape[2:])
+    return np.einsum("sik,sjk->ij", Z, Z) / Z.shape[0]

@@ -180,3 +180,32 @@ def test_bad_input_refused():
         iomm.sample(model, [[0, 1]], omega=0.0, draws=1, tune=0, progressbar=False)
     with pytest.raises(ValueError, match="fixed_theta must be 2 numbers in"):
         iomm.sample(model, [[0, 1]], fixed_theta=[0.5, 1.0], draws=1, tune=0, progressbar=False)
+
+
+def test_mcmc_inference_data_groups_and_scores(tmp_path):
+    import arviz as az
+
+    model = OverlappingMixture(alpha=1.5)
+    data, _ = model.simulate(2, n_items=10, n_features=6)
+    idata = iomm.mcmc(model, data, chains=2, draws=8, tune=5, random_state=1, progressbar=False)
+    assert {"posterior", "sample_stats", "log_likelihood", "observed_data"} <= set(idata.groups())
+    assert idata.observed_data["x"].dims == ("item", "feature")
+    Z = idata.posterior["Z"].values
+    widths = idata.posterior["Z_shape"].values[..., 1]
+    theta = idata.posterior["theta"].values
+    c, d = 1, 7
+    z, t = Z[c, d, :, : widths[c, d]], theta[c, d, : widths[c, d]]
+    np.testing.assert_allclose(
+        idata.log_likelihood["x"].values[c, d], bernoulli_log_likelihood(z, t, data.X), atol=1e-9
+    )
+    np.testing.assert_array_equal(idata.posterior["n_memberships"].values[c, d], z.sum(axis=1))
+    U = iomm.shared_clusters(idata)
+    assert U.shape == (10, 10) and np.allclose(U, U.T)
+    np.testing.assert_allclose(
+        np.diag(U), idata.posterior["n_memberships"].values.mean(axis=(0, 1))
+    )
+    path = tmp_path / "iomm.nc"
+    idata.to_netcdf(path)
+    again = az.from_netcdf(path)
+    np.testing.assert_array_equal(again.posterior["Z"].values, Z)
+    assert again.posterior.attrs["model"] == "OverlappingMixture"
