@@ -176,12 +176,11 @@ def _same(npz, arrays) -> bool:
     return bool(np.abs(stored - rebuilt).max(initial=0) <= _GREY_TOLERANCE)
 
 
-def _detail(arrays) -> str:
-    return f", {len(arrays['textures'])} textures"
-
-
 def main(argv=None) -> int:
-    return rebuild_main("prepare_textures", build, __doc__, OUTPUT, argv, _same, _detail)
+    def detail(arrays):
+        return f", {len(arrays['textures'])} textures"
+
+    return rebuild_main("prepare_textures", build, __doc__, OUTPUT, argv, _same, detail)
 
 
 if __name__ == "__main__":
