@@ -288,6 +288,84 @@ class OverlappingMixture:
         Z = _binary_matrix(params["Z"], "Z").astype(np.int64)
         return {"U": Z @ Z.T, "n_clusters": np.int64(Z.any(axis=0).sum())}
 
+    # ------------------------------------------------------------------- PyMC reference
+    def pymc_model(self, data, temperature: float = 1.0, truncation: int = 10):
+        """The PyMC reference: the finite Beta-Bernoulli truncation (7.8)-(7.9) with ``K`` columns.
+
+        ``pi_k ~ Beta(alpha / K, 1)``, ``Z[i, k] ~ Bernoulli(pi_k)`` (dims ``(item, cluster)``),
+        ``theta[k, d] ~ Beta(a, b)`` and the product likelihood (7.6)-(7.7) as one
+        ``pm.Potential`` named ``"loglik"``: ``(1/T) sum_{i,d} [x_id eta_id - log(1 + exp(eta_id))]``
+        with ``eta = Z @ logit(theta)`` and ``temperature = T`` (a power posterior). As ``K ->
+        infinity`` the prior of ``Z`` becomes the IBP of the fast sampler (section 7.3); ``K``
+        columns must comfortably exceed the clusters the data use. The binary ``Z`` cannot be
+        marginalised at any useful ``K`` (``2^(N K)`` states), so ``pm.sample`` assigns it PyMC's
+        ``BinaryGibbsMetropolis`` step and NUTS to ``pi`` and ``theta``.
+
+        Parameters
+        ----------
+        data : Features or array of shape (N, D)
+            Binary data.
+        temperature : float, default 1.0
+        truncation : int, default 10
+            ``K``, the number of columns.
+
+        Returns
+        -------
+        pymc.Model
+
+        Examples
+        --------
+        >>> m = OverlappingMixture().pymc_model([[0, 1], [1, 1]], truncation=3)
+        >>> sorted(m.named_vars)
+        ['Z', 'loglik', 'pi', 'theta']
+        """
+        import pymc as pm
+        import pytensor.tensor as pt
+
+        X = self.check_data(data)
+        check_positive("temperature", temperature)
+        check_integer("truncation", truncation)
+        n_items, n_features = X.shape
+        coords = {
+            "item": np.arange(n_items),
+            "feature": np.arange(n_features),
+            "cluster": np.arange(truncation),
+        }
+        with pm.Model(coords=coords) as model:
+            pi = pm.Beta("pi", alpha=self.alpha / truncation, beta=1.0, dims="cluster")
+            Z = pm.Bernoulli("Z", p=pi[None, :], dims=("item", "cluster"))
+            theta = pm.Beta("theta", alpha=self.a, beta=self.b, dims=("cluster", "feature"))
+            eta = pt.dot(Z, pt.log(theta) - pt.log1p(-theta))
+            loglik = pt.sum(X * eta - pt.softplus(eta))
+            pm.Potential("loglik", loglik / temperature)
+        return model
+
+    def finite_log_joint(self, params, data) -> float:
+        """``log p(pi, Z, Theta, X)`` of :meth:`pymc_model` (no Jacobians): its density check.
+
+        ``params`` holds ``pi`` (K,), ``Z`` (N, K) and ``theta`` (K, D), ``K`` the truncation.
+
+        Examples
+        --------
+        >>> model = OverlappingMixture(alpha=2.0)
+        >>> params = {"pi": [0.5], "Z": [[1]], "theta": [[0.5]]}
+        >>> bool(np.isclose(model.finite_log_joint(params, [[1]]), np.log(0.5 * 0.5)))
+        True
+        """
+        X = self.check_data(data)
+        Z = _binary_matrix(params["Z"], "Z")
+        pi = np.asarray(params["pi"], dtype=np.float64)
+        theta = _check_theta(params["theta"], Z.shape[1], X.shape[1])
+        K = Z.shape[1]
+        rate = self.alpha / K
+        log_pi = np.sum((rate - 1) * np.log(pi) - betaln(rate, 1.0))
+        log_z = np.sum(Z * np.log(pi) + (1 - Z) * np.log1p(-pi))
+        log_theta = np.sum(
+            (self.a - 1) * np.log(theta) + (self.b - 1) * np.log1p(-theta) - betaln(self.a, self.b)
+        )
+        loglik = np.sum(bernoulli_log_likelihood(Z, theta, X))
+        return float(log_pi + log_z + log_theta + loglik)
+
     # ---------------------------------------------------------------------- simulation
     def simulate(self, random_state=None, n_items: int = 100, n_features: int = 32):
         """Draw ``(data, truth)`` from the generative process.

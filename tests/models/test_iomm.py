@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
+from scipy.special import logit
 
 from latentzoo.models.ibp import IndianBuffetProcess
 from latentzoo.models.iomm import (
@@ -129,3 +130,41 @@ def test_bad_parameters_refused():
         bernoulli_log_likelihood([[1], [0]], [[0.5, 0.5]], [[0, 1]])
     with pytest.raises(ValueError, match=r"Z\[0, 0\] = 3 is not binary"):
         bernoulli_log_likelihood([[3]], [[0.5, 0.5]], [[0, 1]])
+
+
+def test_pymc_reference_density_is_the_finite_model():
+    """The PyMC declaration's log density (no Jacobians) equals finite_log_joint at random points,
+    and tempering divides the likelihood only."""
+    model = OverlappingMixture(alpha=1.7, a=0.8, b=1.2)
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, size=(4, 3))
+    pymc_model = model.pymc_model(X, truncation=3)
+    logp = pymc_model.compile_logp(jacobian=False)
+    hot = model.pymc_model(X, truncation=3, temperature=2.0).compile_logp(jacobian=False)
+    for _ in range(3):
+        params = {
+            "pi": rng.uniform(0.05, 0.95, 3),
+            "Z": rng.integers(0, 2, size=(4, 3)),
+            "theta": rng.uniform(0.05, 0.95, size=(3, 3)),
+        }
+        point = {
+            "pi_logodds__": logit(params["pi"]),
+            "Z": params["Z"],
+            "theta_logodds__": logit(params["theta"]),
+        }
+        expected = model.finite_log_joint(params, X)
+        assert np.isclose(logp(point), expected)
+        loglik = bernoulli_log_likelihood(params["Z"], params["theta"], X).sum()
+        assert np.isclose(hot(point), expected - loglik / 2)
+
+
+def test_pymc_reference_assigns_binary_gibbs_to_Z():
+    from pymc.sampling.mcmc import assign_step_methods
+
+    pymc_model = OverlappingMixture().pymc_model([[0, 1], [1, 1]], truncation=2)
+    with pymc_model:
+        _, steps = assign_step_methods(pymc_model)
+    assert {type_.__name__: [v.name for v in variables] for type_, variables in steps.items()} == {
+        "NUTS": ["pi_logodds__", "theta_logodds__"],
+        "BinaryGibbsMetropolis": ["Z"],
+    }
