@@ -136,12 +136,34 @@ def _item_log_likelihood(x, eta):
 
 
 @nb.njit(cache=True)
-def _flip_log_ratio(x, eta, logits_k, sign):
-    """``log p(x | eta + sign logits_k) - log p(x | eta)`` in O(D)."""
+def _set_probabilities(eta, p, q):
+    """``p = sigmoid(eta)`` and ``q = 1 - p``, each computed without cancellation."""
+    for d in range(eta.shape[0]):
+        e = math.exp(-abs(eta[d]))
+        if eta[d] >= 0.0:
+            p[d] = 1.0 / (1.0 + e)
+            q[d] = e / (1.0 + e)
+        else:
+            p[d] = e / (1.0 + e)
+            q[d] = 1.0 / (1.0 + e)
+
+
+@nb.njit(cache=True)
+def _flip_log_ratio(x, p, q, logits_k, shrink_k, sign):
+    """``log p(x | eta + sign logits_k) - log p(x | eta)`` in O(D), one logarithm per feature.
+
+    With ``p = sigmoid(eta)``, ``q = 1 - p`` and a step ``delta``, the change of the log
+    normaliser ``log(1 + e^(eta + delta)) - log(1 + e^eta)`` is ``log(q + p e^delta)``, written
+    as ``delta + log(p + q e^-delta)`` for ``delta > 0`` so that the exponential is always
+    ``shrink_k = exp(-|logits_k|)`` <= 1: a sum of positive terms, no overflow, no cancellation.
+    """
     total = 0.0
     for d in range(x.shape[0]):
-        moved = eta[d] + sign * logits_k[d]
-        total += x[d] * sign * logits_k[d] - _log1pexp(moved) + _log1pexp(eta[d])
+        delta = sign * logits_k[d]
+        if delta > 0.0:
+            total += (x[d] - 1.0) * delta - math.log(p[d] + q[d] * shrink_k[d])
+        else:
+            total += x[d] * delta - math.log(q[d] + p[d] * shrink_k[d])
     return total
 
 
@@ -158,9 +180,17 @@ def _sweep_assignments(
     n_items, n_features = X.shape
     next_new = 0
     accepted = 0
+    # exp(-|logit theta_kd|): the clusters' parameters do not change during this sweep.
+    shrink = np.empty_like(logits)
+    for k in range(n_columns[0]):
+        for d in range(n_features):
+            shrink[k, d] = math.exp(-abs(logits[k, d]))
+    p = np.empty(n_features)
+    q = np.empty(n_features)
     for i in range(n_items):
         x = X[i]
         eta_i = eta[i]
+        _set_probabilities(eta_i, p, q)
         # Gibbs over the clusters another item uses, with the IBP odds (7.12).
         for k in range(n_columns[0]):
             z = Z[i, k]
@@ -168,7 +198,7 @@ def _sweep_assignments(
             if others == 0:
                 continue  # empty, or item i's own singleton: the new-cluster move's business
             sign = 1.0 - 2.0 * z  # the flip adds the cluster's logits when z = 0
-            log_odds_flip = _flip_log_ratio(x, eta_i, logits[k], sign)
+            log_odds_flip = _flip_log_ratio(x, p, q, logits[k], shrink[k], sign)
             if z == 1:
                 log_odds_flip += math.log(n_items - others) - math.log(others)
             else:
@@ -179,6 +209,7 @@ def _sweep_assignments(
                 counts[k] += 1 - 2 * z
                 for d in range(n_features):
                     eta_i[d] += sign * logits[k, d]
+                _set_probabilities(eta_i, p, q)
         # MH: replace item i's singletons by new_counts[i] new clusters from the prior.
         for d in range(n_features):
             proposed[d] = eta_i[d]
@@ -205,6 +236,7 @@ def _sweep_assignments(
                 for d in range(n_features):
                     theta[k, d] = new_theta[row, d]
                     logits[k, d] = math.log(new_theta[row, d]) - math.log1p(-new_theta[row, d])
+                    shrink[k, d] = math.exp(-abs(logits[k, d]))
                 Z[i, k] = 1
                 counts[k] = 1
                 n_columns[0] += 1
@@ -306,7 +338,9 @@ def _compact(state: IOMMState) -> None:
     np.matmul(state.Z[:, :width].astype(np.float64), state.logits[:width], out=state.eta)
 
 
-def init(model: OverlappingMixture, X: np.ndarray, rng, fixed_theta=None) -> IOMMState:
+def init(
+    model: OverlappingMixture, X: np.ndarray, rng, fixed_theta=None, initial=None
+) -> IOMMState:
     """A chain's first state: ``Z`` from the IBP prior, parameters from theirs (or fixed).
 
     Parameters
@@ -317,19 +351,31 @@ def init(model: OverlappingMixture, X: np.ndarray, rng, fixed_theta=None) -> IOM
     rng : numpy.random.Generator
     fixed_theta : numpy.ndarray of shape (D,), optional
         Parameters shared by every cluster; the parameter move is then skipped.
+    initial : dict, optional
+        ``{"Z": (N, K), "theta": (K, D)}``: start there instead (e.g. a previous fit or, for a
+        benchmark, the truth). With random starts from the prior in many dimensions the chain
+        tends to lose every cluster first (a cluster with random parameters fits no item better
+        than the empty product's fair coins), and the new-cluster move, whose parameters come
+        from the prior, rarely brings one back.
 
     Returns
     -------
     IOMMState
     """
     n_items, n_features = X.shape
-    start = model.prior.draw(n_items, random_state=rng)
+    if initial is None:
+        start = model.prior.draw(n_items, random_state=rng)
+        start_theta = _draw_prior_theta(rng, model, start.shape[1], n_features, fixed_theta)
+    else:
+        start = np.asarray(initial["Z"], dtype=np.int8)
+        start_theta = np.asarray(initial["theta"], dtype=np.float64)
+        bernoulli_log_likelihood(start, start_theta, X)  # checks shapes, binary Z, theta in (0, 1)
     width = start.shape[1]
     capacity = max(8, 2 * width)
     Z = np.zeros((n_items, capacity), dtype=np.int8)
     Z[:, :width] = start
     theta = np.full((capacity, n_features), 0.5)
-    theta[:width] = _draw_prior_theta(rng, model, width, n_features, fixed_theta)
+    theta[:width] = start_theta
     logits = np.zeros((capacity, n_features))
     logits[:width] = logit(theta[:width])
     counts = np.zeros(capacity, dtype=np.int64)

@@ -249,3 +249,18 @@ def test_full_sampler_passes_gewekes_joint_distribution_test(seed):
     assert check.passed, check.detail
     result = stats.kstest(first_theta, stats.beta(model.a, model.b).cdf)
     assert result.pvalue > 1e-3, result
+
+
+def test_flip_log_ratio_is_accurate_at_extreme_natural_parameters():
+    """The one-logarithm form of the flip's likelihood ratio against logaddexp, where the
+    probabilities round to 0 or 1 (|eta| up to 60, logits up to the 1e-12 edge's 27.6)."""
+    eta = np.array([-60.0, -30.0, -3.0, 0.0, 2.5, 35.0, 60.0])
+    logits_k = np.array([27.6, -27.6, 1.0, -0.5, 27.6, -27.6, -27.6])
+    x = np.array([1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0])
+    p, q = np.empty(7), np.empty(7)
+    iomm._set_probabilities(eta, p, q)
+    for sign in (1.0, -1.0):
+        moved = eta + sign * logits_k
+        expected = np.sum(x * moved - np.logaddexp(0, moved) - (x * eta - np.logaddexp(0, eta)))
+        got = iomm._flip_log_ratio(x, p, q, logits_k, np.exp(-np.abs(logits_k)), sign)
+        assert np.isclose(got, expected, rtol=1e-12, atol=1e-9)
