@@ -255,7 +255,14 @@ def _sweep_parameters(X, Z, logits, theta, eta, n_columns, proposals, omega, a, 
     """
     n_items, n_features = X.shape
     accepted = 0
+    members = np.empty(n_items, dtype=np.int64)
     for k in range(n_columns[0]):
+        # Only the cluster's members see theta_kd: list them once for all D features.
+        size = 0
+        for i in range(n_items):
+            if Z[i, k] == 1:
+                members[size] = i
+                size += 1
         for d in range(n_features):
             old = theta[k, d]
             new = proposals[k, d]
@@ -263,10 +270,10 @@ def _sweep_parameters(X, Z, logits, theta, eta, n_columns, proposals, omega, a, 
                 continue  # rounded to the edge: an infinite logit, treated as zero density
             step_logit = (math.log(new) - math.log1p(-new)) - logits[k, d]
             log_ratio = 0.0
-            for i in range(n_items):
-                if Z[i, k] == 1:
-                    moved = eta[i, d] + step_logit
-                    log_ratio += X[i, d] * step_logit - _log1pexp(moved) + _log1pexp(eta[i, d])
+            for j in range(size):
+                i = members[j]
+                moved = eta[i, d] + step_logit
+                log_ratio += X[i, d] * step_logit - _log1pexp(moved) + _log1pexp(eta[i, d])
             # Beta(a, b) prior ratio
             log_ratio += (a - 1.0) * (math.log(new) - math.log(old))
             log_ratio += (b - 1.0) * (math.log1p(-new) - math.log1p(-old))
@@ -277,9 +284,8 @@ def _sweep_parameters(X, Z, logits, theta, eta, n_columns, proposals, omega, a, 
                 accepted += 1
                 theta[k, d] = new
                 logits[k, d] += step_logit
-                for i in range(n_items):
-                    if Z[i, k] == 1:
-                        eta[i, d] += step_logit
+                for j in range(size):
+                    eta[members[j], d] += step_logit
     return accepted
 
 
