@@ -28,7 +28,9 @@ The assignments ``Z`` (items x clusters) have the Indian Buffet Process prior of
 Beta(a, b)`` independently. The label-free invariant the thesis reports is ``U = Z Z^T``, the number
 of clusters each pair of items shares (its diagonal the number of clusters of each item).
 
-Gaussian clusters (7.5) are not implemented yet.
+Gaussian clusters (7.5) have their product parameters and likelihood here
+(:func:`gaussian_product_parameters`, :func:`gaussian_log_likelihood`); their model class and
+sampler are not written yet.
 
 Examples
 --------
@@ -55,6 +57,8 @@ from latentzoo.models.ibp import IndianBuffetProcess
 __all__ = [
     "OverlappingMixture",
     "bernoulli_log_likelihood",
+    "gaussian_log_likelihood",
+    "gaussian_product_parameters",
     "log1pexp",
     "product_probabilities",
 ]
@@ -165,6 +169,115 @@ def bernoulli_log_likelihood(Z, theta, X) -> np.ndarray:
     theta = _check_theta(theta, Z.shape[1], X.shape[1])
     eta = Z @ logit(theta)
     return np.sum(X * eta - log1pexp(eta), axis=1)
+
+
+def gaussian_product_parameters(Z, mu, cov) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and covariance of each item's normalised product of Gaussian clusters, (7.5).
+
+    With the clusters' precisions ``P_k = Sigma_k^{-1}``, item ``i``'s product has precision
+    ``S_i^{-1} = sum_k z_ik P_k`` and mean ``S_i sum_k z_ik P_k mu_k`` (the thesis's ``Sigma~ =
+    S``, ``mu~ = S m``): a Gaussian again, since the natural parameters add (7.4).
+
+    Parameters
+    ----------
+    Z : array-like of shape (N, K)
+        Binary assignments; every item must belong to at least one cluster (the product of no
+        Gaussian density is not a density: the thesis gives no base measure for such an item).
+    mu : array-like of shape (K, D)
+    cov : array-like of shape (K, D, D)
+        Symmetric positive definite covariances.
+
+    Returns
+    -------
+    mean : numpy.ndarray of shape (N, D)
+    covariance : numpy.ndarray of shape (N, D, D)
+
+    Raises
+    ------
+    ValueError
+        ``"Z[2] is all zeros: an item in no Gaussian cluster has no density"``, a covariance that
+        is not positive definite (named), or mismatched shapes.
+
+    Examples
+    --------
+    Figure 7.1's two clusters, ``N(-1, 0.2)`` and ``N(1, 0.6)``: the product is ``N(-0.5, 0.15)``.
+
+    >>> mean, covariance = gaussian_product_parameters([[1, 1]], [[-1.0], [1.0]], [[[0.2]], [[0.6]]])
+    >>> round(float(mean[0, 0]), 12), round(float(covariance[0, 0, 0]), 12)
+    (-0.5, 0.15)
+    """
+    Z = _binary_matrix(Z, "Z")
+    mu = np.asarray(mu, dtype=np.float64)
+    cov = np.asarray(cov, dtype=np.float64)
+    n_columns = Z.shape[1]
+    if mu.ndim != 2 or mu.shape[0] != n_columns:
+        raise ValueError(f"mu must have shape (K, D) with K = {n_columns}, got {mu.shape}")
+    n_features = mu.shape[1]
+    if cov.shape != (n_columns, n_features, n_features):
+        raise ValueError(
+            f"cov must have shape (K, D, D) = ({n_columns}, {n_features}, {n_features}), "
+            f"got {cov.shape}"
+        )
+    empty = np.flatnonzero(~Z.any(axis=1))
+    if empty.size:
+        raise ValueError(
+            f"Z[{int(empty[0])}] is all zeros: an item in no Gaussian cluster has no density"
+        )
+    for k in range(n_columns):
+        if not np.allclose(cov[k], cov[k].T) or np.any(np.linalg.eigvalsh(cov[k]) <= 0):
+            raise ValueError(f"cov[{k}] is not symmetric positive definite")
+    precisions = np.linalg.inv(cov)
+    item_precision = np.einsum("ik,kab->iab", Z, precisions)
+    item_shift = Z @ np.einsum("kab,kb->ka", precisions, mu)
+    covariance = np.linalg.inv(item_precision)
+    mean = np.einsum("iab,ib->ia", covariance, item_shift)
+    return mean, covariance
+
+
+def gaussian_log_likelihood(Z, mu, cov, X) -> np.ndarray:
+    """Per-item log density of real data under the Gaussian IOMM, (7.5).
+
+    ``log N(x_i; mean_i, covariance_i)`` with the product parameters of
+    :func:`gaussian_product_parameters`, computed through a Cholesky factor of each item's
+    precision.
+
+    Parameters
+    ----------
+    Z : array-like of shape (N, K)
+    mu : array-like of shape (K, D)
+    cov : array-like of shape (K, D, D)
+    X : array-like of shape (N, D)
+        Finite real data (a NaN or infinite entry is refused by name).
+
+    Returns
+    -------
+    numpy.ndarray of shape (N,)
+
+    Examples
+    --------
+    One cluster: its own Gaussian density.
+
+    >>> value = gaussian_log_likelihood([[1]], [[0.0]], [[[1.0]]], [[0.0]])
+    >>> bool(np.isclose(value[0], -0.5 * np.log(2 * np.pi)))
+    True
+    """
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (items x features), got shape {X.shape}")
+    check_entries(X, "X")
+    X = X.astype(np.float64)
+    mean, covariance = gaussian_product_parameters(Z, mu, cov)
+    if X.shape != mean.shape:
+        raise ValueError(f"X has shape {X.shape} but Z and mu give {mean.shape}")
+    precision_factor = np.linalg.cholesky(np.linalg.inv(covariance))  # L L^T = precision
+    whitened = np.einsum("iab,ia->ib", precision_factor, X - mean)  # L^T (x - m)
+    log_det_precision = 2 * np.sum(np.log(np.diagonal(precision_factor, axis1=1, axis2=2)), axis=1)
+    n_features = X.shape[1]
+    return (
+        0.5 * log_det_precision
+        - 0.5 * n_features * np.log(2 * np.pi)
+        - 0.5 * np.sum(whitened**2, axis=1)
+    )
 
 
 @dataclass(frozen=True)

@@ -168,3 +168,54 @@ def test_pymc_reference_assigns_binary_gibbs_to_Z():
         "NUTS": ["pi_logodds__", "theta_logodds__"],
         "BinaryGibbsMetropolis": ["Z"],
     }
+
+
+def test_gaussian_product_equals_brute_force_normalised_product_in_1d():
+    """(7.5) against the literal (7.2) on a grid: the product of the item's clusters' Gaussian
+    densities, normalised by its numerical integral."""
+    from scipy.stats import norm
+
+    from latentzoo.models.iomm import gaussian_log_likelihood
+
+    mu = np.array([[-1.0], [1.0], [0.3]])
+    cov = np.array([[[0.2]], [[0.6]], [[1.5]]])
+    Z = np.array([[1, 0, 0], [1, 1, 0], [1, 1, 1], [0, 1, 1]])
+    X = np.array([[0.1], [-0.4], [0.7], [1.2]])
+    grid = np.linspace(-12, 12, 200001)
+    for z, x in zip(Z, X, strict=True):
+        members = np.flatnonzero(z)
+
+        def product(t, members=members):
+            return np.prod([norm(mu[k, 0], np.sqrt(cov[k, 0, 0])).pdf(t) for k in members], axis=0)
+
+        c = np.trapezoid(product(grid), grid)
+        expected = np.log(product(x[0]) / c)
+        got = gaussian_log_likelihood(z[None], mu, cov, x[None])[0]
+        assert np.isclose(got, expected, rtol=1e-8)
+
+
+def test_gaussian_likelihood_matches_multivariate_normal_of_product_parameters():
+    from scipy.stats import multivariate_normal
+
+    from latentzoo.models.iomm import gaussian_log_likelihood, gaussian_product_parameters
+
+    rng = np.random.default_rng(4)
+    K, D = 3, 3
+    mu = rng.normal(size=(K, D))
+    A = rng.normal(size=(K, D, D))
+    cov = A @ A.transpose(0, 2, 1) + np.eye(D)
+    Z = np.array([[1, 0, 0], [1, 1, 0], [0, 1, 1], [1, 1, 1]])
+    X = rng.normal(size=(4, D))
+    mean, covariance = gaussian_product_parameters(Z, mu, cov)
+    precisions = np.linalg.inv(cov)
+    for i in range(4):
+        precision = sum(precisions[k] for k in np.flatnonzero(Z[i]))
+        np.testing.assert_allclose(np.linalg.inv(covariance[i]), precision, rtol=1e-10)
+        expected = multivariate_normal(mean[i], covariance[i]).logpdf(X[i])
+        assert np.isclose(gaussian_log_likelihood(Z[i : i + 1], mu, cov, X[i : i + 1])[0], expected)
+    with pytest.raises(ValueError, match=r"Z\[1\] is all zeros"):
+        gaussian_log_likelihood([[1], [0]], mu[:1], cov[:1], X[:2])
+    with pytest.raises(ValueError, match=r"cov\[0\] is not symmetric positive definite"):
+        gaussian_log_likelihood([[1]], [[0.0]], [[[-1.0]]], [[0.0]])
+    with pytest.raises(ValueError, match=r"X\[0, 0\] is nan"):
+        gaussian_log_likelihood([[1]], [[0.0]], [[[1.0]]], [[np.nan]])
