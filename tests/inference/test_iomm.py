@@ -264,3 +264,17 @@ def test_flip_log_ratio_is_accurate_at_extreme_natural_parameters():
         expected = np.sum(x * moved - np.logaddexp(0, moved) - (x * eta - np.logaddexp(0, eta)))
         got = iomm._flip_log_ratio(x, p, q, logits_k, np.exp(-np.abs(logits_k)), sign)
         assert np.isclose(got, expected, rtol=1e-12, atol=1e-9)
+
+
+def test_init_from_a_given_state():
+    model = OverlappingMixture(alpha=2.0)
+    data, truth = model.simulate(3, n_items=12, n_features=4)
+    X = model.check_data(data)
+    state = iomm.init(model, X, np.random.default_rng(0), initial=truth)
+    start = iomm.draw(state)
+    used = truth["Z"].any(axis=0)
+    np.testing.assert_array_equal(start["Z"], truth["Z"][:, used])
+    np.testing.assert_array_equal(start["theta"], truth["theta"][used])
+    np.testing.assert_allclose(state.eta, truth["Z"] @ logit(truth["theta"]), atol=1e-12)
+    with pytest.raises(ValueError, match="theta must have shape"):
+        iomm.init(model, X, np.random.default_rng(0), initial={"Z": truth["Z"], "theta": [[0.5]]})
