@@ -189,3 +189,19 @@ def test_bad_input_is_refused():
         relevance(np.eye(2), [[1, -1]])
     with pytest.raises(ValueError, match="documents have 3 words but V has 2 columns"):
         relevance(np.eye(2), [[1, 0, 1]])
+
+
+@pytest.mark.parametrize("root_concentration", [1.0, 0.1])
+def test_dual_optimum_is_certified_by_weak_duality(root_concentration):
+    # A feasible dual point bounds every left inverse's row from below; the returned V, exactly
+    # feasible, reaches it: each row is optimal to the gap. A Dirichlet(0.1) baseline gives topics
+    # with tiny entries, where the primal programs agree only to their feasibility tolerance.
+    topics = _path_topics(8, depth=5, n_words=50, root_concentration=root_concentration)
+    dual = minimax_pseudoinverse(topics)
+    np.testing.assert_allclose(dual.V @ topics, np.eye(6), rtol=0, atol=1e-12)
+    assert np.all(dual.row_lower_bounds <= dual.row_bounds * (1 + 1e-12))
+    np.testing.assert_allclose(dual.row_lower_bounds, dual.row_bounds, rtol=1e-9)
+    assert minimax_pseudoinverse(topics, "rows").row_lower_bounds is None
+    np.testing.assert_allclose(
+        minimax_pseudoinverse(topics, "rows").row_bounds, dual.row_bounds, rtol=1e-7
+    )
