@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .rebuild import PrepareError, check_or_write, rebuild_parser, rscript, same_data
+from .rebuild import rebuild_folder_main, rscript, same_data
 
 __all__ = ["DATASETS", "build", "main", "party", "read_r_matrix"]
 
@@ -126,19 +126,7 @@ def build(name: str) -> dict[str, np.ndarray]:
 
 
 def main(argv=None) -> int:
-    args = rebuild_parser(__doc__, FOLDER, "folder of the .npz files").parse_args(argv)
-
-    status = 0
-    for name in DATASETS:
-        try:
-            arrays = build(name)
-        except (PrepareError, ValueError) as error:
-            print(f"prepare_rdata: {error}", file=sys.stderr)
-            return 1
-        status = max(
-            status, check_or_write(args.out / f"{name}.npz", arrays, args.check, same_data)
-        )
-    return status
+    return rebuild_folder_main("prepare_rdata", DATASETS, build, __doc__, FOLDER, argv, same_data)
 
 
 if __name__ == "__main__":

@@ -62,7 +62,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .rebuild import PROVENANCE, PrepareError, check_or_write, rebuild_parser, rscript
+from .rebuild import PROVENANCE, rebuild_folder_main, rscript
 
 __all__ = ["MIN_MINORITY_SHARE", "NAMES", "build", "drop_lopsided", "main", "same_votes"]
 
@@ -280,18 +280,7 @@ def same_votes(npz, arrays: dict) -> bool:
 
 
 def main(argv=None) -> int:
-    args = rebuild_parser(__doc__, FOLDER, "folder of the .npz files").parse_args(argv)
-    status = 0
-    for name in NAMES:
-        try:
-            arrays = build(name)
-        except (PrepareError, ValueError) as error:
-            print(f"prepare_senate: {error}", file=sys.stderr)
-            return 1
-        status = max(
-            status, check_or_write(args.out / f"{name}.npz", arrays, args.check, same_votes)
-        )
-    return status
+    return rebuild_folder_main("prepare_senate", NAMES, build, __doc__, FOLDER, argv, same_votes)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ __all__ = [
     "PrepareError",
     "check_or_write",
     "rebuild",
+    "rebuild_folder_main",
     "rebuild_main",
     "rebuild_parser",
     "rscript",
@@ -160,3 +161,29 @@ def rebuild_main(script: str, build: Callable[[], dict], doc: str, out: Path, ar
     """
     args = rebuild_parser(doc, out).parse_args(argv)
     return rebuild(script, build, args.out, args.check, same, detail)
+
+
+def rebuild_folder_main(script: str, names, build: Callable[[str], dict], doc: str, folder: Path,
+                        argv=None, same=None) -> int:  # fmt: skip
+    """The whole command line of a script that builds several files, ``folder/<name>.npz`` from
+    ``build(name)`` for each of ``names``: ``--out`` (the folder) and ``--check`` parsed from
+    ``argv``, then :func:`rebuild` of each; the exit code is the worst of them, and a missing
+    source stops the run at once (one line on stderr, exit code 1).
+
+    Examples
+    --------
+    >>> def missing(name):
+    ...     raise PrepareError(f"no source for {name}: install it with: apt-get install x")
+    >>> rebuild_folder_main("prepare_x", ["a", "b"], missing, "Rebuild x.\\n", Path("."), ["--check"])
+    1
+    """
+    args = rebuild_parser(doc, folder, "folder of the .npz files").parse_args(argv)
+    status = 0
+    for name in names:
+        code = rebuild(
+            script, lambda name=name: build(name), args.out / f"{name}.npz", args.check, same
+        )
+        if code and not args.check:
+            return code
+        status = max(status, code)
+    return status
