@@ -181,14 +181,9 @@ def _check_solved(result, what: str) -> None:
         raise RuntimeError(f"{what}: HiGHS did not solve the program: {result.message}")
 
 
-def _full_program(matrix: np.ndarray) -> Pseudoinverse:
-    """Program (1) as one LP over ``x = (vec_row(V), c)``."""
-    n_words, n_topics = matrix.shape
-    n_entries = n_topics * n_words
-    # (V W)_ij = sum_u V_iu W_uj: block-diagonal kron(I_k, W^T) acting on the rows of V.
-    equalities = sp.hstack(
-        [sp.kron(sp.identity(n_topics), sp.csr_matrix(matrix.T)), sp.csr_matrix((n_topics**2, 1))]
-    )
+def _solve_bounded_lp(n_entries: int, equalities, equality_rhs, what: str):
+    """``min c`` over ``(x, c)`` subject to ``|x_j| <= c`` for the ``n_entries`` entries of ``x``
+    and ``equalities @ (x, c) = equality_rhs``: the shape of program (1) and of every (P_i)."""
     entries = sp.identity(n_entries, format="csr")
     minus_c = sp.csr_matrix(-np.ones((n_entries, 1)))
     inequalities = sp.vstack(
@@ -200,12 +195,29 @@ def _full_program(matrix: np.ndarray) -> Pseudoinverse:
         cost,
         A_ub=inequalities,
         b_ub=np.zeros(2 * n_entries),
-        A_eq=equalities.tocsr(),
-        b_eq=np.eye(n_topics).ravel(),
+        A_eq=equalities,
+        b_eq=equality_rhs,
         bounds=[(None, None)] * n_entries + [(0, None)],
         method="highs",
     )
-    _check_solved(result, "minimax pseudo-inverse (full program)")
+    _check_solved(result, what)
+    return result
+
+
+def _full_program(matrix: np.ndarray) -> Pseudoinverse:
+    """Program (1) as one LP over ``x = (vec_row(V), c)``."""
+    n_words, n_topics = matrix.shape
+    n_entries = n_topics * n_words
+    # (V W)_ij = sum_u V_iu W_uj: block-diagonal kron(I_k, W^T) acting on the rows of V.
+    equalities = sp.hstack(
+        [sp.kron(sp.identity(n_topics), sp.csr_matrix(matrix.T)), sp.csr_matrix((n_topics**2, 1))]
+    )
+    result = _solve_bounded_lp(
+        n_entries,
+        equalities.tocsr(),
+        np.eye(n_topics).ravel(),
+        "minimax pseudo-inverse (full program)",
+    )
     inverse = result.x[:n_entries].reshape(n_topics, n_words)
     return Pseudoinverse(inverse, float(result.fun), np.abs(inverse).max(axis=1), "full", 1)
 
@@ -213,23 +225,12 @@ def _full_program(matrix: np.ndarray) -> Pseudoinverse:
 def _row_primal(matrix: np.ndarray, row: int):
     """(P_i) as an LP over ``(v, c)``: returns the row and ``c_i``."""
     n_words, n_topics = matrix.shape
-    identity = sp.identity(n_words, format="csr")
-    minus_c = sp.csr_matrix(-np.ones((n_words, 1)))
-    inequalities = sp.vstack(
-        [sp.hstack([identity, minus_c]), sp.hstack([-identity, minus_c])]
-    ).tocsr()
-    cost = np.zeros(n_words + 1)
-    cost[-1] = 1.0
-    result = linprog(
-        cost,
-        A_ub=inequalities,
-        b_ub=np.zeros(2 * n_words),
-        A_eq=np.hstack([matrix.T, np.zeros((n_topics, 1))]),
-        b_eq=np.eye(n_topics)[row],
-        bounds=[(None, None)] * n_words + [(0, None)],
-        method="highs",
+    result = _solve_bounded_lp(
+        n_words,
+        np.hstack([matrix.T, np.zeros((n_topics, 1))]),
+        np.eye(n_topics)[row],
+        f"minimax pseudo-inverse (row {row})",
     )
-    _check_solved(result, f"minimax pseudo-inverse (row {row})")
     return result.x[:n_words], float(result.fun)
 
 
