@@ -511,6 +511,7 @@ def sample(
     fixed_theta=None,
     random_state=None,
     progressbar: bool = True,
+    log_likelihood: bool = False,
 ):
     """Run Algorithm 7.1 on binary data through the chain runner.
 
@@ -526,12 +527,16 @@ def sample(
         Known parameters shared by every cluster: sample ``Z | X, theta`` only.
     random_state : None, int or numpy.random.Generator
     progressbar : bool
+    log_likelihood : bool, default False
+        Also keep each item's log-likelihood ``x`` (chains, draws, N), read from the state's
+        summed natural parameters at no extra sweep.
 
     Returns
     -------
     posterior : dict
         ``Z`` (chains, draws, N, K_max) and ``theta`` (chains, draws, K_max, D), padded with -1 and
-        NaN beyond each draw's own width (``Z_shape``, ``theta_shape``).
+        NaN beyond each draw's own width (``Z_shape``, ``theta_shape``); ``x`` with
+        ``log_likelihood``.
     sample_stats : dict
         The :class:`IOMMInfo` fields, (chains, draws).
     seconds : float
@@ -553,7 +558,7 @@ def sample(
     return run_chains(
         lambda rng: init(model, X, rng, fixed_theta),
         lambda state, rng: step(state, rng, model, X, omega, fixed_theta),
-        draw,
+        _draw_with_likelihood(X) if log_likelihood else draw,
         chains=chains,
         draws=draws,
         tune=tune,
@@ -583,10 +588,8 @@ def mcmc(
     model : OverlappingMixture
     data : Features or array-like of shape (N, D)
         Binary data.
-    chains, draws, tune, thin, random_state, progressbar
-        As for :func:`latentzoo.inference.mcmc.run_chains`.
-    omega : float, default 20.0
-        Concentration of the Beta proposal (7.13).
+    chains, draws, tune, thin, omega, random_state, progressbar
+        As for :func:`sample`.
 
     Returns
     -------
@@ -613,19 +616,17 @@ def mcmc(
     from latentzoo.models.base import model_attrs
 
     X = model.check_data(data)
-    check_positive("omega", omega)
-    posterior, stats, seconds = run_chains(
-        lambda rng: init(model, X, rng),
-        lambda state, rng: step(state, rng, model, X, omega),
-        _draw_with_likelihood(X),
+    posterior, stats, seconds = sample(
+        model,
+        X,
         chains=chains,
         draws=draws,
         tune=tune,
         thin=thin,
+        omega=omega,
         random_state=random_state,
         progressbar=progressbar,
-        desc="IOMM",
-        advance=lambda state, rng: advance(state, rng, model, X, omega)[0],
+        log_likelihood=True,
     )
     log_likelihood = {"x": posterior.pop("x")}
     Z = posterior["Z"]
