@@ -154,11 +154,16 @@ def test_draws_are_binary_int8_without_empty_columns_and_reproducible():
 
 
 # ---------------------------------------------------------------------- (3) exchangeability
+def _draws_with_rng(ibp: IndianBuffetProcess, n_items: int, seed: int, n_draws: int = 20):
+    """``n_draws`` prior draws, each with the generator that drew it (for the test's shuffles)."""
+    rng = np.random.default_rng(seed)
+    for _ in range(n_draws):
+        yield ibp.draw(n_items, rng), rng
+
+
 def test_log_prob_is_invariant_under_row_and_column_permutations_and_empty_columns():
     ibp = IndianBuffetProcess(2.0)
-    rng = np.random.default_rng(3)
-    for _ in range(20):
-        Z = ibp.draw(7, rng)
+    for Z, rng in _draws_with_rng(ibp, n_items=7, seed=3):
         reference = ibp.log_prob(Z)
         permuted = Z[rng.permutation(Z.shape[0])][:, rng.permutation(Z.shape[1])]
         padded = np.insert(permuted, rng.integers(0, Z.shape[1] + 1, size=3), 0, axis=1)
@@ -169,9 +174,7 @@ def test_log_prob_is_invariant_under_row_and_column_permutations_and_empty_colum
 
 def test_left_ordered_form_is_canonical_idempotent_and_sorted_by_decreasing_history():
     ibp = IndianBuffetProcess(2.0)
-    rng = np.random.default_rng(11)
-    for _ in range(20):
-        Z = ibp.draw(6, rng)
+    for Z, rng in _draws_with_rng(ibp, n_items=6, seed=11):
         lof = ibp.left_ordered(Z)
         shuffled = np.insert(Z[:, rng.permutation(Z.shape[1])], 0, 0, axis=1)
         np.testing.assert_array_equal(ibp.left_ordered(shuffled), lof)
