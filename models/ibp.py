@@ -304,11 +304,12 @@ class IndianBuffetProcess:
         Parameters
         ----------
         Z : array-like of shape (N, K)
-            Binary matrix.
+            Binary matrix (its all-zero columns are dropped).
 
         Returns
         -------
         float
+            At most :meth:`log_prob`, equal when the nonzero columns share one history.
 
         Examples
         --------
@@ -388,10 +389,8 @@ class IndianBuffetProcess:
 
         Parameters
         ----------
-        Z : array-like of shape (N, K')
-            Binary matrix (all-zero columns dropped).
-        K : int
-            Number of columns of the finite model, at least ``Z``'s number of nonzero columns.
+        Z, K
+            As for :meth:`finite_log_prob`.
 
         Returns
         -------
@@ -471,6 +470,7 @@ class IndianBuffetProcess:
         Returns
         -------
         float
+            ``alpha / N``.
 
         Examples
         --------
@@ -496,6 +496,7 @@ class IndianBuffetProcess:
         Returns
         -------
         float
+            ``alpha H_N``.
 
         Examples
         --------
