@@ -148,6 +148,7 @@ def bernoulli_log_likelihood(Z, theta, X) -> np.ndarray:
     Returns
     -------
     numpy.ndarray of shape (N,)
+        ``log p(x_i | z_i, Theta)`` of each item.
 
     Raises
     ------
