@@ -130,12 +130,11 @@ def test_loading_needs_no_r(tmp_path):
     assert printed == "[(101, 520), (102, 540)]"
 
 
-def test_missing_file_names_the_rebuild_command(monkeypatch, tmp_path):
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_missing_file_names_the_rebuild_command(name, monkeypatch, tmp_path):
     monkeypatch.setattr(ds, "__file__", str(tmp_path / "datasets.py"))
-    with pytest.raises(
-        DatasetUnavailableError, match=r"senate109.npz is missing: .*prepare-senate"
-    ):
-        ds._load_senate("senate109.npz")
+    with pytest.raises(DatasetUnavailableError, match=rf"{name}.npz is missing: .*prepare-senate"):
+        ds._load_senate(f"{name}.npz")
 
 
 # ---------------------------------------------------------------- the rebuild script
