@@ -246,6 +246,18 @@ def gamma(topics) -> float:
     return float(best)
 
 
+def _depths(parent: np.ndarray) -> np.ndarray:
+    """Each node's number of ancestors in a parent array (root ``-1``)."""
+    depth = np.zeros(parent.size, dtype=int)
+    node = np.arange(parent.size)
+    # One step up per level for all nodes at once, as in tree_paths.
+    while np.any(parent[node] >= 0):
+        climbing = parent[node] >= 0
+        depth += climbing
+        node = np.where(climbing, parent[node], node)
+    return depth
+
+
 def tree_paths(parent) -> np.ndarray:
     """Every root-to-leaf path of a tree given as a parent array (root ``-1``), one row per leaf,
     for trees whose leaves are all at the same depth (the trees :meth:`TopicTree.simulate` grows).
@@ -268,18 +280,10 @@ def tree_paths(parent) -> np.ndarray:
     while np.any(parent[columns[-1]] >= 0):
         up = parent[columns[-1]]
         if np.any(up < 0):
-            depths = sorted({len(_ancestors(parent, leaf)) for leaf in leaves})
+            depths = np.unique(_depths(parent)[leaves]).tolist()
             raise ValueError(f"tree_paths needs all leaves at one depth, got depths {depths}")
         columns.append(up)
     return np.stack(columns[::-1], axis=1)
-
-
-def _ancestors(parent: np.ndarray, node: int) -> list[int]:
-    chain = []
-    while parent[node] >= 0:
-        node = parent[node]
-        chain.append(node)
-    return chain
 
 
 @dataclass(frozen=True)
