@@ -47,7 +47,7 @@ import numpy as np
 from scipy.special import betaln, logit
 
 from latentzoo.inference.mcmc import next_uniform, run_chains, splitmix_seeds
-from latentzoo.models._checks import check_integer, check_positive
+from latentzoo.models._checks import check_positive
 from latentzoo.models.iomm import OverlappingMixture, bernoulli_log_likelihood
 
 __all__ = [
@@ -503,15 +503,10 @@ def sample(
     model: OverlappingMixture,
     data,
     *,
-    chains: int = 4,
-    draws: int = 1000,
-    tune: int = 500,
-    thin: int = 1,
     omega: float = 20.0,
     fixed_theta=None,
-    random_state=None,
-    progressbar: bool = True,
     log_likelihood: bool = False,
+    **chain_options,
 ):
     """Run Algorithm 7.1 on binary data through the chain runner.
 
@@ -520,16 +515,16 @@ def sample(
     model : OverlappingMixture
     data : Features or array-like of shape (N, D)
         Binary data (a non-binary entry is refused by name).
-    chains, draws, tune, thin : int
     omega : float, default 20.0
         Concentration of the Beta proposal (7.13): larger is a narrower random walk.
     fixed_theta : array-like of shape (D,), optional
         Known parameters shared by every cluster: sample ``Z | X, theta`` only.
-    random_state : None, int or numpy.random.Generator
-    progressbar : bool
     log_likelihood : bool, default False
         Also keep each item's log-likelihood ``x`` (chains, draws, N), read from the state's
         summed natural parameters at no extra sweep.
+    **chain_options
+        ``chains``, ``draws``, ``tune``, ``thin``, ``random_state`` and ``progressbar``, with
+        the defaults of :func:`latentzoo.inference.mcmc.run_chains`.
 
     Returns
     -------
@@ -543,7 +538,6 @@ def sample(
     """
     X = model.check_data(data).astype(np.float64)
     check_positive("omega", omega)
-    check_integer("chains", chains)
     if fixed_theta is not None:
         fixed_theta = np.asarray(fixed_theta, dtype=np.float64)
         if fixed_theta.shape != (X.shape[1],) or not np.all((fixed_theta > 0) & (fixed_theta < 1)):
@@ -559,28 +553,13 @@ def sample(
         lambda rng: init(model, X, rng, fixed_theta),
         lambda state, rng: step(state, rng, model, X, omega, fixed_theta),
         _draw_with_likelihood(X) if log_likelihood else draw,
-        chains=chains,
-        draws=draws,
-        tune=tune,
-        thin=thin,
-        random_state=random_state,
-        progressbar=progressbar,
         desc="IOMM",
         advance=_advance,
+        **chain_options,
     )
 
 
-def mcmc(
-    model: OverlappingMixture,
-    data,
-    chains: int = 4,
-    draws: int = 500,
-    tune: int = 200,
-    thin: int = 1,
-    omega: float = 20.0,
-    random_state=None,
-    progressbar: bool = True,
-):
+def mcmc(model: OverlappingMixture, data, *, omega: float = 20.0, **chain_options):
     """Algorithm 7.1 as ``arviz.InferenceData``.
 
     Parameters
@@ -588,8 +567,10 @@ def mcmc(
     model : OverlappingMixture
     data : Features or array-like of shape (N, D)
         Binary data.
-    chains, draws, tune, thin, omega, random_state, progressbar
+    omega : float, default 20.0
         As for :func:`sample`.
+    **chain_options
+        As for :func:`sample`, but ``draws`` is 500 and ``tune`` 200 by default.
 
     Returns
     -------
@@ -616,18 +597,8 @@ def mcmc(
     from latentzoo.models.base import model_attrs
 
     X = model.check_data(data)
-    posterior, stats, seconds = sample(
-        model,
-        X,
-        chains=chains,
-        draws=draws,
-        tune=tune,
-        thin=thin,
-        omega=omega,
-        random_state=random_state,
-        progressbar=progressbar,
-        log_likelihood=True,
-    )
+    chain_options = {"draws": 500, "tune": 200, **chain_options}
+    posterior, stats, seconds = sample(model, X, omega=omega, log_likelihood=True, **chain_options)
     log_likelihood = {"x": posterior.pop("x")}
     Z = posterior["Z"]
     posterior["n_memberships"] = np.where(Z < 0, 0, Z).sum(axis=-1).astype(np.int64)
