@@ -78,6 +78,7 @@ All randomness comes from ``random_state``; the same seed gives the same result 
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field, replace
 
@@ -1685,6 +1686,73 @@ def _quench(D, labels, k, rng, max_sweeps=1000):
     return labels, int(sweeps), bool(done)
 
 
+class _Segment:
+    """A stretch of a cooling schedule: its inverse temperatures exactly, its rules otherwise."""
+
+    def __init__(self, schedule: GeometricCooling, betas: list[float]):
+        self.schedule, self.stretch = schedule, list(betas)
+
+    def betas(self) -> list[float]:
+        return list(self.stretch)
+
+    def __getattr__(self, name):
+        return getattr(self.schedule, name)
+
+
+def _branched_cooling(problem, resp, schedule, max_iter, tol, n_branches, temperatures):
+    """Cool ``problem`` from ``resp`` along ``schedule``, in ``n_branches`` branches between the
+    two ``temperatures`` (see :func:`pairwise_annealing`'s ``branches``).
+
+    Returns what :func:`~latentzoo.inference.annealing.cool` returns for the whole schedule (the
+    chosen branch's stages), the problem that went on (with its random stream), and every
+    branch's free energy at the end of the branching (None when the run did not branch).
+    """
+    T_split, T_pick = temperatures
+    betas = np.array(schedule.betas())
+    trunk_end = int(np.sum(1.0 / betas >= T_split))
+    window_end = int(np.sum(1.0 / betas >= T_pick))
+    parts, params, free_energies = [], {"resp": resp}, None
+
+    def cool_part(part_problem, part_params, stretch):
+        run, stages, _ = cool(part_problem, part_params, _Segment(schedule, stretch), max_iter, tol)
+        return run, stages, len(stages) < len(stretch)
+
+    pieces = [betas[:trunk_end], betas[trunk_end:window_end], betas[window_end:]]
+    frozen = False
+    run = None
+    for index, stretch in enumerate(pieces):
+        if frozen or stretch.size == 0:
+            continue
+        if index == 1:
+            # Branch 0 is the unbranched run; the others are independent streams and twins.
+            copies = [problem]
+            for stream in problem.rng.spawn(n_branches - 1):
+                twin = copy.deepcopy(problem)
+                twin.rng = stream
+                copies.append(twin)
+            outcomes = []
+            for branch, branch_problem in enumerate(copies):
+                start = params
+                if branch > 0:
+                    start = {
+                        "resp": _perturb_resp(
+                            params["resp"], branch_problem.rng, branch_problem.perturbation
+                        )
+                    }
+                outcomes.append(cool_part(branch_problem, start, stretch))
+            free_energies = [float(stages["free_energy"].iloc[-1]) for _, stages, _ in outcomes]
+            chosen = int(np.argmin(free_energies))
+            problem = copies[chosen]
+            run, stages, frozen = outcomes[chosen]
+        else:
+            run, stages, frozen = cool_part(problem, params, stretch)
+        params = run.params
+        parts.append(stages)
+    stages = pd.concat(parts, ignore_index=True)
+    run = replace(run, stages=stages, betas=schedule.betas())
+    return run, stages, schedule.transitions(stages), problem, free_energies
+
+
 def pairwise_annealing(
     model: PairwiseClustering,
     data,
@@ -1697,6 +1765,9 @@ def pairwise_annealing(
     tol: float = 1e-4,
     perturbation: float = 1e-3,
     quench: bool = True,
+    branches: int = 1,
+    branch_below: float = 0.85,
+    branch_until: float = 0.7,
     random_state=None,
 ) -> ClusteringResult:
     """Algorithm I: deterministic annealing for pairwise clustering by mean-field sweeps.
@@ -1752,12 +1823,28 @@ def pairwise_annealing(
         together later are merged as well.
     quench : bool
         End with the zero-temperature local search of :func:`greedy` from the annealed labels.
+    branches : int
+        With ``B > 1``, the run splits into ``B`` branches at the first temperature below
+        ``branch_below T_c``; they cool on through the temperatures down to ``branch_until T_c``
+        and the one with the lowest free energy there goes on alone. Branch 0 continues the
+        run's own random stream (it is the run with ``branches=1``); the others draw their sweep
+        orders from streams spawned from the run's generator (which consumes none of its draws)
+        and start from its assignments perturbed by ``perturbation``. On random dissimilarities
+        a run chooses its basin between about 0.85 and 0.82 ``T_c``, and the free energy at 0.7
+        ``T_c`` ranks the branches' final costs (benchmarks/RESULTS_pairwise.md, Fig. 1). The
+        settings record every branch's free energy (``branch_free_energies``) and the chosen
+        one (``branch``). 1: no branching, today's run exactly.
+    branch_below, branch_until : float
+        Where the branches start and where they are compared, as fractions of ``T_c``
+        (``branch_until < branch_below``). Without a temperature of the schedule in between (or
+        once the run is frozen before), the run does not branch.
     random_state : int or numpy.random.Generator, optional
 
     Returns
     -------
     ClusteringResult
-        With the per-temperature ``trace`` and the phase ``transitions``.
+        With the per-temperature ``trace`` (of the chosen branch) and the phase
+        ``transitions``.
 
     Examples
     --------
@@ -1773,6 +1860,9 @@ def pairwise_annealing(
     data = model.check_data(data)
     _check_options(T0, T_final, eta, max_iter, tol, perturbation)
     tap_damping = check_interval("tap_damping", tap_damping, 0, 1, closed="right")
+    check_integer("branches", branches)
+    check_positive("branch_below", branch_below)
+    check_interval("branch_until", branch_until, 0, branch_below)
     data, exponent = _unit_dissimilarities(data)
     if exponent:
         T0 = None if T0 is None else float(np.ldexp(T0, -exponent))
@@ -1785,9 +1875,21 @@ def pairwise_annealing(
     problem.damping = tap_damping
     # Updates a thousand times below the stage's tolerance cannot decide it: skip them.
     problem.skip = 1e-3 * tol
-    run, stages, transitions = cool(
-        problem, {"resp": np.ones((n, 1))}, _schedule(T0, T_final, eta), max_iter, tol
-    )
+    schedule = _schedule(T0, T_final, eta)
+    branch_free_energies = None
+    if branches == 1:
+        run, stages, transitions = cool(problem, {"resp": np.ones((n, 1))}, schedule, max_iter, tol)
+    else:
+        run, stages, transitions, problem, branch_free_energies = _branched_cooling(
+            problem,
+            np.ones((n, 1)),
+            schedule,
+            max_iter,
+            tol,
+            branches,
+            (branch_below * T_c, branch_until * T_c),
+        )
+        rng = problem.rng
     converged = run.converged
     labels = np.argmax(run.params["resp"], axis=1).astype(np.int64)
     resp = _pad(run.params["resp"], k)
@@ -1799,6 +1901,14 @@ def pairwise_annealing(
         "eta": eta,
         "T_c": T_c,
     }
+    if branches > 1:
+        settings.update(branches=branches, branch_below=branch_below, branch_until=branch_until)
+        if branch_free_energies is not None:
+            # In the data's units, as every other free energy of the result.
+            settings["branch_free_energies"] = [
+                float(np.ldexp(value, exponent)) for value in branch_free_energies
+            ]
+            settings["branch"] = int(np.argmin(branch_free_energies))
     if quench:
         labels, sweeps, done = _quench(D, labels, k, rng)
         settings["quench_sweeps"] = sweeps
@@ -2259,6 +2369,16 @@ FAMILIES = (
                     ),
                     *_cooling(100, 1e-4),
                     flag("quench", True, "finish with a zero-temperature quench"),
+                    integer("branches", 1, "branches near T_c; the lowest free energy goes on"),
+                    real("branch_below", 0.85, "where the branches start, in T_c", 0, None, True),
+                    real(
+                        "branch_until",
+                        0.7,
+                        "where the branches are compared, in T_c",
+                        0,
+                        None,
+                        True,
+                    ),  # fmt: skip
                     seed(),
                 ),
             ),
