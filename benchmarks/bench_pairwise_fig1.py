@@ -14,7 +14,8 @@ For ``N = 100`` items and ``K = 10`` clusters, on 10 random instances (``D_ik`` 
 Gaussian clusters in 2-D, squared distances), each annealed from 10 seeds by Algorithm I with
 naive mean field and with the TAP equations (28)-(29) at the default schedule, and (random
 instances) with the slower schedules tried for the seed's claim (``eta = 0.98``; ``eta = 0.98``
-with every temperature solved to ``tol = 1e-6`` in at most 1000 sweeps; TAP at ``eta = 0.98``),
+with every temperature solved to ``tol = 1e-6`` in at most 1000 sweeps; TAP at ``eta = 0.98``;
+both at ``eta = 0.98`` with ``branches``),
 against the best of 1000 gradient descents (``greedy``) and Ward's linkage. The seed's claim: on
 random instances even the worst annealing run beats the best descent. A run counts as "at or
 below the best descent" when its cost (16) is at most the best descent's plus ``1e-9``
