@@ -30,6 +30,7 @@ earlier one; the rest of that file is ``bench_pairwise.py``'s) and every run pri
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import subprocess
 import sys
@@ -197,6 +198,17 @@ WHERE_RUNS_LOSE = (
 )
 
 
+PER_INSTANCE_COLUMNS = [
+    "instances", "#", "annealing", "at or below best descent", "worst %", "best %", "Ward %",
+    "converged", "CPU s per run",
+]  # fmt: skip
+LOST_RUN_COLUMNS = [
+    "instances", "#", "annealing", "seed", "excess %", "items", "settled at T / T_c",
+]  # fmt: skip
+"""The columns of the per-instance table and of the table of runs above the best descent, the
+same in the main section and in the branching subsection."""
+
+
 def section(per_instance, totals, lost, n_instances, n_seeds, argv, seconds) -> list[str]:
     summary = [
         [kind, name, f"{ok}/{runs}", f"{np.mean(ex):+.2f} +- {np.std(ex):.2f}",
@@ -241,24 +253,14 @@ def section(per_instance, totals, lost, n_instances, n_seeds, argv, seconds) -> 
         " run's hard labels kept their cost):",
         "",
         *table(
-            ["instances", "#", "annealing", "seed", "excess %", "items", "settled at T / T_c"],
+            LOST_RUN_COLUMNS,
             lost,
         ),  # fmt: skip
         "",
         "Per instance (Ward: its excess over the best descent):",
         "",
         *table(
-            [
-                "instances",
-                "#",
-                "annealing",
-                "at or below best descent",
-                "worst %",
-                "best %",
-                "Ward %",
-                "converged",
-                "CPU s per run",
-            ],
+            PER_INSTANCE_COLUMNS,
             per_instance,
         ),  # fmt: skip
         "",
@@ -304,7 +306,7 @@ def branch_section(per_instance, totals, lost, n_instances, n_seeds, argv, secon
         "",
         *(
             table(
-                ["instances", "#", "annealing", "seed", "excess %", "items", "settled at T / T_c"],
+                LOST_RUN_COLUMNS,
                 lost,
             )
             if lost
@@ -314,17 +316,7 @@ def branch_section(per_instance, totals, lost, n_instances, n_seeds, argv, secon
         "Per instance:",
         "",
         *table(
-            [
-                "instances",
-                "#",
-                "annealing",
-                "at or below best descent",
-                "worst %",
-                "best %",
-                "Ward %",
-                "converged",
-                "CPU s per run",
-            ],
+            PER_INSTANCE_COLUMNS,
             per_instance,
         ),  # fmt: skip
         "",
@@ -333,9 +325,19 @@ def branch_section(per_instance, totals, lost, n_instances, n_seeds, argv, secon
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    quick = "--quick" in argv
-    branches = "--branches" in argv
-    jobs = int(argv[argv.index("--jobs") + 1]) if "--jobs" in argv else 1
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help="2 instances x 3 seeds, no file written"
+    )
+    parser.add_argument(
+        "--branches", action="store_true",
+        help="random instances and the branching variants only (appended subsection)",
+    )  # fmt: skip
+    parser.add_argument("--jobs", type=int, default=1, help="instances run in this many processes")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be at least 1, got {args.jobs}")
+    quick, branches, jobs = args.quick, args.branches, args.jobs
     n_instances, n_seeds = (2, 3) if quick else (10, 10)
     start = time.perf_counter()
     if branches:
