@@ -775,7 +775,8 @@ def posterior_predictive(
 
     A sample's draws are thinned evenly to ``max_draws``; a point estimate gives ``max_draws``
     replicates of itself. Either way the replicates are one chain of ``n`` draws, fewer when the
-    data are large (:data:`PREDICTIVE_VALUES`). The variables are the model's
+    data are large (:data:`PREDICTIVE_VALUES`), none (:class:`NoPosteriorPredictive`) when one
+    replicate alone would exceed it. The variables are the model's
     ``predictive_summaries`` (label-invariant, e.g. term frequencies, or feature means) and,
     where ``idata``'s ``observed_data`` holds the data themselves, the replicated data under the
     same name, so that ``az.plot_ppc`` pairs every observed variable with its replicates.
@@ -824,8 +825,17 @@ def posterior_predictive(
         raise NoPosteriorPredictive(f"{type(model).__name__}: {reason}")
     data = model.check_data(data)
     check_integer("max_draws", max_draws)
-    budget = PREDICTIVE_VALUES // max(int(np.prod(data.shape)), 1)
-    n_replicates = max(1, min(max_draws, budget))
+    cells = int(np.prod(data.shape))
+    budget = PREDICTIVE_VALUES // max(cells, 1)
+    if budget < 1:
+        # One replicate is a dense copy of the data (and its probabilities): refused before it
+        # is allocated, not left to exhaust the memory.
+        raise NoPosteriorPredictive(
+            f"{type(model).__name__}: one replicate of data of shape {data.shape} would hold "
+            f"{cells} values, above the {PREDICTIVE_VALUES} a posterior predictive draws at most "
+            "(PREDICTIVE_VALUES); check a subset of the rows (data.subset)"
+        )
+    n_replicates = min(max_draws, budget)
     draws, attrs = _replicate_sources(idata, model, n_replicates)
     rng = predictive_rng(random_state)
     observed = model.predictive_summaries(data)

@@ -498,6 +498,22 @@ def test_large_data_get_fewer_replicates_and_say_so(corpus, monkeypatch):
     assert "replicated values" in groups["posterior_predictive"].attrs["thinned_by"]
 
 
+def test_data_too_large_for_one_replicate_are_refused_up_front(corpus, monkeypatch, tmp_path):
+    # 20 Newsgroups (11,293 x 73,712 cells) would need a dense replicate of 832 M values: refused
+    # by name before anything is allocated, and a saved file says why it has no check.
+    from latentzoo.inference import fitted, results
+
+    monkeypatch.setattr(results, "PREDICTIVE_VALUES", corpus.n_rows * corpus.n_cols - 1)
+    fit = latentzoo.fit(AspectModel(2), corpus, betas=[1.0], random_state=0)
+    with pytest.raises(results.NoPosteriorPredictive, match="PREDICTIVE_VALUES"):
+        results.posterior_predictive(fit.to_inference_data(), corpus)
+    path = tmp_path / "fit.nc"
+    fitted.save(fit, path)
+    reason = fitted.append_posterior_predictive(fit, path, corpus)
+    assert reason is not None and "PREDICTIVE_VALUES" in reason
+    assert "posterior_predictive" not in az.from_netcdf(path).groups()
+
+
 def test_the_readme_command_line_file_plots_its_ppc(tmp_path, monkeypatch):
     # The README's "Command line" says az.plot_ppc(az.from_netcdf("fit.nc")) works on what
     # latentzoo fit writes: here on the toy corpus.
