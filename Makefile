@@ -34,7 +34,7 @@ install: $(ENV_DEP)
 	$(PIP) install -q -e .
 
 install-test: $(ENV_DEP)
-	$(PIP) install -q -e ".[test,bench]"
+	$(PIP) install -q -e ".[test,bench,dask]"
 
 # Rebuilds data/ptb_adjnoun.npz from the PTB text and an offline tagger (not needed to use it).
 prepare-ptb: install
