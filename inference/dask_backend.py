@@ -1,0 +1,733 @@
+"""Annealed EM on Dask: the corpus as row blocks, out of core from ``.npz`` shards or on a cluster.
+
+The EM of the co-occurrence families is a sum over documents: one pass computes, per row block,
+the block's new document-side parameters (the aspect model's ``theta``, a clustering's ``resp``)
+and its share of the ``K x V`` sufficient statistics; the M-step of the word side needs only the
+sum of those shares. So:
+
+- **Owner computes.** Each block's document-side parameters are Dask futures kept on the worker
+  that computed them; the pass of the next iteration is submitted with them as an argument, so
+  the scheduler runs it where they (and, in memory, the block's scattered data) already live.
+  Persisted futures were chosen over actors or ``workers=`` pins: the scheduler may still move a
+  block when its worker dies (it recomputes the lost futures from their lineage), which a pin or
+  an actor would forbid. Only the ``K x V`` tables travel: out, once per iteration, and back
+  through the reduction.
+- **Same kernels.** A block's pass calls the family's own in-memory pass (the aspect model's
+  :func:`~latentzoo.inference.aspect.em_pass`, the mixture pass of :mod:`~latentzoo.inference.em`)
+  on the block, with ``n_threads`` threads (1 per task by default).
+- **Fixed reduction tree.** The statistics are summed pairwise in block order (``(0+1)+(2+3)``,
+  ...), whatever the workers, so results are bit-identical with 1 or 10 workers. They differ
+  from the in-memory fit only by the order of the floating-point sums (about 1e-15 relative).
+- **Driver unchanged.** :class:`DaskEM` is an :class:`~latentzoo.inference.annealing.EMProblem`:
+  :func:`~latentzoo.inference.annealing.run_schedule` runs it like any other, beta a scalar.
+- **Out of core.** :func:`write_shards` stores the rows as ``.npz`` CSR shards (never pickles)
+  with a manifest; a pass reads its shard from disk and drops it, so a worker holds one shard at
+  a time plus the document-side parameters (``rows x K``). Shard blocks are also recomputable, so
+  a worker killed mid-fit is survived: Dask recomputes the lost blocks and the result is the same.
+  In-memory blocks are scattered and are lost with their worker.
+
+A family takes part by declaring a :class:`BlockEM` (its block pass and its M-step of the word
+side); :data:`BLOCK_EM` lists the declared ones by family name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from latentzoo.data import CoOccurrence
+from latentzoo.inference.annealing import (
+    EMResult,
+    EMStats,
+    check_map_priors,
+    check_schedule,
+    normalise_rows,
+    run_schedule,
+)
+from latentzoo.inference.progress import progress_bar
+
+__all__ = [
+    "BLOCK_EM",
+    "BlockEM",
+    "DaskEM",
+    "ShardSet",
+    "annealed_em",
+    "block_em_for",
+    "read_shard",
+    "read_shards",
+    "row_blocks",
+    "tree_sum",
+    "write_shards",
+]
+
+MANIFEST = "shards.json"
+"""The file of a shard folder that lists its shards, their rows and the column labels' file."""
+_FORMAT = "latentzoo-shards-1"
+
+
+# ------------------------------------------------------------------------------ shards on disk
+@dataclass(frozen=True)
+class ShardSet:
+    """A corpus stored as ``.npz`` CSR shards of consecutive rows (see :func:`write_shards`).
+
+    Attributes
+    ----------
+    folder : pathlib.Path
+    names : tuple of str
+        The shard files, in row order.
+    rows : tuple of int
+        Rows per shard.
+    n_cols : int
+    """
+
+    folder: Path
+    names: tuple[str, ...]
+    rows: tuple[int, ...]
+    n_cols: int
+
+    @property
+    def n_rows(self) -> int:
+        """Rows of the whole corpus."""
+        return int(sum(self.rows))
+
+    @property
+    def paths(self) -> list[str]:
+        """The shard files, in row order."""
+        return [os.fspath(self.folder / name) for name in self.names]
+
+    def col_labels(self) -> np.ndarray:
+        """The column labels, read from the first shard."""
+        return read_shard(self.paths[0], self.rows[0], self.n_cols).col_labels
+
+    def skeleton(self) -> CoOccurrence:
+        """The corpus's labels on an all-zero matrix: what a result's coordinates need, without
+        holding the counts (each shard is read once, for its row labels)."""
+        import scipy.sparse as sp
+
+        row_labels = np.concatenate(
+            [
+                read_shard(path, n, self.n_cols).row_labels
+                for path, n in zip(self.paths, self.rows, strict=True)
+            ]
+        )
+        empty = sp.csr_matrix((self.n_rows, self.n_cols), dtype=np.int64)
+        return CoOccurrence._trusted(empty, row_labels, self.col_labels())
+
+
+def write_shards(data: CoOccurrence, folder, rows_per_shard: int) -> ShardSet:
+    """Store ``data`` as ``.npz`` CSR shards of ``rows_per_shard`` consecutive rows.
+
+    Each shard is written by :meth:`~latentzoo.data.CoOccurrence.to_npz` (no pickles), and
+    ``shards.json`` lists them with their rows and the number of columns.
+
+    Parameters
+    ----------
+    data : CoOccurrence
+    folder : str or path-like
+        Created if missing; existing shards of an earlier call are overwritten.
+    rows_per_shard : int
+
+    Returns
+    -------
+    ShardSet
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from latentzoo.data import load
+    >>> shards = write_shards(load("toy"), tempfile.mkdtemp(), 4)
+    >>> shards.names, shards.rows, shards.n_cols
+    (('shard-00000.npz', 'shard-00001.npz'), (4, 2), 8)
+    """
+    if not isinstance(rows_per_shard, int | np.integer) or rows_per_shard < 1:
+        raise ValueError(f"rows_per_shard must be a positive integer, got {rows_per_shard!r}")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    names, rows = [], []
+    for number, first in enumerate(range(0, data.n_rows, rows_per_shard)):
+        last = min(first + rows_per_shard, data.n_rows)
+        name = f"shard-{number:05d}.npz"
+        data.subset(rows=np.arange(first, last)).to_npz(folder / name)
+        names.append(name)
+        rows.append(last - first)
+    manifest = {"format": _FORMAT, "n_cols": data.n_cols, "shards": names, "rows": rows}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1))
+    return ShardSet(folder, tuple(names), tuple(rows), data.n_cols)
+
+
+def read_shards(folder) -> ShardSet:
+    """The :class:`ShardSet` of a folder written by :func:`write_shards` (its manifest checked;
+    each shard is checked when a pass reads it, :func:`read_shard`).
+
+    Raises
+    ------
+    ValueError
+        If the folder has no readable manifest, or a listed shard is missing.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from latentzoo.data import load
+    >>> folder = tempfile.mkdtemp()
+    >>> read_shards(write_shards(load("toy"), folder, 3).folder).rows
+    (3, 3)
+    """
+    folder = Path(folder)
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+        names = tuple(str(name) for name in manifest["shards"])
+        rows = tuple(int(n) for n in manifest["rows"])
+        n_cols = int(manifest["n_cols"])
+        if manifest.get("format") != _FORMAT or len(names) != len(rows) or not names:
+            raise ValueError("inconsistent manifest")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(
+            f"{folder} is not a shard folder written by write_shards ({MANIFEST}: {exc})"
+        ) from None
+    missing = [name for name in names if not (folder / name).is_file()]
+    if missing:
+        raise ValueError(f"shard {folder / missing[0]} listed in {MANIFEST} is missing")
+    return ShardSet(folder, names, rows, n_cols)
+
+
+def read_shard(path, n_rows: int, n_cols: int) -> CoOccurrence:
+    """One shard, refused with a ``ValueError`` naming it when it is corrupt or of another shape
+    than its manifest says.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from latentzoo.data import load
+    >>> shards = write_shards(load("toy"), tempfile.mkdtemp(), 4)
+    >>> read_shard(shards.paths[1], 3, 8)
+    Traceback (most recent call last):
+    ...
+    ValueError: shard .../shard-00001.npz holds 2 x 8 counts; its manifest says 3 x 8
+    """
+    block = CoOccurrence.from_npz(path)  # its errors name the file
+    if block.shape != (n_rows, n_cols):
+        raise ValueError(
+            f"shard {os.fspath(path)} holds {block.n_rows} x {block.n_cols} counts; its manifest "
+            f"says {n_rows} x {n_cols}"
+        )
+    return block
+
+
+def row_blocks(n_rows: int, blocks: int) -> list[tuple[int, int]]:
+    """``blocks`` ranges of consecutive rows, as even as possible (the first ones one row longer).
+
+    Examples
+    --------
+    >>> row_blocks(10, 3)
+    [(0, 4), (4, 7), (7, 10)]
+    """
+    if not isinstance(blocks, int | np.integer) or not 1 <= blocks <= n_rows:
+        raise ValueError(f"blocks must be an integer from 1 to the {n_rows} rows, got {blocks!r}")
+    edges = np.linspace(0, n_rows, blocks + 1).round().astype(int)
+    sizes = np.diff(edges)
+    # Even sizes, longer blocks first: a deterministic function of (n_rows, blocks).
+    sizes = np.sort(sizes)[::-1]
+    edges = np.concatenate([[0], np.cumsum(sizes)])
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+
+
+# ------------------------------------------------------------------------------ the reduction
+def _add_stats(left: dict, right: dict) -> dict:
+    """The elementwise sum of two blocks' statistics (arrays and scalars alike)."""
+    return {name: left[name] + right[name] for name in left}
+
+
+def tree_sum(items: list, add=_add_stats):
+    """Sum ``items`` pairwise in order, ``((0+1)+(2+3))+4``: the same tree for any worker count.
+
+    ``add`` may submit the sum as a task (the items being futures): the tree, hence every
+    floating-point rounding, depends only on the number of blocks.
+
+    Examples
+    --------
+    >>> tree_sum([1, 2, 3, 4, 5], add=lambda a, b: f"({a}+{b})")
+    '(((1+2)+(3+4))+5)'
+    """
+    level = list(items)
+    if not level:
+        raise ValueError("nothing to sum")
+    while len(level) > 1:
+        paired = [add(level[i], level[i + 1]) for i in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            paired.append(level[-1])
+        level = paired
+    return level[0]
+
+
+# ------------------------------------------------------------------------------ family hooks
+class BlockEM(Protocol):
+    """What a family declares to run its annealed EM on Dask.
+
+    ``row_names``: the document-side parameters (kept on the workers, one block each).
+    ``start(data, rng)``: the family's own in-memory start on the whole data (same seed, same
+    start). ``start_block(block, state)``: the document-side start of one shard from the random
+    generator's state at its first row (None: the family needs the data in memory to start).
+    ``globals_of(params)``: what every block's pass reads of the word side (sent once per
+    iteration). ``block_pass(block, rows, shared, beta)``: ``(new_rows, stats)``, ``stats`` a
+    dict of arrays and floats that add across blocks (``energy``, ``loglik``, ``prior`` and the
+    family's tables). ``m_step(params, stats, beta)``: the new word side and the
+    :class:`EMStats` of ``params``.
+    """
+
+    row_names: tuple[str, ...]
+
+    def start(self, data: CoOccurrence, rng: np.random.Generator) -> dict: ...
+
+    def globals_of(self, params: dict) -> dict: ...
+
+    def block_pass(self, block: CoOccurrence, rows: dict, shared: dict, beta: float): ...
+
+    def m_step(self, params: dict, stats: dict, beta: float) -> tuple[dict, EMStats]: ...
+
+
+@dataclass(frozen=True)
+class AspectBlocks:
+    """The aspect model's :class:`BlockEM`: ``theta`` per block, ``phi`` shared.
+
+    The block pass is :func:`~latentzoo.inference.aspect.em_pass` on the block; the free energy
+    and M-step are those of :class:`~latentzoo.inference.aspect.AspectEM`.
+    """
+
+    model: object
+    n_threads: int = 1
+    dtype: str = "float64"
+    row_names: tuple[str, ...] = ("theta",)
+
+    def start(self, data, rng):
+        from latentzoo.inference.aspect import AspectEM
+
+        return AspectEM(self.model, data).init(rng)
+
+    def start_block(self, n_rows: int, state: dict) -> dict:
+        """``theta`` of a block from the generator state at its first row: the rows that
+        :meth:`AspectEM.init` draws there, as one call over all rows would."""
+        rng = np.random.Generator(np.random.PCG64())
+        rng.bit_generator.state = state
+        return {"theta": rng.dirichlet(np.ones(self.model.n_components), size=n_rows)}
+
+    def start_globals(self, rng, col_totals) -> dict:
+        """``phi`` as :meth:`AspectEM.init` draws it after ``theta``, from the column totals."""
+        k, n_cols = self.model.n_components, col_totals.shape[0]
+        background = (col_totals + 1.0) / (col_totals.sum() + n_cols)
+        phi = background[None, :] * rng.uniform(0.5, 1.5, size=(k, n_cols))
+        return {"phi": phi / phi.sum(axis=1, keepdims=True)}
+
+    def globals_of(self, params):
+        return {"phi_t": np.ascontiguousarray(params["phi"].T)}
+
+    def block_pass(self, block, rows, shared, beta):
+        from latentzoo.inference.aspect import em_pass
+
+        theta = np.ascontiguousarray(rows["theta"])
+        n_theta, n_phi, energy, loglik = em_pass(
+            block, theta, shared["phi_t"], beta, n_threads=self.n_threads, dtype=self.dtype
+        )
+        prior = 0.0
+        if self.model.alpha != 1.0:
+            with np.errstate(divide="ignore"):
+                prior = (self.model.alpha - 1.0) * float(np.log(theta).sum())
+        new_theta = normalise_rows(n_theta, self.model.alpha - 1.0, theta.shape[1])
+        stats = {"n_phi": n_phi, "energy": energy, "loglik": loglik, "prior": prior}
+        return {"theta": new_theta}, stats
+
+    def m_step(self, params, stats, beta):
+        phi = params["phi"]
+        prior = stats["prior"]
+        if self.model.eta != 1.0:
+            with np.errstate(divide="ignore"):
+                prior += (self.model.eta - 1.0) * np.log(phi).sum()
+        free = -stats["energy"] / beta - prior
+        new_phi = normalise_rows(stats["n_phi"].T, self.model.eta - 1.0, phi.shape[1])
+        return {"phi": new_phi}, EMStats(float(free), float(stats["loglik"]))
+
+
+@dataclass(frozen=True)
+class OneSidedBlocks:
+    """The one-sided clustering model's :class:`BlockEM`: ``resp`` per block; ``rho`` and ``q``
+    shared. The block pass is :func:`~latentzoo.inference.em.multinomial_mixture_pass`; free
+    energy and M-step are those of :class:`~latentzoo.inference.one_sided.OneSidedEM`. Its
+    k-means++ start reads the whole data, so shards are not supported."""
+
+    model: object
+    n_threads: int = 1
+    row_names: tuple[str, ...] = ("resp",)
+
+    def start(self, data, rng):
+        from latentzoo.inference.one_sided import OneSidedEM
+
+        return OneSidedEM(self.model, data).init(rng)
+
+    start_block = None
+
+    def globals_of(self, params):
+        with np.errstate(divide="ignore"):
+            log_q_t = np.ascontiguousarray(np.log(np.asarray(params["q"], dtype=float)).T)
+            log_rho = np.log(np.asarray(params["rho"], dtype=float))
+        return {"log_q_t": log_q_t, "log_rho": log_rho}
+
+    def block_pass(self, block, rows, shared, beta):
+        from latentzoo.inference.em import multinomial_mixture_pass
+
+        resp, n_q, energy, loglik = multinomial_mixture_pass(
+            block, shared["log_rho"], shared["log_q_t"], beta, self.n_threads
+        )
+        stats = {"n_q": n_q, "resp_sum": resp.sum(axis=0), "energy": energy, "loglik": loglik,
+                 "prior": 0.0}  # fmt: skip
+        return {"resp": resp}, stats
+
+    def m_step(self, params, stats, beta):
+        shared = self.globals_of(params)
+        prior = 0.0
+        if self.model.alpha != 1.0:
+            prior += (self.model.alpha - 1.0) * shared["log_rho"].sum() / beta
+        if self.model.eta != 1.0:
+            prior += (self.model.eta - 1.0) * shared["log_q_t"].sum()
+        free = -stats["energy"] / beta - prior
+        rho, q = params["rho"], params["q"]
+        new_rho = normalise_rows(stats["resp_sum"][None, :], self.model.alpha - 1.0, len(rho))[0]
+        new_q = normalise_rows(stats["n_q"], self.model.eta - 1.0, q.shape[1])
+        return {"rho": new_rho, "q": new_q}, EMStats(float(free), float(stats["loglik"]))
+
+
+BLOCK_EM = {"aspect": AspectBlocks, "one-sided": OneSidedBlocks}
+"""Family name -> its :class:`BlockEM` class, ``cls(model, **options)``. A family missing here
+refuses ``backend="dask"``. (The declarations belong in each family's own module; they are
+here until those modules declare them.)"""
+
+
+def block_em_for(family: str, method: str):
+    """The :class:`BlockEM` class of ``family``, or a one-line ``ValueError`` naming it.
+
+    Examples
+    --------
+    >>> block_em_for("aspect", "annealed_em").__name__
+    'AspectBlocks'
+    >>> block_em_for("bhc", "greedy")
+    Traceback (most recent call last):
+    ...
+    ValueError: backend='dask' runs the annealed EM of aspect, one-sided; bhc's method 'greedy' has no Dask backend (use backend='memory')
+    """
+    if method != "annealed_em" or family not in BLOCK_EM:
+        raise ValueError(
+            f"backend='dask' runs the annealed EM of {', '.join(BLOCK_EM)}; {family}'s method "
+            f"{method!r} has no Dask backend (use backend='memory')"
+        )
+    return BLOCK_EM[family]
+
+
+# ------------------------------------------------------------------------------ worker tasks
+def _load_block(source, n_rows: int, n_cols: int) -> CoOccurrence:
+    """A block's data: the scattered block itself, or its shard read from disk."""
+    if isinstance(source, str):
+        return read_shard(source, n_rows, n_cols)
+    return source
+
+
+def _block_task(blocks: BlockEM, source, n_rows, n_cols, rows: dict, shared: dict, beta):
+    return blocks.block_pass(_load_block(source, n_rows, n_cols), rows, shared, float(beta))
+
+
+def _rows_of(result):
+    return result[0]
+
+
+def _stats_of(result):
+    return result[1]
+
+
+def _start_task(blocks, n_rows, state):
+    return blocks.start_block(n_rows, state)
+
+
+def _col_totals_task(source, n_rows, n_cols):
+    return _load_block(source, n_rows, n_cols).col_totals.astype(np.float64)
+
+
+def _shared_task(shared):
+    return shared
+
+
+def _sum_task(left, right):
+    return left + right
+
+
+# ------------------------------------------------------------------------------ the problem
+class RowFutures:
+    """The document-side parameters of every block: one future per block, on its worker."""
+
+    def __init__(self, futures: list):
+        self.futures = futures
+
+
+class DaskEM:
+    """A family's annealed EM over row blocks on a Dask cluster, as an
+    :class:`~latentzoo.inference.annealing.EMProblem`.
+
+    The parameters the driver carries are the word side (arrays, on the client) and
+    ``"rows"``, a :class:`RowFutures` of the document side (on the workers). :meth:`gather`
+    brings the document side back once, at the end.
+
+    Parameters
+    ----------
+    blocks : BlockEM
+    client : distributed.Client
+    sources : list
+        Per block, its scattered :class:`~latentzoo.data.CoOccurrence` (a future) or its shard's
+        path.
+    rows : list of int
+        Rows per block.
+    n_cols : int
+    progress : tqdm-like, optional
+        Shown the iteration's blocks as they finish.
+    """
+
+    monotone = True
+
+    def __init__(self, blocks: BlockEM, client, sources: list, rows: list, n_cols: int):
+        self.blocks = blocks
+        self.client = client
+        self.sources = sources
+        self.rows = rows
+        self.n_cols = n_cols
+        self.run = uuid.uuid4().hex[:8]
+        self.iteration = 0
+
+    def _key(self, what: str, block: int | None = None) -> str:
+        # Stable keys: the run, the iteration and the block name every task (dashboard, logs).
+        where = "" if block is None else f"-b{block:05d}"
+        return f"latentzoo-{what}-{self.run}-i{self.iteration:05d}{where}"
+
+    def scatter_start(self, params: dict) -> dict:
+        """The in-memory start with its document side split into blocks on the workers."""
+        edges = np.cumsum([0, *self.rows])
+        futures = []
+        for b, (first, last) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
+            part = {name: params[name][first:last] for name in self.blocks.row_names}
+            futures.append(self.client.scatter([part], workers=self._owner(b), hash=False)[0])
+        shared = {k: v for k, v in params.items() if k not in self.blocks.row_names}
+        return {**shared, "rows": RowFutures(futures)}
+
+    def shard_start(self, rng: np.random.Generator) -> dict:
+        """The start of a sharded corpus: each block's document side drawn on its worker from the
+        generator state at its first row (the client only advances the generator), then the word
+        side from the column totals, summed in the fixed tree."""
+        futures = []
+        for b, n in enumerate(self.rows):
+            state = rng.bit_generator.state
+            futures.append(
+                self.client.submit(_start_task, self.blocks, n, state, key=self._key("start", b))
+            )
+            # Advance the client's generator past the block's draws without keeping them.
+            rng.bit_generator.state = _advanced_state(self.blocks, n, state)
+        totals = [
+            self.client.submit(_col_totals_task, source, n, self.n_cols, key=self._key("cols", b))
+            for b, (source, n) in enumerate(zip(self.sources, self.rows, strict=True))
+        ]
+        col_totals = self.client.gather(self._tree(totals, "cols-sum"))
+        shared = self.blocks.start_globals(rng, col_totals)
+        return {**shared, "rows": RowFutures(futures)}
+
+    def _owner(self, block: int):
+        workers = sorted(self.client.scheduler_info()["workers"])
+        return [workers[block % len(workers)]]
+
+    def _tree(self, futures: list, what: str):
+        counter = iter(range(len(futures)))
+
+        def add(left, right):
+            return self.client.submit(_sum_task, left, right, key=self._key(what, next(counter)))
+
+        return tree_sum(futures, add)
+
+    def _stats_tree(self, futures: list):
+        counter = iter(range(len(futures)))
+
+        def add(left, right):
+            return self.client.submit(_add_stats, left, right, key=self._key("sum", next(counter)))
+
+        return tree_sum(futures, add)
+
+    def step(self, params: dict, beta: float):
+        self.iteration += 1
+        # Sent as a task, not scattered: its result can be recomputed if every worker holding
+        # it dies, which keeps the lineage of the document side recomputable (shards).
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Large object", UserWarning)
+            shared_future = self.client.submit(
+                _shared_task, self.blocks.globals_of(params), key=self._key("shared")
+            )
+        new_rows, stats = [], []
+        for b, (source, n, rows) in enumerate(
+            zip(self.sources, self.rows, params["rows"].futures, strict=True)
+        ):
+            result = self.client.submit(
+                _block_task, self.blocks, source, n, self.n_cols, rows, shared_future, beta,
+                key=self._key("pass", b),
+            )  # fmt: skip
+            new_rows.append(self.client.submit(_rows_of, result, key=self._key("rows", b)))
+            stats.append(self.client.submit(_stats_of, result, key=self._key("stats", b)))
+        total = self.client.gather(self._stats_tree(stats))
+        word_side = {k: v for k, v in params.items() if k != "rows"}
+        new_params, em_stats = self.blocks.m_step(word_side, total, float(beta))
+        return {**new_params, "rows": RowFutures(new_rows)}, em_stats
+
+    def gather(self, params: dict) -> dict:
+        """``params`` with the document side brought back and stacked in row order."""
+        parts = self.client.gather(params["rows"].futures)
+        rows = {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+        return {**{k: v for k, v in params.items() if k != "rows"}, **rows}
+
+
+def _advanced_state(blocks, n_rows: int, state: dict) -> dict:
+    """The generator state after a block's start draws (replayed on the client and dropped)."""
+    rng = np.random.Generator(np.random.PCG64())
+    rng.bit_generator.state = state
+    rng.dirichlet(np.ones(blocks.model.n_components), size=n_rows)
+    return rng.bit_generator.state
+
+
+# ------------------------------------------------------------------------------ the entry point
+def annealed_em(
+    model,
+    data,
+    *,
+    family: str,
+    client=None,
+    blocks: int | None = None,
+    betas=(1.0,),
+    max_iter=100,
+    tol: float = 1e-5,
+    overrelax: float = 1.0,
+    random_state=None,
+    progressbar: bool = True,
+    **options,
+) -> EMResult:
+    """Annealed EM of ``model`` on a Dask cluster (see the module docstring).
+
+    Parameters
+    ----------
+    model : a model whose family declares a :class:`BlockEM`
+    data : CoOccurrence or ShardSet or a shard folder
+        In memory it is split into ``blocks`` row blocks, scattered to the workers; shards are
+        read from disk at every pass.
+    family : str
+        The model's family name (:data:`BLOCK_EM`).
+    client : distributed.Client, optional
+        None starts a ``LocalCluster`` (2 worker processes of 1 thread) for this fit.
+    blocks : int, optional
+        In-memory data: the number of row blocks (default: 2 per worker).
+    betas : list of float
+        An explicit schedule (the tempered ``"auto"`` schedules need a validation split of the
+        whole corpus and are not supported).
+    max_iter, tol, random_state, progressbar
+        As for :func:`~latentzoo.inference.annealing.annealed_fit`.
+    overrelax : float
+        Only 1 (plain EM): the over-relaxed step would move the document side off its workers.
+    **options
+        The family's kernel options (``n_threads``, ``dtype`` for the aspect model).
+
+    Returns
+    -------
+    EMResult
+        The same parameters as the in-memory fit to about 1e-15 relative, identical whatever
+        the number of workers.
+    """
+    if isinstance(betas, str) or not np.iterable(betas) and not np.isscalar(betas):
+        raise ValueError(
+            f"backend='dask' runs an explicit schedule: pass betas=[...] (got betas={betas!r})"
+        )
+    betas = check_schedule(betas)
+    if overrelax != 1.0:
+        raise ValueError(
+            f"backend='dask' runs plain EM steps: overrelax must be 1, got {overrelax}"
+        )
+    if options.pop("predictive", False):
+        raise ValueError("backend='dask' has no predictive E-step (predictive=True)")
+    block_class = block_em_for(family, "annealed_em")
+    check_map_priors(model, method="annealed EM")
+    blocks_em = block_class(model, **options)
+    if client is None:
+        from distributed import Client, LocalCluster
+
+        with (
+            LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                         dashboard_address=None) as cluster,
+            Client(cluster) as own_client,
+        ):  # fmt: skip
+            return annealed_em(
+                model, data, family=family, client=own_client, blocks=blocks, betas=betas,
+                max_iter=max_iter, tol=tol, random_state=random_state, progressbar=progressbar,
+                **options,
+            )  # fmt: skip
+    from latentzoo.data.checks import as_rng
+
+    rng = as_rng(random_state)
+    start = time.perf_counter()
+    if isinstance(data, str | os.PathLike):
+        data = read_shards(data)
+    sharded = isinstance(data, ShardSet)
+    if sharded:
+        if blocks is not None and blocks != len(data.names):
+            raise ValueError(f"blocks={blocks}, but {data.folder} holds {len(data.names)} shards")
+        if getattr(blocks_em, "start_block", None) is None:
+            raise ValueError(
+                f"{family}'s annealed EM needs the data in memory to start (no shards)"
+            )
+        rows, n_cols, sources = list(data.rows), data.n_cols, data.paths
+        problem = DaskEM(blocks_em, client, sources, rows, n_cols)
+        params = problem.shard_start(rng)
+        coords_data = data.skeleton()
+    else:
+        data = model.check_data(data)
+        n_workers = max(len(client.scheduler_info()["workers"]), 1)
+        ranges = row_blocks(data.n_rows, 2 * n_workers if blocks is None else blocks)
+        rows = [last - first for first, last in ranges]
+        problem = DaskEM(blocks_em, client, [], rows, data.n_cols)
+        sources = [
+            client.scatter(data.subset(rows=np.arange(first, last)), workers=problem._owner(b),
+                           hash=False)
+            for b, (first, last) in enumerate(ranges)
+        ]  # fmt: skip
+        problem.sources = sources
+        params = problem.scatter_start(blocks_em.start(data, rng))
+        coords_data = data
+    budgets = max_iter if np.ndim(max_iter) else [int(max_iter)] * len(betas)
+    with progress_bar(
+        desc="annealed EM (dask)", progressbar=progressbar, total=int(np.sum(budgets))
+    ) as bar:
+        run = run_schedule(problem, params, betas, max_iter, tol, 1.0, progress=bar)
+    params = problem.gather(run.params)
+    settings = {
+        "schedule": repr(betas),
+        "max_iter": max_iter,
+        "tol": tol,
+        "overrelax": 1.0,
+        "random_state": random_state if isinstance(random_state, int) else None,
+        "backend": "dask",
+        "blocks": len(rows),
+    }
+    return EMResult(
+        coords=model.coords(coords_data),
+        settings=settings,
+        model=model,
+        params=params,
+        trace=run.trace,
+        converged=run.converged,
+        betas=run.betas,
+        seconds=time.perf_counter() - start,
+        method="annealed_em",
+        stages=run.stages,
+    )
