@@ -38,13 +38,14 @@ import numpy as np
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_data_shape, check_nonnegative, check_positive
-from latentzoo.models.base import LikelihoodModel, RowClustering, balanced_labels
+from latentzoo.models.base import LikelihoodModel, RowClustering
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
 )
-from latentzoo.models.cooccurrence import RowMixture, separated_profiles
+from latentzoo.models.cooccurrence import RowMixture
 from latentzoo.models.invariants import coassignment_pairs, default_dyads
+from latentzoo.models.one_sided import draw_row_mixture, row_mixture_log_prior, simulated_corpus
 
 __all__ = [
     "TAU_FORMS",
@@ -660,38 +661,25 @@ class ClusterAbstractionModel(RowMixture, RowClustering):
         """
         rng = as_rng(random_state)
         tree = self.tree
-        k, v = tree.n_leaves, tree.n_nodes
-        for name, value, low in (("n_docs", n_docs, 1), ("n_words", n_words, 1),
-                                 ("doc_length", doc_length, 0)):  # fmt: skip
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        k = tree.n_leaves
+        rho, q, z = draw_row_mixture(
+            rng, k, tree.n_nodes, n_docs, n_words, doc_length, self.alpha, self.eta, separated,
+            separation, profiles_name="n_nodes",
+        )  # fmt: skip
         valid = tree.paths >= 0
-        if separated:
-            if n_words < v:
-                raise ValueError(f"separated nodes need n_words={n_words} >= n_nodes={v}")
-            q = separated_profiles(v, n_words, separation)
-            rho = np.full(k, 1.0 / k)
-            z = balanced_labels(rng, n_docs, k)
-            tau = self.default_tau(n_docs)
-        else:
-            rho = rng.dirichlet(np.full(k, self.alpha))
-            q = rng.dirichlet(np.full(n_words, self.eta), size=v)
-            z = rng.choice(k, size=n_docs, p=rho).astype(np.int64)
-            tau = self.default_tau(n_docs)
-            if self.tau != "constant":
-                lead = (n_docs,) if self.tau == "object" else ()
-                gammas = rng.standard_gamma(np.full((*lead, k, tree.n_levels), self.gamma))
-                gammas = np.where(valid, gammas, 0.0)
-                tau = gammas / gammas.sum(axis=-1, keepdims=True)
+        tau = self.default_tau(n_docs)
+        if not separated and self.tau != "constant":
+            lead = (n_docs,) if self.tau == "object" else ()
+            gammas = rng.standard_gamma(np.full((*lead, k, tree.n_levels), self.gamma))
+            gammas = np.where(valid, gammas, 0.0)
+            tau = gammas / gammas.sum(axis=-1, keepdims=True)
         doc_tau = tau if self.tau == "object" else tau[None]
         per_doc = doc_tau[np.arange(n_docs) if self.tau == "object" else 0, z]  # (N, L)
         level_counts = rng.multinomial(doc_length, per_doc)
         nodes = np.where(valid, tree.paths, 0)[z]  # (N, L)
         counts = rng.multinomial(level_counts, q[nodes]).sum(axis=1)
-        if counts.sum() == 0:
-            raise ValueError("the simulated data hold no observations (doc_length = 0)")
         truth = {"rho": rho, "q": q, "tau": tau, "z": z, "level_counts": level_counts}
-        return CoOccurrence(counts), truth
+        return simulated_corpus(counts), truth
 
     # ---------------------------------------------------------- likelihoods
     def level_matrix(self, tau) -> np.ndarray:
@@ -943,9 +931,7 @@ class ClusterAbstractionModel(RowMixture, RowClustering):
         ...                        "tau": [[1.0]]}), 6)  # log 2!
         0.693147
         """
-        rho = np.asarray(params["rho"], dtype=float)[None, :]
-        q = np.asarray(params["q"], dtype=float)
-        total = dirichlet_logpdf(rho, self.alpha) + dirichlet_logpdf(q, self.eta)
+        total = row_mixture_log_prior(params, self.alpha, self.eta)
         if self.tau == "constant":
             return total
         tau = np.asarray(params["tau"], dtype=float)
