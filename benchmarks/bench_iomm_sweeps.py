@@ -30,7 +30,7 @@ from latentzoo.models.iomm import OverlappingMixture
 def sweeps_per_second(n_sweeps: int) -> dict:
     model = OverlappingMixture(alpha=3.0, a=0.5, b=0.5)
     data, truth = model.simulate(0, n_items=500, n_features=426)
-    X = model.check_data(data)
+    X = model.data_matrix(data)
     rng = np.random.default_rng(0)
     state = iomm.init(model, X, rng, initial=truth)
     state = iomm.advance(state, rng, model, X)[0]  # kernels compiled or loaded from the cache

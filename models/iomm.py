@@ -52,6 +52,7 @@ from scipy.special import betaln, expit, logit
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng, check_entries
 from latentzoo.models._checks import check_integer, check_positive
+from latentzoo.models.base import LikelihoodHeldout, LikelihoodModel
 from latentzoo.models.ibp import IndianBuffetProcess
 
 __all__ = [
@@ -282,7 +283,7 @@ def gaussian_log_likelihood(Z, mu, cov, X) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class OverlappingMixture:
+class OverlappingMixture(LikelihoodHeldout):
     """The Infinite Overlapping Mixture Model with Bernoulli clusters (Heller 2007, chapter 7).
 
     ``Z ~ IBP(alpha)`` (section 7.3), ``theta_kd ~ Beta(a, b)`` for every cluster ``k`` and
@@ -295,11 +296,15 @@ class OverlappingMixture:
         IBP concentration: each item belongs to ``Poisson(alpha)`` clusters a priori.
     a, b : float, default 1.0
         Beta prior of every cluster parameter ``theta_kd``.
+    truncation : int, default 10
+        ``K``, the number of columns of the PyMC reference's finite Beta-Bernoulli model
+        (7.8)-(7.9) only; the fast sampler's IBP is unbounded.
 
     Raises
     ------
     ValueError
-        ``"alpha must be a positive finite number, got 0.0"`` (likewise ``a`` and ``b``).
+        ``"alpha must be a positive finite number, got 0.0"`` (likewise ``a`` and ``b``),
+        ``"truncation must be an integer >= 1, got 0"``.
 
     Examples
     --------
@@ -314,23 +319,47 @@ class OverlappingMixture:
     alpha: float = 1.0
     a: float = 1.0
     b: float = 1.0
+    truncation: int = 10
+
+    name = "iomm"
+    data_type = Features
+    protocol = LikelihoodModel
+    param_names = ("Z", "theta")
+    invariant_names = ("U", "n_clusters")
+    heldout_draws_advice = (
+        "a held-out item's memberships are unknown and its density sums over all of them: "
+        "score held-out entries of the training items instead"
+    )
 
     def __post_init__(self):
         for name in ("alpha", "a", "b"):
             check_positive(name, getattr(self, name))
             object.__setattr__(self, name, float(getattr(self, name)))
+        check_integer("truncation", self.truncation)
+        object.__setattr__(self, "truncation", int(self.truncation))
 
     @property
     def prior(self) -> IndianBuffetProcess:
         """The IBP prior over the assignments ``Z``."""
         return IndianBuffetProcess(self.alpha)
 
-    # ------------------------------------------------------------------------- data
-    def check_data(self, data) -> np.ndarray:
-        """The data as a dense ``(N, D)`` float array of zeros and ones.
+    def sizes_label(self) -> str:
+        """The number of clusters as reports print it.
 
-        Accepts a :class:`~latentzoo.data.Features` or an array; a non-binary entry is refused by
-        name (``"X[1, 0] = 2 is not binary (0 or 1)"``), as is data with no item or no feature.
+        Examples
+        --------
+        >>> OverlappingMixture().sizes_label()
+        'unbounded (IBP; PyMC truncated at 10 columns)'
+        """
+        return f"unbounded (IBP; PyMC truncated at {self.truncation} columns)"
+
+    # ------------------------------------------------------------------------- data
+    def check_data(self, data) -> Features:
+        """The data as binary :class:`~latentzoo.data.Features`.
+
+        Accepts a :class:`~latentzoo.data.Features` of kind ``binary`` or an array (dense or
+        scipy sparse); a non-binary entry is refused by name (``"X[1, 0] = 2 is not binary (0 or
+        1)"``), as are NaN and infinite entries and data with no item or no feature.
 
         Examples
         --------
@@ -339,13 +368,42 @@ class OverlappingMixture:
         ...
         ValueError: X[0, 1] = 2 is not binary (0 or 1)
         """
-        values = getattr(data, "X", data)
-        if hasattr(values, "toarray"):
-            values = values.toarray()
-        X = _binary_matrix(values, "X")
-        if X.shape[0] == 0 or X.shape[1] == 0:
-            raise ValueError(f"X must have at least one item and one feature, got {X.shape}")
-        return X
+        kind = getattr(data, "kind", None)
+        if kind is not None and hasattr(data, "item_names"):
+            if kind != "binary":
+                raise ValueError(
+                    f"data of kind {kind!r} do not fit the Bernoulli IOMM (it takes binary data)"
+                )
+            return data
+        values = np.asarray(data) if not hasattr(data, "toarray") else data
+        if getattr(values, "ndim", 2) != 2:
+            raise ValueError(f"X must be a 2-D binary array, got shape {values.shape}")
+        return Features(values, kind="binary")
+
+    def data_matrix(self, data) -> np.ndarray:
+        """The checked data as a dense float ``(N, D)`` array."""
+        return np.asarray(self.check_data(data).toarray(), dtype=np.float64)
+
+    def coords(self, data) -> dict:
+        """Coordinates of ``item``, ``feature`` and the PyMC reference's ``cluster`` axis."""
+        data = self.check_data(data)
+        return {
+            "item": list(data.item_names),
+            "feature": list(data.feature_names),
+            "cluster": np.arange(self.truncation),
+        }
+
+    @property
+    def dims(self) -> dict[str, list[str]]:
+        """Dimensions of the variables of a fit and of the PyMC reference."""
+        return {
+            "Z": ["item", "cluster"],
+            "theta": ["cluster", "feature"],
+            "pi": ["cluster"],
+            "U": ["item", "item_2"],
+            "n_memberships": ["item"],
+            "x": ["item", "feature"],
+        }
 
     # ---------------------------------------------------------------------- likelihood
     def log_likelihood(self, params, data) -> np.ndarray:
@@ -357,10 +415,57 @@ class OverlappingMixture:
         -------
         numpy.ndarray of shape (N,)
         """
-        return bernoulli_log_likelihood(params["Z"], params["theta"], self.check_data(data))
+        return bernoulli_log_likelihood(params["Z"], params["theta"], self.data_matrix(data))
 
-    def log_prior(self, params) -> float:
-        """``log P(Z) + sum log Beta(theta_kd; a, b)`` for labelled nonzero columns of ``Z``.
+    def reference_log_likelihood(self, params, data) -> np.ndarray:
+        """The log-likelihood per item as :meth:`pymc_model` declares it (its potential
+        ``loglik``): :meth:`log_likelihood`."""
+        return self.log_likelihood(params, data)
+
+    def heldout_log_likelihood(self, params, test) -> np.ndarray:
+        """Refused: a new item's density sums over its unknown memberships (``2^K`` of them).
+
+        Raises
+        ------
+        ValueError
+            Always, saying why (:attr:`heldout_draws_advice`).
+        """
+        raise ValueError(f"the IOMM has no held-out item likelihood: {self.heldout_draws_advice}")
+
+    def heldout_posterior_predictive(self, draws, test, train=None) -> np.ndarray:
+        """Refused, as :meth:`heldout_log_likelihood`."""
+        return self.heldout_log_likelihood(draws, test)
+
+    def heldout_draws_usable(self, names, train=None) -> bool:
+        """False: no held-out item score exists (see :meth:`heldout_log_likelihood`)."""
+        return False
+
+    def fit_shape(self, params) -> tuple:
+        """``(items, features)`` a draw was fitted to (``Z`` rows, ``theta`` columns)."""
+        rows = np.shape(params["Z"])[0] if "Z" in params else None
+        cols = np.shape(params["theta"])[-1] if "theta" in params else None
+        return rows, cols
+
+    def labels(self, params, train=None) -> np.ndarray:
+        """Each item's main cluster: its largest cluster among those it belongs to, -1 if none.
+
+        An overlapping model has no partition; this is the hard label the shared summaries
+        print. The memberships themselves are ``params["Z"]``.
+
+        Examples
+        --------
+        >>> OverlappingMixture().labels({"Z": [[1, 1], [0, 1], [0, 0]]}).tolist()
+        [1, 1, -1]
+        """
+        Z = _binary_matrix(params["Z"], "Z")
+        if Z.shape[1] == 0:
+            return np.full(Z.shape[0], -1, dtype=np.int64)
+        size_rank = Z * (1.0 + Z.sum(axis=0))[None, :]
+        return np.where(Z.any(axis=1), np.argmax(size_rank, axis=1), -1).astype(np.int64)
+
+    def ibp_log_prior(self, params) -> float:
+        """``log P(Z) + sum log Beta(theta_kd; a, b)`` for labelled nonzero columns of ``Z``: the
+        fast sampler's prior.
 
         ``P(Z)`` is :meth:`IndianBuffetProcess.log_prob_matrix` (the target of a sampler over
         labelled columns, whose Gibbs conditionals are (7.12)); all-zero columns of ``Z`` and their
@@ -369,17 +474,68 @@ class OverlappingMixture:
         Examples
         --------
         >>> model = OverlappingMixture(alpha=1.0)
-        >>> bool(np.isclose(model.log_prior({"Z": [[1]], "theta": [[0.5]]}), -1.0))
+        >>> bool(np.isclose(model.ibp_log_prior({"Z": [[1]], "theta": [[0.5]]}), -1.0))
         True
         """
         Z = _binary_matrix(params["Z"], "Z")
         theta = np.asarray(params["theta"], dtype=np.float64)
         used = Z.any(axis=0)
         theta = _check_theta(theta, Z.shape[1], theta.shape[1] if theta.ndim == 2 else -1)[used]
-        log_beta = (
-            (self.a - 1) * np.log(theta) + (self.b - 1) * np.log1p(-theta) - betaln(self.a, self.b)
+        return self.prior.log_prob_matrix(Z) + self._log_beta_prior(theta)
+
+    def _log_beta_prior(self, theta: np.ndarray) -> float:
+        """``sum log Beta(theta_kd; a, b)``."""
+        return float(
+            np.sum(
+                (self.a - 1) * np.log(theta)
+                + (self.b - 1) * np.log1p(-theta)
+                - betaln(self.a, self.b)
+            )
         )
-        return self.prior.log_prob_matrix(Z) + float(np.sum(log_beta))
+
+    def log_prior(self, params) -> float:
+        """Log prior of the PyMC reference's free variables: the finite model (7.8)-(7.9).
+
+        ``sum_k log Beta(pi_k; alpha/K, 1) + sum_{i,k} log Bernoulli(z_ik; pi_k) + sum log
+        Beta(theta_kd; a, b)`` with ``K`` the truncation (the number of columns of ``Z``);
+        ``params`` holds ``pi`` (K,), ``Z`` (N, K) and ``theta`` (K, D). Its ``K -> infinity``
+        limit, ``pi`` integrated out, is the IBP prior of :meth:`ibp_log_prior`.
+
+        Examples
+        --------
+        >>> model = OverlappingMixture(alpha=2.0, truncation=1)
+        >>> bool(np.isclose(model.log_prior({"pi": [0.5], "Z": [[1]], "theta": [[0.5]]}),
+        ...                 np.log(2 * 0.5 * 0.5)))
+        True
+        """
+        Z = _binary_matrix(params["Z"], "Z")
+        pi = np.asarray(params["pi"], dtype=np.float64)
+        theta = np.asarray(params["theta"], dtype=np.float64)
+        theta = _check_theta(theta, Z.shape[1], theta.shape[1] if theta.ndim == 2 else -1)
+        if pi.shape != (Z.shape[1],):
+            raise ValueError(f"pi must have shape ({Z.shape[1]},), one per column of Z")
+        rate = self.alpha / Z.shape[1]
+        log_pi = np.sum((rate - 1) * np.log(pi) - betaln(rate, 1.0))
+        log_z = np.sum(Z * np.log(pi) + (1 - Z) * np.log1p(-pi))
+        return float(log_pi + log_z) + self._log_beta_prior(theta)
+
+    def prior_draw(self, data, rng) -> dict:
+        """The PyMC reference's free variables drawn from its prior at the sizes of ``data``:
+        ``pi`` (K,), ``Z`` (N, K) and ``theta`` (K, D), ``K`` the truncation."""
+        n_items, n_features = self.check_data(data).shape
+        rng = as_rng(rng)
+        tiny = np.finfo(np.float64).tiny
+        pi = np.clip(rng.beta(self.alpha / self.truncation, 1.0, size=self.truncation), tiny, 1)
+        Z = (rng.random((n_items, self.truncation)) < pi[None, :]).astype(np.int8)
+        edge = np.finfo(np.float64).eps
+        theta = np.clip(
+            rng.beta(self.a, self.b, size=(self.truncation, n_features)), edge, 1 - edge
+        )
+        return {"pi": pi, "Z": Z, "theta": theta}
+
+    def pymc_values(self, params) -> dict:
+        """``params`` as the free variables of :meth:`pymc_model` (``pi``, ``Z``, ``theta``)."""
+        return {name: params[name] for name in ("pi", "Z", "theta") if name in params}
 
     def invariants(self, params, data=None) -> dict[str, np.ndarray]:
         """Label-free summaries of one state: ``U = Z Z^T`` and the number of clusters.
@@ -403,7 +559,7 @@ class OverlappingMixture:
         return {"U": Z @ Z.T, "n_clusters": np.int64(Z.any(axis=0).sum())}
 
     # ------------------------------------------------------------------- PyMC reference
-    def pymc_model(self, data, temperature: float = 1.0, truncation: int = 10):
+    def pymc_model(self, data, temperature: float = 1.0, truncation: int | None = None):
         """The PyMC reference: the finite Beta-Bernoulli truncation (7.8)-(7.9) with ``K`` columns.
 
         ``pi_k ~ Beta(alpha / K, 1)``, ``Z[i, k] ~ Bernoulli(pi_k)`` (dims ``(item, cluster)``),
@@ -420,8 +576,8 @@ class OverlappingMixture:
         data : Features or array of shape (N, D)
             Binary data.
         temperature : float, default 1.0
-        truncation : int, default 10
-            ``K``, the number of columns.
+        truncation : int, optional
+            ``K``, the number of columns (default: the model's ``truncation``).
 
         Returns
         -------
@@ -436,8 +592,9 @@ class OverlappingMixture:
         import pymc as pm
         import pytensor.tensor as pt
 
-        X = self.check_data(data)
+        X = self.data_matrix(data)
         check_positive("temperature", temperature)
+        truncation = self.truncation if truncation is None else truncation
         check_integer("truncation", truncation)
         n_items, n_features = X.shape
         coords = {
@@ -455,7 +612,8 @@ class OverlappingMixture:
         return model
 
     def finite_log_joint(self, params, data) -> float:
-        """``log p(pi, Z, Theta, X)`` of :meth:`pymc_model` (no Jacobians): its density check.
+        """``log p(pi, Z, Theta, X)`` of :meth:`pymc_model` (no Jacobians): :meth:`log_prior`
+        plus the summed :meth:`log_likelihood`.
 
         ``params`` holds ``pi`` (K,), ``Z`` (N, K) and ``theta`` (K, D), ``K`` the truncation.
 
@@ -466,19 +624,7 @@ class OverlappingMixture:
         >>> bool(np.isclose(model.finite_log_joint(params, [[1]]), np.log(0.5 * 0.5)))
         True
         """
-        X = self.check_data(data)
-        Z = _binary_matrix(params["Z"], "Z")
-        pi = np.asarray(params["pi"], dtype=np.float64)
-        theta = _check_theta(params["theta"], Z.shape[1], X.shape[1])
-        K = Z.shape[1]
-        rate = self.alpha / K
-        log_pi = np.sum((rate - 1) * np.log(pi) - betaln(rate, 1.0))
-        log_z = np.sum(Z * np.log(pi) + (1 - Z) * np.log1p(-pi))
-        log_theta = np.sum(
-            (self.a - 1) * np.log(theta) + (self.b - 1) * np.log1p(-theta) - betaln(self.a, self.b)
-        )
-        loglik = np.sum(bernoulli_log_likelihood(Z, theta, X))
-        return float(log_pi + log_z + log_theta + loglik)
+        return self.log_prior(params) + float(np.sum(self.log_likelihood(params, data)))
 
     # ---------------------------------------------------------------------- simulation
     def simulate(self, random_state=None, n_items: int = 100, n_features: int = 32):

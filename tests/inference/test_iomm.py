@@ -132,7 +132,7 @@ def test_incremental_statistics_stay_exact_through_a_sweep():
     parameters equal Z @ logits and the sizes equal the column sums: each flip updated them."""
     model = OverlappingMixture(alpha=2.0, a=0.7, b=0.7)
     data, _ = model.simulate(11, n_items=40, n_features=6)
-    X = model.check_data(data)
+    X = model.data_matrix(data)
     rng = np.random.default_rng(2)
     state = iomm.init(model, X, rng)
     for _ in range(5):
@@ -169,7 +169,8 @@ def test_sample_contract_and_reproducibility():
     Z = posterior["Z"][c, d, :, : widths[c, d]]
     theta = posterior["theta"][c, d, : widths[c, d]]
     expected = (
-        model.log_prior({"Z": Z, "theta": theta}) + bernoulli_log_likelihood(Z, theta, data.X).sum()
+        model.ibp_log_prior({"Z": Z, "theta": theta})
+        + bernoulli_log_likelihood(Z, theta, data.X).sum()
     )
     assert np.isclose(stats_["lp"][c, d], expected)
     finite = stats_["theta_accept"][np.isfinite(stats_["theta_accept"])]
@@ -269,7 +270,7 @@ def test_flip_log_ratio_is_accurate_at_extreme_natural_parameters():
 def test_init_from_a_given_state():
     model = OverlappingMixture(alpha=2.0)
     data, truth = model.simulate(3, n_items=12, n_features=4)
-    X = model.check_data(data)
+    X = model.data_matrix(data)
     state = iomm.init(model, X, np.random.default_rng(0), initial=truth)
     start = iomm.draw(state)
     used = truth["Z"].any(axis=0)
@@ -278,3 +279,29 @@ def test_init_from_a_given_state():
     np.testing.assert_allclose(state.eta, truth["Z"] @ logit(truth["theta"]), atol=1e-12)
     with pytest.raises(ValueError, match="theta must have shape"):
         iomm.init(model, X, np.random.default_rng(0), initial={"Z": truth["Z"], "theta": [[0.5]]})
+
+
+def test_kmeans_start_keeps_clusters_where_a_prior_start_loses_them():
+    """High D: from the prior every cluster is lost; the data-driven start keeps the structure."""
+    model = OverlappingMixture(alpha=2.0, a=0.5, b=0.5)
+    data, truth = model.simulate(4, n_items=60, n_features=32)
+    kept = {}
+    for start in ("prior", "kmeans"):
+        _, stats_, _ = iomm.sample(
+            model, data, start=start, chains=1, draws=5, tune=15, random_state=0,
+            progressbar=False,
+        )  # fmt: skip
+        kept[start] = stats_["n_clusters"][0, -1]
+    assert kept["kmeans"] >= 2 and kept["kmeans"] > kept["prior"], kept
+    X = model.data_matrix(data)
+    start = iomm.kmeans_start(model, X, np.random.default_rng(0), n_clusters=5)
+    assert np.all(start["Z"].sum(axis=1) == 1)
+    assert np.all((start["theta"] > 0) & (start["theta"] < 1))
+
+
+def test_bad_start_options_refused():
+    model = OverlappingMixture()
+    with pytest.raises(ValueError, match="start must be one of"):
+        iomm.sample(model, [[0, 1]], start="random", draws=1, tune=0, progressbar=False)
+    with pytest.raises(ValueError, match="start_clusters must be an integer >= 1"):
+        iomm.sample(model, [[0, 1]], start_clusters=0, draws=1, tune=0, progressbar=False)

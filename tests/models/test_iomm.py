@@ -55,14 +55,14 @@ def test_product_probabilities_are_equation_7_7():
     np.testing.assert_allclose(product_probabilities(Z, theta), on / (on + off), rtol=1e-12)
 
 
-def test_log_prior_is_ibp_matrix_probability_plus_beta():
+def test_ibp_log_prior_is_ibp_matrix_probability_plus_beta():
     model = OverlappingMixture(alpha=1.3, a=2.0, b=3.0)
     Z = np.array([[1, 0, 0], [1, 1, 0]])
     theta = np.array([[0.2, 0.4], [0.5, 0.6], [0.9, 0.9]])  # the empty column is ignored
     from scipy.stats import beta
 
     expected = IndianBuffetProcess(1.3).log_prob_matrix(Z) + beta(2.0, 3.0).logpdf(theta[:2]).sum()
-    assert np.isclose(model.log_prior({"Z": Z, "theta": theta}), expected)
+    assert np.isclose(model.ibp_log_prior({"Z": Z, "theta": theta}), expected)
 
 
 def test_invariants_are_label_free():
@@ -219,3 +219,33 @@ def test_gaussian_likelihood_matches_multivariate_normal_of_product_parameters()
         gaussian_log_likelihood([[1]], [[0.0]], [[[-1.0]]], [[0.0]])
     with pytest.raises(ValueError, match=r"X\[0, 0\] is nan"):
         gaussian_log_likelihood([[1]], [[0.0]], [[[1.0]]], [[np.nan]])
+
+
+@pytest.mark.parametrize("value", [0, -2, 1.5, "3"])
+def test_truncation_must_be_a_positive_integer(value):
+    with pytest.raises(ValueError, match="truncation must be an integer >= 1"):
+        OverlappingMixture(truncation=value)
+
+
+def test_real_valued_features_refused_naming_the_kind():
+    from latentzoo.data import Features
+
+    with pytest.raises(ValueError, match="data of kind 'real' do not fit the Bernoulli IOMM"):
+        OverlappingMixture().check_data(Features([[0.5, 1.0]]))
+
+
+def test_log_prior_is_the_pymc_finite_prior():
+    """The prior of the PyMC reference's free variables (pi, Z, theta) at the truncation."""
+    from scipy import stats
+
+    model = OverlappingMixture(alpha=1.5, a=2.0, b=0.7, truncation=3)
+    data, _ = model.simulate(0, n_items=5, n_features=2)
+    params = model.prior_draw(data, np.random.default_rng(1))
+    assert params["Z"].shape == (5, 3) and params["theta"].shape == (3, 2)
+    pi, Z, theta = params["pi"], params["Z"], params["theta"]
+    expected = (
+        stats.beta(0.5, 1.0).logpdf(pi).sum()
+        + stats.bernoulli(pi[None, :]).logpmf(Z).sum()
+        + stats.beta(2.0, 0.7).logpdf(theta).sum()
+    )
+    assert np.isclose(model.log_prior(params), expected)
