@@ -209,20 +209,42 @@ LOST_RUN_COLUMNS = [
 same in the main section and in the branching subsection."""
 
 
-def section(per_instance, totals, lost, n_instances, n_seeds, argv, seconds) -> list[str]:
-    summary = [
-        [kind, name, f"{ok}/{runs}", f"{np.mean(ex):+.2f} +- {np.std(ex):.2f}",
-         f"{np.max(ex):+.2f}", f"{conv}/{runs}", f"{cpu / runs:.2f}"]
-        for (kind, name), (ok, runs, ex, conv, cpu) in totals.items()
-    ]  # fmt: skip
+SUMMARY_COLUMNS = [
+    "annealing",
+    f"runs at or below the best of {N_DESCENTS} descents",
+    "excess % (mean +- sd)",
+    "worst excess %",
+    "converged",
+    "CPU s per run",
+]
+"""The columns of a summary table: a variant's totals over its runs (after the kind of instance
+in the main section)."""
+
+
+def summary_cells(ok, runs, excess, converged, cpu) -> list[str]:
+    """A variant's totals as the cells of :data:`SUMMARY_COLUMNS` after its name."""
+    return [f"{ok}/{runs}", f"{np.mean(excess):+.2f} +- {np.std(excess):.2f}",
+            f"{np.max(excess):+.2f}", f"{converged}/{runs}", f"{cpu / runs:.2f}"]  # fmt: skip
+
+
+def run_stamp(argv, seconds) -> str:
+    """When, at which commit and with which command line the run was made, and its wall time
+    (then the load average at its end, which says whether other jobs shared the machine)."""
     load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
+    return (
+        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {commit()},"
+        f" `{' '.join(['python benchmarks/bench_pairwise_fig1.py', *argv])}`, {seconds:.0f} s wall"
+        f" (load average at the end {' '.join(load)}"
+    )
+
+
+def section(per_instance, totals, lost, n_instances, n_seeds, argv, seconds) -> list[str]:
+    summary = [[kind, name, *summary_cells(*total)] for (kind, name), total in totals.items()]
     return [
         MARKER,
         "",
-        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {commit()}, "
-        f"`{' '.join(['python benchmarks/bench_pairwise_fig1.py', *argv])}`, {seconds:.0f} s"
-        f" (load average at the end {' '.join(load)}: other jobs shared the machine's 2 cores;"
-        " the CPU seconds are the process's own).",
+        f"{run_stamp(argv, seconds)}: other jobs shared the machine's 2 cores; the CPU seconds"
+        " are the process's own).",
         "",
         f"N = {N_ITEMS}, K = {N_CLUSTERS}; {n_instances} random instances (D uniform on [0, 1])"
         f" and {n_instances} planted ones (PairwiseClustering(10).simulate), each annealed from"
@@ -233,18 +255,7 @@ def section(per_instance, totals, lost, n_instances, n_seeds, argv, seconds) -> 
         "",
         goal(totals),
         "",
-        *table(
-            [
-                "instances",
-                "annealing",
-                f"runs at or below the best of {N_DESCENTS} descents",
-                "excess % (mean +- sd)",
-                "worst excess %",
-                "converged",
-                "CPU s per run",
-            ],
-            summary,
-        ),  # fmt: skip
+        *table(["instances", *SUMMARY_COLUMNS], summary),
         "",
         WHERE_RUNS_LOSE,
         "",
@@ -252,36 +263,23 @@ def section(per_instance, totals, lost, n_instances, n_seeds, argv, seconds) -> 
         " the best descent, clusters matched; settled: the temperature / T_c below which the"
         " run's hard labels kept their cost):",
         "",
-        *table(
-            LOST_RUN_COLUMNS,
-            lost,
-        ),  # fmt: skip
+        *table(LOST_RUN_COLUMNS, lost),
         "",
         "Per instance (Ward: its excess over the best descent):",
         "",
-        *table(
-            PER_INSTANCE_COLUMNS,
-            per_instance,
-        ),  # fmt: skip
+        *table(PER_INSTANCE_COLUMNS, per_instance),
         "",
     ]
 
 
 def branch_section(per_instance, totals, lost, n_instances, n_seeds, argv, seconds) -> list[str]:
     """The subsection of a ``--branches`` run: the branching variants on the random instances."""
-    summary = [
-        [name, f"{ok}/{runs}", f"{np.mean(ex):+.2f} +- {np.std(ex):.2f}", f"{np.max(ex):+.2f}",
-         f"{conv}/{runs}", f"{cpu / runs:.2f}"]
-        for (kind, name), (ok, runs, ex, conv, cpu) in totals.items()
-    ]  # fmt: skip
-    load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
+    summary = [[name, *summary_cells(*total)] for (_kind, name), total in totals.items()]
     return [
         BRANCH_MARKER,
         "",
-        f"Run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {commit()},"
-        f" `{' '.join(['python benchmarks/bench_pairwise_fig1.py', *argv])}`, {seconds:.0f} s"
-        f" wall (load average at the end {' '.join(load)}; the CPU seconds are each process's"
-        f" own). The {n_instances} random instances and {n_seeds} seeds above, with"
+        f"{run_stamp(argv, seconds)}; the CPU seconds are each process's own). The"
+        f" {n_instances} random instances and {n_seeds} seeds above, with"
         " `pairwise_annealing(..., branches=B)`: the run splits into B branches at the first"
         " temperature below 0.85 T_c (branch 0 the unbranched run, the others on spawned random"
         " streams from perturbed assignments), they cool to 0.7 T_c, and the branch of lowest"
@@ -290,35 +288,15 @@ def branch_section(per_instance, totals, lost, n_instances, n_seeds, argv, secon
         "",
         goal(totals),
         "",
-        *table(
-            [
-                "annealing",
-                f"runs at or below the best of {N_DESCENTS} descents",
-                "excess % (mean +- sd)",
-                "worst excess %",
-                "converged",
-                "CPU s per run",
-            ],
-            summary,
-        ),  # fmt: skip
+        *table(SUMMARY_COLUMNS, summary),
         "",
         "Runs above the best descent:" if lost else "No run above the best descent.",
         "",
-        *(
-            table(
-                LOST_RUN_COLUMNS,
-                lost,
-            )
-            if lost
-            else []
-        ),  # fmt: skip
+        *(table(LOST_RUN_COLUMNS, lost) if lost else []),
         "",
         "Per instance:",
         "",
-        *table(
-            PER_INSTANCE_COLUMNS,
-            per_instance,
-        ),  # fmt: skip
+        *table(PER_INSTANCE_COLUMNS, per_instance),
         "",
     ]
 
