@@ -342,3 +342,573 @@ def relevance(inverse, documents) -> np.ndarray:
     # Sparse counts times dense V^T: one pass over the non-zeros, then divide by the lengths.
     result = np.asarray(counts @ inverse.T) / lengths[:, None]
     return result[0] if single else result
+
+
+# ------------------------------------------------------------------ Algorithm 3.2: the hierarchy
+@dataclass(frozen=True)
+class TopicHierarchy:
+    """A tree over topics, as Algorithm 3.2 reconstructs it.
+
+    Nodes ``0 .. n_leaves - 1`` are the input (leaf) topics in their input order; the internal
+    nodes follow, the root first (node ``n_leaves``).
+
+    Attributes
+    ----------
+    parent : numpy.ndarray of shape (n_nodes,)
+        Each node's parent, ``-1`` for the root.
+    topics : numpy.ndarray of shape (n_words, n_nodes)
+        Each node's topic: the leaves' own, and for an internal node the average of its leaves
+        (Algorithm 3.2 step 1, the estimate of the subtree's root).
+    members : tuple of numpy.ndarray
+        The leaves under each node.
+    """
+
+    parent: np.ndarray
+    topics: np.ndarray
+    members: tuple
+
+    @property
+    def n_leaves(self) -> int:
+        """The number of input topics."""
+        return int(sum(m.size == 1 and m[0] == node for node, m in enumerate(self.members)))
+
+    def clusters(self) -> list[tuple[int, ...]]:
+        """The leaf sets of the internal nodes, sorted: the topology up to node numbering.
+
+        Examples
+        --------
+        >>> W = np.array([[0.5, 0.4, 0.05, 0.05], [0.4, 0.5, 0.05, 0.05], [0.05, 0.05, 0.5, 0.4],
+        ...               [0.05, 0.05, 0.4, 0.5]])
+        >>> hierarchy_from_topics(W, tau=0.3).clusters()
+        [(0, 1), (0, 1, 2, 3), (2, 3)]
+        """
+        internal = self.members[self.n_leaves :]
+        return sorted(tuple(int(leaf) for leaf in m) for m in internal)
+
+
+def _check_topic_columns(topics, name: str = "topics") -> np.ndarray:
+    """``topics`` as a float ``n x m`` array of non-negative, non-empty columns, each normalised
+    to sum to one (a collection of topics need not be of full column rank)."""
+    matrix = np.asarray(topics, dtype=float)
+    if matrix.ndim != 2 or matrix.shape[0] < 2 or matrix.shape[1] == 0:
+        raise ValueError(f"{name} must be a 2-D array (words x topics), got shape {matrix.shape}")
+    if not np.all(np.isfinite(matrix)) or np.any(matrix < 0):
+        raise ValueError(f"{name} must hold finite non-negative probabilities")
+    totals = matrix.sum(axis=0)
+    if np.any(totals <= 0):
+        raise ValueError(f"{name}[:, {int(np.flatnonzero(totals <= 0)[0])}] is an empty topic")
+    return matrix / totals
+
+
+def related_topics(topics, tau: float, method: str = "dual") -> np.ndarray:
+    """Steps 1-2a of Algorithm 3.2 (seed 003): which topics fall in the same subtree.
+
+    The baseline ``T(0)`` is the average of the topics (step 1). For each topic ``T(c)``, ``V`` is
+    the minimax pseudo-inverse of ``W = (T(c), T(0))`` (step 2) and every topic ``T(d)`` with
+    ``(V T(d))_1 >= tau`` is put in ``T(c)``'s subtree (step 2a): by Lemma 3.5 a topic of another
+    subtree projects onto ``T(0)`` (relevance about 0 to ``T(c)``, equation (24)), one of the same
+    subtree onto the closest common ancestor, which lies between ``T(0)`` and ``T(c)``.
+
+    Returns
+    -------
+    numpy.ndarray of shape (m, m), bool
+        ``related[c, d]``: ``T(d)`` assigned to ``T(c)``'s subtree (the diagonal is True).
+    """
+    matrix = _check_topic_columns(topics)
+    baseline = matrix.mean(axis=1)
+    related = np.eye(matrix.shape[1], dtype=bool)
+    for leaf in range(matrix.shape[1]):
+        pair = np.column_stack([matrix[:, leaf], baseline])
+        try:
+            inverse = minimax_pseudoinverse(pair, method).V
+        except ValueError:
+            # T(c) equals the baseline (a set of one topic, or identical topics): no direction
+            # to project on, so T(c) joins no one.
+            continue
+        related[leaf] |= (inverse[0] @ matrix) >= tau
+    return related
+
+
+def hierarchy_from_topics(topics, tau: float = 0.3, method: str = "dual") -> TopicHierarchy:
+    """Algorithm 3.2 of seed 003 (topic hierarchy from the leaf topics), recursively.
+
+    Steps 1-2a (:func:`related_topics`) relate each topic to those of its subtree; step 3 takes
+    the connected components of that relation (made symmetric: ``c`` and ``d`` share a subtree if
+    either was assigned to the other's) as the disjoint subtrees; step 4 applies steps 1-3 to each
+    component of two or more topics, with the component's own average as its baseline. A set that
+    does not split (one component) becomes one node whose children are its topics: the recursion
+    always terminates and never invents an order among topics it cannot separate.
+
+    Parameters
+    ----------
+    topics : array-like of shape (n_words, n_leaves)
+        The leaf topics, one per column (normalised here).
+    tau : float
+        The threshold ``tau >= 0`` of step 2a; the paper uses 0.3 on 20 Newsgroups.
+    method : str
+        How the pseudo-inverses are solved (:func:`minimax_pseudoinverse`).
+
+    Returns
+    -------
+    TopicHierarchy
+    """
+    if not (np.isfinite(tau) and tau >= 0):
+        raise ValueError(f"tau must be a finite number >= 0, got {tau!r}")
+    from scipy.sparse.csgraph import connected_components
+
+    matrix = _check_topic_columns(topics)
+    n_leaves = matrix.shape[1]
+    parent = [-1] * n_leaves
+    members = [np.array([leaf]) for leaf in range(n_leaves)]
+    pending = [(np.arange(n_leaves), -1)]  # (leaf set, parent node) of internal nodes to build
+    while pending:
+        leaves, up = pending.pop(0)
+        node = len(parent)
+        parent.append(up)
+        members.append(leaves)
+        if leaves.size == 1:
+            parent[leaves[0]] = node
+            continue
+        related = related_topics(matrix[:, leaves], tau, method)
+        n_parts, part = connected_components(sp.csr_matrix(related | related.T), directed=False)
+        for component in range(n_parts) if n_parts > 1 else ():
+            inside = leaves[part == component]
+            if inside.size == 1:
+                parent[inside[0]] = node
+            else:
+                pending.append((inside, node))
+        if n_parts == 1:
+            for leaf in leaves:
+                parent[leaf] = node
+    node_topics = np.column_stack([matrix[:, m].mean(axis=1) for m in members])
+    return TopicHierarchy(np.array(parent), node_topics, tuple(members))
+
+
+# ------------------------------------------------------- Algorithm 3.3: topics from unlabeled data
+def prune_vocabulary(
+    data, min_documents: int = 5, max_document_share: float = 0.5, max_words: int = 4000
+) -> np.ndarray:
+    """The columns Algorithm 3.3 keeps: words in at least ``min_documents`` documents and in at
+    most ``max_document_share`` of them (the datasets ship no stop-word list; the words in half the
+    documents are its stand-in), the ``max_words`` most frequent by document frequency (ties by
+    column order). The co-occurrence matrix is ``max_words**2`` dense numbers.
+
+    Returns
+    -------
+    numpy.ndarray of int
+        The kept column indices, in increasing order.
+
+    Examples
+    --------
+    >>> prune_vocabulary(np.array([[1, 1, 0], [1, 0, 1], [1, 1, 0]]), 2, 0.9).tolist()
+    [1]
+    """
+    counts = _as_counts(data)
+    document_frequency = np.bincount(counts.indices, minlength=counts.shape[1])
+    kept = np.flatnonzero(
+        (document_frequency >= min_documents)
+        & (document_frequency <= max_document_share * counts.shape[0])
+    )
+    order = np.argsort(-document_frequency[kept], kind="stable")[:max_words]
+    return np.sort(kept[order])
+
+
+def _as_counts(data) -> sp.csr_matrix:
+    """Word counts as a CSR matrix of floats (a CoOccurrence's own counts, or checked here)."""
+    counts = getattr(data, "counts", None)
+    if counts is None:
+        counts = sp.csr_matrix(data, dtype=float)
+        if counts.ndim != 2 or not np.all(np.isfinite(counts.data)) or np.any(counts.data < 0):
+            raise ValueError("data must be a 2-D array of finite non-negative word counts")
+    counts = sp.csr_matrix(counts, dtype=float)
+    counts.sum_duplicates()
+    return counts
+
+
+@dataclass(frozen=True)
+class ReconstructedTree:
+    """Topics, hierarchy and clustering found by Algorithm 3.3 (:func:`reconstruct_tree`).
+
+    Node 0 is the root (its topic the corpus's term histogram, ``T(0)``); nodes are numbered in the
+    order they were found, parents before children.
+
+    Attributes
+    ----------
+    parent : numpy.ndarray of shape (n_nodes,)
+        Each node's parent, ``-1`` for the root.
+    topics : numpy.ndarray of shape (n_words, n_nodes)
+        Each node's topic: the term histogram of its documents (step 4c's refinement).
+    seed_words : numpy.ndarray of shape (n_nodes,)
+        The column ``P_i`` each node started from (step 3), ``-1`` for the root.
+    labels : numpy.ndarray of shape (n_docs,)
+        The deepest node each document was assigned to (0: not clustered at the first level).
+    depth : numpy.ndarray of shape (n_nodes,)
+        Each node's level (root 0).
+    rejected_words : numpy.ndarray
+        The columns tried and rejected as poorly approximated (see :func:`reconstruct_tree`).
+    """
+
+    parent: np.ndarray
+    topics: np.ndarray
+    seed_words: np.ndarray
+    labels: np.ndarray
+    depth: np.ndarray
+    rejected_words: np.ndarray
+
+    @property
+    def n_nodes(self) -> int:
+        """The number of nodes, the root included."""
+        return int(self.parent.size)
+
+    def level_labels(self, level: int = 1) -> np.ndarray:
+        """Each document's ancestor at ``level`` (its own node if shallower; 0: unclustered)."""
+        labels = self.labels.copy()
+        # One step up per level for all documents at once.
+        for _ in range(int(self.depth.max(initial=0))):
+            deeper = self.depth[labels] > level
+            labels[deeper] = self.parent[labels[deeper]]
+        return labels
+
+
+def _cooccurrence(counts: sp.csr_matrix) -> np.ndarray:
+    """The co-occurrence matrix of step 1, unnormalised: ``P_ij = sum_d X_di X_dj / (L_d - 1)``
+    over pairs of distinct tokens (the diagonal loses the ``X_dj`` pairs of a token with itself),
+    so every document of length ``L_d >= 2`` weighs as ``L_d`` tokens and ``E P_ij / sum L_d =
+    p_i p_j``: a long document does not dominate as its ``L_d**2`` pairs would."""
+    lengths = np.asarray(counts.sum(axis=1)).ravel()
+    weights = np.where(lengths >= 2, 1.0 / np.maximum(lengths - 1.0, 1.0), 0.0)
+    weighted = sp.diags(weights) @ counts
+    matrix = (counts.T @ weighted).toarray()
+    matrix[np.diag_indices_from(matrix)] -= np.asarray(weighted.sum(axis=0)).ravel()
+    return matrix
+
+
+def _binary_relevance(topic, baseline, counts: sp.csr_matrix, lengths, method: str) -> np.ndarray:
+    """Relevance to ``topic`` of each document against ``(topic, baseline)`` (Algorithm 3.1 with
+    ``W = (P_i, T(0))``, steps 4a-4b); NaN if the two topics are not independent."""
+    try:
+        inverse = minimax_pseudoinverse(np.column_stack([topic, baseline]), method).V
+    except ValueError:
+        return np.full(counts.shape[0], np.nan)
+    return np.asarray(counts @ inverse[0]) / lengths
+
+
+def _histogram(counts: sp.csr_matrix) -> np.ndarray:
+    totals = np.asarray(counts.sum(axis=0)).ravel()
+    return totals / totals.sum()
+
+
+def _split_documents(counts, documents, options) -> tuple[list, list]:
+    """Steps 1-5 of Algorithm 3.3 on ``documents`` (rows of ``counts``): the clusters found, as
+    ``(seed word, topic, member rows)``, and the rejected seed words."""
+    rows = counts[documents]
+    lengths = np.asarray(rows.sum(axis=1)).ravel()
+    cooccurrence = _cooccurrence(rows)
+    document_frequency = np.bincount(rows.indices, minlength=rows.shape[1])
+    min_size = max(options["min_cluster_size"], int(options["min_cluster_share"] * len(documents)))
+    remaining = np.ones(len(documents), dtype=bool)
+    candidate = document_frequency >= min_size
+    clusters, rejected = [], []
+    while (
+        len(clusters) < options["max_clusters"]
+        and remaining.sum() > (1 - options["coverage"]) * len(documents)
+        and candidate.any()
+    ):
+        # Step 2 again on the documents left ("iterate the entire algorithm on remaining data"):
+        # a baseline kept at the node's histogram made the 20 Newsgroups clusters absorb more
+        # documents of other groups.
+        baseline = _histogram(rows[remaining])
+        # Steps 1 and 3 with the smoothing of poorly approximated columns: column j holds
+        # N_j = sum_i P_ij pairs; (P_j + m T(0)) / (N_j + m) keeps a column seen in few pairs near
+        # the baseline, so a rare word's sampling noise does not win the L1 distance.
+        mass = cooccurrence.sum(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            smoothed = (cooccurrence + options["smoothing"] * baseline[:, None]) / (
+                mass + options["smoothing"]
+            )
+        distance = np.abs(smoothed - baseline[:, None]).sum(axis=0)
+        distance[~candidate | ~(mass + options["smoothing"] > 0)] = -np.inf
+        word = int(np.argmax(distance))
+        candidate[word] = False
+        topic = smoothed[:, word]
+        members = np.zeros(len(documents), dtype=bool)
+        for _refinement in range(options["n_refine"] + 1):
+            relevance_to_topic = _binary_relevance(
+                topic, baseline, rows, lengths, options["method"]
+            )
+            members = remaining & (relevance_to_topic > options["assign_threshold"])
+            if members.sum() < min_size:
+                break
+            topic = _histogram(rows[members])  # step 4c
+        if members.sum() < min_size:
+            # A poorly approximated column: its documents are too few to be a topic. It is set
+            # aside and the next column tried; the documents stay in the collection.
+            rejected.append(word)
+            if len(rejected) > options["max_rejections"]:
+                break
+            continue
+        clusters.append((word, topic, documents[members]))
+        remaining &= ~members  # step 5
+        cooccurrence -= _cooccurrence(rows[members])
+        document_frequency -= np.bincount(rows[members].indices, minlength=rows.shape[1])
+        candidate &= document_frequency >= min_size
+    return clusters, rejected
+
+
+def reconstruct_tree(
+    data,
+    max_depth: int = 2,
+    max_clusters: int = 12,
+    assign_threshold: float = 0.5,
+    coverage: float = 0.95,
+    smoothing: float = 1000.0,
+    min_cluster_size: int = 20,
+    min_cluster_share: float = 0.01,
+    n_refine: int = 2,
+    max_rejections: int = 50,
+    method: str = "dual",
+) -> ReconstructedTree:
+    """Algorithm 3.3 of seed 003: topics, their hierarchy and a clustering from unlabeled data.
+
+    On the documents of a node (all of them at the root):
+
+    1. the co-occurrence matrix ``P`` of the terms (:func:`_cooccurrence`), its columns normalised
+       in L1;
+    2. the baseline ``T(0)``: the term histogram of the node's documents not yet clustered;
+    3. the column ``P_i`` farthest from ``T(0)`` in L1;
+    4. relevances against ``W = (P_i, T(0))`` by the minimax pseudo-inverse (Algorithm 3.1, steps
+       4a-4b); the documents with relevance to ``P_i`` above ``assign_threshold`` form a cluster,
+       whose term histogram replaces ``P_i`` (step 4c) for ``n_refine`` more rounds;
+    5. the cluster's documents leave the collection (their pairs leave ``P``) and steps 2-4 repeat
+       until a share ``coverage`` of the documents is clustered, ``max_clusters`` are found or no
+       column is left;
+    7. the same on each cluster, down to ``max_depth`` levels.
+
+    **Poorly approximated columns** (the details the paper's footnote 8 leaves to its code). A
+    column is an estimate from the documents containing its word, and the L1 distance of step 3
+    grows with its sampling noise, so the rarest words would win it. Three guards, in this order:
+    only words in at least ``min_size`` documents are candidates (``min_size = max(min_cluster_size,
+    min_cluster_share * documents)``); every column is shrunk towards the baseline by its number
+    of pairs ``N_j``, ``(P_j + m T(0)) / (N_j + m)`` with ``m = smoothing`` (a Dirichlet prior of
+    ``m`` pseudo-pairs), before the distance is taken; and a column whose cluster (after
+    refinement) has fewer than ``min_size`` documents is rejected: it is set aside for this node,
+    its documents stay, and the next column is tried (at most ``max_rejections`` times).
+
+    Parameters
+    ----------
+    data : CoOccurrence or array-like of shape (n_docs, n_words)
+        Word counts, vocabulary already pruned (:func:`prune_vocabulary`): ``P`` is dense.
+    max_depth : int
+        Levels of clusters below the root (1: the first level only).
+    max_clusters : int
+        Clusters at most per node.
+    assign_threshold : float
+        Relevance to the found topic above which a document joins its cluster.
+    coverage : float in (0, 1]
+        The share of a node's documents clustered before step 5 stops.
+    smoothing : float
+        ``m``, pseudo-pairs of the baseline added to every column.
+    min_cluster_size, min_cluster_share : int, float
+        The smallest cluster, in documents and as a share of the node's documents.
+    n_refine : int
+        Refinements of a topic by its cluster's histogram (step 4c).
+    max_rejections : int
+        Columns rejected per node before it stops.
+    method : str
+        How the pseudo-inverses are solved (:func:`minimax_pseudoinverse`).
+
+    Returns
+    -------
+    ReconstructedTree
+        Documents not clustered at a node keep that node as their label.
+    """
+    counts = _as_counts(data)
+    if counts.shape[0] < 2 or counts.shape[1] < 2:
+        raise ValueError(f"data needs at least 2 documents and 2 words, got shape {counts.shape}")
+    for name, value in (("max_depth", max_depth), ("max_clusters", max_clusters)):
+        if int(value) != value or value < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    if not 0 < coverage <= 1:
+        raise ValueError(f"coverage must be in (0, 1], got {coverage!r}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    options = dict(
+        max_clusters=max_clusters, assign_threshold=assign_threshold, coverage=coverage,
+        smoothing=smoothing, min_cluster_size=min_cluster_size,
+        min_cluster_share=min_cluster_share, n_refine=n_refine, max_rejections=max_rejections,
+        method=method,
+    )  # fmt: skip
+    lengths = np.asarray(counts.sum(axis=1)).ravel()
+    labels = np.zeros(counts.shape[0], dtype=int)
+    parent, topics, seeds, depth, rejected = [-1], [_histogram(counts)], [-1], [0], []
+    # Documents without a kept word stay at the root: they have no relevance.
+    pending = [(0, np.flatnonzero(lengths > 0))]
+    while pending:
+        node, documents = pending.pop(0)
+        if depth[node] >= max_depth or len(documents) < 2:
+            continue
+        clusters, node_rejected = _split_documents(counts, documents, options)
+        rejected.extend(node_rejected)
+        for word, topic, members in clusters:
+            child = len(parent)
+            parent.append(node)
+            topics.append(topic)
+            seeds.append(word)
+            depth.append(depth[node] + 1)
+            labels[members] = child
+            pending.append((child, members))
+    return ReconstructedTree(
+        np.array(parent), np.column_stack(topics), np.array(seeds), labels, np.array(depth),
+        np.array(rejected, dtype=int),
+    )  # fmt: skip
+
+
+# ------------------------------------------------------- clustering down the tree, Tables 2-4
+def cluster_down(tree: ReconstructedTree, documents, threshold: float = 0.5, method="dual"):
+    """Cluster documents down a reconstructed tree by relevances ``r = V d`` (Algorithm 3.1 step
+    3a at every level).
+
+    At each internal node, every child ``c`` gives ``W = (T(c), T(node))`` and its pseudo-inverse
+    ``V`` (Algorithm 3.3 step 4a); a document at the node moves to the child of largest relevance
+    ``(V d)_1`` if that relevance exceeds ``threshold``, else it stays at the node. Vectorised over
+    the documents; one pseudo-inverse per child.
+
+    Parameters
+    ----------
+    tree : ReconstructedTree
+    documents : CoOccurrence or array-like of shape (n_docs, n_words)
+        Word counts over the tree's vocabulary (documents without a word stay at the root).
+    threshold : float
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_docs,)
+        The node each document ends at.
+    """
+    counts = _as_counts(documents)
+    if counts.shape[1] != tree.topics.shape[0]:
+        raise ValueError(
+            f"documents have {counts.shape[1]} words but the tree's topics {tree.topics.shape[0]}"
+        )
+    lengths = np.asarray(counts.sum(axis=1)).ravel()
+    safe_lengths = np.where(lengths > 0, lengths, 1.0)
+    labels = np.zeros(counts.shape[0], dtype=int)
+    for node in np.argsort(tree.depth, kind="stable"):
+        children = np.flatnonzero(tree.parent == node)
+        here = np.flatnonzero((labels == node) & (lengths > 0))
+        if children.size == 0 or here.size == 0:
+            continue
+        relevances = np.column_stack(
+            [
+                _binary_relevance(
+                    tree.topics[:, child],
+                    tree.topics[:, node],
+                    counts[here],
+                    safe_lengths[here],
+                    method,
+                )  # fmt: skip
+                for child in children
+            ]
+        )
+        best = np.argmax(np.nan_to_num(relevances, nan=-np.inf), axis=1)
+        moves = relevances[np.arange(here.size), best] > threshold
+        labels[here[moves]] = children[best[moves]]
+    return labels
+
+
+def _contingency(clusters, classes):
+    """Cluster codes, class names and the clusters x classes count matrix."""
+    clusters, classes = np.asarray(clusters), np.asarray(classes)
+    if clusters.shape != classes.shape or clusters.ndim != 1:
+        raise ValueError(
+            f"clusters and classes must be 1-D of one length, got {clusters.shape} and {classes.shape}"
+        )
+    cluster_names, cluster_codes = np.unique(clusters, return_inverse=True)
+    class_names, class_codes = np.unique(classes, return_inverse=True)
+    table = np.zeros((cluster_names.size, class_names.size), dtype=np.int64)
+    np.add.at(table, (cluster_codes, class_codes), 1)
+    return cluster_names, class_names, table
+
+
+def precision_recall_table(clusters, classes, unclustered=None):
+    """Per-class recall and precision of a clustering as in Table 2 of seed 003.
+
+    Each cluster is assigned to its most expressed class; a class's precision and recall are
+    counted over the union of the clusters assigned to it ("all clusters", with ``NC`` their
+    number), and again over only the clusters where that class is a strict majority ("majority").
+    Documents in cluster ``unclustered`` (e.g. 0: left at the root) belong to no cluster.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per class (``size``, ``recall``, ``precision``, ``n_clusters``,
+        ``majority_recall``, ``majority_precision``, ``majority_n_clusters``) and a ``total`` row
+        (over all documents and all clusters counted).
+
+    Examples
+    --------
+    >>> table = precision_recall_table([1, 1, 1, 2, 2, 3], ["a", "a", "b", "b", "b", "a"])
+    >>> table[["recall", "precision", "n_clusters"]].round(2).to_dict("index")["a"]
+    {'recall': 1.0, 'precision': 0.75, 'n_clusters': 2}
+    """
+    import pandas as pd
+
+    cluster_names, class_names, table = _contingency(clusters, classes)
+    if unclustered is not None:
+        table = table.copy()
+        table[cluster_names == unclustered] = 0
+    sizes = np.asarray(
+        pd.Series(np.asarray(classes)).value_counts().reindex(class_names).to_numpy()
+    )
+    cluster_sizes = table.sum(axis=1)
+    winner = np.argmax(table, axis=1)
+    majority = table[np.arange(table.shape[0]), winner] * 2 > cluster_sizes
+    columns, totals = {"size": sizes}, {"size": int(sizes.sum())}
+    for prefix, kept in (("", cluster_sizes > 0), ("majority_", majority & (cluster_sizes > 0))):
+        assigned = np.zeros((table.shape[0], class_names.size), dtype=bool)
+        assigned[np.flatnonzero(kept), winner[kept]] = True
+        correct = (table * assigned).sum(axis=0)
+        claimed = (cluster_sizes[:, None] * assigned).sum(axis=0)
+        columns[f"{prefix}recall"] = correct / sizes
+        columns[f"{prefix}precision"] = np.divide(
+            correct, claimed, out=np.zeros(class_names.size), where=claimed > 0
+        )
+        columns[f"{prefix}n_clusters"] = assigned.sum(axis=0)
+        totals[f"{prefix}recall"] = correct.sum() / sizes.sum()
+        totals[f"{prefix}precision"] = correct.sum() / max(claimed.sum(), 1)
+        totals[f"{prefix}n_clusters"] = int(assigned.sum())
+    frame = pd.DataFrame(columns, index=pd.Index(class_names, name="class"))
+    frame.loc["total"] = totals
+    return frame.astype({"size": int, "n_clusters": int, "majority_n_clusters": int})
+
+
+def cluster_composition(clusters, classes, top: int = 3):
+    """The major classes of each cluster with their recall in it, as in Tables 3-4 of seed 003.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per cluster: ``size`` and ``major classes``, the ``top`` largest classes as
+        ``"name P% (R%)"`` (P: the class's share of the cluster; R: the share of the class that is
+        in the cluster).
+
+    Examples
+    --------
+    >>> cluster_composition([1, 1, 2], ["a", "b", "b"], top=1)["major classes"].tolist()
+    ['a 50% (100%)', 'b 100% (50%)']
+    """
+    import pandas as pd
+
+    cluster_names, class_names, table = _contingency(clusters, classes)
+    sizes, class_sizes = table.sum(axis=1), table.sum(axis=0)
+    order = np.argsort(-table, axis=1, kind="stable")[:, :top]
+    rows = []
+    for cluster, best in enumerate(order):
+        parts = [
+            f"{class_names[c]} {table[cluster, c] / sizes[cluster]:.0%} "
+            f"({table[cluster, c] / class_sizes[c]:.0%})"
+            for c in best
+            if table[cluster, c] > 0
+        ]
+        rows.append({"size": int(sizes[cluster]), "major classes": ", ".join(parts)})
+    return pd.DataFrame(rows, index=pd.Index(cluster_names, name="cluster"))
