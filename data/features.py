@@ -88,6 +88,11 @@ class Features(RealMatrix):
         Inferred when ``None``: all values in {0, 1} gives ``"binary"``, non-negative integers
         ``"counts"`` (float input: only below ``2**63``, :data:`COUNT_LIMIT`), anything else
         ``"real"``. When given, the values are checked against it.
+    allow_missing : bool, default False
+        Accept NaN in dense ``X`` as a *missing* entry (a vote not cast), for the models that
+        integrate missing entries out (the Bayesian Partial Membership model). The observed
+        entries are checked as usual; inf is still refused. Every other model refuses such data
+        through :meth:`coerce` with a message saying so (:attr:`n_missing`).
 
     Raises
     ------
@@ -112,6 +117,8 @@ class Features(RealMatrix):
     Traceback (most recent call last):
     ...
     ValueError: X[0, 1] = 0.5 is not binary (0 or 1)
+    >>> Features([[0.0, float("nan")], [1.0, 1.0]], allow_missing=True).n_missing
+    1
     """
 
     #: ArviZ dimension of the items; the columns are ``"feature"``.
@@ -123,13 +130,18 @@ class Features(RealMatrix):
     #: What :meth:`table_sizes` counts as the observations: the non-zero entries.
     _observations = "nnz"
 
-    def __init__(self, X, labels=None, feature_names=None, item_names=None, kind=None):
+    def __init__(
+        self, X, labels=None, feature_names=None, item_names=None, kind=None, allow_missing=False
+    ):
         _check_kind(kind)
+        if not isinstance(allow_missing, bool):
+            raise ValueError(f"allow_missing must be True or False, got {allow_missing!r}")
         if isinstance(X, Features):
             labels = X.labels if labels is None else labels
             feature_names = X.feature_names if feature_names is None else feature_names
             item_names = X.item_names if item_names is None else item_names
             kind = X.kind if kind is None else kind
+            allow_missing = allow_missing or X.n_missing > 0
             X = X.sparse if X.sparse is not None else X.X
         elif isinstance(X, pd.DataFrame):
             if item_names is None:
@@ -151,8 +163,15 @@ class Features(RealMatrix):
             csr.eliminate_zeros()
             dense = None
         else:
-            kind = _check_values(X, kind, shape)
-            dense = np.array(X, dtype=np.float64)
+            dense = np.array(X, dtype=np.float64) if X.dtype.kind in "biuf" else None
+            missing = np.isnan(dense) if allow_missing and dense is not None else np.zeros(0, bool)
+            if missing.any():
+                # Missing entries are checked as a 0, which every kind accepts: only the
+                # observed entries decide the kind and can break it.
+                kind = _check_values(np.where(missing, 0.0, dense), kind, shape, dtype=X.dtype)
+            else:
+                kind = _check_values(X, kind, shape)
+                dense = np.array(X, dtype=np.float64)
             dense.setflags(write=False)
             csr = None
         self._dense = dense
@@ -198,6 +217,49 @@ class Features(RealMatrix):
             dense.setflags(write=False)
             self._dense = dense
         return self._dense
+
+    @property
+    def n_missing(self) -> int:
+        """Number of missing (NaN) entries; only ``allow_missing=True`` data have any.
+
+        Examples
+        --------
+        >>> from latentzoo.data import Features
+        >>> Features([[0, 1]]).n_missing
+        0
+        """
+        if self._sparse is not None:
+            return 0
+        return int(np.count_nonzero(np.isnan(self._dense)))
+
+    @classmethod
+    def coerce(cls, data, allow_missing: bool = False, **options) -> Features:
+        """``data`` itself when it is already :class:`Features`, else ``Features(data)``; data
+        with missing entries only when the caller integrates them out (``allow_missing``).
+
+        Raises
+        ------
+        ValueError
+            If ``data`` has missing entries and ``allow_missing`` is False, naming how many.
+
+        Examples
+        --------
+        >>> from latentzoo.data import Features
+        >>> votes = Features([[1.0, float("nan")]], allow_missing=True)
+        >>> Features.coerce(votes) # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: X has 1 missing (NaN) entries, which this model does not integrate out; ...
+        """
+        if isinstance(data, cls):
+            if data.n_missing and not allow_missing:
+                raise ValueError(
+                    f"X has {data.n_missing} missing (NaN) entries, which this model does not "
+                    "integrate out; fill them first, or fit a model that handles them (the "
+                    "Bayesian Partial Membership model, 'bpm')"
+                )
+            return data
+        return cls(data, allow_missing=allow_missing, **options)
 
     @property
     def sparse(self) -> sp.csr_matrix | None:
@@ -336,7 +398,7 @@ class Features(RealMatrix):
         """
         if "x" not in group.data_vars:
             return None
-        return cls(group["x"].to_numpy())
+        return cls(group["x"].to_numpy(), allow_missing=True)
 
     def subset(self, items) -> Features:
         """The items at ``items`` (positions, negative from the end, or a boolean mask).
@@ -431,7 +493,8 @@ class Features(RealMatrix):
             dense = None
         else:
             sparse = None
-            dense = above(self.X).astype(np.float64)
+            # A missing entry stays missing.
+            dense = np.where(np.isnan(self.X), np.nan, above(self.X).astype(np.float64))
         return Features._trusted(
             dense, sparse, "binary", self._labels, self._feature_names, self._item_names
         )
@@ -455,7 +518,8 @@ class Features(RealMatrix):
         ['x', 'y']
         """
         return Features(self.sparse if self.is_sparse else self.X, labels=self._labels,
-                        feature_names=column_names, item_names=item_names, kind=self.kind)  # fmt: skip
+                        feature_names=column_names, item_names=item_names, kind=self.kind,
+                        allow_missing=self.n_missing > 0)  # fmt: skip
 
     @classmethod
     def matrix_of(cls, X):

@@ -1,0 +1,723 @@
+"""Hybrid (Hamiltonian) Monte Carlo for the Bayesian Partial Membership model: Heller (2007) 8.5.
+
+All unknowns of the BPM are continuous, so one HMC moves them all at once in an unconstrained
+space (section 8.5): ``a = exp(eta)``, ``rho = softmax(r)``, ``pi_n = softmax(p_n)``, and for
+Gaussian clusters ``tau = exp(s)``; Bernoulli clusters' natural parameters ``theta`` are
+unconstrained already. The softmax maps are taken with their last logit pinned at 0 (the additive
+log-ratio map), so each is a bijection from ``R^(K-1)`` onto the open simplex; the thesis's
+``K``-logit softmax has a flat direction that no density pins down. The log-Jacobians are
+``sum_k log rho_k``, ``log a``, ``sum_k log pi_nk`` and ``sum log tau``: with them the Dirichlet
+terms become ``sum_k alpha_k log rho_k`` and ``sum_k a rho_k log pi_nk``.
+
+The target and its gradient are one numba kernel (:func:`log_density_and_gradient`, analytic,
+checked against finite differences in the tests); it touches each observed cell once per gradient,
+missing cells (NaN) are skipped, which integrates them out (section 8.7). A transition is a
+leapfrog trajectory of ``n_leapfrog`` steps (also one numba kernel) and a Metropolis accept. During
+the ``tune`` transitions the step size is adapted by dual averaging (Hoffman & Gelman 2014) towards
+``target_accept`` and a diagonal inverse mass matrix is estimated from the positions in Stan's
+doubling windows; after tuning the step size is jittered by +-10 % to break periodic trajectories.
+A trajectory whose energy error exceeds 1000 (or is not finite) is *divergent*: rejected and
+reported in ``sample_stats["diverging"]``.
+
+The sampler follows the chain runner's contract (:func:`latentzoo.inference.mcmc.run_chains`):
+:func:`init` / :func:`step` / :func:`draw` with :class:`HMCState` and :class:`HMCInfo`; :func:`hmc`
+runs several chains and returns :class:`arviz.InferenceData` with named dims.
+
+Examples
+--------
+>>> from latentzoo.models.bpm import BayesianPartialMembership
+>>> model = BayesianPartialMembership(2)
+>>> data, truth = model.simulate(0, n_items=10, n_features=6)
+>>> idata = hmc(model, data, chains=1, draws=20, tune=30, random_state=0)
+>>> idata.posterior["pi"].dims
+('chain', 'draw', 'item', 'component')
+>>> sorted(idata.sample_stats.data_vars)[:3]
+['acceptance_rate', 'diverging', 'energy']
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba as nb
+import numpy as np
+
+from latentzoo.inference._lazy import lazy_import
+from latentzoo.inference.mcmc import run_chains, to_inference_data
+from latentzoo.models._checks import check_integer, check_interval
+from latentzoo.models.bpm import BayesianPartialMembership
+
+# Imported at first use: listing the zoo imports this module and needs neither.
+xr = lazy_import("xarray")
+
+__all__ = [
+    "HMCInfo",
+    "HMCState",
+    "Layout",
+    "constrain",
+    "draw",
+    "hmc",
+    "init",
+    "log_density_and_gradient",
+    "step",
+    "unconstrain",
+]
+
+MAX_ENERGY_ERROR = 1000.0
+"""A trajectory whose energy error exceeds this is divergent (Stan's and PyMC's threshold)."""
+
+_LOG_2PI = math.log(2.0 * math.pi)
+_BERNOULLI, _GAUSSIAN = 0, 1
+
+
+# ------------------------------------------------------------------------- layout
+class Layout(NamedTuple):
+    """Where each unknown sits in the unconstrained vector.
+
+    ``[r (K-1) | eta (1) | p (N (K-1)) | theta (K D)]`` for Bernoulli clusters and
+    ``[r | eta | p | mu (K D) | s (K D)]`` for Gaussian ones.
+    """
+
+    n_items: int
+    n_features: int
+    n_components: int
+    component: int
+
+    @property
+    def size(self) -> int:
+        """Length of the unconstrained vector."""
+        N, D, K = self.n_items, self.n_features, self.n_components
+        clusters = K * D * (1 if self.component == _BERNOULLI else 2)
+        return (K - 1) + 1 + N * (K - 1) + clusters
+
+
+def _layout(model: BayesianPartialMembership, n_items: int, n_features: int) -> Layout:
+    component = _BERNOULLI if model.component == "bernoulli" else _GAUSSIAN
+    return Layout(n_items, n_features, model.n_components, component)
+
+
+def _hyper(model: BayesianPartialMembership) -> np.ndarray:
+    """The hyperparameters the kernel reads: ``alpha, b`` and the clusters' prior."""
+    if model.component == "bernoulli":
+        return np.array([model.alpha, model.b, model.beta_a, model.beta_b], dtype=np.float64)
+    return np.array(
+        [model.alpha, model.b, model.mu0, model.kappa0, model.gamma_a, model.gamma_b],
+        dtype=np.float64,
+    )
+
+
+def _alr(probabilities: np.ndarray) -> np.ndarray:
+    """The additive log-ratio (last component pinned at 0) of the rows of ``probabilities``."""
+    logs = np.log(np.clip(probabilities, 1e-300, None))
+    return logs[..., :-1] - logs[..., -1:]
+
+
+def _log_softmax_pinned(free: np.ndarray) -> np.ndarray:
+    """``log softmax([free, 0])`` along the last axis."""
+    full = np.concatenate([free, np.zeros(free.shape[:-1] + (1,))], axis=-1)
+    top = full.max(axis=-1, keepdims=True)
+    return full - top - np.log(np.exp(full - top).sum(axis=-1, keepdims=True))
+
+
+def unconstrain(model: BayesianPartialMembership, params: dict) -> np.ndarray:
+    """The unconstrained vector of ``params`` (``rho``, ``a``, ``pi`` and the cluster parameters).
+
+    Examples
+    --------
+    >>> model = BayesianPartialMembership(2)
+    >>> data, truth = model.simulate(0, n_items=3, n_features=2)
+    >>> back = constrain(model, unconstrain(model, truth), 3, 2)
+    >>> bool(np.allclose(back["pi"], truth["pi"]) and np.isclose(back["a"], truth["a"]))
+    True
+    """
+    parts = [
+        _alr(np.asarray(params["rho"], dtype=np.float64)),
+        [math.log(float(params["a"]))],
+        _alr(np.asarray(params["pi"], dtype=np.float64)).ravel(),
+    ]
+    if model.component == "bernoulli":
+        parts.append(np.asarray(params["theta"], dtype=np.float64).ravel())
+    else:
+        parts.append(np.asarray(params["mu"], dtype=np.float64).ravel())
+        parts.append(np.log(np.asarray(params["tau"], dtype=np.float64)).ravel())
+    return np.concatenate([np.ravel(part) for part in parts])
+
+
+def constrain(model: BayesianPartialMembership, position, n_items: int, n_features: int) -> dict:
+    """The parameters (``rho``, ``a``, ``pi``, clusters) at an unconstrained ``position``."""
+    K, N, D = model.n_components, n_items, n_features
+    position = np.asarray(position, dtype=np.float64)
+    at = K - 1
+    out = {"rho": np.exp(_log_softmax_pinned(position[:at])), "a": float(np.exp(position[at]))}
+    at += 1
+    out["pi"] = np.exp(_log_softmax_pinned(position[at : at + N * (K - 1)].reshape(N, K - 1)))
+    at += N * (K - 1)
+    if model.component == "bernoulli":
+        out["theta"] = position[at : at + K * D].reshape(K, D).copy()
+    else:
+        out["mu"] = position[at : at + K * D].reshape(K, D).copy()
+        out["tau"] = np.exp(position[at + K * D : at + 2 * K * D]).reshape(K, D)
+    return out
+
+
+# ------------------------------------------------------------------------- kernels
+@nb.njit(cache=True, error_model="numpy")
+def _digamma(x):
+    """The digamma function for ``x > 0``: recurrence up to 6, then the asymptotic series."""
+    result = 0.0
+    while x < 6.0:
+        result -= 1.0 / x
+        x += 1.0
+    f = 1.0 / (x * x)
+    series = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240 - f / 132.0))))
+    return result + math.log(x) - 0.5 / x - series
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _log_softmax_into(free, start, K, out_log, out_prob):
+    """``log softmax([free[start : start + K - 1], 0])`` into ``out_log``, its exp into ``out_prob``."""
+    top = 0.0
+    for k in range(K - 1):
+        top = max(top, free[start + k])
+    total = math.exp(-top)
+    for k in range(K - 1):
+        total += math.exp(free[start + k] - top)
+    log_total = top + math.log(total)
+    for k in range(K - 1):
+        out_log[k] = free[start + k] - log_total
+        out_prob[k] = math.exp(out_log[k])
+    out_log[K - 1] = -log_total
+    out_prob[K - 1] = math.exp(-log_total)
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _kernel(q, X, observed, N, D, K, component, hyper, grad):
+    """Log density of the unconstrained position ``q`` (Jacobians included) and its gradient."""
+    for i in range(grad.size):
+        grad[i] = 0.0
+    alpha, b = hyper[0], hyper[1]
+    # --- rho, a (8.7)-(8.8) with the Jacobians of softmax and exp
+    log_rho = np.empty(K)
+    rho = np.empty(K)
+    _log_softmax_into(q, 0, K, log_rho, rho)
+    eta = q[K - 1]
+    a = math.exp(eta)
+    lp = math.lgamma(K * alpha) - K * math.lgamma(alpha)
+    for k in range(K):
+        lp += alpha * log_rho[k]
+    lp += math.log(b) - b * a + eta
+    # --- pi_n ~ Dir(a rho) (8.9), Jacobian sum_k log pi_nk folded into the exponents
+    p0 = K
+    log_pi = np.empty((N, K))
+    pi = np.empty((N, K))
+    for n in range(N):
+        _log_softmax_into(q, p0 + n * (K - 1), K, log_pi[n], pi[n])
+    concentration = np.empty(K)
+    lgamma_sum = 0.0
+    for k in range(K):
+        concentration[k] = a * rho[k]
+        lgamma_sum += math.lgamma(concentration[k])
+    lp += N * (math.lgamma(a) - lgamma_sum)
+    sum_log_pi = np.zeros(K)
+    for n in range(N):
+        for k in range(K):
+            lp += concentration[k] * log_pi[n, k]
+            sum_log_pi[k] += log_pi[n, k]
+    # d/da and d/drho_k of the pi prior
+    d_a = N * _digamma(a)
+    d_rho = np.empty(K)
+    for k in range(K):
+        psi = _digamma(concentration[k])
+        d_a += rho[k] * (sum_log_pi[k] - N * psi)
+        d_rho[k] = a * (sum_log_pi[k] - N * psi)
+    # --- clusters and likelihood (8.10): the gradient of the likelihood wrt pi in d_pi
+    d_pi = np.zeros((N, K))
+    c0 = p0 + N * (K - 1)
+    if component == 0:
+        beta_a, beta_b = hyper[2], hyper[3]
+        log_beta = math.lgamma(beta_a) + math.lgamma(beta_b) - math.lgamma(beta_a + beta_b)
+        theta_t = np.empty((D, K))
+        for k in range(K):
+            for d in range(D):
+                value = q[c0 + k * D + d]
+                theta_t[d, k] = value
+                e = math.exp(-abs(value))
+                softplus = max(value, 0.0) + math.log1p(e)
+                sigmoid = 1.0 / (1.0 + e) if value >= 0 else e / (1.0 + e)
+                lp += beta_a * value - (beta_a + beta_b) * softplus - log_beta
+                grad[c0 + k * D + d] = beta_a - (beta_a + beta_b) * sigmoid
+        d_theta_t = np.zeros((D, K))
+        for n in range(N):
+            for d in range(D):
+                if not observed[n, d]:
+                    continue
+                value = 0.0
+                for k in range(K):
+                    value += pi[n, k] * theta_t[d, k]
+                e = math.exp(-abs(value))
+                softplus = max(value, 0.0) + math.log1p(e)
+                sigmoid = 1.0 / (1.0 + e) if value >= 0 else e / (1.0 + e)
+                x = X[n, d]
+                lp += x * value - softplus
+                residual = x - sigmoid
+                for k in range(K):
+                    d_theta_t[d, k] += pi[n, k] * residual
+                    d_pi[n, k] += residual * theta_t[d, k]
+        for k in range(K):
+            for d in range(D):
+                grad[c0 + k * D + d] += d_theta_t[d, k]
+    else:
+        mu0, kappa0, gamma_a, gamma_b = hyper[2], hyper[3], hyper[4], hyper[5]
+        s0 = c0 + K * D
+        mu_t = np.empty((D, K))
+        tau_t = np.empty((D, K))
+        const = (
+            gamma_a * math.log(gamma_b) - math.lgamma(gamma_a) + 0.5 * (math.log(kappa0) - _LOG_2PI)
+        )
+        for k in range(K):
+            for d in range(D):
+                mu = q[c0 + k * D + d]
+                s = q[s0 + k * D + d]
+                tau = math.exp(s)
+                mu_t[d, k] = mu
+                tau_t[d, k] = tau
+                dev = mu - mu0
+                # Gamma(tau) with the Jacobian of exp, then N(mu | mu0, 1 / (kappa0 tau))
+                lp += const + (gamma_a + 0.5) * s - gamma_b * tau - 0.5 * kappa0 * tau * dev * dev
+                grad[c0 + k * D + d] = -kappa0 * tau * dev
+                grad[s0 + k * D + d] = (
+                    gamma_a + 0.5 - gamma_b * tau - 0.5 * kappa0 * tau * dev * dev
+                )
+        d_mu_t = np.zeros((D, K))
+        d_tau_t = np.zeros((D, K))
+        for n in range(N):
+            for d in range(D):
+                if not observed[n, d]:
+                    continue
+                A = 0.0
+                B = 0.0
+                for k in range(K):
+                    weight = pi[n, k] * tau_t[d, k]
+                    A += weight * mu_t[d, k]
+                    B += weight
+                x = X[n, d]
+                mean = A / B
+                lp += 0.5 * (math.log(B) - _LOG_2PI - B * x * x) + A * x - 0.5 * A * mean
+                g_A = x - mean
+                g_B = 0.5 / B - 0.5 * x * x + 0.5 * mean * mean
+                for k in range(K):
+                    d_pi[n, k] += tau_t[d, k] * (g_A * mu_t[d, k] + g_B)
+                    d_mu_t[d, k] += g_A * pi[n, k] * tau_t[d, k]
+                    d_tau_t[d, k] += pi[n, k] * (g_A * mu_t[d, k] + g_B)
+        for k in range(K):
+            for d in range(D):
+                grad[c0 + k * D + d] += d_mu_t[d, k]
+                grad[s0 + k * D + d] += tau_t[d, k] * d_tau_t[d, k]
+    # --- chain rule through the pinned softmaxes
+    for n in range(N):
+        weighted = 0.0
+        for k in range(K):
+            weighted += pi[n, k] * d_pi[n, k]
+        for k in range(K - 1):
+            # prior (a rho_k - a pi_nk) and likelihood pi_nk (g_k - sum_j pi_nj g_j)
+            grad[p0 + n * (K - 1) + k] = (
+                concentration[k] - a * pi[n, k] + pi[n, k] * (d_pi[n, k] - weighted)
+            )
+    weighted = 0.0
+    for k in range(K):
+        weighted += rho[k] * d_rho[k]
+    for k in range(K - 1):
+        grad[k] = alpha - K * alpha * rho[k] + rho[k] * (d_rho[k] - weighted)
+    grad[K - 1] = a * d_a + 1.0 - b * a
+    return lp
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _trajectory(
+    q, p, grad, step_size, n_steps, inverse_mass, X, observed, N, D, K, component, hyper
+):
+    """``n_steps`` leapfrog steps from ``(q, p)`` in place; returns the final log density (NaN
+    when the trajectory left the finite region)."""
+    lp = 0.0
+    for i in range(q.size):
+        p[i] += 0.5 * step_size * grad[i]
+    for step_index in range(n_steps):
+        for i in range(q.size):
+            q[i] += step_size * inverse_mass[i] * p[i]
+        lp = _kernel(q, X, observed, N, D, K, component, hyper, grad)
+        if not math.isfinite(lp):
+            return math.nan
+        scale = step_size if step_index < n_steps - 1 else 0.5 * step_size
+        for i in range(q.size):
+            p[i] += scale * grad[i]
+    return lp
+
+
+class _Target(NamedTuple):
+    """The data and constants the kernels read."""
+
+    X: np.ndarray
+    observed: np.ndarray
+    layout: Layout
+    hyper: np.ndarray
+
+
+def _target(model: BayesianPartialMembership, data) -> _Target:
+    data = model.check_data(data)
+    X, observed = model.filled_and_mask(data)
+    return _Target(
+        np.ascontiguousarray(X),
+        np.ascontiguousarray(observed.astype(np.bool_)),
+        _layout(model, *data.shape),
+        _hyper(model),
+    )
+
+
+def _evaluate(target: _Target, position: np.ndarray, grad: np.ndarray) -> float:
+    L = target.layout
+    return _kernel(
+        position, target.X, target.observed, L.n_items, L.n_features, L.n_components, L.component,
+        target.hyper, grad,
+    )  # fmt: skip
+
+
+def log_density_and_gradient(
+    model: BayesianPartialMembership, data, position
+) -> tuple[float, np.ndarray]:
+    """The log density of the unconstrained ``position`` (log joint (8.12) plus the log-Jacobians
+    of section 8.5's transforms) and its gradient.
+
+    Examples
+    --------
+    >>> model = BayesianPartialMembership(2)
+    >>> data, truth = model.simulate(0, n_items=4, n_features=3)
+    >>> lp, grad = log_density_and_gradient(model, data, unconstrain(model, truth))
+    >>> jacobian = np.log(truth["rho"]).sum() + np.log(truth["a"]) + np.log(truth["pi"]).sum()
+    >>> bool(np.isclose(lp, model.log_joint(truth, data) + jacobian)), grad.shape
+    (True, (12,))
+    """
+    target = _target(model, data)
+    position = np.array(position, dtype=np.float64)
+    if position.shape != (target.layout.size,):
+        raise ValueError(f"position must have length {target.layout.size}, got {position.shape}")
+    grad = np.empty_like(position)
+    return _evaluate(target, position, grad), grad
+
+
+# ------------------------------------------------------------------------- adaptation
+def _adaptation_windows(tune: int) -> tuple[int, np.ndarray]:
+    """When the mass matrix is estimated during ``tune`` transitions: ``(start, ends)``.
+
+    Stan's schedule: an initial fast buffer of 75 transitions (only the step size adapts), slow
+    windows of 25, 50, 100, ... whose positions' variance becomes the inverse mass matrix at each
+    window's end, and a final fast buffer of 50; under 150 tuning transitions, one slow window
+    from 15 % to 90 % of ``tune``; under 20, none.
+
+    Examples
+    --------
+    >>> start, ends = _adaptation_windows(1000)
+    >>> start, ends.tolist()
+    (75, [100, 150, 250, 450, 950])
+    >>> _adaptation_windows(100)[1].tolist()
+    [90]
+    """
+    if tune < 20:
+        return tune, np.zeros(0, dtype=np.int64)
+    if tune < 150:
+        return int(0.15 * tune), np.array([int(0.9 * tune)], dtype=np.int64)
+    start, end, window = 75, tune - 50, 25
+    ends, at = [], start
+    while at + window < end:
+        # The last window absorbs the remainder when the next one would not fit.
+        if at + 3 * window > end:
+            window = end - at
+        at += window
+        ends.append(at)
+        window *= 2
+    return start, np.array(ends, dtype=np.int64)
+
+
+class _Adaptation(NamedTuple):
+    """Dual averaging of the log step size and the running moments of the positions."""
+
+    mu: float
+    log_step: float
+    log_step_bar: float
+    h_bar: float
+    count: int
+    mean: np.ndarray
+    m2: np.ndarray
+    n_seen: int
+
+
+class HMCState(NamedTuple):
+    """The state of one chain.
+
+    Attributes
+    ----------
+    position : numpy.ndarray
+        Unconstrained position (layout :class:`Layout`).
+    log_density : float
+        Log density there (Jacobians included).
+    gradient : numpy.ndarray
+    step_size : float
+    inverse_mass : numpy.ndarray
+        Diagonal of the inverse mass matrix.
+    iteration : int
+        Transitions done (tuning ones included).
+    adaptation : _Adaptation
+    """
+
+    position: np.ndarray
+    log_density: float
+    gradient: np.ndarray
+    step_size: float
+    inverse_mass: np.ndarray
+    iteration: int
+    adaptation: _Adaptation
+
+
+class HMCInfo(NamedTuple):
+    """What a transition reports (``sample_stats``, ArviZ's names).
+
+    Attributes
+    ----------
+    lp : float
+        Log density of the new position.
+    acceptance_rate : float
+        Metropolis acceptance probability of the trajectory.
+    diverging : bool
+        Energy error beyond :data:`MAX_ENERGY_ERROR` (or not finite): rejected.
+    energy : float
+        Hamiltonian at the new state.
+    energy_error : float
+        Change of the Hamiltonian over the trajectory.
+    step_size : float
+    n_steps : int
+        Leapfrog steps (gradient evaluations).
+    """
+
+    lp: float
+    acceptance_rate: float
+    diverging: bool
+    energy: float
+    energy_error: float
+    step_size: float
+    n_steps: int
+
+
+def _fresh_adaptation(step_size: float, size: int) -> _Adaptation:
+    return _Adaptation(
+        mu=math.log(10.0 * step_size), log_step=math.log(step_size), log_step_bar=0.0, h_bar=0.0,
+        count=0, mean=np.zeros(size), m2=np.zeros(size), n_seen=0,
+    )  # fmt: skip
+
+
+def _dual_averaging(adaptation: _Adaptation, accept: float, target_accept: float) -> _Adaptation:
+    """One update of Nesterov dual averaging (Hoffman & Gelman 2014, eq. (6); gamma 0.05, t0 10,
+    kappa 0.75)."""
+    count = adaptation.count + 1
+    weight = 1.0 / (count + 10.0)
+    h_bar = (1 - weight) * adaptation.h_bar + weight * (target_accept - accept)
+    log_step = adaptation.mu - math.sqrt(count) / 0.05 * h_bar
+    decay = count**-0.75
+    log_step_bar = decay * log_step + (1 - decay) * adaptation.log_step_bar
+    return adaptation._replace(
+        count=count, h_bar=h_bar, log_step=log_step, log_step_bar=log_step_bar
+    )
+
+
+# ------------------------------------------------------------------------- the sampler
+def init(model, data, rng, *, initial_params=None, step_size: float = 0.1) -> HMCState:
+    """A chain's first state: ``initial_params`` (constrained), else uniform in ``(-2, 2)`` on the
+    unconstrained scale as Stan starts, with a unit mass matrix."""
+    target = _target(model, data)
+    size = target.layout.size
+    if initial_params is None:
+        position = rng.uniform(-2.0, 2.0, size=size)
+    else:
+        position = unconstrain(model, initial_params)
+        if position.shape != (size,):
+            raise ValueError(f"initial_params give {position.size} unknowns, the data need {size}")
+    grad = np.empty(size)
+    lp = _evaluate(target, position, grad)
+    if not math.isfinite(lp):
+        raise ValueError("the log density is not finite at the initial position")
+    return HMCState(
+        position, lp, grad, step_size, np.ones(size), 0, _fresh_adaptation(step_size, size)
+    )
+
+
+def step(
+    state: HMCState,
+    rng: np.random.Generator,
+    target: _Target,
+    *,
+    tune: int,
+    n_leapfrog: int,
+    target_accept: float,
+    windows: tuple[int, np.ndarray],
+) -> tuple[HMCState, HMCInfo]:
+    """One HMC transition (a leapfrog trajectory and its Metropolis accept), with the step-size and
+    mass-matrix adaptation while ``state.iteration < tune``."""
+    L = target.layout
+    tuning = state.iteration < tune
+    step_size = state.step_size
+    if not tuning:
+        step_size *= rng.uniform(0.9, 1.1)
+    momentum = rng.standard_normal(state.position.size) / np.sqrt(state.inverse_mass)
+    kinetic = 0.5 * np.sum(state.inverse_mass * momentum**2)
+    position, grad = state.position.copy(), state.gradient.copy()
+    lp = _trajectory(
+        position, momentum, grad, step_size, n_leapfrog, state.inverse_mass, target.X,
+        target.observed, L.n_items, L.n_features, L.n_components, L.component, target.hyper,
+    )  # fmt: skip
+    new_kinetic = 0.5 * np.sum(state.inverse_mass * momentum**2)
+    energy_error = (new_kinetic - lp) - (kinetic - state.log_density)
+    diverging = not math.isfinite(energy_error) or energy_error > MAX_ENERGY_ERROR
+    accept = 0.0 if diverging else min(1.0, math.exp(-energy_error))
+    if rng.random() < accept:
+        state = state._replace(position=position, log_density=lp, gradient=grad)
+        energy = new_kinetic - lp
+    else:
+        energy = kinetic - state.log_density
+    adaptation = state.adaptation
+    inverse_mass = state.inverse_mass
+    new_step = state.step_size
+    if tuning:
+        adaptation = _dual_averaging(adaptation, accept, target_accept)
+        new_step = math.exp(adaptation.log_step)
+        window_start, window_ends = windows
+        if state.iteration >= window_start:
+            n_seen = adaptation.n_seen + 1
+            delta = state.position - adaptation.mean
+            mean = adaptation.mean + delta / n_seen
+            m2 = adaptation.m2 + delta * (state.position - mean)
+            adaptation = adaptation._replace(mean=mean, m2=m2, n_seen=n_seen)
+        iteration = state.iteration + 1
+        if iteration in window_ends:
+            # Stan's regularised variance, then a fresh dual averaging around the new scale.
+            n_seen = adaptation.n_seen
+            variance = adaptation.m2 / max(n_seen - 1, 1)
+            inverse_mass = (n_seen / (n_seen + 5.0)) * variance + 1e-3 * (5.0 / (n_seen + 5.0))
+            adaptation = _fresh_adaptation(new_step, state.position.size)
+        if iteration == tune:
+            new_step = math.exp(adaptation.log_step_bar) if adaptation.count else new_step
+    info = HMCInfo(
+        lp=state.log_density,
+        acceptance_rate=accept,
+        diverging=diverging,
+        energy=energy,
+        energy_error=energy_error if math.isfinite(energy_error) else np.inf,
+        step_size=step_size,
+        n_steps=n_leapfrog,
+    )
+    return (
+        state._replace(
+            step_size=new_step,
+            inverse_mass=inverse_mass,
+            iteration=state.iteration + 1,
+            adaptation=adaptation,
+        ),
+        info,
+    )
+
+
+def draw(model: BayesianPartialMembership, state: HMCState, layout: Layout) -> dict:
+    """The constrained parameters of a kept draw, named as in :meth:`pymc_model`."""
+    return constrain(model, state.position, layout.n_items, layout.n_features)
+
+
+def hmc(
+    model: BayesianPartialMembership,
+    data,
+    *,
+    chains: int = 4,
+    draws: int = 1000,
+    tune: int = 1000,
+    n_leapfrog: int = 16,
+    target_accept: float = 0.8,
+    random_state=None,
+    progressbar: bool = False,
+    initial_params=None,
+):
+    """Sample the BPM posterior with the hand-coded HMC (thesis section 8.5).
+
+    Parameters
+    ----------
+    model : BayesianPartialMembership
+    data : Features or array of shape (N, D)
+        NaN entries are missing and integrated out.
+    chains, draws, tune : int
+        Independent chains, kept transitions per chain, tuning (discarded) transitions per chain.
+    n_leapfrog : int, default 16
+        Leapfrog steps per trajectory (gradient evaluations per transition).
+    target_accept : float, default 0.8
+        Mean acceptance probability the step-size adaptation aims at, in (0, 1).
+    random_state : int, Generator or None
+    progressbar : bool
+    initial_params : dict, optional
+        Constrained starting values (``rho``, ``a``, ``pi`` and the cluster parameters) for every
+        chain; default random.
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``posterior`` (``rho`` (component), ``a``, ``pi`` (item, component), ``theta`` or ``mu``
+        and ``tau`` (component, feature)), ``sample_stats`` (:class:`HMCInfo`'s fields),
+        ``log_likelihood`` (``x`` per item, missing entries left out) and ``observed_data``
+        (``x`` with NaN where missing).
+
+    Raises
+    ------
+    ValueError
+        Bad data (see :meth:`BayesianPartialMembership.check_data`) or options.
+    """
+    if not isinstance(model, BayesianPartialMembership):
+        raise ValueError(f"hmc samples a BayesianPartialMembership, got {model!r}")
+    data = model.check_data(data)
+    check_integer("n_leapfrog", n_leapfrog)
+    check_interval("target_accept", target_accept, 0.0, 1.0)
+    target = _target(model, data)
+    windows = _adaptation_windows(tune)
+
+    def chain_init(rng):
+        return init(model, data, rng, initial_params=initial_params)
+
+    def chain_step(state, rng):
+        return step(
+            state, rng, target, tune=tune, n_leapfrog=n_leapfrog, target_accept=target_accept,
+            windows=windows,
+        )  # fmt: skip
+
+    def chain_draw(state, rng):
+        params = draw(model, state, target.layout)
+        params["log_likelihood"] = model.log_likelihood(params, data)
+        return params
+
+    posterior, stats, seconds = run_chains(
+        chain_init, chain_step, chain_draw, chains=chains, draws=draws, tune=tune,
+        random_state=random_state, progressbar=progressbar, desc="BPM HMC",
+    )  # fmt: skip
+    log_likelihood = {"x": posterior.pop("log_likelihood")}
+    posterior["a"] = posterior["a"].astype(np.float64)
+    dims = {name: list(model.dims[name]) for name in posterior}
+    dims["x"] = ["item"]
+    stats["diverging"] = stats["diverging"].astype(bool)
+    coords = model.coords(data)
+    idata = to_inference_data(
+        posterior,
+        sample_stats=stats,
+        log_likelihood=log_likelihood,
+        coords=coords,
+        dims=dims,
+        seconds=seconds,
+        method="hmc",
+    )
+    observed = xr.Dataset(
+        {"x": (("item", "feature"), np.asarray(data.X))},
+        coords={"item": coords["item"], "feature": coords["feature"]},
+    )
+    idata.add_groups({"observed_data": observed})
+    return idata
