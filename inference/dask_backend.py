@@ -402,7 +402,7 @@ class OneSidedBlocks:
         return {"rho": new_rho, "q": new_q}, EMStats(float(free), float(stats["loglik"]))
 
 
-BLOCK_EM = {"aspect": AspectBlocks, "one-sided": OneSidedBlocks}
+BLOCK_EM = {"aspect": AspectBlocks, "one_sided": OneSidedBlocks}
 """Family name -> its :class:`BlockEM` class, ``cls(model, **options)``. A family missing here
 refuses ``backend="dask"``. (The declarations belong in each family's own module; they are
 here until those modules declare them.)"""
@@ -418,7 +418,7 @@ def block_em_for(family: str, method: str):
     >>> block_em_for("bhc", "greedy")
     Traceback (most recent call last):
     ...
-    ValueError: backend='dask' runs the annealed EM of aspect, one-sided; bhc's method 'greedy' has no Dask backend (use backend='memory')
+    ValueError: backend='dask' runs the annealed EM of aspect, one_sided; bhc's method 'greedy' has no Dask backend (use backend='memory')
     """
     if method != "annealed_em" or family not in BLOCK_EM:
         raise ValueError(
@@ -657,6 +657,13 @@ def annealed_em(
     if options.pop("predictive", False):
         raise ValueError("backend='dask' has no predictive E-step (predictive=True)")
     block_class = block_em_for(family, "annealed_em")
+    kernel_options = set(block_class.__dataclass_fields__) - {"model", "row_names"}
+    for name in sorted(set(options) - kernel_options):
+        raise ValueError(
+            f"backend='dask' takes no option {name!r} (it runs an explicit schedule); its "
+            f"options are betas, blocks, client, max_iter, progressbar, random_state, tol, "
+            f"{', '.join(sorted(kernel_options))}"
+        )
     check_map_priors(model, method="annealed EM")
     blocks_em = block_class(model, **options)
     if client is None:

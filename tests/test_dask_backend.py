@@ -1,0 +1,228 @@
+"""The Dask backend of annealed EM (issue 29): same parameters as in memory, bit-identical with any
+number of workers, shards on disk checked and streamed, workers that die survived."""
+
+import os
+import resource
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import latentzoo
+from latentzoo.data import load
+from latentzoo.inference import dask_backend
+from latentzoo.models import AspectModel, BayesianHierarchicalClustering, OneSidedClustering
+
+distributed = pytest.importorskip("distributed")
+
+SCHEDULE = {"betas": [0.8, 1.0], "max_iter": 3, "tol": 0.0, "random_state": 1,
+            "progressbar": False}  # fmt: skip
+
+
+def _cluster(n_workers, processes=False, **worker):
+    return distributed.LocalCluster(
+        n_workers=n_workers, threads_per_worker=1, processes=processes, dashboard_address=None,
+        **worker,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def client():
+    with _cluster(2) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def reuters():
+    return load("reuters")
+
+
+def _assert_same(got, want, rtol=1e-12, atol=0.0):
+    assert sorted(got.params) == sorted(want.params)
+    for name, value in want.params.items():
+        np.testing.assert_allclose(got.params[name], value, rtol=rtol, atol=atol, err_msg=name)
+
+
+def test_aspect_on_7_blocks_gives_the_in_memory_parameters(client, reuters):
+    model = AspectModel(5)
+    memory = latentzoo.fit(model, reuters, **SCHEDULE)
+    dask = latentzoo.fit(model, reuters, backend="dask", client=client, blocks=7, **SCHEDULE)
+    _assert_same(dask, memory)
+    np.testing.assert_allclose(dask.trace["free_energy"], memory.trace["free_energy"], rtol=1e-12)
+    assert dask.settings["blocks"] == 7 and dask.model == memory.model
+
+
+def test_one_sided_on_7_blocks_gives_the_in_memory_parameters(client, reuters):
+    model = OneSidedClustering(4)
+    memory = latentzoo.fit(model, reuters, **SCHEDULE)
+    dask = latentzoo.fit(model, reuters, backend="dask", client=client, blocks=7, **SCHEDULE)
+    # A posterior sums hundreds of n log q per document: the last bits of q (summed in another
+    # order) move the smallest posteriors by up to ~1e-11.
+    _assert_same(dask, memory, atol=1e-10)
+    np.testing.assert_allclose(dask.params["q"], memory.params["q"], rtol=1e-12)
+
+
+def test_one_and_two_workers_give_bit_identical_fits(client, reuters):
+    two = latentzoo.fit(AspectModel(5), reuters, backend="dask", client=client, blocks=7,
+                        **SCHEDULE)  # fmt: skip
+    with _cluster(1) as cluster, distributed.Client(cluster) as alone:
+        one = latentzoo.fit(AspectModel(5), reuters, backend="dask", client=alone, blocks=7,
+                            **SCHEDULE)  # fmt: skip
+    for name in two.params:
+        assert np.array_equal(one.params[name], two.params[name]), name
+    assert one.trace["free_energy"].tolist() == two.trace["free_energy"].tolist()
+
+
+def test_shards_give_the_fit_of_the_same_blocks_in_memory(client, reuters, tmp_path):
+    shards = dask_backend.write_shards(reuters, tmp_path, 60)
+    assert shards.rows == (60,) * 6 + (35,)
+    from_disk = latentzoo.fit(AspectModel(5), tmp_path, backend="dask", client=client, **SCHEDULE)
+    memory = latentzoo.fit(AspectModel(5), reuters, **SCHEDULE)
+    _assert_same(from_disk, memory)
+    assert from_disk.coords["doc"] == list(reuters.row_labels)
+
+
+def test_a_corrupt_shard_is_refused_naming_it(client, tmp_path):
+    shards = dask_backend.write_shards(load("toy"), tmp_path, 2)
+    broken = shards.paths[1]
+    with open(broken, "r+b") as file:
+        file.seek(40)
+        file.write(b"\0" * 64)
+    with pytest.raises(ValueError, match="shard-00001.npz"):
+        latentzoo.fit(AspectModel(2), tmp_path, backend="dask", client=client, **SCHEDULE)
+
+
+def test_a_shard_of_the_wrong_shape_is_refused_naming_it(client, tmp_path):
+    data = load("toy")
+    shards = dask_backend.write_shards(data, tmp_path, 2)
+    data.subset(rows=[0, 1, 2]).to_npz(shards.paths[2])
+    with pytest.raises(ValueError, match=r"shard-00002.npz holds 3 x 8 counts; its manifest"):
+        latentzoo.fit(AspectModel(2), tmp_path, backend="dask", client=client, **SCHEDULE)
+
+
+def test_a_folder_without_manifest_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="not a shard folder"):
+        dask_backend.read_shards(tmp_path)
+
+
+def test_backends_and_options_are_checked_before_any_cluster_starts():
+    toy = load("toy")
+    with pytest.raises(ValueError, match="unknown backend 'spark'; backends: memory, dask"):
+        latentzoo.fit(AspectModel(2), toy, backend="spark")
+    with pytest.raises(ValueError, match="bhc's method 'bhc' has no Dask backend"):
+        latentzoo.fit(BayesianHierarchicalClustering(), toy, method="bhc", backend="dask")
+    with pytest.raises(ValueError, match="aspect's method 'gibbs' has no Dask backend"):
+        latentzoo.fit(AspectModel(2), toy, method="gibbs", backend="dask")
+    with pytest.raises(ValueError, match="explicit schedule"):
+        latentzoo.fit(AspectModel(2), toy, backend="dask", betas="auto")
+    with pytest.raises(ValueError, match="client and blocks need backend='dask'"):
+        latentzoo.fit(AspectModel(2), toy, blocks=3)
+
+
+@pytest.mark.slow
+def test_without_a_client_a_local_cluster_of_processes_is_started_and_closed():
+    # Slow: two worker processes take 10-20 s to start, import and stop on a loaded machine.
+    toy = load("toy")
+    fitted = latentzoo.fit(AspectModel(2), toy, backend="dask", blocks=3, **SCHEDULE)
+    with _cluster(1) as cluster, distributed.Client(cluster) as threads:
+        again = latentzoo.fit(AspectModel(2), toy, backend="dask", client=threads, blocks=3,
+                              **SCHEDULE)  # fmt: skip
+    for name in fitted.params:
+        assert np.array_equal(fitted.params[name], again.params[name]), name
+
+
+# ------------------------------------------------------------------------------ out of core
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _stacked(data, times):
+    import scipy.sparse as sp
+
+    from latentzoo.data import CoOccurrence
+
+    return CoOccurrence(sp.vstack([data.counts] * times).tocsr())
+
+
+def _streamed_fit(folder, shard_bytes, limit_mb, **schedule):
+    """Fit the shards in ``folder`` on 2 worker processes of ``limit_mb`` MB each; returns the
+    result and each worker's growth of peak memory during the fit (MB)."""
+    with (
+        _cluster(2, processes=True, memory_limit=f"{limit_mb}MB") as cluster,
+        distributed.Client(cluster) as client,
+    ):  # fmt: skip
+        client.run(__import__, "latentzoo.inference.aspect")
+        before = client.run(_peak_rss_mb)
+        result = latentzoo.fit(AspectModel(5), folder, backend="dask", client=client, **schedule)
+        after = client.run(_peak_rss_mb)
+        assert len(after) == 2, "a worker was lost"
+    return result, {worker: after[worker] - before[worker] for worker in after}
+
+
+def test_between_passes_workers_hold_the_document_side_not_the_shards(client, tmp_path):
+    from distributed.sizeof import sizeof
+
+    from latentzoo.data import CoOccurrence
+
+    shards = dask_backend.write_shards(_stacked(load("reuters"), 4), tmp_path, 200)
+    shard_bytes = sum(os.path.getsize(path) for path in shards.paths)
+    blocks = dask_backend.AspectBlocks(AspectModel(5).for_method("annealed_em"))
+    problem = dask_backend.DaskEM(blocks, client, shards.paths, list(shards.rows), shards.n_cols)
+    params = problem.shard_start(np.random.default_rng(0))
+    params, _ = problem.step(params, 1.0)
+    params, _ = problem.step(params, 1.0)
+
+    def held(dask_worker):
+        values = list(dask_worker.data.values())
+        return sum(sizeof(v) for v in values), any(isinstance(v, CoOccurrence) for v in values)
+
+    for size, holds_counts in client.run(held).values():
+        assert not holds_counts
+        assert size < shard_bytes / 4, (size, shard_bytes)
+
+
+@pytest.mark.slow
+def test_shards_are_streamed_with_bounded_worker_memory(tmp_path):
+    corpus = _stacked(load("reuters"), 60)  # 23,700 documents, 29 MB of CSR
+    shards = dask_backend.write_shards(corpus, tmp_path, 1000)
+    shard_bytes = sum(os.path.getsize(path) for path in shards.paths)
+    result, growth = _streamed_fit(tmp_path, shard_bytes, 1000, betas=[1.0], max_iter=2, tol=0,
+                                   random_state=0, progressbar=False)  # fmt: skip
+    assert result.params["theta"].shape == (corpus.n_rows, 5)
+    # Each worker holds one shard at a time (plus theta): far less than its share of the shards.
+    assert max(growth.values()) < shard_bytes / 2**20 / 4, (growth, shard_bytes)
+
+
+@pytest.mark.slow
+def test_ten_times_the_worker_memory_of_shards_is_fitted_within_the_limit(tmp_path):
+    corpus = _stacked(load("reuters"), 1200)  # 474,000 documents, ~200 MB of shards
+    shards = dask_backend.write_shards(corpus, tmp_path, 20_000)
+    shard_bytes = sum(os.path.getsize(path) for path in shards.paths)
+    result, growth = _streamed_fit(tmp_path, shard_bytes, 450, betas=[1.0], max_iter=2, tol=0,
+                                   random_state=0, progressbar=False)  # fmt: skip
+    assert shard_bytes > 10 * (450 - 250) * 2**20 * 0.9
+    assert result.params["theta"].shape == (corpus.n_rows, 5)
+    assert max(growth.values()) < 200, growth
+
+
+@pytest.mark.slow
+def test_a_worker_killed_mid_fit_is_survived_with_the_same_result(tmp_path):
+    dask_backend.write_shards(_stacked(load("reuters"), 10), tmp_path, 400)
+    schedule = {**SCHEDULE, "max_iter": 15}
+    with _cluster(2, processes=True) as cluster, distributed.Client(cluster) as client:
+        calm = latentzoo.fit(AspectModel(5), tmp_path, backend="dask", client=client, **schedule)
+        pids = client.run(os.getpid)
+        killer = threading.Timer(
+            calm.seconds / 2, lambda: os.kill(list(pids.values())[0], signal.SIGKILL)
+        )
+        killer.start()
+        started = time.perf_counter()
+        survived = latentzoo.fit(AspectModel(5), tmp_path, backend="dask", client=client,
+                                 **schedule)  # fmt: skip
+        killer.join()
+        assert time.perf_counter() - started > calm.seconds / 2
+        assert set(client.run(os.getpid).values()) != set(pids.values()), "no worker was killed"
+    for name in calm.params:
+        assert np.array_equal(calm.params[name], survived.params[name]), name
