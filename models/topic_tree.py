@@ -303,6 +303,67 @@ class TopicTree:
     def __post_init__(self):
         check_positive("relevance_concentration", self.relevance_concentration)
 
+    def pymc_model(self, topics, document):
+        """The NUTS reference for one document's relevances (seed 003, section 2.2).
+
+        ``r ~ Dirichlet(relevance_concentration)`` over the ``k`` topics of ``W`` and the word
+        counts ``D~ ~ Multinomial(len(D~), W r)`` (model items (iii)-(iv)); the posterior of ``r``
+        is what the minimax pseudo-inverse's ``r~ = V D~`` estimates without a prior. Only the
+        words the document holds enter the likelihood: with ``W r`` on the simplex the multinomial
+        is ``sum_u D~_u log (W r)_u`` plus a constant, so a 20k-word vocabulary costs no more
+        than the document's distinct words.
+
+        Parameters
+        ----------
+        topics : array-like of shape (n_words, k)
+            ``W``: non-negative, of full column rank, every column summing to one.
+        document : array-like of shape (n_words,)
+            Word counts: non-negative integers, at least one word.
+
+        Returns
+        -------
+        pymc.Model
+            With the free variable ``relevance`` (dimension ``topic``) and the potential
+            ``words_loglik``.
+
+        Examples
+        --------
+        >>> model = TopicTree().pymc_model([[0.9, 0.1], [0.1, 0.9]], [3, 1])
+        >>> sorted(model.named_vars)
+        ['relevance', 'words_loglik']
+        >>> TopicTree().pymc_model([[0.9, 0.1], [0.1, 0.9]], [0, 0])
+        Traceback (most recent call last):
+        ...
+        ValueError: document is empty: a relevance needs at least one word
+        """
+        import pymc as pm
+        import pytensor.tensor as pt
+
+        matrix = check_topic_matrix(topics)
+        sums = matrix.sum(axis=0)
+        if not np.allclose(sums, 1.0, rtol=0, atol=1e-6):
+            raise ValueError(
+                f"W's columns must be distributions (sum to one), got sums {np.round(sums, 6).tolist()}"
+            )
+        counts = np.asarray(document, dtype=float)
+        if counts.shape != (matrix.shape[0],):
+            raise ValueError(
+                f"document must hold one count per word ({matrix.shape[0]}), got shape {counts.shape}"
+            )
+        if not np.all(np.isfinite(counts)) or np.any(counts < 0) or np.any(counts % 1):
+            raise ValueError("document must hold non-negative integer word counts")
+        if counts.sum() <= 0:
+            raise ValueError("document is empty: a relevance needs at least one word")
+        present = np.flatnonzero(counts)
+        coords = {"topic": np.arange(matrix.shape[1])}
+        with pm.Model(coords=coords) as model:
+            relevance = pm.Dirichlet(
+                "relevance", a=np.full(matrix.shape[1], self.relevance_concentration), dims="topic"
+            )
+            probabilities = pt.dot(matrix[present], relevance)
+            pm.Potential("words_loglik", pt.sum(counts[present] * pt.log(probabilities)))
+        return model
+
     def simulate(
         self,
         random_state=None,

@@ -156,3 +156,75 @@ def test_refuses_bad_topic_matrices_and_concentration():
         check_topic_matrix(np.ones((2, 3)))
     with pytest.raises(ValueError, match="must be finite"):
         gamma([[np.nan, 1.0], [1.0, 0.0]])
+
+
+def _long_document(seed, depth, n_words=200, doc_length=20_000):
+    data, truth = TopicTree().simulate(
+        seed, branching=2, depth=depth, n_words=n_words, n_docs=1, doc_length=doc_length,
+        root_concentration=1.0,
+    )  # fmt: skip
+    return truth["topics"][:, truth["path"][0]], data.counts.toarray()[0], truth["relevance"][0]
+
+
+def test_lp_relevance_inside_the_exact_posterior_interval():
+    # The small default version of the PyMC check: for k = 2 the posterior of the relevance
+    # r_1 ~ Uniform(0, 1) (Dirichlet(1)) given the words is a 1-D density, integrated on a grid.
+    from latentzoo.inference.topic_tree import minimax_pseudoinverse
+
+    for seed in range(3):
+        topics, counts, truth = _long_document(seed, depth=1)
+        estimate = minimax_pseudoinverse(topics).relevance(counts)
+        grid = np.linspace(1e-6, 1 - 1e-6, 20_001)
+        mixture = np.outer(topics[:, 0], grid) + np.outer(topics[:, 1], 1 - grid)
+        log_density = counts @ np.log(mixture)
+        density = np.exp(log_density - log_density.max())
+        cdf = np.cumsum(density) / density.sum()
+        low, high = grid[np.searchsorted(cdf, 0.005)], grid[np.searchsorted(cdf, 0.995)]
+        assert low <= estimate[0] <= high, (seed, low, estimate[0], high, truth[0])
+
+
+@pytest.mark.slow
+def test_lp_relevance_inside_the_pymc_posterior_interval():
+    import pymc as pm
+
+    from latentzoo.inference.topic_tree import minimax_pseudoinverse
+
+    for seed in range(2):
+        topics, counts, _ = _long_document(seed, depth=2)
+        estimate = minimax_pseudoinverse(topics).relevance(counts)
+        with TopicTree().pymc_model(topics, counts):
+            idata = pm.sample(
+                draws=1000, tune=500, chains=2, cores=1, random_seed=seed, progressbar=False,
+                compute_convergence_checks=False,
+            )  # fmt: skip
+        draws = idata.posterior["relevance"].values.reshape(-1, topics.shape[1])
+        low, high = np.quantile(draws, [0.005, 0.995], axis=0)
+        assert np.all((low <= estimate) & (estimate <= high)), (seed, low, estimate, high)
+
+
+@pytest.mark.slow  # compiling the graph takes 6 s; the doctest checks the declaration's names
+def test_pymc_model_declares_the_relevance_posterior():
+    import pymc as pm
+
+    topics, counts, _ = _long_document(0, depth=1, n_words=20, doc_length=50)
+    model = TopicTree(relevance_concentration=2.0).pymc_model(topics, counts)
+    relevance = np.array([0.3, 0.7])
+    logp = model["words_loglik"].eval({model["relevance"]: relevance})
+    assert logp == pytest.approx(counts @ np.log(topics @ relevance))
+    assert isinstance(model, pm.Model)
+
+
+@pytest.mark.parametrize(
+    "topics, document, message",
+    [
+        ([[0.5, 0.5], [0.5, 0.5]], [1, 1], "full column rank"),
+        ([[1.1, 0.2], [-0.1, 0.8]], [1, 1], "is negative"),
+        ([[0.6, 0.2], [0.2, 0.6]], [1, 1], "sum to one"),
+        ([[0.9, 0.1], [0.1, 0.9]], [0, 0], "document is empty"),
+        ([[0.9, 0.1], [0.1, 0.9]], [1, -1], "non-negative integer"),
+        ([[0.9, 0.1], [0.1, 0.9]], [1, 2, 3], "one count per word"),
+    ],
+)
+def test_pymc_model_refuses_bad_input(topics, document, message):
+    with pytest.raises(ValueError, match=message):
+        TopicTree().pymc_model(topics, document)
