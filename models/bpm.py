@@ -364,9 +364,8 @@ class BayesianPartialMembership:
         --------
         >>> model = BayesianPartialMembership(2)
         >>> params = {"rho": [0.5, 0.5], "a": 1.0, "pi": [[1, 0], [0.5, 0.5]], "theta": [[0], [0]]}
-        >>> model.invariants(params)["U"]
-        array([[1.  , 0.5 ],
-               [0.5 , 0.5 ]])
+        >>> model.invariants(params)["U"].tolist()
+        [[1.0, 0.5], [0.5, 0.5]]
         """
         pi = self._check_params(params)["pi"]
         out = {"U": pi @ pi.T}
