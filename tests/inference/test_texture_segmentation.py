@@ -3,6 +3,8 @@ clustering on a sparse graph, the refusal of bad images, reproducibility and the
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -96,3 +98,35 @@ def test_sparse_pairwise_separates_two_groups_with_and_without_tap():
         fit = sparse_pairwise_annealing(PairwiseClustering(2), data, tap=tap, random_state=0)
         assert matched_error(fit.labels, [0, 0, 0, 1, 1, 1]) == 0.0
         assert fit.cost == pytest.approx(sparse_pairwise_cost(data, fit.labels))
+
+
+def test_segment_parser_builds_and_refuses_bad_sources(tmp_path):
+    from latentzoo.segment import add_segment_parser, read_image
+
+    parser = argparse.ArgumentParser()
+    add_segment_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(
+        ["segment", "mosaic:2:128:0", "--model", "pairwise", "--textures", "2", "--out", "x.png"]
+    )
+    assert (args.model, args.textures, args.out) == ("pairwise", 2, "x.png")
+    image, truth = read_image("mosaic:2:128:0")
+    assert image.shape == truth.shape == (128, 128)
+    with pytest.raises(ValueError, match="no such file"):
+        read_image(str(tmp_path / "missing.png"))
+    with pytest.raises(ValueError, match="mosaic:K:SIZE:SEED"):
+        read_image("mosaic:2:big")
+
+
+def test_segment_command_draws_the_segmentation(tmp_path, capsys):
+    from latentzoo.segment import add_segment_parser, cmd_segment
+
+    parser = argparse.ArgumentParser()
+    add_segment_parser(parser.add_subparsers(dest="command"))
+    out = tmp_path / "seg.png"
+    args = parser.parse_args(["segment", "mosaic:2:128:0", "--textures", "2", "--out", str(out)])
+    assert cmd_segment(args) == 0
+    assert out.stat().st_size > 0
+    assert "pixel error" in capsys.readouterr().out
+    args = parser.parse_args(["segment", "mosaic:2:128:0", "--textures", "2", "--out", "a.jpg"])
+    with pytest.raises(ValueError, match="png"):
+        cmd_segment(args)
