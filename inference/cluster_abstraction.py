@@ -103,7 +103,11 @@ from latentzoo.inference.mcmc import (
     next_uniform,
     splitmix_seeds,
 )
-from latentzoo.inference.one_sided import OneSidedEM
+from latentzoo.inference.one_sided import (
+    OneSidedEM,
+    check_row_mixture_em,
+    final_responsibilities,
+)
 from latentzoo.inference.progress import progress_bar
 from latentzoo.inference.results import PointEstimate
 from latentzoo.models._checks import check_integer, check_interval
@@ -481,25 +485,17 @@ class ClusterAbstractionEM:
 def _check_em_options(model, data, schedule, problem_options):
     if not isinstance(model, ClusterAbstractionModel):
         raise ValueError(f"model must be a ClusterAbstractionModel, got {type(model).__name__}")
-    model.check_data(data)
-    check_map_priors(model, method="EM")
+    check_row_mixture_em(model, data, schedule, problem_options)
     if model.tau != "constant" and model.gamma < 1:
         raise ValueError(
             f"EM computes the MAP estimate, which needs gamma >= 1 (got gamma={model.gamma}); "
             "use method='gibbs' for sparse priors"
         )
-    if problem_options.pop("predictive", False):
-        raise ValueError(
-            "predictive EM (section 5.2) is implemented for the aspect model only; "
-            "use predictive=False for the cluster-abstraction model"
-        )
 
 
 def _final_responsibilities(model, data, result):
-    """The posteriors of the final parameters (the stored ones belong to the previous iterate)."""
-    data = model.check_data(data)
-    final = model.responsibilities(result.params, data, result.betas[-1])
-    result.params = {**result.params, "resp": final}
+    """:func:`~latentzoo.inference.one_sided.final_responsibilities`, and the tree's plot."""
+    result = final_responsibilities(model, data, result)
     result.plot = plot_tree  # what the fit's figure() draws: the top levels of the tree (Fig. 9)
     return result
 

@@ -98,6 +98,8 @@ __all__ = [
     "OneSidedGibbs",
     "acm_em_pass",
     "annealed_em",
+    "check_row_mixture_em",
+    "final_responsibilities",
     "gibbs",
     "gibbs_sweep",
     "hard_acm",
@@ -210,20 +212,35 @@ class OneSidedEM:
 
 
 # ------------------------------------------------------------------------------ entry points
-def _check_em_options(model, data, schedule, problem_options):
+def check_row_mixture_em(model, data, schedule, problem_options):
+    """The ``check`` of :func:`~latentzoo.inference.annealing.em_entry` for a mixture over whole
+    rows (the ACM, the cluster abstraction model): the data fit the model, the priors have a MAP
+    estimate, and no predictive E-step, which section 5.2 derives for the aspect model only.
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> check_row_mixture_em(OneSidedClustering(2), load("toy"), {}, {"predictive": True})
+    Traceback (most recent call last):
+    ...
+    ValueError: predictive EM (section 5.2) is implemented for the aspect model only; use predictive=False for OneSidedClustering
+    """
     model.check_data(data)
     check_map_priors(model, method="EM")
     if problem_options.pop("predictive", False):
         raise ValueError(
             "predictive EM (section 5.2) is implemented for the aspect model only; "
-            "use predictive=False for the one-sided clustering model"
+            f"use predictive=False for {type(model).__name__}"
         )
 
 
-def _final_responsibilities(model, data, result):
-    """The posteriors of the final parameters (the stored ones belong to the previous iterate)."""
-    final_resp = model.responsibilities(result.params, data, result.betas[-1])
-    result.params = {**result.params, "resp": final_resp}
+def final_responsibilities(model, data, result):
+    """The ``finish`` of :func:`~latentzoo.inference.annealing.em_entry` for a mixture over whole
+    rows: ``resp``, the posteriors of the final parameters at the final ``beta`` (those of the
+    last E-step belong to the previous iterate), added to ``result.params``."""
+    data = model.check_data(data)
+    final = model.responsibilities(result.params, data, result.betas[-1])
+    result.params = {**result.params, "resp": final}
     return result
 
 
@@ -267,8 +284,8 @@ annealed_em = em_entry(
     (True, True)
     """,
     defaults={"beta_decay": 0.5, "min_beta": 0.002, "beta_patience": 6},
-    check=_check_em_options,
-    finish=_final_responsibilities,
+    check=check_row_mixture_em,
+    finish=final_responsibilities,
 )
 
 
