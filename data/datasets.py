@@ -492,16 +492,24 @@ _SENATE_REBUILD = (
 _SENATE_KEYS = ("X", "names", "party", "vote_ids")
 
 
-def _load_senate(filename: str) -> Features:
+SENATE_MISSING = ("fill", "keep")
+"""What ``load("senate109" | "senate106", missing=...)`` does with a vote not cast."""
+
+
+def _load_senate(filename: str, missing: str = "fill") -> Features:
     """Roll calls of a US Senate, senators x votes, 1 yea and 0 nay; labels are the party.
 
     Read from ``filename``, written by :mod:`latentzoo.data.prepare_senate` through R; loading
-    needs neither R nor pscl nor MCMCpack. The file keeps a vote not cast as NaN, which
-    :class:`Features` refuses: until the models integrate missing entries out (the BPM of
-    thesis ch. 8 does), each one is filled with the side that won more of the votes cast on
-    that roll call (yea on a tie). The vote's majority, not the senator's party, so that the
-    filled data say nothing of the party labels they are scored against.
+    needs neither R nor pscl nor MCMCpack. The file keeps a vote not cast as NaN.
+    ``missing="keep"`` keeps it so (``Features(..., allow_missing=True)``), for the models that
+    integrate missing entries out (the Bayesian Partial Membership model, thesis ch. 8);
+    ``missing="fill"`` (the default of :func:`load`, which every other model needs) fills each
+    with the side that won more of the votes cast on that roll call (yea on a tie): the vote's
+    majority, not the senator's party, so that the filled data say nothing of the party labels
+    they are scored against.
     """
+    if missing not in SENATE_MISSING:
+        raise ValueError(f"missing must be one of 'fill', 'keep', got {missing!r}")
     arrays = _open_derived(filename, _SENATE_REBUILD, _SENATE_KEYS)
     X, names = arrays["X"], arrays["names"]
     if not (
@@ -511,22 +519,40 @@ def _load_senate(filename: str) -> Features:
     ):
         raise ValueError(f"{filename}: X does not match the names, parties and vote ids")
     not_cast = np.isnan(X)
-    yeas, cast = np.nansum(X, axis=0), (~not_cast).sum(axis=0)
-    majority = np.where(2 * yeas >= cast, 1.0, 0.0)
-    filled = np.where(not_cast, majority[None, :], X)
+    if missing == "keep":
+        votes = X
+    else:
+        yeas, cast = np.nansum(X, axis=0), (~not_cast).sum(axis=0)
+        majority = np.where(2 * yeas >= cast, 1.0, 0.0)
+        votes = np.where(not_cast, majority[None, :], X)
     return Features(
-        filled,
+        votes,
         labels=arrays["party"],
         feature_names=arrays["vote_ids"],
         item_names=names,
         kind="binary",
+        allow_missing=missing == "keep",
     )
+
+
+def _senate_with_options(filename: str) -> Callable[..., Features]:
+    """The loader of a Senate's options: ``missing`` (``"fill"`` or ``"keep"``)."""
+
+    def load_senate(missing: str = "fill", **unknown) -> Features:
+        if unknown:
+            name = filename.removesuffix(".npz")
+            raise TypeError(
+                f"dataset {name!r} takes only the option 'missing', got {sorted(unknown)}"
+            )
+        return _load_senate(filename, missing=missing)
+
+    return load_senate
 
 
 _SENATE_ROWS = (
     "votes whose minority side is under 2.5 % of the senators voting dropped as (nearly) "
     "unanimous; a vote not cast (NaN in the file, {share} of entries) is filled with that "
-    "roll call's majority side until the models handle missing entries; party via "
+    "roll call's majority side (load(name, missing='keep') keeps it NaN, for the BPM); party via "
     "load_labels. The thesis's 107th Senate (Jakulin 2004; Fig. 8.6, Table 8.1) is not "
     "available offline: these two Senates stand in for it"
 )
@@ -872,6 +898,12 @@ _REGISTRY: dict[str, _Dataset] = {
 #: names the containers' tables) shows them.
 _GENERATED: dict[str, Callable[..., TextureMosaic]] = {"texture-mosaic": _load_texture_mosaic}
 
+#: Listed datasets that take keyword options of their own (without options: the cached default).
+_WITH_OPTIONS: dict[str, Callable[..., Features]] = {
+    "senate109": _senate_with_options("senate109.npz"),
+    "senate106": _senate_with_options("senate106.npz"),
+}
+
 
 @functools.cache
 def _load_cached(name: str) -> CoOccurrence | Features | Dissimilarities:
@@ -925,6 +957,9 @@ def load(name: str, **options) -> CoOccurrence | Features | Dissimilarities | Te
         (``"globins"``, ``"eurodist"``, ``"voting"``) or a grey texture image with its
         per-pixel ground truth (``"texture-mosaic"``, 16 textures of Debian's gimp-data and
         openarena-081-textures). A fresh object; modifying it does not affect later calls.
+        ``"senate109"`` and ``"senate106"`` take ``missing``: ``"fill"`` (default, each vote
+        not cast filled with its roll call's majority) or ``"keep"`` (left NaN, as
+        ``Features(..., allow_missing=True)``, for the Bayesian Partial Membership model).
 
     Raises
     ------
@@ -954,6 +989,8 @@ def load(name: str, **options) -> CoOccurrence | Features | Dissimilarities | Te
     """
     if isinstance(name, str) and name in _GENERATED:
         return _GENERATED[name](**options)
+    if options and isinstance(name, str) and name in _WITH_OPTIONS:
+        return _WITH_OPTIONS[name](**options)
     if options:
         raise TypeError(f"dataset {name!r} takes no options, got {sorted(options)}")
     cached = _load_cached(_check_name(name))
