@@ -61,6 +61,7 @@ __all__ = [
     "ShardSet",
     "annealed_em",
     "block_em_for",
+    "local_cluster",
     "read_shard",
     "read_shards",
     "row_blocks",
@@ -600,6 +601,22 @@ def _advanced_state(blocks, n_rows: int, state: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------ the entry point
+def local_cluster(n_workers: int = 2, processes: bool = True, **worker):
+    """A ``distributed.LocalCluster`` of ``n_workers`` of one thread each (one task at a time: the
+    kernels run serially), without a dashboard on a fixed port and without its shutdown chatter.
+
+    ``worker`` goes to the workers, e.g. ``memory_limit="500MB"``.
+    """
+    import logging
+
+    from distributed import LocalCluster
+
+    return LocalCluster(
+        n_workers=n_workers, threads_per_worker=1, processes=processes, dashboard_address=":0",
+        silence_logs=logging.ERROR, **worker,
+    )  # fmt: skip
+
+
 def annealed_em(
     model,
     data,
@@ -667,13 +684,9 @@ def annealed_em(
     check_map_priors(model, method="annealed EM")
     blocks_em = block_class(model, **options)
     if client is None:
-        from distributed import Client, LocalCluster
+        from distributed import Client
 
-        with (
-            LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                         dashboard_address=None) as cluster,
-            Client(cluster) as own_client,
-        ):  # fmt: skip
+        with local_cluster(2) as cluster, Client(cluster) as own_client:
             return annealed_em(
                 model, data, family=family, client=own_client, blocks=blocks, betas=betas,
                 max_iter=max_iter, tol=tol, random_state=random_state, progressbar=progressbar,

@@ -15,6 +15,7 @@ import os
 import re
 import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["main"]
@@ -665,10 +666,16 @@ def _cmd_fit(args):
 
     out = check_result_suffix(check_writable(args.out))
     entry = entry_for(args.model)
-    data = _load_data(args.data or entry.dataset, entry)
+    if args.scheduler and args.backend != "dask":
+        raise UserError("--scheduler needs --backend dask")
+    shard_folder = args.backend == "dask" and args.data and Path(args.data).is_dir()
+    if args.data and Path(args.data).is_dir() and not shard_folder:
+        raise UserError(f"--data {args.data} is a folder: shards are read with --backend dask")
+    # A shard folder stays on disk: the workers read it (more data than memory).
+    data = Path(args.data) if shard_folder else _load_data(args.data or entry.dataset, entry)
     if args.standardize:
         data = standardized(data)
-    model = _model(entry, args, default_k=10, data=data, fitting=True)
+    model = _model(entry, args, default_k=10, data=None if shard_folder else data, fitting=True)
     method = args.method or next(iter(entry.methods))
     if method != "pymc" and method not in entry.methods:
         known = ", ".join([*entry.methods, *(["pymc"] if entry.reference == "pymc" else [])])
@@ -679,14 +686,18 @@ def _cmd_fit(args):
     import latentzoo
     from latentzoo.inference.mcmc import ConvergenceWarning
 
-    if not args.quiet:
+    if not args.quiet and not shard_folder:
         _say_expected_time(entry, method, model, data, options)
 
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _dask_client(args) as client:
         # Said below in the command's own line, with its exit status, rather than as a warning
         # that names a line of this file.
         warnings.filterwarnings("ignore", category=ConvergenceWarning)
-        result = latentzoo.fit(model, data, method=method, **options)
+        backend = {} if args.backend == "memory" else {"backend": "dask", "client": client}
+        result = latentzoo.fit(model, data, method=method, **backend, **options)
+    if shard_folder:
+        # The counts stay in the shards: the file gets no posterior predictive (it would need them).
+        data = None
     save_options = {}
     if args.k is not None and not entry.sizes and _saves_with(result, "n_clusters"):
         # A family without sizes whose result is cut when saved (a tree): --k clusters.
@@ -706,7 +717,8 @@ def _cmd_fit(args):
     figure = _save_figure(result, data, out)
     if not args.quiet:
         also = f" and {figure}" if figure else ""
-        print(f"fitted {_described(_as_run(model, method))} with {method} on {data}; saved to "
+        on = f"the shards in {args.data}" if shard_folder else data
+        print(f"fitted {_described(_as_run(model, method))} with {method} on {on}; saved to "
               f"{out}{also}")  # fmt: skip
         component = getattr(model, "component", None)
         if component is not None:
@@ -731,6 +743,27 @@ def _cmd_fit(args):
     if line:
         print(line, file=sys.stderr)
     return EXIT_NOT_CONVERGED if args.require_converged and not verdict.converged else 0
+
+
+@contextmanager
+def _dask_client(args):
+    """The ``distributed.Client`` of ``--scheduler ADDRESS`` (closed after; the cluster stays),
+    or None: ``latentzoo.fit`` then starts a local cluster for ``--backend dask``."""
+    if not getattr(args, "scheduler", None):
+        yield None
+        return
+    try:
+        from distributed import Client
+    except ImportError:
+        raise UserError(
+            "--backend dask needs dask[distributed]: pip install 'latentzoo[dask]'"
+        ) from None
+    try:
+        client = Client(args.scheduler, timeout="10s")
+    except (OSError, ValueError) as error:
+        raise UserError(f"cannot reach the Dask scheduler {args.scheduler}: {error}") from None
+    with client:
+        yield client
 
 
 def _say_expected_time(entry, method: str, model, data, options) -> None:
@@ -1083,6 +1116,15 @@ def build_parser() -> argparse.ArgumentParser:
         "(`latentzoo list --options MODEL` lists them)",
     )  # fmt: skip
     fit.add_argument("--seed", type=int, default=0)
+    fit.add_argument(
+        "--backend", choices=("memory", "dask"), default="memory", help="dask: annealed EM over "
+        "row blocks on a Dask cluster (aspect, one_sided; an explicit --betas); --data may then "
+        "be a folder of .npz shards, read from disk (more data than memory)",
+    )  # fmt: skip
+    fit.add_argument(
+        "--scheduler", metavar="ADDRESS", help="with --backend dask: the scheduler of a running "
+        "cluster, e.g. tcp://10.0.0.5:8786 (default: a local cluster of 2 worker processes)",
+    )  # fmt: skip
     fit.add_argument(
         "--require-converged", action="store_true", help="exit with status 3 when a sampler's "
         "chains have not converged (R-hat > 1.01 or bulk/tail ESS < 100 per chain) or could not "

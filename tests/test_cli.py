@@ -531,3 +531,36 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(capsys, tmp_path):
                         str(tmp_path / "g.nc"))  # fmt: skip
     assert code == 0
     assert "\r" not in err and "it/s" not in err and "%|" not in err
+
+
+# ------------------------------------------------------------------------------ --backend dask
+def test_fit_with_backend_dask_reads_shards_on_a_given_scheduler(capsys, tmp_path):
+    pytest.importorskip("distributed")
+    from latentzoo.data import load
+    from latentzoo.inference.dask_backend import local_cluster, write_shards
+
+    write_shards(load("reuters"), tmp_path / "shards", 100)
+    out = tmp_path / "fit.nc"
+    with local_cluster(1, processes=False) as cluster:
+        code, printed, err = _run(
+            capsys, "fit", "aspect", "--k", "3", "--data", str(tmp_path / "shards"), "--backend",
+            "dask", "--scheduler", cluster.scheduler_address, "--betas", "1", "--max-iter", "2",
+            "--out", str(out),
+        )  # fmt: skip
+    assert code == 0, err
+    assert f"on the shards in {tmp_path / 'shards'}" in printed
+    assert parameter_dataset(az.from_netcdf(out))["theta"].shape == (395, 3)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--scheduler", "tcp://127.0.0.1:1"], "--scheduler needs --backend dask"),
+        (["--backend", "dask", "--method", "gibbs"], "aspect's method 'gibbs' has no Dask"),
+        (["--backend", "dask", "--betas", "auto"], "backend='dask' runs an explicit schedule"),
+    ],
+)
+def test_backend_errors_are_one_line(capsys, tmp_path, argv, message):
+    code, _, err = _run(capsys, "fit", "aspect", "--data", "toy", *argv, "--out",
+                        str(tmp_path / "x.nc"))  # fmt: skip
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1

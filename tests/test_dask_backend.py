@@ -22,10 +22,7 @@ SCHEDULE = {"betas": [0.8, 1.0], "max_iter": 3, "tol": 0.0, "random_state": 1,
 
 
 def _cluster(n_workers, processes=False, **worker):
-    return distributed.LocalCluster(
-        n_workers=n_workers, threads_per_worker=1, processes=processes, dashboard_address=None,
-        **worker,
-    )  # fmt: skip
+    return dask_backend.local_cluster(n_workers, processes, **worker)
 
 
 @pytest.fixture(scope="module")
