@@ -93,10 +93,8 @@ from latentzoo.inference.family import (
     with_defaults,
 )
 from latentzoo.inference.mcmc import (
-    GibbsSetup,
     dirichlet_rows,
     draw_log_weights,
-    evaluated_draw,
     gibbs_data,
     gibbs_entry,
     keep_params_auto,
@@ -107,13 +105,13 @@ from latentzoo.inference.one_sided import (
     OneSidedEM,
     check_row_mixture_em,
     final_responsibilities,
+    row_mixture_gibbs_setup,
 )
 from latentzoo.inference.progress import progress_bar
 from latentzoo.inference.results import PointEstimate
 from latentzoo.models._checks import check_integer, check_interval
 from latentzoo.models.cluster_abstraction import ClusterAbstractionModel, TopicTree
 from latentzoo.models.conjugate import dirichlet_multinomial_log
-from latentzoo.models.invariants import coassignment_pairs, default_dyads
 from latentzoo.models.one_sided import OneSidedClustering
 
 __all__ = [
@@ -1466,18 +1464,14 @@ def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto")
     if not isinstance(model, ClusterAbstractionModel):
         raise ValueError(f"model must be a ClusterAbstractionModel, got {type(model).__name__}")
     data, test = gibbs_data(model, data, test, CoOccurrence.coerce)
-    sampler = ClusterAbstractionGibbs(model, data)
-    dyads = default_dyads(data)
-    pairs = coassignment_pairs(data.row_totals)
     tree = model.tree
     tau_size = int(np.prod(model.tau_shape(data.n_rows)))
     size = tree.n_leaves + tree.n_nodes * data.n_cols + tau_size + data.n_rows
     keep_params = keep_params_auto(keep_params, chains, draws, size)
-    scored = test if test is not None else data
-    draw = evaluated_draw(model, sampler, data, test, dyads, pairs, keep_params)
-
-    return GibbsSetup(sampler, draw, model.coords(data), model.dims, scored,
-                      observed_dims=("doc", "word"), label_axes=())  # fmt: skip
+    # The tree fixes the leaves up to swaps of sibling subtrees: no labels to align.
+    return row_mixture_gibbs_setup(
+        model, ClusterAbstractionGibbs(model, data), data, test, keep_params, label_axes=()
+    )
 
 
 gibbs = gibbs_entry(

@@ -103,6 +103,7 @@ __all__ = [
     "gibbs",
     "gibbs_sweep",
     "hard_acm",
+    "row_mixture_gibbs_setup",
 ]
 
 
@@ -646,22 +647,36 @@ class OneSidedGibbs(CollapsedGibbs):
         )  # fmt: skip
 
 
+def row_mixture_gibbs_setup(model, sampler, data, test, keep_params, label_axes=()):
+    """The :class:`~latentzoo.inference.mcmc.GibbsSetup` of a mixture over whole rows (the ACM,
+    the cluster abstraction model) from its checked ``data`` and ``test``, its ``sampler`` and the
+    resolved ``keep_params``: each draw scored by
+    :func:`~latentzoo.inference.mcmc.evaluated_draw` on the default dyads and row pairs
+    (:func:`~latentzoo.models.one_sided.default_pairs`), the observed data ``test`` or ``data``.
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> model, data = OneSidedClustering(2), load("toy")
+    >>> setup = row_mixture_gibbs_setup(model, OneSidedGibbs(model, data), data, None, False)
+    >>> sorted(setup.draw(setup.sampler.init(rng := np.random.default_rng(0)), rng))
+    ['coassign', 'counts', 'loglik', 'p_dyad']
+    """
+    draw = evaluated_draw(
+        model, sampler, data, test, default_dyads(data), default_pairs(data), keep_params
+    )
+    scored = test if test is not None else data
+    return GibbsSetup(sampler, draw, model.coords(data), model.dims, scored,
+                      observed_dims=("doc", "word"), label_axes=label_axes)  # fmt: skip
+
+
 def _prepare_gibbs(model, data, *, chains, draws, test=None, keep_params="auto"):
     """The family side of :func:`gibbs`: checks, sampler, draw, coordinates."""
     data, test = gibbs_data(model, data, test, CoOccurrence.coerce)
-    sampler = OneSidedGibbs(model, data)
-    dyads = default_dyads(data)
-    pairs = default_pairs(data)
     k = model.n_clusters
     keep_params = keep_params_auto(keep_params, chains, draws, k * (data.n_cols + 1) + data.n_rows)
-    scored = test if test is not None else data
-    draw = evaluated_draw(model, sampler, data, test, dyads, pairs, keep_params)
-
-    coords, dims = model.coords(data), model.dims
-    return GibbsSetup(
-        sampler, draw, coords, dims, scored, observed_dims=("doc", "word"),
-        label_axes=label_axes(model),
-    )  # fmt: skip
+    sampler = OneSidedGibbs(model, data)
+    return row_mixture_gibbs_setup(model, sampler, data, test, keep_params, label_axes(model))
 
 
 def label_axes(model: OneSidedClustering) -> tuple[LabelAxis, ...]:
