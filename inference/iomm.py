@@ -46,11 +46,22 @@ import numba as nb
 import numpy as np
 from scipy.special import betaln, logit
 
+from latentzoo.inference.family import (
+    Family,
+    Method,
+    anything,
+    choice,
+    flag,
+    integer,
+    real,
+    seed,
+)
 from latentzoo.inference.mcmc import next_uniform, run_chains, splitmix_seeds
 from latentzoo.models._checks import check_integer, check_positive
 from latentzoo.models.iomm import OverlappingMixture, bernoulli_log_likelihood
 
 __all__ = [
+    "FAMILY",
     "IOMMInfo",
     "IOMMState",
     "draw",
@@ -111,7 +122,8 @@ class IOMMInfo(NamedTuple):
     new_cluster_accept : float
         Fraction of the sweep's new-cluster proposals accepted (one per item).
     theta_accept : float
-        Fraction of the parameter proposals accepted (NaN when there were none).
+        Fraction of the parameter proposals accepted (0 when there were none: no cluster, or
+        ``fixed_theta``).
     n_clusters : int
         Number of nonzero columns of ``Z``.
     """
@@ -564,7 +576,7 @@ def step(
     info = IOMMInfo(
         lp=log_joint(state, model, X, fixed_theta),
         new_cluster_accept=new_accepted / X.shape[0],
-        theta_accept=theta_accepted / theta_proposed if theta_proposed else float("nan"),
+        theta_accept=theta_accepted / theta_proposed if theta_proposed else 0.0,
         n_clusters=int(state.n_columns[0]),
     )
     return state, info
@@ -679,8 +691,9 @@ def mcmc(model: OverlappingMixture, data, *, omega: float = 20.0, **chain_option
     -------
     arviz.InferenceData
         ``posterior``: ``Z`` (item, cluster) and ``theta`` (cluster, feature), padded beyond each
-        draw's width (``Z`` with -1, ``theta`` with NaN; ``Z_shape`` and ``theta_shape`` hold every
-        draw's own shape), and ``n_memberships`` (item), the diagonal of ``U = Z Z^T``.
+        draw's width with -1 (no cluster; ``Z_shape`` and ``theta_shape`` hold every draw's own
+        shape), ``n_memberships`` (item), the diagonal of ``U = Z Z^T``, and ``loglik``, the
+        log-likelihood of the data at each draw.
         ``sample_stats``: the :class:`IOMMInfo` fields. ``log_likelihood``: ``x`` (item).
         ``observed_data``: ``x`` (item, feature). The labels of the clusters are arbitrary and
         change along a chain; summarise through ``U`` (:func:`shared_clusters`).
@@ -706,12 +719,16 @@ def mcmc(model: OverlappingMixture, data, *, omega: float = 20.0, **chain_option
     log_likelihood = {"x": posterior.pop("x")}
     Z = posterior["Z"]
     posterior["n_memberships"] = np.where(Z < 0, 0, Z).sum(axis=-1).astype(np.int64)
-    n_items, n_features = X.shape
+    posterior["loglik"] = log_likelihood["x"].sum(axis=-1)
+    # -1 marks the padding beyond a draw's width, as for Z: a finite value no parameter takes.
+    posterior["theta"] = np.where(np.isnan(posterior["theta"]), -1.0, posterior["theta"])
+    items, features = list(data.item_names), list(data.feature_names)
+    coords = {"item": items, "feature": features}
     idata = to_inference_data(
         posterior,
         sample_stats=stats,
         log_likelihood=log_likelihood,
-        coords={"item": np.arange(n_items), "feature": np.arange(n_features)},
+        coords=coords,
         dims={
             "Z": ["item", "cluster"],
             "Z_shape": ["Z_axis"],
@@ -723,10 +740,7 @@ def mcmc(model: OverlappingMixture, data, *, omega: float = 20.0, **chain_option
         seconds=seconds,
         method="mcmc",
     )
-    observed = xr.Dataset(
-        {"x": (("item", "feature"), X.astype(np.int8))},
-        coords={"item": np.arange(n_items), "feature": np.arange(n_features)},
-    )
+    observed = xr.Dataset({"x": (("item", "feature"), X.astype(np.int8))}, coords=coords)
     idata.add_groups({"observed_data": observed})
     attrs = {**model_attrs(model), "method": "mcmc", "omega": float(omega)}
     for group in idata.groups():
@@ -751,3 +765,300 @@ def shared_clusters(idata) -> np.ndarray:
     Z = np.where(Z < 0, 0, Z).astype(np.float64)
     Z = Z.reshape(-1, *Z.shape[2:])
     return np.einsum("sik,sjk->ij", Z, Z) / Z.shape[0]
+
+
+# ------------------------------------------------------------------------ exact validation
+EXACT_MAX_COLUMNS = 12
+"""Widest left-ordered class enumerated for three items: ``P(K_+ > 12)`` under ``IBP(alpha <=
+1.2)`` with three items is below 1e-6."""
+
+
+def lof_key(Z, max_columns: int = EXACT_MAX_COLUMNS) -> np.ndarray:
+    """A binary matrix as the row of :meth:`LofMatrices.keys
+    <latentzoo.inference.enumeration.LofMatrices.keys>` of its left-ordered class: its width,
+    then its left-ordered form padded to ``max_columns``.
+
+    Examples
+    --------
+    >>> lof_key([[0, 1], [1, 1]], max_columns=3).tolist()
+    [2, 1, 0, 0, 1, 1, 0]
+    """
+    from latentzoo.inference.enumeration import left_ordered
+
+    lof = left_ordered(np.asarray(Z))
+    n_items, width = lof.shape
+    if width > max_columns:
+        raise ValueError(f"Z has {width} nonzero columns, more than max_columns={max_columns}")
+    key = np.zeros(1 + n_items * max_columns, dtype=np.int64)
+    key[0] = width
+    padded = np.zeros((n_items, max_columns), dtype=np.int64)
+    padded[:, :width] = lof
+    key[1:] = padded.ravel()
+    return key
+
+
+def exact_class_log_posterior(space, alpha: float, theta0, X) -> np.ndarray:
+    """``log P([Z]) + log p(X | Z, theta0)`` of every left-ordered class, all clusters at
+    ``theta0``: the unnormalised target of the sampler run with ``fixed_theta=theta0``.
+
+    With every cluster at ``theta0`` an item's natural parameters are its number of clusters
+    times ``logit(theta0)`` (7.4), so the likelihood depends on the row sums of ``Z`` only.
+
+    Parameters
+    ----------
+    space : LofMatrices
+        :func:`~latentzoo.inference.enumeration.lof_matrices` of the items.
+    alpha : float
+    theta0 : array of shape (D,)
+    X : array of shape (N, D)
+
+    Returns
+    -------
+    numpy.ndarray of shape (S,)
+    """
+    from latentzoo.inference.enumeration import ibp_log_prior
+
+    row_sums = space.Z.sum(axis=2).astype(float)  # (S, N): the item's number of clusters
+    eta = row_sums[:, :, None] * logit(np.asarray(theta0, dtype=float))[None, None, :]
+    loglik = np.sum(np.asarray(X)[None] * eta - np.logaddexp(0.0, eta), axis=(1, 2))
+    return ibp_log_prior(space, alpha) + loglik
+
+
+EXACT_PROBLEMS = (
+    # (label, X, theta0): three items, every membership pattern reachable; one problem with
+    # extreme parameters (near-certain features), where a wrong likelihood ratio shows most.
+    ("3 x 2, theta0 = (0.85, 0.3)", [[1, 1], [1, 0], [0, 0]], [0.85, 0.3]),
+    ("3 x 3, theta0 = (0.7, 0.4, 0.9)", [[1, 0, 1], [1, 1, 1], [0, 0, 1]], [0.7, 0.4, 0.9]),
+    ("3 x 2, theta0 = (0.97, 0.05)", [[1, 0], [1, 1], [0, 0]], [0.97, 0.05]),
+)
+"""The exact level's enumerable problems (data, fixed cluster parameters)."""
+
+
+def exact_sampler_check(model, X, theta0, n_chains: int, n_sweeps: int, rng, name: str):
+    """Algorithm 7.1 (its production kernels) against the enumerated class posterior.
+
+    ``n_chains`` independent chains, each started from the prior (:func:`init`) and run
+    ``n_sweeps`` sweeps of :func:`advance` with every cluster at ``theta0``; the left-ordered
+    classes of their final ``Z`` against ``P([Z] | X, theta0)`` of all classes of up to
+    :data:`EXACT_MAX_COLUMNS` columns (chi-square, pooled cells:
+    :func:`~latentzoo.inference.enumeration.frequency_test`).
+
+    Returns
+    -------
+    Check
+    """
+    from latentzoo.inference.enumeration import frequency_test, lof_matrices, state_index
+
+    X = np.asarray(X, dtype=np.float64)
+    theta0 = np.asarray(theta0, dtype=np.float64)
+    space = lof_matrices(X.shape[0], EXACT_MAX_COLUMNS)
+    log_post = exact_class_log_posterior(space, model.alpha, theta0, X)
+    keys = np.empty((n_chains, space.keys().shape[1]), dtype=np.int64)
+    for chain in range(n_chains):
+        state = init(model, X, rng, theta0)
+        for _ in range(n_sweeps):
+            state = advance(state, rng, model, X, 20.0, theta0)[0]
+        keys[chain] = lof_key(draw(state)["Z"])
+    return frequency_test(log_post, state_index(space.keys(), keys), name=name)
+
+
+def culinary_check(alpha: float, n_items: int, n_draws: int, rng):
+    """The IBP's exchangeable class probability against culinary-process frequencies.
+
+    ``n_draws`` matrices of the culinary process
+    (:meth:`~latentzoo.models.ibp.IndianBuffetProcess.draw`), their left-ordered classes against
+    ``P([Z])`` (Griffiths & Ghahramani 2005, eq. (14); thesis section 2.3.2) of every class of up
+    to :data:`EXACT_MAX_COLUMNS` columns.
+
+    Returns
+    -------
+    Check
+    """
+    from latentzoo.inference.enumeration import (
+        frequency_test,
+        ibp_log_prior,
+        lof_matrices,
+        state_index,
+    )
+    from latentzoo.models.ibp import IndianBuffetProcess
+
+    prior = IndianBuffetProcess(alpha)
+    space = lof_matrices(n_items, EXACT_MAX_COLUMNS)
+    keys = np.stack([lof_key(prior.draw(n_items, random_state=rng)) for _ in range(n_draws)])
+    name = f"IBP(alpha={alpha:g}), {n_items} items: culinary frequencies = P([Z])"
+    return frequency_test(ibp_log_prior(space, alpha), state_index(space.keys(), keys), name=name)
+
+
+def _exact_level(entry, recipe, model, data, settings, rng, progressbar=False):
+    """Exact level: the IBP's class probability and Algorithm 7.1's sweeps against enumeration.
+
+    ``model.alpha`` is used when it is at most 1.2 (the enumeration's width covers it), else 1.
+    """
+    from latentzoo.inference.compare import Comparison
+
+    alpha = model.alpha if model.alpha <= 1.2 else 1.0
+    tiny = OverlappingMixture(alpha=alpha, a=model.a, b=model.b)
+    n_chains, n_sweeps = settings.exact_chains // 2, 15
+    checks = [culinary_check(alpha, 3, settings.exact_chains, rng)]
+    for label, X, theta0 in EXACT_PROBLEMS:
+        if progressbar:
+            print(f"exact level: {label}", flush=True)
+        name = f"{label}: Algorithm 7.1 final states = P([Z] | X, theta0)"
+        checks.append(exact_sampler_check(tiny, X, theta0, n_chains, n_sweeps, rng, name))
+    problem = (
+        f"synthetic tiny data, IBP(alpha={alpha:g}): {settings.exact_chains} culinary draws of 3 "
+        f"items; {len(EXACT_PROBLEMS)} problems with every cluster at a fixed theta0, per problem "
+        f"{n_chains} independent chains x {n_sweeps} sweeps against all left-ordered classes of "
+        f"up to {EXACT_MAX_COLUMNS} columns (no PyMC)"
+    )
+    return Comparison(checks=checks, problem=problem)
+
+
+# ------------------------------------------------------------------ calibrated: Geweke
+def geweke_states(model, n_items: int, n_features: int, n_runs: int, n_sweeps: int, rng):
+    """Geweke's (2004) successive-conditional simulator with Algorithm 7.1.
+
+    Each run draws ``(Z, Theta)`` from the prior and ``X`` from the likelihood, then alternates
+    one sweep of every move of Algorithm 7.1 (Gibbs with (7.12), new clusters, the Beta proposal
+    (7.13)) with a fresh ``X ~ p(X | Z, Theta)``: a right sampler leaves the prior invariant.
+
+    Returns
+    -------
+    keys : numpy.ndarray of shape (n_runs, 1 + N * EXACT_MAX_COLUMNS)
+        The left-ordered class of each run's final ``Z`` (:func:`lof_key`).
+    first_theta : numpy.ndarray
+        ``theta[0, 0]`` of each final state with a cluster.
+    """
+    from latentzoo.models.iomm import product_probabilities
+
+    keys, first_theta = [], []
+    for _ in range(n_runs):
+        Z0 = model.prior.draw(n_items, random_state=rng)
+        theta0 = rng.beta(model.a, model.b, size=(Z0.shape[1], n_features))
+        theta0 = np.clip(theta0, _EDGE, 1 - _EDGE)
+        X = (rng.random((n_items, n_features)) < product_probabilities(Z0, theta0)).astype(float)
+        state = init(model, X, rng)
+        for _ in range(n_sweeps):
+            state = advance(state, rng, model, X, 5.0)[0]
+            params = draw(state)
+            probabilities = product_probabilities(params["Z"], params["theta"])
+            X[:] = rng.random((n_items, n_features)) < probabilities
+        keys.append(lof_key(params["Z"]))
+        if params["theta"].shape[0]:
+            first_theta.append(params["theta"][0, 0])
+    return np.array(keys), np.array(first_theta)
+
+
+def geweke_checks(model, n_runs: int, n_sweeps: int, rng) -> list:
+    """Geweke's joint-distribution test on three items and two features: the final classes
+    against the IBP's class probabilities (chi-square), a parameter against ``Beta(a, b)``
+    (Kolmogorov-Smirnov, level 1e-3).
+
+    Returns
+    -------
+    list of Check
+    """
+    from scipy import stats
+
+    from latentzoo.inference.checks import Check
+    from latentzoo.inference.enumeration import (
+        frequency_test,
+        ibp_log_prior,
+        lof_matrices,
+        state_index,
+    )
+
+    n_items = 3
+    space = lof_matrices(n_items, EXACT_MAX_COLUMNS)
+    keys, first_theta = geweke_states(model, n_items, 2, n_runs, n_sweeps, rng)
+    label = f"Geweke, {n_runs} runs x {n_sweeps} sweeps"
+    classes = frequency_test(
+        ibp_log_prior(space, model.alpha), state_index(space.keys(), keys),
+        name=f"{label}: final classes = IBP prior",
+    )  # fmt: skip
+    classes = Check("calibrated", classes.name, classes.passed, classes.detail, classes.numbers)
+    result = stats.kstest(first_theta, stats.beta(model.a, model.b).cdf)
+    theta = Check(
+        "calibrated", f"{label}: theta = Beta(a, b) prior", bool(result.pvalue > 1e-3),
+        f"Kolmogorov-Smirnov p = {result.pvalue:.3g} (need > 0.001) over {first_theta.size} draws",
+        {"p_value": float(result.pvalue)},
+    )  # fmt: skip
+    return [classes, theta]
+
+
+def _calibrated_level(entry, recipe, model, data, settings, rng, progressbar=False):
+    """Calibrated level: Geweke's joint-distribution test of every move of Algorithm 7.1."""
+    from latentzoo.inference.compare import Comparison
+
+    alpha = model.alpha if model.alpha <= 1.2 else 1.0
+    tiny = OverlappingMixture(alpha=alpha, a=model.a, b=model.b)
+    n_runs = settings.sbc_sims * 2
+    if progressbar:
+        print(f"calibrated level: Geweke test, {n_runs} runs", flush=True)
+    problem = (
+        f"synthetic: {n_runs} draws of (Z, Theta, X) from the prior, 3 items x 2 features, "
+        f"IBP(alpha={alpha:g}), Beta({model.a:g}, {model.b:g}); 12 sweeps of Algorithm 7.1 "
+        "alternating with fresh X (Geweke 2004)"
+    )
+    return Comparison(checks=geweke_checks(tiny, n_runs, 12, rng), problem=problem)
+
+
+def validation_recipe():
+    """How :func:`latentzoo.validate` checks the IOMM (a ``ValidationRecipe``).
+
+    exact: the IBP's exchangeable class probability against culinary frequencies, and the
+    production sweeps against the enumerated class posterior with fixed parameters; density:
+    the PyMC finite truncation against :meth:`OverlappingMixture.log_prior` and the likelihood;
+    calibrated: Geweke's joint-distribution test of every move.
+    """
+    from latentzoo.inference.validation import ValidationRecipe, density_level
+
+    return ValidationRecipe(
+        checks={
+            "exact": _exact_level,
+            "density": density_level,
+            "calibrated": _calibrated_level,
+        },
+        not_applicable={
+            "reference": "PyMC's BinaryGibbsMetropolis on the finite truncation is another prior "
+            "(K columns) and does not mix over Z at useful sizes; the exact level checks the "
+            "sampler's own target",
+            "optimality": "no EM (point estimator)",
+            "mode-matched": "no EM modes to start PyMC and the sampler from",
+        },
+        small=lambda model, sizes: model,
+        problems={"reference": {"n_items": 6, "n_features": 4}},
+    )
+
+
+# ------------------------------------------------------------------------------ the family
+_OPTIONS = (
+    integer("chains", 4, "independent chains"),
+    integer("draws", 500, "kept draws per chain"),
+    integer("tune", 200, "discarded burn-in sweeps per chain", low=0),
+    integer("thin", 1, "keep every thin-th sweep"),
+    seed(),
+    flag("progressbar", True, "show a progress bar"),
+    real("omega", 20.0, "concentration of the Beta proposal (7.13) of theta", 0, None, True),
+    choice("start", "kmeans", "first state: k-means clusters or a prior draw", START_CHOICES),
+    integer("start_clusters", None, "clusters of the k-means start (None: ceil(sqrt N))",
+            none=True),
+    anything("initial", None, "{'Z', 'theta'} every chain starts from (overrides start)"),
+)  # fmt: skip
+
+FAMILY = Family(
+    name="iomm",
+    model=OverlappingMixture,
+    methods={"mcmc": Method(mcmc, _OPTIONS)},
+    recipe=validation_recipe,
+    sizes=("truncation",),
+    dataset="movielens",
+    notebook="notebooks/overlapping_partial.ipynb",
+    description="infinite overlapping mixture, IBP memberships (Heller 2007, ch. 7)",
+    options=(integer("k", 10, "columns of the PyMC reference's finite truncation (--k)"),),
+    skipped_checks={
+        "data:k_too_large": "truncation only truncates the PyMC reference's finite "
+        "Beta-Bernoulli model; the IBP sampler is unbounded, so no size can exceed the data"
+    },
+)
+"""The IOMM's family (listed in :mod:`latentzoo.zoo`)."""

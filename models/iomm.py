@@ -325,7 +325,7 @@ class OverlappingMixture(LikelihoodHeldout):
     data_type = Features
     protocol = LikelihoodModel
     param_names = ("Z", "theta")
-    invariant_names = ("U", "n_clusters")
+    invariant_names = ("loglik", "U", "n_clusters")
     heldout_draws_advice = (
         "a held-out item's memberships are unknown and its density sums over all of them: "
         "score held-out entries of the training items instead"
@@ -538,7 +538,8 @@ class OverlappingMixture(LikelihoodHeldout):
         return {name: params[name] for name in ("pi", "Z", "theta") if name in params}
 
     def invariants(self, params, data=None) -> dict[str, np.ndarray]:
-        """Label-free summaries of one state: ``U = Z Z^T`` and the number of clusters.
+        """Label-free summaries of one state: ``U = Z Z^T``, the number of clusters, and with
+        ``data`` the log-likelihood.
 
         ``U[i, j]`` is the number of clusters items ``i`` and ``j`` share, ``U[i, i]`` the number of
         clusters of item ``i`` (the quantity of Table 7.1); invariant under relabelling and
@@ -547,7 +548,9 @@ class OverlappingMixture(LikelihoodHeldout):
         Returns
         -------
         dict
-            ``U`` (N, N) int64 and ``n_clusters`` (the number of nonzero columns).
+            ``U`` (N, N) int64, ``n_clusters`` (the number of nonzero columns) and, when ``data``
+            is given (``params`` holding ``theta`` too), ``loglik``, the summed
+            :meth:`log_likelihood`.
 
         Examples
         --------
@@ -556,7 +559,60 @@ class OverlappingMixture(LikelihoodHeldout):
                [1, 2]])
         """
         Z = _binary_matrix(params["Z"], "Z").astype(np.int64)
-        return {"U": Z @ Z.T, "n_clusters": np.int64(Z.any(axis=0).sum())}
+        out = {"U": Z @ Z.T, "n_clusters": np.int64(Z.any(axis=0).sum())}
+        if data is not None:
+            out["loglik"] = float(np.sum(self.log_likelihood(params, data)))
+        return out
+
+    # ------------------------------------------------------------- posterior predictive
+    def replicate_names(self, names) -> bool:
+        """Whether a draw holding the variables ``names`` can make a replicate: ``Z`` and
+        ``theta``."""
+        return {"Z", "theta"} <= set(names)
+
+    def predictive_summaries(self, x) -> dict:
+        """The summary a posterior predictive check compares, of the observed ``Features`` or of
+        a replicate (an ``(N, D)`` array): ``feature_counts``, each feature's number of ones.
+
+        Integer counts, so ArviZ's ``plot_ppc`` draws them as histograms (a kernel density of
+        the few values of tiny data can degenerate to one value).
+
+        Examples
+        --------
+        >>> OverlappingMixture().predictive_summaries(np.array([[0.0, 1.0], [1.0, 1.0]]))
+        {'feature_counts': (('feature',), array([1, 2]))}
+        """
+        values = x.toarray() if hasattr(x, "toarray") else np.asarray(x, dtype=float)
+        counts = np.rint(np.asarray(values, dtype=float).sum(axis=0)).astype(np.int64)
+        return {"feature_counts": (("feature",), counts)}
+
+    def replicate(self, params, data, rng) -> dict:
+        """One replicate of ``data`` given one draw: ``x_id ~ Bernoulli`` of the draw's product
+        probabilities (7.7). Columns of ``Z`` and rows of ``theta`` padded with -1 (beyond a
+        draw's width in a saved sample) are dropped.
+
+        Returns
+        -------
+        dict
+            ``{name: (dims, array)}``: ``x`` (item, feature) and :meth:`predictive_summaries`.
+
+        Examples
+        --------
+        >>> params = {"Z": [[1, -1], [0, -1]], "theta": [[0.5, 0.5], [-1.0, -1.0]]}
+        >>> out = OverlappingMixture().replicate(params, [[0, 1], [1, 1]], np.random.default_rng(0))
+        >>> out["x"][1].shape
+        (2, 2)
+        """
+        n_items, n_features = self.check_data(data).shape
+        Z, theta = np.asarray(params["Z"]), np.asarray(params["theta"], dtype=float)
+        width = Z.shape[1] if Z.ndim == 2 else 0
+        used = np.flatnonzero(np.all(Z >= 0, axis=0)) if width else np.arange(0)
+        Z, theta = Z[:, used], theta[used]
+        probabilities = (
+            product_probabilities(Z, theta) if used.size else np.full((n_items, n_features), 0.5)
+        )
+        replicated = (rng.random(probabilities.shape) < probabilities).astype(np.int8)
+        return {"x": (("item", "feature"), replicated), **self.predictive_summaries(replicated)}
 
     # ------------------------------------------------------------------- PyMC reference
     def pymc_model(self, data, temperature: float = 1.0, truncation: int | None = None):

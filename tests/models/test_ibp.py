@@ -110,7 +110,12 @@ def _culinary_customer_by_customer(alpha: float, n_items: int, rng) -> np.ndarra
 
 @pytest.mark.parametrize(
     "alpha, seed, sampler",
-    [(1.0, 20261127, "draw"), (2.0, 7, "draw"), (1.0, 99, "customer_by_customer")],
+    [
+        # The culinary draw at alpha = 1 is also the IOMM recipe's exact check (default tier).
+        pytest.param(1.0, 20261127, "draw", marks=pytest.mark.slow),
+        pytest.param(2.0, 7, "draw", marks=pytest.mark.slow),
+        (1.0, 99, "customer_by_customer"),
+    ],
 )
 def test_culinary_frequencies_of_the_classes_match_the_class_probabilities(alpha, seed, sampler):
     """A chi-square test of 20,000 culinary-process draws' classes against ``exp(log_prob)``; the

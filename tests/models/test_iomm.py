@@ -132,6 +132,7 @@ def test_bad_parameters_refused():
         bernoulli_log_likelihood([[3]], [[0.5, 0.5]], [[0, 1]])
 
 
+@pytest.mark.slow  # the registry's pymc:density check runs the same comparison by default
 def test_pymc_reference_density_is_the_finite_model():
     """The PyMC declaration's log density (no Jacobians) equals finite_log_joint at random points,
     and tempering divides the likelihood only."""
@@ -249,3 +250,23 @@ def test_log_prior_is_the_pymc_finite_prior():
         + stats.beta(2.0, 0.7).logpdf(theta).sum()
     )
     assert np.isclose(model.log_prior(params), expected)
+
+
+def test_replicate_drops_padding_and_has_the_model_expectation():
+    """Padded columns (-1) are ignored; the mean of many replicates' feature counts is
+    sum_i sigmoid(eta_i) within Monte Carlo error."""
+    model = OverlappingMixture()
+    Z = np.array([[1, 0, -1], [1, 1, -1], [0, 1, -1]])
+    theta = np.array([[0.9, 0.2], [0.3, 0.6], [-1.0, -1.0]])
+    X = np.zeros((3, 2))
+    rng = np.random.default_rng(0)
+    counts = np.stack(
+        [
+            model.replicate({"Z": Z, "theta": theta}, X, rng)["feature_counts"][1]
+            for _ in range(4000)
+        ]
+    )
+    expected = product_probabilities(Z[:, :2], theta[:2]).sum(axis=0)
+    error = counts.std(axis=0) / np.sqrt(len(counts))
+    assert np.all(np.abs(counts.mean(axis=0) - expected) <= 5 * error)
+    assert model.replicate_names(["Z", "theta"]) and not model.replicate_names(["Z"])
