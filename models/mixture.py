@@ -189,14 +189,16 @@ def canonical_labels(z) -> np.ndarray:
     return out[0] if one_row else out
 
 
-def _as_label_matrix(labels, n_items: int, what: str = "labels") -> np.ndarray:
-    """``labels`` as a 2-D int64 array of shape (S, n_items) with non-negative entries."""
+def _as_label_matrix(labels, n_items: int | None = None, what: str = "labels") -> np.ndarray:
+    """``labels`` as a 2-D int64 array of shape (S, n_items) with non-negative entries (any
+    number of items when ``n_items`` is None)."""
     z = np.asarray(labels)
     if z.ndim == 1:
         z = z[None, :]
-    if z.ndim != 2 or z.shape[1] != n_items:
+    if z.ndim != 2 or (n_items is not None and z.shape[1] != n_items):
         raise ValueError(
-            f"{what} must have shape (S, {n_items}) (one column per item), got {np.shape(labels)}"
+            f"{what} must have shape (S, {'N' if n_items is None else n_items}) (one column per"
+            f" item), got {np.shape(labels)}"
         )
     if z.size and not np.issubdtype(z.dtype, np.integer):
         if not np.all(np.isfinite(z)) or np.any(z != np.round(z)):
@@ -243,9 +245,8 @@ def crp_log_prior(labels, alpha: float) -> np.ndarray:
     np.float64(1.0)
     """
     check_positive("alpha", alpha)
-    z = np.asarray(labels)
-    n_items = z.shape[-1] if z.ndim else 0
-    z = _as_label_matrix(z, n_items)
+    z = _as_label_matrix(labels)
+    n_items = z.shape[1]
     sizes, _, _ = _block_sizes(z)
     occupied = sizes > 0
     return (
@@ -285,9 +286,8 @@ def dirichlet_labels_log_prior(labels, alpha: float, n_components: int) -> np.nd
     """
     check_positive("alpha", alpha)
     check_integer("n_components", n_components)
-    z = np.asarray(labels)
-    n_items = z.shape[-1] if z.ndim else 0
-    z = _as_label_matrix(z, n_items)
+    z = _as_label_matrix(labels)
+    n_items = z.shape[1]
     if z.size and z.max() >= n_components:
         raise ValueError(
             f"labels must lie in 0..{n_components - 1} (n_components={n_components}), "
