@@ -60,7 +60,9 @@ __all__ = [
     "hmc",
     "init",
     "log_density_and_gradient",
+    "sampler",
     "step",
+    "target_of",
     "unconstrain",
 ]
 
@@ -363,9 +365,21 @@ class _Target(NamedTuple):
     hyper: np.ndarray
 
 
-def _target(model: BayesianPartialMembership, data) -> _Target:
+def target_of(model: BayesianPartialMembership, data, likelihood: bool = True) -> _Target:
+    """The target the kernels read for ``data``; ``likelihood=False`` leaves every entry out, so
+    the target is the prior (the exact check of the sampler: its draws must have the prior's
+    moments).
+
+    Examples
+    --------
+    >>> model = BayesianPartialMembership(2)
+    >>> target_of(model, [[0, 1], [1, float("nan")]]).observed.sum()
+    np.int64(3)
+    """
     data = model.check_data(data)
     X, observed = model.filled_and_mask(data)
+    if not likelihood:
+        observed = np.zeros_like(observed)
     return _Target(
         np.ascontiguousarray(X),
         np.ascontiguousarray(observed.astype(np.bool_)),
@@ -397,7 +411,7 @@ def log_density_and_gradient(
     >>> bool(np.isclose(lp, model.log_joint(truth, data) + jacobian)), grad.shape
     (True, (12,))
     """
-    target = _target(model, data)
+    target = target_of(model, data)
     position = np.array(position, dtype=np.float64)
     if position.shape != (target.layout.size,):
         raise ValueError(f"position must have length {target.layout.size}, got {position.shape}")
@@ -529,10 +543,9 @@ def _dual_averaging(adaptation: _Adaptation, accept: float, target_accept: float
 
 
 # ------------------------------------------------------------------------- the sampler
-def init(model, data, rng, *, initial_params=None, step_size: float = 0.1) -> HMCState:
+def init(model, target: _Target, rng, *, initial_params=None, step_size: float = 0.1) -> HMCState:
     """A chain's first state: ``initial_params`` (constrained), else uniform in ``(-2, 2)`` on the
     unconstrained scale as Stan starts, with a unit mass matrix."""
-    target = _target(model, data)
     size = target.layout.size
     if initial_params is None:
         position = rng.uniform(-2.0, 2.0, size=size)
@@ -629,6 +642,34 @@ def draw(model: BayesianPartialMembership, state: HMCState, layout: Layout) -> d
     return constrain(model, state.position, layout.n_items, layout.n_features)
 
 
+def sampler(
+    model: BayesianPartialMembership,
+    target: _Target,
+    *,
+    tune: int,
+    n_leapfrog: int = 16,
+    target_accept: float = 0.8,
+    initial_params=None,
+):
+    """``(init, step, draw)`` of the chain runner (:func:`~latentzoo.inference.mcmc.run_chains`)
+    for ``target`` (:func:`target_of`), adapting during the first ``tune`` transitions."""
+    windows = _adaptation_windows(tune)
+
+    def chain_init(rng):
+        return init(model, target, rng, initial_params=initial_params)
+
+    def chain_step(state, rng):
+        return step(
+            state, rng, target, tune=tune, n_leapfrog=n_leapfrog, target_accept=target_accept,
+            windows=windows,
+        )  # fmt: skip
+
+    def chain_draw(state, rng):
+        return draw(model, state, target.layout)
+
+    return chain_init, chain_step, chain_draw
+
+
 def hmc(
     model: BayesianPartialMembership,
     data,
@@ -679,20 +720,14 @@ def hmc(
     data = model.check_data(data)
     check_integer("n_leapfrog", n_leapfrog)
     check_interval("target_accept", target_accept, 0.0, 1.0)
-    target = _target(model, data)
-    windows = _adaptation_windows(tune)
-
-    def chain_init(rng):
-        return init(model, data, rng, initial_params=initial_params)
-
-    def chain_step(state, rng):
-        return step(
-            state, rng, target, tune=tune, n_leapfrog=n_leapfrog, target_accept=target_accept,
-            windows=windows,
-        )  # fmt: skip
+    target = target_of(model, data)
+    chain_init, chain_step, params_of = sampler(
+        model, target, tune=tune, n_leapfrog=n_leapfrog, target_accept=target_accept,
+        initial_params=initial_params,
+    )  # fmt: skip
 
     def chain_draw(state, rng):
-        params = draw(model, state, target.layout)
+        params = params_of(state, rng)
         params["log_likelihood"] = model.log_likelihood(params, data)
         return params
 
