@@ -709,7 +709,7 @@ def mcmc(model: OverlappingMixture, data, *, omega: float = 20.0, **chain_option
     """
     import xarray as xr
 
-    from latentzoo.inference.mcmc import to_inference_data
+    from latentzoo.inference.mcmc import record_convergence, to_inference_data
     from latentzoo.models.base import model_attrs
 
     data = model.check_data(data)
@@ -745,6 +745,8 @@ def mcmc(model: OverlappingMixture, data, *, omega: float = 20.0, **chain_option
     attrs = {**model_attrs(model), "method": "mcmc", "omega": float(omega)}
     for group in idata.groups():
         idata[group].attrs.update(attrs)
+    # Cluster labels switch along a chain and between chains: judge the label-free loglik.
+    record_convergence(idata, label_dims=("cluster",), invariants=("loglik",))
     return idata
 
 
