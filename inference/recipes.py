@@ -839,6 +839,91 @@ def _embhc_steps(embhc, model, items, m: int, rng) -> int:
     return broken
 
 
+RBHC_SEEDS = 48
+"""RBHC runs per data set and filter prior of the filter check."""
+
+FILTER_TIE = 1e-9
+"""Score difference (nats) below which either side of Algorithm 3.5's filter is accepted (the
+brute force computes the predictive as a ratio of marginals, the filter in one expression)."""
+
+
+class _Marginals:
+    """``log p(X[rows] | H_1)`` of ``component``, memoised by the set of rows."""
+
+    def __init__(self, component, X):
+        self.component, self.X, self._memo = component, X, {}
+
+    def __call__(self, rows) -> float:
+        key = tuple(sorted(int(r) for r in rows))
+        if key not in self._memo:
+            stats = self.component.stats(self.X[list(key)], np.zeros(len(key), dtype=np.intp), 1)
+            self._memo[key] = float(self.component.log_marginal(stats)[0])
+        return self._memo[key]
+
+
+def _rbhc_filter_sides(bhc, model, log_h1, subsample, filter_prior: str) -> np.ndarray:
+    """Algorithm 3.5's filter on ``subsample`` (sorted row indices of ``log_h1.X``), recomputed by
+    brute force: per item, the sides of the top split of BHC's tree on the subsample it may go to
+    (bit 0: the root's first child, bit 1: its second). An item of the subsample goes to its own
+    side; any other item to the sides whose filter score ``log pi_c + log p(x | D_c)`` is within
+    :data:`FILTER_TIE` of the best, with ``pi_c`` the side's size in the subsample
+    (``filter_prior="size"``) or its subtree's merge prior, 1 for a single item (``"pi"``), and
+    ``p(x | D_c) = p(D_c + x) / p(D_c)`` from the marginals ``log_h1`` (:class:`_Marginals`, not
+    the ``log_predictive`` the filter calls)."""
+    n, m = log_h1.X.shape[0], subsample.size
+    tree = bhc(model, log_h1.X[subsample])
+    nodes = np.asarray(tree.children)[-1]
+    top = _node_item_masks(tree)[nodes]
+    sides = [subsample[(top[c] >> np.arange(m)) & 1 == 1] for c in range(2)]
+    if filter_prior == "size":
+        log_prior = [np.log(side.size) for side in sides]
+    else:
+        log_prior = [0.0 if node < m else float(tree.log_pi[node - m]) for node in nodes]
+    allowed = np.zeros(n, dtype=np.int64)
+    allowed[sides[0]], allowed[sides[1]] = 1, 2
+    rest = np.setdiff1d(np.arange(n), subsample)
+    pairs = list(zip(log_prior, sides, strict=True))
+    scores = np.array(
+        [[prior + log_h1([*side, x]) - log_h1(side) for prior, side in pairs] for x in rest]
+    ).reshape(rest.size, 2)
+    near = scores >= scores.max(axis=1, keepdims=True) - FILTER_TIE
+    allowed[rest] = near @ np.array([1, 2])
+    return allowed
+
+
+def _rbhc_filter(rbhc, bhc, model, items, m: int, rng) -> int:
+    """How many of ``2 x`` :data:`RBHC_SEEDS` RBHC runs (both filter priors; ``min_fraction=0``:
+    Algorithm 3.5 literally, the items filtered into the two children of the subsample tree's
+    root) end with a top split other than the filter's, recomputed by
+    :func:`_rbhc_filter_sides` on the subsample the run drew.
+
+    The subsample is replayed from the run's seed: ``rbhc`` draws it first, as
+    ``np.sort(default_rng(seed).choice(n, m, replace=False))``; a change of that draw makes this
+    check fail on correct code. Knowing it matters: "some subsample explains the split" caught
+    the filter's two bugs of ``tests/mutation`` on 3 and 8 of 10 data sets of 9 items, the replay
+    on 8 and 10 (48 runs each)."""
+    X = np.asarray(items.X, dtype=np.float64)
+    n = X.shape[0]
+    bits = 2 ** np.arange(n, dtype=np.int64)
+    log_h1, sides = _Marginals(model.component, X), {}
+    broken = 0
+    for filter_prior in ("size", "pi"):
+        for _ in range(RBHC_SEEDS):
+            seed = int(rng.integers(2**31))
+            tree = rbhc(model, items, m=m, random_state=seed, min_fraction=0.0,
+                        filter_prior=filter_prior)  # fmt: skip
+            subsample = np.sort(np.random.default_rng(seed).choice(n, size=m, replace=False))
+            key = (filter_prior, *subsample.tolist())
+            if key not in sides:
+                sides[key] = _rbhc_filter_sides(bhc, model, log_h1, subsample, filter_prior)
+            on_first = (_node_item_masks(tree)[np.asarray(tree.children)[-1][0]] & bits) > 0
+            # either child of the root may hold the subsample tree's first side
+            broken += not any(
+                ((sides[key] & np.where(on_first, a, b)) > 0).all() for a, b in ((1, 2), (2, 1))
+            )
+    return broken
+
+
 def _features_for(model, data, wanted: int) -> int:
     """``wanted`` features, or the data's number when the component's hyperparameters are set per
     feature (an empirical prior, :meth:`~latentzoo.models.conjugate.BetaBernoulli.from_data`)."""
@@ -886,19 +971,20 @@ def _bhc_exact_problems(model, data, rng):
 
 def _bhc_exact(entry, recipe, model, data, settings, rng, progressbar=False):
     """Exact level of BHC: on tiny data, the tree built by the production code (``bhc``,
-    ``rbhc``, ``embhc``) against the DPM posterior enumerated over all partitions.
+        ``rbhc``, ``embhc``) against the DPM posterior enumerated over all partitions.
 
-    Checks: Corollary 3.1 (the lower bound never exceeds the exact DPM marginal likelihood);
-    Theorem 3.1 / eq. (3.9) (the bound equals the DPM mass of the tree-consistent partitions,
-    enumerated independently of the recursion); the predictive weights of (3.11) sum to one; every
-    node's ``d``, ``pi``, ``p(D|T)`` and ``r`` equal their recomputation in Python
-    (:class:`_RecomputedTree`), and every merge of ``bhc`` and ``embhc`` is the live pair of highest
-    ``r_k`` (Algorithm 3.2; the first three hold for any tree, so only these see a wrong merge
-    order or a wrong stored ``pi``); EMBHC's leaves after ``k + 1`` hard-EM steps are one step of
-    Algorithm 3.6 applied to those after ``k`` (:func:`_embhc_steps`). The
-    table reports, per problem, the BHC evidence ``log p(D | T)`` against the exact marginal (an
-    approximation, Fig. 3.6-3.7) and the largest difference between the tree's and the exact
-    co-assignment probabilities (``max abs coassign error``).
+        Checks: Corollary 3.1 (the lower bound never exceeds the exact DPM marginal likelihood);
+        Theorem 3.1 / eq. (3.9) (the bound equals the DPM mass of the tree-consistent partitions,
+        enumerated independently of the recursion); the predictive weights of (3.11) sum to one; every
+        node's ``d``, ``pi``, ``p(D|T)`` and ``r`` equal their recomputation in Python
+        (:class:`_RecomputedTree`), and every merge of ``bhc`` and ``embhc`` is the live pair of highest
+        ``r_k`` (Algorithm 3.2; the first three hold for any tree, so only these see a wrong merge
+        order or a wrong stored ``pi``); EMBHC's leaves after ``k + 1`` hard-EM steps are one step of
+        Algorithm 3.6 applied to those after ``k`` (:func:`_embhc_steps`); RBHC's top split is Algorithm
+    3.5's filter recomputed by brute force on the subsample the run drew (:func:`_rbhc_filter`). The
+        table reports, per problem, the BHC evidence ``log p(D | T)`` against the exact marginal (an
+        approximation, Fig. 3.6-3.7) and the largest difference between the tree's and the exact
+        co-assignment probabilities (``max abs coassign error``).
     """
     import pandas as pd
     from scipy.special import logsumexp
@@ -950,6 +1036,23 @@ def _bhc_exact(entry, recipe, model, data, settings, rng, progressbar=False):
     embhc_problem = next(p for p in problems if p[3] == "embhc")
     broken = _embhc_steps(entry.methods["embhc"], embhc_problem[1], embhc_problem[2],
                           embhc_problem[4]["m"], steps_rng)  # fmt: skip
+    # RBHC's filter on the exact level's RBHC problem and on a second draw of its model (each data
+    # set catches a wrong filter prior in about 8 of 10 draws, so two in about 96 of 100).
+    filter_rng = rng.spawn(1)[0]
+    rbhc_problem = next(p for p in problems if p[3] == "rbhc")
+    second, _ = rbhc_problem[1].simulate(filter_rng, n_items=rbhc_problem[2].n_items,
+                                         n_features=rbhc_problem[2].n_features)  # fmt: skip
+    unfiltered = sum(
+        _rbhc_filter(
+            entry.methods["rbhc"],
+            entry.methods["bhc"],
+            rbhc_problem[1],
+            items,
+            rbhc_problem[4]["m"],
+            filter_rng,
+        )  # fmt: skip
+        for items in (rbhc_problem[2], second)
+    )
     worst_node, worst_order = (
         rows[int(np.argmax(node_error))],
         rows[int(np.argmax(order_shortfall))],
@@ -976,6 +1079,11 @@ def _bhc_exact(entry, recipe, model, data, settings, rng, progressbar=False):
          f"{broken} of {EMBHC_SEEDS * EMBHC_STEPS} EMBHC runs (k = 0..{EMBHC_STEPS - 1} steps, "
          f"{EMBHC_SEEDS} seeds, m={embhc_problem[4]['m']}, on '{embhc_problem[0]}') differ "
          "from one hard-EM step applied to the leaves of the same seed's run with k steps"),
+        ("Algorithm 3.5: RBHC's top split is the filter's", unfiltered, 0, "broken",
+         f"{unfiltered} of {4 * RBHC_SEEDS} RBHC runs (min_fraction=0, m={rbhc_problem[4]['m']}, "
+         f"filter_prior 'size' and 'pi', on '{rbhc_problem[0]}' and a second draw of its model) "
+         "end with a top split other than "
+         "the filter's recomputed on the subsample the run drew"),
     ]  # fmt: skip
     checks = [
         Check("exact", name, bool(error <= tol), detail, {key: float(error)})
