@@ -26,13 +26,15 @@ comparison the paper makes; it minimises ``||V||_F``, not the largest entry.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from latentzoo.models.topic_tree import check_topic_matrix
+from latentzoo.inference.checks import Check
+from latentzoo.inference.family import Family, Method, integer, real
+from latentzoo.models.topic_tree import TopicTree, check_topic_matrix
 
 __all__ = [
     "METHODS",
@@ -421,7 +423,7 @@ def related_topics(topics, tau: float, method: str = "dual") -> np.ndarray:
         pair = np.column_stack([matrix[:, leaf], baseline])
         try:
             inverse = minimax_pseudoinverse(pair, method).V
-        except ValueError:
+        except (ValueError, RuntimeError):
             # T(c) equals the baseline (a set of one topic, or identical topics): no direction
             # to project on, so T(c) joins no one.
             continue
@@ -554,11 +556,118 @@ class ReconstructedTree:
     labels: np.ndarray
     depth: np.ndarray
     rejected_words: np.ndarray
+    words: np.ndarray | None = None
+    """Names of the topics' words (the kept vocabulary), when known."""
+    vocabulary: np.ndarray | None = None
+    """The data's columns the topics are over (:func:`prune_vocabulary`), when pruned."""
+    model: object = None
+    """The :class:`~latentzoo.models.topic_tree.TopicTree` fitted, when known."""
+    documents: np.ndarray | None = None
+    """Names of the documents (the data's row labels), when known."""
 
     @property
     def n_nodes(self) -> int:
         """The number of nodes, the root included."""
         return int(self.parent.size)
+
+    def summary_lines(self) -> list[str]:
+        """What ``latentzoo fit`` prints: the tree's size and each first-level node's top words."""
+        sizes = np.bincount(self.level_labels(1), minlength=self.n_nodes)
+        names = _node_names(self)
+        lines = [
+            f"topic tree: {self.n_nodes - 1} nodes below the root, {int(self.depth.max(initial=0))} "
+            f"levels, {int(sizes[0])} of {self.labels.size} documents left at the root"
+        ]
+        lines += [
+            f"  node {node} ({int(sizes[node])} documents): {names[node]}"
+            for node in np.flatnonzero(self.depth == 1)
+        ]
+        return lines
+
+    def to_inference_data(self, data=None):
+        """The tree as the ``InferenceData`` of a point estimate: ``parent``, ``depth``,
+        ``seed_word`` per node, ``topic`` (node x kept word), ``label`` per document (``doc``) and,
+        with ``data``, ``relevance`` (doc x [node, parent], :func:`node_relevance`)."""
+        import xarray as xr
+
+        from latentzoo.inference.results import point_estimate_inference_data
+        from latentzoo.models.base import model_attrs
+
+        words = self.words if self.words is not None else np.arange(self.topics.shape[0])
+        variables = {
+            "parent": (("node",), self.parent.astype(np.int64)),
+            "depth": (("node",), self.depth.astype(np.int64)),
+            "seed_word": (("node",), self.seed_words.astype(np.int64)),
+            "topic": (("node", "kept_word"), self.topics.T),
+            "label": (("doc",), self.labels.astype(np.int64)),
+        }
+        documents = self.documents if self.documents is not None else np.arange(self.labels.size)
+        # "kept_word": the pruned vocabulary, not the data's "word" dimension.
+        coords = {"node": np.arange(self.n_nodes), "kept_word": np.asarray(words).astype(str),
+                  "doc": np.asarray(documents).astype(str)}  # fmt: skip
+        if data is not None:
+            counts = _as_counts(data)
+            if self.vocabulary is not None:
+                counts = counts[:, self.vocabulary]
+            coords["relevance_to"] = ["node", "parent"]
+            variables["relevance"] = (("doc", "relevance_to"), node_relevance(self, counts))
+        attrs = {
+            **(model_attrs(self.model) if self.model is not None else {}),
+            "method": "reconstruct",
+            "node_names": " | ".join(_node_names(self)),
+        }
+        return point_estimate_inference_data(xr.Dataset(variables, coords=coords), attrs)
+
+    def save(self, path, data=None, format: str | None = None) -> None:
+        """Write the tree: ``.npz`` (:meth:`arrays` and the word names; read with
+        ``allow_pickle=False``) or netCDF (``to_inference_data(data)``, with the relevances)."""
+        if format not in (None, "npz", "netcdf"):
+            raise ValueError(f"format must be 'npz', 'netcdf' or None, got {format!r}")
+        if (format or ("npz" if str(path).endswith(".npz") else "netcdf")) == "npz":
+            arrays = self.arrays()
+            if data is not None:
+                counts = _as_counts(data)
+                if self.vocabulary is not None:
+                    counts = counts[:, self.vocabulary]
+                arrays["result.relevance"] = node_relevance(self, counts)
+            if self.words is not None:
+                arrays["words"] = np.asarray(self.words).astype(str)
+            with open(path, "wb") as handle:  # np.savez adds ".npz" to a path without it
+                np.savez(handle, **arrays)
+            return
+        self.to_inference_data(data).to_netcdf(str(path))
+
+    def figure(self, data=None):
+        """The top of the hierarchy (two levels), each node named by its top words."""
+        import matplotlib.pyplot as plt
+
+        figure, ax = plt.subplots(figsize=(14, 6))
+        names = [name.replace(" ", "\n") for name in _node_names(self)]
+        draw_hierarchy(self.parent, names, ax=ax, max_depth=2)
+        ax.set_title("Topic tree (Algorithm 3.3): the top two levels, 3 words per node")
+        return figure
+
+    def point_estimate(self) -> dict:
+        """The tree's arrays, as saved in the ``point_estimate`` group."""
+        return {
+            "parent": self.parent.astype(np.int64),
+            "depth": self.depth.astype(np.int64),
+            "seed_word": self.seed_words.astype(np.int64),
+            "topic": self.topics.T,
+            "label": self.labels.astype(np.int64),
+        }
+
+    def arrays(self) -> dict:
+        """Every array of the tree keyed ``"result.<name>"``."""
+        out = {f"result.{name}": value for name, value in self.point_estimate().items()}
+        out["result.rejected_words"] = self.rejected_words.astype(np.int64)
+        if self.vocabulary is not None:
+            out["result.vocabulary"] = self.vocabulary.astype(np.int64)
+        return out
+
+    def objective(self, data) -> tuple[str, float]:
+        """``("documents clustered", share)``: the share of documents below the root."""
+        return "documents clustered", float(np.mean(self.labels > 0))
 
     def level_labels(self, level: int = 1) -> np.ndarray:
         """Each document's ancestor at ``level`` (its own node if shallower; 0: unclustered)."""
@@ -588,7 +697,8 @@ def _binary_relevance(topic, baseline, counts: sp.csr_matrix, lengths, method: s
     ``W = (P_i, T(0))``, steps 4a-4b); NaN if the two topics are not independent."""
     try:
         inverse = minimax_pseudoinverse(np.column_stack([topic, baseline]), method).V
-    except ValueError:
+    except (ValueError, RuntimeError):
+        # Not independent (rank check), or so nearly collinear that HiGHS cannot solve (D_i).
         return np.full(counts.shape[0], np.nan)
     return np.asarray(counts @ inverse[0]) / lengths
 
@@ -912,3 +1022,283 @@ def cluster_composition(clusters, classes, top: int = 3):
         ]
         rows.append({"size": int(sizes[cluster]), "major classes": ", ".join(parts)})
     return pd.DataFrame(rows, index=pd.Index(cluster_names, name="cluster"))
+
+
+def draw_hierarchy(parent, names, ax=None, max_depth: int | None = None):
+    """Draw a tree given as a parent array (root ``-1``), one text box per node, top down.
+
+    Leaves are spread evenly in depth-first order and every internal node sits above the middle of
+    its children. Useful for :class:`ReconstructedTree` (``names``: each node's top words) and
+    :class:`TopicHierarchy`.
+
+    Parameters
+    ----------
+    parent : array-like of int
+    names : sequence of str
+        One label per node.
+    ax : matplotlib.axes.Axes, optional
+    max_depth : int, optional
+        Draw only the nodes at most this deep (the top of a large hierarchy).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    import matplotlib.pyplot as plt
+
+    parent = np.asarray(parent, dtype=int)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(12, 5))
+    children = {node: np.flatnonzero(parent == node).tolist() for node in range(parent.size)}
+    depth = np.zeros(parent.size, dtype=int)
+    position = np.zeros(parent.size)
+    shown, next_leaf = [], [0.0]
+
+    def place(node):
+        shown.append(node)
+        below = children[node] if max_depth is None or depth[node] < max_depth else []
+        for child in below:
+            depth[child] = depth[node] + 1
+            place(child)
+        if below:
+            position[node] = np.mean(position[below])
+        else:
+            position[node] = next_leaf[0]
+            next_leaf[0] += 1.0
+
+    for root in np.flatnonzero(parent < 0):
+        place(root)
+    for node in shown:
+        if parent[node] >= 0:
+            ax.plot(
+                [position[parent[node]], position[node]], [-depth[parent[node]], -depth[node]],
+                color="0.6", zorder=1,
+            )  # fmt: skip
+    for node in shown:
+        ax.text(
+            position[node], -depth[node], str(names[node]), ha="center", va="center", fontsize=7,
+            bbox={"boxstyle": "round", "facecolor": "white", "edgecolor": "0.5"}, zorder=2,
+            rotation=90 if depth[node] > 1 else 0,
+        )  # fmt: skip
+    ax.set_xlim(-0.7, max(next_leaf[0] - 0.3, 0.7))
+    ax.set_ylim(-depth[shown].max() - 0.7, 0.5)
+    ax.axis("off")
+    return ax
+
+
+def top_words(topics, baseline, words, n: int = 4) -> list[str]:
+    """Each topic's ``n`` most characteristic words: largest ``T_u - T(0)_u`` (the mutation of
+    section 3.1), joined by spaces.
+
+    Examples
+    --------
+    >>> top_words(np.array([[0.6, 0.1], [0.4, 0.9]]), np.array([0.5, 0.5]), ["a", "b"], n=1)
+    ['a', 'b']
+    """
+    topics = np.asarray(topics, dtype=float)
+    lift = topics - np.asarray(baseline, dtype=float)[:, None]
+    best = np.argsort(-lift, axis=0, kind="stable")[:n]
+    words = np.asarray(words)
+    return [" ".join(words[best[:, column]]) for column in range(topics.shape[1])]
+
+
+# ------------------------------------------------------------------ the family's face
+def node_relevance(tree: ReconstructedTree, documents, method: str = "dual") -> np.ndarray:
+    """Each document's relevances ``r = V d`` to its node's topic and to its parent's topic
+    (``W = (T(node), T(parent))``, Algorithm 3.3 step 4a); NaN for documents at the root.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_docs, 2)
+    """
+    counts = _as_counts(documents)
+    lengths = np.asarray(counts.sum(axis=1)).ravel()
+    out = np.full((counts.shape[0], 2), np.nan)
+    for node in range(1, tree.n_nodes):
+        here = np.flatnonzero((tree.labels == node) & (lengths > 0))
+        if here.size == 0:
+            continue
+        pair = np.column_stack([tree.topics[:, node], tree.topics[:, tree.parent[node]]])
+        try:
+            inverse = minimax_pseudoinverse(pair, method).V
+        except (ValueError, RuntimeError):
+            continue
+        out[here] = np.asarray(counts[here] @ inverse.T) / lengths[here, None]
+    return out
+
+
+def _node_names(tree: ReconstructedTree, n: int = 3) -> list[str]:
+    words = tree.words if tree.words is not None else np.arange(tree.topics.shape[0]).astype(str)
+    return ["root"] + top_words(tree.topics[:, 1:], tree.topics[:, 0], words, n=n)
+
+
+def reconstruct(
+    model,
+    data,
+    max_depth: int = 2,
+    max_clusters: int = 12,
+    assign_threshold: float = 0.5,
+    coverage: float = 0.95,
+    smoothing: float = 1000.0,
+    min_cluster_size: int = 20,
+    min_cluster_share: float = 0.01,
+    max_words: int = 4000,
+    min_documents: int = 5,
+    max_document_share: float = 0.5,
+) -> ReconstructedTree:
+    """The family's method: prune the vocabulary (:func:`prune_vocabulary`), then Algorithm 3.3
+    (:func:`reconstruct_tree`). Deterministic.
+
+    Parameters
+    ----------
+    model : TopicTree
+    data : CoOccurrence or array-like of shape (n_docs, n_words)
+    max_depth, max_clusters, assign_threshold, coverage, smoothing, min_cluster_size, \
+min_cluster_share
+        As :func:`reconstruct_tree`.
+    max_words, min_documents, max_document_share
+        As :func:`prune_vocabulary`.
+
+    Returns
+    -------
+    ReconstructedTree
+        With the kept columns (``vocabulary``), their names (``words``) and ``model``.
+
+    Examples
+    --------
+    >>> from latentzoo.models.topic_tree import TopicTree
+    >>> data, _ = TopicTree().simulate(0, branching=3, depth=1, n_words=100, n_docs=200)
+    >>> tree = reconstruct(TopicTree(), data, max_depth=1, max_document_share=1.0)
+    >>> tree.parent[:4].tolist(), tree.vocabulary.size
+    ([-1, 0, 0, 0], 100)
+    """
+    data = model.check_data(data)
+    vocabulary = prune_vocabulary(data, min_documents, max_document_share, max_words)
+    if vocabulary.size < 2:
+        raise ValueError(
+            f"only {vocabulary.size} words are in at least min_documents={min_documents} and at "
+            f"most max_document_share={max_document_share} of the documents: a topic tree needs 2"
+        )
+    tree = reconstruct_tree(
+        data.counts[:, vocabulary], max_depth=max_depth, max_clusters=max_clusters,
+        assign_threshold=assign_threshold, coverage=coverage, smoothing=smoothing,
+        min_cluster_size=min_cluster_size, min_cluster_share=min_cluster_share,
+    )  # fmt: skip
+    names = getattr(data, "col_labels", None)
+    words = np.asarray(names)[vocabulary] if names is not None else vocabulary.astype(str)
+    return replace(tree, words=words, vocabulary=vocabulary, model=model, documents=data.row_labels)
+
+
+# ------------------------------------------------------------------ validation and the family
+VALIDATION_LENGTHS = (100, 1000, 10_000)
+"""Document lengths of the validation's reference level."""
+
+
+def _reference_level(entry, recipe, model, data, settings, rng, progressbar=False):
+    """LP relevances ``r~ = V d`` against the PyMC posterior of the relevance vector
+    (:meth:`~latentzoo.models.topic_tree.TopicTree.pymc_model`, NUTS) on simulated documents of
+    several lengths: ``r~`` must lie inside the posterior's central 99.9% interval for the long
+    documents (the posterior concentrates at the truth as ``1 / sqrt(t)``, like ``r~``), and the
+    posterior sd and ``|r~ - posterior mean|`` must both shrink with the length."""
+    import pymc as pm
+
+    from latentzoo.inference.compare import Comparison
+
+    _, truth = model.simulate(rng, branching=2, depth=2, n_words=200, n_docs=1,
+                              root_concentration=1.0)  # fmt: skip
+    topics = truth["topics"][:, truth["path"][0]]
+    inverse = minimax_pseudoinverse(topics)
+    relevance_true = rng.dirichlet(np.ones(topics.shape[1]))
+    checks, rows = [], []
+    for length in VALIDATION_LENGTHS:
+        counts = rng.multinomial(length, topics @ relevance_true)
+        estimate = inverse.relevance(counts)
+        with model.pymc_model(topics, counts):
+            idata = pm.sample(draws=settings.pymc_draws, tune=settings.pymc_tune, chains=2,
+                              cores=1, random_seed=int(rng.integers(2**31)),
+                              progressbar=progressbar, compute_convergence_checks=False)  # fmt: skip
+        draws = idata.posterior["relevance"].values.reshape(-1, topics.shape[1])
+        low, high = np.quantile(draws, [0.0005, 0.9995], axis=0)
+        rows.append((length, float(np.abs(estimate - draws.mean(axis=0)).max()),
+                     float(draws.std(axis=0).max()), bool(np.all((low <= estimate) & (estimate <= high)))))  # fmt: skip
+    gaps, spreads = np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
+    inside = rows[-1][3]
+    checks.append(Check("reference", f"LP relevance inside the posterior's 99.9% interval at "
+                        f"{VALIDATION_LENGTHS[-1]} words", inside,
+                        "; ".join(f"t={t}: |r~ - E r| {g:.3f}, max sd {s:.3f}, inside {i}"
+                                  for t, g, s, i in rows),
+                        {"gaps": gaps.tolist(), "sds": spreads.tolist()}))  # fmt: skip
+    shrinking = bool(np.all(np.diff(spreads) < 0) and gaps[-1] < gaps[0])
+    checks.append(Check("reference", "posterior sd and |r~ - E r| shrink with the length",
+                        shrinking, f"sd {spreads.round(4).tolist()}, gap {gaps.round(4).tolist()}",
+                        {}))  # fmt: skip
+    problem = (f"one simulated path of {topics.shape[1]} topics over 200 words; documents of "
+               f"{', '.join(map(str, VALIDATION_LENGTHS))} words; PyMC NUTS 2 x "
+               f"{settings.pymc_draws} draws each")  # fmt: skip
+    return Comparison(checks=checks, problem=problem)
+
+
+_NO_LIKELIHOOD = (
+    "Algorithm 3.3 maximises no likelihood and samples nothing: the reference is the posterior "
+    "of one document's relevances, checked at the reference level"
+)
+
+
+def validation_recipe():
+    """Topic trees' one level: LP relevances against the PyMC posterior of the relevance vector.
+
+    Examples
+    --------
+    >>> sorted(validation_recipe().checks)
+    ['reference']
+    """
+    from latentzoo.inference.validation import ValidationRecipe
+
+    return ValidationRecipe(
+        checks={"reference": _reference_level},
+        not_applicable={
+            "exact": "the relevance posterior is continuous: no finite space to enumerate (the "
+            "k = 2 posterior is integrated on a grid in the tests)",
+            "density": _NO_LIKELIHOOD,
+            "optimality": _NO_LIKELIHOOD,
+            "mode-matched": _NO_LIKELIHOOD,
+            "calibrated": _NO_LIKELIHOOD,
+        },
+    )
+
+
+FAMILY = Family(
+    name="topic_tree",
+    model=TopicTree,
+    methods={
+        "reconstruct": Method(
+            reconstruct,
+            (
+                integer("max_depth", 2, "levels of clusters below the root"),
+                integer("max_clusters", 12, "clusters at most per node"),
+                real("assign_threshold", 0.5, "relevance to a topic that joins its cluster"),
+                real("coverage", 0.95, "share of a node's documents clustered", 0, 1, True),
+                real("smoothing", 1000.0, "baseline pseudo-pairs added to every column", 0),
+                integer("min_cluster_size", 20, "smallest cluster, in documents", quick=2),
+                real("min_cluster_share", 0.01, "smallest cluster, share of the node", 0, 1),
+                integer("max_words", 4000, "vocabulary kept (most documents first)", low=2),
+                integer("min_documents", 5, "documents a kept word is in at least", quick=1),
+                real(
+                    "max_document_share",
+                    0.5,
+                    "share of documents a kept word is in at most",
+                    0,
+                    1,
+                    True,
+                    quick=1.0,
+                ),  # fmt: skip
+            ),
+        )
+    },
+    recipe=validation_recipe,
+    sizes=(),
+    dataset="20newsgroups",
+    notebook="notebooks/topic_trees.ipynb",
+    description="Sandler's topic trees (2008): Algorithm 3.3 by minimax pseudo-inverses (LP)",
+)
+"""Topic trees' family: Algorithm 3.3 on word counts; the result draws its hierarchy."""

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,11 +42,13 @@ from scipy.optimize import linprog
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_integer, check_interval, check_positive
+from latentzoo.models.base import Model
 
 __all__ = [
     "MUTATIONS",
     "Mutation",
     "TopicTree",
+    "TopicTreeModel",
     "check_topic_matrix",
     "gamma",
     "slope",
@@ -286,6 +289,22 @@ def tree_paths(parent) -> np.ndarray:
     return np.stack(columns[::-1], axis=1)
 
 
+@runtime_checkable
+class TopicTreeModel(Model, Protocol):
+    """A hierarchy of topics whose fit is a tree of topics and a clustering of the documents down
+    it (Sandler's topic trees, seed 003): no likelihood is maximised; the reference is the
+    posterior of one document's relevance vector (:meth:`TopicTree.pymc_model`).
+
+    Examples
+    --------
+    >>> isinstance(TopicTree(), TopicTreeModel)
+    True
+    """
+
+    def simulate(self, random_state=None, **sizes) -> tuple[Any, dict]:
+        """Draw ``(data, truth)``: a topic tree and documents from its paths."""
+
+
 @dataclass(frozen=True)
 class TopicTree:
     """Sandler's hierarchical mixture model (seed 003, section 3.1).
@@ -300,8 +319,22 @@ class TopicTree:
 
     relevance_concentration: float = 1.0
 
+    data_type: ClassVar[type] = CoOccurrence
+    name: ClassVar[str] = "topic_tree"
+    protocol: ClassVar[type] = TopicTreeModel
+
     def __post_init__(self):
         check_positive("relevance_concentration", self.relevance_concentration)
+
+    def check_data(self, data) -> CoOccurrence:
+        """``data`` as a :class:`~latentzoo.data.CoOccurrence` of word counts (documents x words).
+
+        Examples
+        --------
+        >>> TopicTree().check_data([[1, 0], [2, 3]]).shape
+        (2, 2)
+        """
+        return CoOccurrence.coerce(data)
 
     def pymc_model(self, topics, document):
         """The NUTS reference for one document's relevances (seed 003, section 2.2).
