@@ -185,13 +185,15 @@ def _flip_log_ratio(x, p, q, logits_k, shrink_k, sign):
 
 @nb.njit(cache=True)
 def _sweep_assignments(
-    X, Z, logits, theta, eta, counts, n_columns, new_counts, new_theta, rng_state, proposed
+    X, Z, logits, theta, eta, counts, n_columns, new_counts, new_theta, rng_state, proposed, free
 ):
-    """Steps 1 of Algorithm 7.1 for every item, in place; returns the accepted new-cluster moves.
+    """Steps 1 of Algorithm 7.1 for every free item, in place; returns the accepted new-cluster
+    moves.
 
     ``new_counts[i]`` and the rows of ``new_theta`` (consumed in item order) are item ``i``'s
     proposal, drawn beforehand from the prior; the arrays have room for every proposed column.
-    ``proposed`` is scratch of length D.
+    ``proposed`` is scratch of length D. Items with ``free[i] == 0`` keep their row of ``Z``
+    (clamped, e.g. known labels; their ``new_counts`` must be 0).
     """
     n_items, n_features = X.shape
     next_new = 0
@@ -204,6 +206,8 @@ def _sweep_assignments(
     p = np.empty(n_features)
     q = np.empty(n_features)
     for i in range(n_items):
+        if free[i] == 0:
+            continue
         x = X[i]
         eta_i = eta[i]
         _set_probabilities(eta_i, p, q)
@@ -500,9 +504,13 @@ def init(
 
 
 def advance(
-    state: IOMMState, rng, model: OverlappingMixture, X, omega: float = 20.0, fixed_theta=None
-) -> tuple[IOMMState, int, int, int]:
+    state: IOMMState, rng, model: OverlappingMixture, X, omega: float = 20.0, fixed_theta=None,
+    free=None,
+) -> tuple[IOMMState, int, int, int]:  # fmt: skip
     """One iteration of Algorithm 7.1 without its info; returns the state and the MH counts.
+
+    ``free`` (int8, one per item; None: all 1) marks the items whose memberships are sampled;
+    the others keep theirs (the clamped rows of a semi-supervised fit).
 
     Returns
     -------
@@ -510,6 +518,10 @@ def advance(
     """
     n_items, n_features = X.shape
     new_counts = rng.poisson(model.prior.new_columns_rate(n_items), size=n_items)
+    if free is None:
+        free = np.ones(n_items, dtype=np.int8)
+    else:
+        new_counts[free == 0] = 0
     n_new = int(new_counts.sum())
     new_theta = _draw_prior_theta(rng, model, n_new, n_features, fixed_theta)
     state = _with_capacity(state, int(state.n_columns[0]) + n_new)
@@ -525,6 +537,7 @@ def advance(
         new_theta.reshape(n_new, n_features),
         state.rng_state,
         np.empty(n_features),
+        free,
     )
     _compact(state)
     theta_accepted = theta_proposed = 0
@@ -567,15 +580,18 @@ def log_joint(state: IOMMState, model: OverlappingMixture, X, fixed_theta=None) 
 
 
 def step(
-    state: IOMMState, rng, model: OverlappingMixture, X, omega: float = 20.0, fixed_theta=None
-) -> tuple[IOMMState, IOMMInfo]:
-    """One iteration of Algorithm 7.1 and its :class:`IOMMInfo`."""
+    state: IOMMState, rng, model: OverlappingMixture, X, omega: float = 20.0, fixed_theta=None,
+    free=None,
+) -> tuple[IOMMState, IOMMInfo]:  # fmt: skip
+    """One iteration of Algorithm 7.1 and its :class:`IOMMInfo` (``free`` as for
+    :func:`advance`)."""
     state, new_accepted, theta_accepted, theta_proposed = advance(
-        state, rng, model, X, omega, fixed_theta
+        state, rng, model, X, omega, fixed_theta, free
     )
+    n_free = X.shape[0] if free is None else int(np.count_nonzero(free))
     info = IOMMInfo(
         lp=log_joint(state, model, X, fixed_theta),
-        new_cluster_accept=new_accepted / X.shape[0],
+        new_cluster_accept=new_accepted / max(n_free, 1),
         theta_accept=theta_accepted / theta_proposed if theta_proposed else 0.0,
         n_clusters=int(state.n_columns[0]),
     )
@@ -608,6 +624,7 @@ def sample(
     start: str = "kmeans",
     start_clusters: int | None = None,
     initial=None,
+    clamped=None,
     log_likelihood: bool = False,
     **chain_options,
 ):
@@ -629,6 +646,9 @@ def sample(
         Clusters of the k-means start (default ``ceil(sqrt(N))``).
     initial : dict, optional
         ``{"Z": (N, K), "theta": (K, D)}``: every chain starts there (overrides ``start``).
+    clamped : array-like of bool, shape (N,), optional
+        Items whose rows of ``initial["Z"]`` stay fixed (semi-supervised fits: known labels,
+        thesis section 7.6); the other items' memberships are sampled given them.
     log_likelihood : bool, default False
         Also keep each item's log-likelihood ``x`` (chains, draws, N), read from the state's
         summed natural parameters at no extra sweep.
@@ -660,12 +680,24 @@ def sample(
                 f"got {fixed_theta!r}"
             )
 
+    free = None
+    if clamped is not None:
+        clamped = np.asarray(clamped)
+        if clamped.shape != (X.shape[0],) or clamped.dtype != bool:
+            raise ValueError(
+                f"clamped must be {X.shape[0]} booleans, one per item, got {clamped.dtype} "
+                f"of shape {clamped.shape}"
+            )
+        if initial is None:
+            raise ValueError("clamped needs initial: the fixed rows of Z and their clusters' theta")
+        free = (~clamped).astype(np.int8)
+
     def _advance(state, rng):
-        return advance(state, rng, model, X, omega, fixed_theta)[0]
+        return advance(state, rng, model, X, omega, fixed_theta, free)[0]
 
     return run_chains(
         lambda rng: init(model, X, rng, fixed_theta, initial, start, start_clusters),
-        lambda state, rng: step(state, rng, model, X, omega, fixed_theta),
+        lambda state, rng: step(state, rng, model, X, omega, fixed_theta, free),
         _draw_with_likelihood(X) if log_likelihood else draw,
         desc="IOMM",
         advance=_advance,
@@ -1046,6 +1078,7 @@ _OPTIONS = (
     integer("start_clusters", None, "clusters of the k-means start (None: ceil(sqrt N))",
             none=True),
     anything("initial", None, "{'Z', 'theta'} every chain starts from (overrides start)"),
+    anything("clamped", None, "booleans, one per item: rows of initial Z kept fixed"),
 )  # fmt: skip
 
 FAMILY = Family(

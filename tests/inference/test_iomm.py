@@ -111,7 +111,7 @@ def test_incremental_statistics_stay_exact_through_a_sweep():
         state = iomm._with_capacity(state, int(state.n_columns[0]) + len(new_theta))
         iomm._sweep_assignments(
             X, state.Z, state.logits, state.theta, state.eta, state.counts, state.n_columns,
-            new_counts, new_theta, state.rng_state, np.empty(6),
+            new_counts, new_theta, state.rng_state, np.empty(6), np.ones(40, dtype=np.int8),
         )  # fmt: skip
         width = int(state.n_columns[0])
         np.testing.assert_allclose(state.eta, state.Z[:, :width] @ state.logits[:width], atol=1e-9)
@@ -267,3 +267,26 @@ def test_bad_start_options_refused():
         iomm.sample(model, [[0, 1]], start="random", draws=1, tune=0, progressbar=False)
     with pytest.raises(ValueError, match="start_clusters must be an integer >= 1"):
         iomm.sample(model, [[0, 1]], start_clusters=0, draws=1, tune=0, progressbar=False)
+
+
+def test_clamped_rows_stay_fixed_and_the_others_are_sampled():
+    model = OverlappingMixture(alpha=1.5, a=0.5, b=0.5)
+    data, truth = model.simulate(5, n_items=30, n_features=12)
+    clamped = np.zeros(30, dtype=bool)
+    clamped[:10] = True
+    initial = {"Z": truth["Z"].copy(), "theta": truth["theta"]}
+    initial["Z"][10:] = 0
+    posterior, stats_, _ = iomm.sample(
+        model, data, initial=initial, clamped=clamped, chains=1, draws=30, tune=5,
+        random_state=0, progressbar=False,
+    )  # fmt: skip
+    kept = truth["Z"][:10][:, truth["Z"][:10].any(axis=0)]  # columns of the clamped items
+    width = kept.shape[1]
+    Z = posterior["Z"][0]
+    assert np.all(Z[:, :10, :width] == kept[None])
+    assert np.all(Z[:, :10, width:] <= 0)  # no new cluster for a clamped item
+    assert Z[:, 10:].max() == 1  # the free items joined clusters
+    with pytest.raises(ValueError, match="clamped must be 30 booleans"):
+        iomm.sample(model, data, initial=initial, clamped=[True], draws=1, progressbar=False)
+    with pytest.raises(ValueError, match="clamped needs initial"):
+        iomm.sample(model, data, clamped=clamped, draws=1, progressbar=False)
