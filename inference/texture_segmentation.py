@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 import scipy.sparse as sp
 from scipy.optimize import linear_sum_assignment
+from threadpoolctl import threadpool_limits
 
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng, check_random_state
@@ -61,17 +62,23 @@ __all__ = [
     "COARSEST_SIDE",
     "Segmentation",
     "matched_error",
+    "segment_kmeans",
+    "segment_normalized_cut",
     "segment_one_sided",
     "segment_pairwise",
+    "segment_spectral",
     "tied_sites",
 ]
 
 #: The multiscale hierarchy stops coarsening before a side of the coarse grid falls below this
 #: many groups (8 x 8 groups still leave a few per texture of a 5-texture mosaic).
 COARSEST_SIDE = 8
-# Inverse temperature where the annealing starts, times the level's mean row total: far above
-# the first phase transition (measured near 1e-2 / mean row total on 5-texture mosaics).
-_BETA_START_PER_COUNT = 1e-3
+# The annealing runs through beta * (mean row total) from _BETA_START to _BETA_HARD, then EM ends
+# at beta = 1. The phase transitions of 5-texture mosaics were measured at beta * total of 13-16
+# on every level; by _BETA_HARD the posteriors are one-hot, and the stages between it and
+# beta = 1 (3 more decades) would change nothing.
+_BETA_START = 1.0
+_BETA_HARD = 1e3
 
 
 @dataclass
@@ -217,8 +224,8 @@ def segment_one_sided(
     stride : int, default 4
         Spacing of the sites in pixels.
     decay : float, default 0.7
-        Cooling factor of the annealing (``T <- decay T``), from ``1e-3`` over the mean row
-        total up to ``beta = 1``.
+        Cooling factor of the annealing (``T <- decay T``), from ``beta`` one over the mean row
+        total up to a thousand over it, then EM at ``beta = 1``.
     max_iter : int, default 200
         EM passes per temperature (and per refinement level) at most.
     tol : float, default 1e-7
@@ -285,10 +292,13 @@ def segment_one_sided(
             problem = OneSidedEM(model, data)
             if params is None:
                 mean_total = float(data.total) / data.shape[0]
-                schedule = GeometricCooling(_BETA_START_PER_COUNT / mean_total, 1.0, decay)
-                run, stages, _ = cool(problem, problem.init(rng), schedule, max_iter, tol, progress=bar,
-                                      components=[["q"]], rng=rng)  # fmt: skip
+                schedule = GeometricCooling(_BETA_START / mean_total, _BETA_HARD / mean_total,
+                                            decay)  # fmt: skip
+                run, stages, _ = cool(problem, problem.init(rng), schedule, max_iter, tol,
+                                      progress=bar, components=[["q"]], rng=rng)  # fmt: skip
                 iterations = int(stages["iterations"].sum())
+                run = run_schedule(problem, run.params, [1.0], max_iter, tol, progress=bar)
+                iterations += int(run.stages["iterations"].sum())
             else:
                 # Prolongation: every child starts with its group's parameters and posteriors.
                 params = {**params, "resp": params["resp"][coarse_of_child]}
@@ -405,3 +415,180 @@ def segment_pairwise(
                   "n_random": n_random, "eta": eta, "max_iter": max_iter, "tol": tol,
                   "pairs": data.n_pairs, "converged": fit.converged},
     )  # fmt: skip
+
+
+# ------------------------------------------------------------------------------ baselines
+def _baseline_result(site_labels, stride, features, method, objective, start, feature_seconds,
+                     optimisation, settings) -> Segmentation:  # fmt: skip
+    end = time.perf_counter()
+    return Segmentation(
+        labels=_pixel_labels(site_labels, stride, features.shape),
+        site_labels=site_labels,
+        objective=float(objective),
+        objective_name="baseline_objective",
+        method=method,
+        seconds={
+            "features": feature_seconds,
+            "optimisation": end - optimisation,
+            "total": end - start,
+        },  # fmt: skip
+        levels=pd.DataFrame(),
+        settings=settings,
+    )
+
+
+def _grid_shape(features, stride: int) -> tuple[int, int]:
+    return (len(range(stride // 2, features.shape[0], stride)),
+            len(range(stride // 2, features.shape[1], stride)))  # fmt: skip
+
+
+def segment_kmeans(
+    image, n_textures: int, *, stride: int = 4, n_init: int = 10, random_state=None,
+    features: TextureFeatures | None = None,
+) -> Segmentation:  # fmt: skip
+    """Baseline: k-means of the sites' mean Gabor energies (after Jain and Farrokhnia 1991).
+
+    Each site is described by the mean, over its window, of each Gabor channel's bin (the
+    equal-frequency bins of :class:`TextureFeatures` make the bin a rank-transformed local
+    energy, robust to the heavy tails of the moduli), the 12 means standardised; scikit-learn's
+    ``KMeans`` groups them. The same sites and windows as :func:`segment_one_sided`: the
+    difference is the summary, a mean per channel instead of the whole histogram.
+
+    Returns
+    -------
+    Segmentation
+        ``objective`` is k-means' inertia.
+    """
+    from sklearn.cluster import KMeans
+
+    start = time.perf_counter()
+    check_integer("n_textures", n_textures)
+    rng = as_rng(check_random_state(random_state))
+    features, feature_seconds = _features(image, features)
+    counts = features.site_counts(stride)
+    histograms = counts.counts.toarray().reshape(counts.shape[0], -1, features.n_bins)
+    means = histograms @ np.arange(features.n_bins) / histograms.sum(axis=2)
+    spread = means.std(axis=0)
+    scaled = (means - means.mean(axis=0)) / np.where(spread > 0, spread, 1.0)
+    optimisation = time.perf_counter()
+    seed = int(rng.integers(2**31 - 1))
+    # One thread: OpenMP's spinning threads on a shared, busy machine cost 10x (measured).
+    with threadpool_limits(1):
+        kmeans = KMeans(n_textures, n_init=n_init, random_state=seed).fit(scaled)
+    site_labels = kmeans.labels_.astype(np.int64).reshape(_grid_shape(features, stride))
+    return _baseline_result(site_labels, stride, features, "kmeans", kmeans.inertia_, start,
+                            feature_seconds, optimisation, {"stride": stride})  # fmt: skip
+
+
+def _block_affinities(features, block, stride, n_random, rng):
+    """Affinities ``exp(-D / median D)`` of the KS distances on the sparse block graph."""
+    data = features.block_dissimilarities(block, stride, n_random, rng)
+    pairs = data.pairs.copy()
+    pairs.data = np.exp(-pairs.data / np.median(pairs.data))
+    return pairs
+
+
+def segment_spectral(
+    image, n_textures: int, *, block: int = 32, stride: int = 8, n_random: int = 2,
+    random_state=None, features: TextureFeatures | None = None,
+) -> Segmentation:  # fmt: skip
+    """Baseline: scikit-learn's ``SpectralClustering`` of the block affinities.
+
+    The blocks, KS distances and sparse graph of :func:`segment_pairwise`, turned into
+    affinities ``exp(-D_ij / median D)``; spectral embedding and k-means (Ng, Jordan and Weiss).
+
+    Returns
+    -------
+    Segmentation
+        ``objective`` is NaN (spectral clustering reports none).
+    """
+    from sklearn.cluster import SpectralClustering
+
+    start = time.perf_counter()
+    check_integer("n_textures", n_textures)
+    rng = as_rng(check_random_state(random_state))
+    features, feature_seconds = _features(image, features)
+    graph_seed, seed = rng.spawn(1)[0], int(rng.integers(2**31 - 1))
+    affinity = _block_affinities(features, block, stride, n_random, graph_seed)
+    optimisation = time.perf_counter()
+    spectral = SpectralClustering(n_textures, affinity="precomputed", random_state=seed)
+    with threadpool_limits(1):
+        labels = spectral.fit_predict(affinity).astype(np.int64)
+    site_labels = labels.reshape(_grid_shape(features, stride))
+    return _baseline_result(site_labels, stride, features, "spectral", np.nan, start,
+                            feature_seconds, optimisation, {"block": block, "stride": stride})  # fmt: skip
+
+
+def _ncut_split(affinity: sp.csr_matrix, candidates: int = 32):
+    """Shi and Malik's two-way normalized cut of a graph: the second generalised eigenvector of
+    ``(D - W) y = lambda D y`` thresholded where the Ncut value is lowest. Returns the value and
+    the boolean side of every node (None when the graph cannot be split)."""
+    from scipy.sparse.linalg import eigsh
+
+    n = affinity.shape[0]
+    if n < 2:
+        return np.inf, None
+    degree = np.asarray(affinity.sum(axis=1)).ravel()
+    degree = np.where(degree > 0, degree, 1e-12)
+    scale = sp.diags(1.0 / np.sqrt(degree))
+    normalised = scale @ affinity @ scale
+    if n <= 3:
+        values, vectors = np.linalg.eigh(normalised.toarray())
+    else:
+        # The two largest eigenvalues of D^-1/2 W D^-1/2 are the two smallest of the Laplacian.
+        values, vectors = eigsh(normalised, k=2, which="LA", v0=np.ones(n) / np.sqrt(n))
+    y = vectors[:, np.argsort(values)[-2]] / np.sqrt(degree)
+    total = degree.sum()
+    best, side = np.inf, None
+    for threshold in np.unique(np.quantile(y, np.linspace(0.02, 0.98, candidates))):
+        inside = y > threshold
+        if inside.all() or not inside.any():
+            continue
+        assoc = degree[inside].sum()
+        cut = assoc - affinity[inside][:, inside].sum()
+        value = cut / assoc + cut / (total - assoc)
+        if value < best:
+            best, side = value, inside
+    return best, side
+
+
+def segment_normalized_cut(
+    image, n_textures: int, *, block: int = 32, stride: int = 8, n_random: int = 2,
+    random_state=None, features: TextureFeatures | None = None,
+) -> Segmentation:  # fmt: skip
+    """Baseline: Shi and Malik's normalized cut of the block affinities, two-way and recursive.
+
+    The affinities of :func:`segment_spectral`. Each segment's best two-way cut is found from
+    the second generalised eigenvector (scipy's sparse ``eigsh``), thresholded where the Ncut
+    value is lowest; the segment whose cut is cheapest is split, until ``n_textures`` segments
+    (scikit-image's ``cut_normalized``, not installed here, cuts a region adjacency graph the
+    same way).
+
+    Returns
+    -------
+    Segmentation
+        ``objective`` is the sum of the Ncut values of the cuts made.
+    """
+    start = time.perf_counter()
+    check_integer("n_textures", n_textures)
+    rng = as_rng(check_random_state(random_state))
+    features, feature_seconds = _features(image, features)
+    affinity = _block_affinities(features, block, stride, n_random, rng).tocsr()
+    optimisation = time.perf_counter()
+    labels = np.zeros(affinity.shape[0], dtype=np.int64)
+    splits = {0: _ncut_split(affinity)}
+    total = 0.0
+    # A loop over the K - 1 cuts, each a sparse eigenproblem.
+    for new_label in range(1, n_textures):
+        label, (value, side) = min(splits.items(), key=lambda item: item[1][0])
+        if side is None:
+            break
+        members = np.flatnonzero(labels == label)
+        labels[members[side]] = new_label
+        total += value
+        for part in (label, new_label):
+            nodes = np.flatnonzero(labels == part)
+            splits[part] = _ncut_split(affinity[nodes][:, nodes])
+    site_labels = labels.reshape(_grid_shape(features, stride))
+    return _baseline_result(site_labels, stride, features, "normalized_cut", total, start,
+                            feature_seconds, optimisation, {"block": block, "stride": stride})  # fmt: skip

@@ -130,3 +130,17 @@ def test_segment_command_draws_the_segmentation(tmp_path, capsys):
     args = parser.parse_args(["segment", "mosaic:2:128:0", "--textures", "2", "--out", "a.jpg"])
     with pytest.raises(ValueError, match="png"):
         cmd_segment(args)
+
+
+def test_baselines_label_every_pixel(small_five):
+    from latentzoo.inference.texture_segmentation import (
+        segment_kmeans,
+        segment_normalized_cut,
+        segment_spectral,
+    )
+
+    mosaic, features = small_five
+    for segment in (segment_kmeans, segment_spectral, segment_normalized_cut):
+        result = segment(None, 3, random_state=0, features=features)
+        assert result.labels.shape == mosaic.labels.shape
+        assert set(np.unique(result.labels)) == {0, 1, 2}, result.method
