@@ -265,8 +265,7 @@ def segment_one_sided(
     rng = as_rng(check_random_state(random_state))
     features, feature_seconds = _features(image, features)
     counts = features.site_counts(stride)
-    grid_shape = (len(range(stride // 2, features.shape[0], stride)),
-                  len(range(stride // 2, features.shape[1], stride)))  # fmt: skip
+    grid_shape = _grid_shape(features, stride)
     if n_levels is None:
         n_levels = _default_levels(grid_shape) if multiscale else 0
     check_integer("n_levels", n_levels, low=0)
@@ -394,8 +393,7 @@ def segment_pairwise(
     features, feature_seconds = _features(image, features)
     graph_seed, annealing_seed = rng.spawn(2)
     data = features.block_dissimilarities(block, stride, n_random, graph_seed)
-    grid_shape = (len(range(stride // 2, features.shape[0], stride)),
-                  len(range(stride // 2, features.shape[1], stride)))  # fmt: skip
+    grid_shape = _grid_shape(features, stride)
     optimisation = time.perf_counter()
     with progress_bar(progressbar=progressbar, desc="mean-field sweeps", total=None) as bar:
         fit = sparse_pairwise_annealing(model, data, tap=tap, eta=eta, max_iter=max_iter, tol=tol,
