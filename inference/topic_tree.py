@@ -1268,7 +1268,7 @@ def validation_recipe():
 
 
 FAMILY = Family(
-    name="topic_tree",
+    name="topic-tree",
     model=TopicTree,
     methods={
         "reconstruct": Method(

@@ -322,6 +322,11 @@ class TopicTree:
     data_type: ClassVar[type] = CoOccurrence
     name: ClassVar[str] = "topic_tree"
     protocol: ClassVar[type] = TopicTreeModel
+    no_replicate_reason: ClassVar[str] = (
+        "a topic tree fitted by Algorithm 3.3 fits no model of the data set: it is a hierarchy "
+        "of term histograms and a clustering, with no relevance vector drawn per document, so "
+        "no replicate of the corpus is defined (seed 003, section 3.5)"
+    )
 
     def __post_init__(self):
         check_positive("relevance_concentration", self.relevance_concentration)

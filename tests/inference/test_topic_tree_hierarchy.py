@@ -186,3 +186,31 @@ def test_precision_recall_table_as_table_2():
     assert composition.loc[1, "major classes"] == "a 75% (75%), b 25% (33%)"
     with pytest.raises(ValueError, match="one length"):
         precision_recall_table([1, 2], ["a"])
+
+
+def test_the_familys_result_saves_the_tree_the_relevances_and_a_drawing(tmp_path):
+    import arviz as az
+
+    from latentzoo.inference.topic_tree import FAMILY
+
+    data, truth = TopicTree().simulate(
+        3, branching=3, depth=1, n_words=200, n_docs=300, doc_length=200
+    )
+    tree = FAMILY.methods["reconstruct"](
+        TopicTree(), data, max_depth=1, max_clusters=3, max_document_share=1.0
+    )
+    assert tree.summary_lines()[0].startswith("topic tree: 3 nodes below the root")
+    tree.save(tmp_path / "tree.nc", data)
+    back = az.from_netcdf(str(tmp_path / "tree.nc")).point_estimate
+    np.testing.assert_array_equal(back["parent"], tree.parent)
+    relevance = back["relevance"].to_numpy()
+    assert relevance.shape == (300, 2)
+    clustered = tree.labels > 0
+    assert np.all(np.isnan(relevance[~clustered]))
+    assert np.median(relevance[clustered, 0]) > 0.5  # documents are relevant to their own node
+    tree.save(tmp_path / "tree.npz", data)
+    with np.load(tmp_path / "tree.npz", allow_pickle=False) as saved:
+        np.testing.assert_array_equal(saved["result.label"], tree.labels)
+    assert tree.figure().axes
+    with pytest.raises(ValueError, match="only 0 words"):
+        FAMILY.methods["reconstruct"](TopicTree(), data)  # every word is in every document
