@@ -28,7 +28,7 @@ from scipy.optimize import linear_sum_assignment
 
 from latentzoo.data import CoOccurrence, load
 from latentzoo.inference.ad_lda import ADLDAGibbs
-from latentzoo.inference.aspect import AspectGibbs
+from latentzoo.inference.aspect import AspectGibbs, gibbs_sweep
 from latentzoo.models.aspect import AspectModel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -69,7 +69,7 @@ def run_ad_lda(data: CoOccurrence, n_topics, sweeps, seed, shards=None, client=N
         if shards is None:
             sampler = AspectGibbs(model, data)
         else:
-            sampler = ADLDAGibbs(model, data, shards=shards, client=client)
+            sampler = ADLDAGibbs(AspectGibbs(model, data), gibbs_sweep, shards, client=client)
         rng = np.random.default_rng(seed)
         state = sampler.init(rng)
         for _ in range(sweeps):

@@ -35,18 +35,10 @@ from typing import Any
 import numpy as np
 
 from latentzoo.inference.annealing import balanced_row_chunks
-from latentzoo.inference.aspect import (
-    PARAM_DRAWS,
-    AspectGibbs,
-    GibbsState,
-    _prepare_gibbs,
-    gibbs_sweep,
-)
-from latentzoo.inference.family import GIBBS_METHOD_OPTIONS, anything, integer
+from latentzoo.inference.family import anything, integer
 from latentzoo.inference.mcmc import gibbs_entry, splitmix_seeds
-from latentzoo.models.aspect import AspectModel
 
-__all__ = ["ADLDAGibbs", "ad_lda", "AD_LDA_OPTIONS", "shard_round"]
+__all__ = ["ADLDAGibbs", "ad_lda_entry", "AD_LDA_DOC", "AD_LDA_OPTIONS", "shard_round"]
 
 SHARDS = integer("shards", 2, "document shards, each sweeping against its own copy of the counts")
 MERGE_EVERY = integer("merge_every", 1, "sweeps of each shard between merges of the counts")
@@ -56,13 +48,13 @@ CLIENT = anything(
     "a dask.distributed Client: run each shard's sweeps as a task (None: in this process)",
     "None or a dask.distributed Client",
 )
-AD_LDA_OPTIONS = (*GIBBS_METHOD_OPTIONS, PARAM_DRAWS, SHARDS, MERGE_EVERY, CLIENT)
-"""The options of the aspect family's ``ad_lda`` method."""
+AD_LDA_OPTIONS = (SHARDS, MERGE_EVERY, CLIENT)
+"""The options AD-LDA adds to those of the family's exact Gibbs method."""
 
 
-def shard_round(doc_ptr, words, z, n_doc_topic, n_word_topic, n_topic, alpha, eta, rng_state,
-                sweeps):  # fmt: skip
-    """``sweeps`` exact collapsed Gibbs sweeps of one shard, in place on the arrays passed.
+def shard_round(sweep, doc_ptr, words, z, n_doc_topic, n_word_topic, n_topic, alpha, eta,
+                rng_state, sweeps):  # fmt: skip
+    """``sweeps`` calls of the exact sweep kernel ``sweep`` on one shard, in place on the arrays.
 
     ``doc_ptr`` is the shard's token pointer (starting at 0), ``words``, ``z`` and
     ``n_doc_topic`` its tokens' words, topics and its documents' rows; ``n_word_topic`` and
@@ -72,122 +64,135 @@ def shard_round(doc_ptr, words, z, n_doc_topic, n_word_topic, n_topic, alpha, et
     Examples
     --------
     >>> from latentzoo.data import load
+    >>> from latentzoo.inference.aspect import AspectGibbs, gibbs_sweep
+    >>> from latentzoo.models.aspect import AspectModel
     >>> sampler = AspectGibbs(AspectModel(2), load("toy"))
     >>> s = sampler.init(np.random.default_rng(0))
-    >>> out = shard_round(sampler.doc_ptr, sampler.words, s.z, s.n_doc_topic, s.n_word_topic,
-    ...                   s.n_topic, 1.1, 1.01, s.rng_state, 2)
+    >>> out = shard_round(gibbs_sweep, sampler.doc_ptr, sampler.words, s.z, s.n_doc_topic,
+    ...                   s.n_word_topic, s.n_topic, 1.1, 1.01, s.rng_state, 2)
     >>> bool(np.array_equal(out[3], np.bincount(s.z, minlength=2)))
     True
     """
     for _ in range(sweeps):
-        gibbs_sweep(doc_ptr, words, z, n_doc_topic, n_word_topic, n_topic, alpha, eta, rng_state)
+        sweep(doc_ptr, words, z, n_doc_topic, n_word_topic, n_topic, alpha, eta, rng_state)
     return z, n_doc_topic, n_word_topic, n_topic, rng_state
 
 
-class ADLDAGibbs(AspectGibbs):
-    """AD-LDA: the aspect model's collapsed Gibbs sweep run per shard, counts merged per round.
+class ADLDAGibbs:
+    """AD-LDA around a family's exact collapsed sampler: its sweep run per shard, the counts
+    merged per round.
 
     **Approximate** for ``shards > 1`` (see :mod:`latentzoo.inference.ad_lda`). The state is the
-    exact sampler's :class:`~latentzoo.inference.aspect.GibbsState` with one splitmix64 stream
-    per shard in ``rng_state``; :meth:`step` is one round (``merge_every`` sweeps per shard,
-    then the merge). Draws, scoring and the log joint are the exact sampler's (the draws use the
-    first shard's stream).
+    exact sampler's (labels ``z``, ``n_doc_topic``, ``n_word_topic``, ``n_topic``, ``rng_state``)
+    with one splitmix64 stream per shard in ``rng_state``; :meth:`step` is one round
+    (``merge_every`` sweeps per shard, then the merge). Everything else (draws, scoring, the log
+    joint) is the exact sampler's, looked up on it (the draws use the first shard's stream).
 
     Parameters
     ----------
-    model : AspectModel
-    data : CoOccurrence
+    exact : CollapsedGibbs
+        The exact sampler, e.g. :class:`~latentzoo.inference.aspect.AspectGibbs`: its tokens
+        (``doc_ptr``, ``words``), ``model`` (``alpha``, ``eta``, ``n_components``), count tables
+        (``_tables_of``) and log joint are used as they are.
+    sweep : numba function
+        Its sweep kernel, ``sweep(doc_ptr, words, z, n_doc_topic, n_word_topic, n_topic, alpha,
+        eta, rng_state)`` (:func:`~latentzoo.inference.aspect.gibbs_sweep`).
     shards : int
         Document blocks of nearly equal token counts (fewer when documents are too few to give
         each shard a token).
     merge_every : int
         Sweeps of each shard between merges.
     client : dask.distributed.Client or None
-        Run the shards as Dask tasks (same result as in-process).
+        Run the shards as Dask tasks (same result as in process).
 
     Examples
     --------
     >>> from latentzoo.data import load
-    >>> sampler = ADLDAGibbs(AspectModel(2), load("toy"), shards=2)
+    >>> from latentzoo.inference.aspect import AspectGibbs, gibbs_sweep
+    >>> from latentzoo.models.aspect import AspectModel
+    >>> sampler = ADLDAGibbs(AspectGibbs(AspectModel(2), load("toy")), gibbs_sweep, shards=2)
     >>> state, info = sampler.step(sampler.init(rng := np.random.default_rng(0)), rng)
     >>> int(state.n_topic.sum()) == load("toy").total, state.rng_state.shape
     (True, (2,))
     """
 
-    def __init__(self, model: AspectModel, data, shards: int = 2, merge_every: int = 1,
-                 client: Any = None):  # fmt: skip
-        super().__init__(model, data)
-        self._configure(shards, merge_every, client)
-
-    @classmethod
-    def wrapping(cls, exact: AspectGibbs, shards: int, merge_every: int, client: Any = None):
-        """An AD-LDA sampler sharing the token arrays of the exact sampler ``exact`` (no second
-        expansion of the corpus into tokens)."""
-        sampler = cls.__new__(cls)
-        sampler.__dict__.update(exact.__dict__)
-        sampler._configure(shards, merge_every, client)
-        return sampler
-
-    def _configure(self, shards, merge_every, client):
+    def __init__(self, exact, sweep, shards: int = 2, merge_every: int = 1, client: Any = None):
         SHARDS.validate(shards)
         MERGE_EVERY.validate(merge_every)
         if client is not None and not callable(getattr(client, "submit", None)):
             raise ValueError(f"client must be None or a dask.distributed Client, got {client!r}")
+        self.exact = exact
+        self.sweep = sweep
         self.shards = shards
         self.merge_every = merge_every
         self.client = client
-        self.bounds = balanced_row_chunks(self.doc_ptr, shards)
+        self.bounds = balanced_row_chunks(exact.doc_ptr, shards)
         self._scattered = None
 
-    def init(self, rng: np.random.Generator, z=None) -> GibbsState:
+    def __getattr__(self, name: str):
+        # What AD-LDA does not change (draw, scored_draw, log_joint, model, data, ...) is the
+        # exact sampler's.
+        if name.startswith("__") or name == "exact":
+            raise AttributeError(name)
+        return getattr(self.exact, name)
+
+    def init(self, rng: np.random.Generator, z=None):
         """Uniform (or the given) topics, their count tables and one stream per shard.
 
         The topics and the streams are drawn from ``rng`` in the exact sampler's order, so with
         one shard the state is the exact sampler's.
         """
-        k = self.model.n_components
+        exact = self.exact
         if z is None:
-            z = rng.integers(0, k, size=self.words.shape[0])
+            z = rng.integers(0, exact.model.n_components, size=exact.words.shape[0])
         else:
             z = np.asarray(z, dtype=np.int64).copy()
-        return GibbsState(z, *self._tables_of(z), splitmix_seeds(rng, self.shards))
+        return exact.state_type(z, *exact._tables_of(z), splitmix_seeds(rng, self.shards))
 
-    def _shard_arrays(self, state: GibbsState, p: int):
+    def step(self, state, rng: np.random.Generator):
+        """One round (in place) and the exact sampler's ``info`` of the new state."""
+        self._round(state)
+        return state, self.exact.info_type(self.exact.log_joint(state))
+
+    def advance(self, state, rng: np.random.Generator):
+        """One round (in place) without its ``info``."""
+        self._round(state)
+        return state
+
+    def _shard_arrays(self, state, p: int):
         """Shard ``p``'s token pointer, words (static) and its views of ``z`` and the
         document-topic rows (written in place)."""
         first, last = self.bounds[p], self.bounds[p + 1]
-        start, stop = self.doc_ptr[first], self.doc_ptr[last]
+        doc_ptr = self.exact.doc_ptr
+        start, stop = doc_ptr[first], doc_ptr[last]
         return (
-            self.doc_ptr[first : last + 1] - start,
-            self.words[start:stop],
+            doc_ptr[first : last + 1] - start,
+            self.exact.words[start:stop],
             state.z[start:stop],
             state.n_doc_topic[first:last],
         )
 
-    def _sweep(self, state: GibbsState) -> tuple:
-        """One round: each shard's ``merge_every`` sweeps on private copies of the global
-        counts, then the global counts plus the sum of the shards' changes."""
-        alpha, eta = float(self.model.alpha), float(self.model.eta)
+    def _round(self, state) -> None:
+        """Each shard's ``merge_every`` sweeps on private copies of the global counts, then the
+        global counts plus the sum of the shards' changes."""
+        model = self.exact.model
+        alpha, eta = float(model.alpha), float(model.eta)
         word_topic, topic = state.n_word_topic.copy(), state.n_topic.copy()
-        n_shards = len(self.bounds) - 1
-        if self.client is None:
-            for p in range(n_shards):
-                doc_ptr, words, z, n_doc_topic = self._shard_arrays(state, p)
-                local_word_topic, local_topic = word_topic.copy(), topic.copy()
-                shard_round(
-                    doc_ptr, words, z, n_doc_topic, local_word_topic, local_topic, alpha, eta,
-                    state.rng_state[p : p + 1], self.merge_every,
-                )  # fmt: skip
-                self._merge(state, word_topic, topic, local_word_topic, local_topic)
-            return ()
-        futures = self._submit(state, word_topic, topic, alpha, eta)
-        for p, result in enumerate(self.client.gather(futures)):
-            _, _, z, n_doc_topic = self._shard_arrays(state, p)
-            z[:], n_doc_topic[:], local_word_topic, local_topic, state.rng_state[p] = (
-                result[0], result[1], result[2], result[3], result[4][0],
+        if self.client is not None:
+            futures = self._submit(state, word_topic, topic, alpha, eta)
+            for p, result in enumerate(self.client.gather(futures)):
+                _, _, z, n_doc_topic = self._shard_arrays(state, p)
+                z[:], n_doc_topic[:], state.rng_state[p] = result[0], result[1], result[4][0]
+                self._merge(state, word_topic, topic, result[2], result[3])
+            return
+        for p in range(len(self.bounds) - 1):
+            doc_ptr, words, z, n_doc_topic = self._shard_arrays(state, p)
+            local_word_topic, local_topic = word_topic.copy(), topic.copy()
+            shard_round(
+                self.sweep, doc_ptr, words, z, n_doc_topic, local_word_topic, local_topic, alpha,
+                eta, state.rng_state[p : p + 1], self.merge_every,
             )  # fmt: skip
             self._merge(state, word_topic, topic, local_word_topic, local_topic)
-        return ()
 
     def _submit(self, state, word_topic, topic, alpha, eta):
         """One Dask task per shard; the static token arrays are scattered once per sampler and
@@ -204,6 +209,7 @@ class ADLDAGibbs(AspectGibbs):
             futures.append(
                 client.submit(
                     _remote_round,
+                    self.sweep,
                     self._scattered[p],
                     z.copy(),
                     n_doc_topic.copy(),
@@ -225,31 +231,23 @@ class ADLDAGibbs(AspectGibbs):
         np.add(state.n_topic, local_topic - topic, out=state.n_topic)
 
 
-def _remote_round(static, z, n_doc_topic, word_topic, topic, alpha, eta, rng_state, sweeps):
+def _remote_round(sweep, static, z, n_doc_topic, word_topic, topic, alpha, eta, rng_state,
+                  sweeps):  # fmt: skip
     """:func:`shard_round` on a Dask worker, on its own copies of the round's global counts."""
     doc_ptr, words = static
-    return shard_round(doc_ptr, words, z, n_doc_topic, word_topic.copy(), topic.copy(), alpha,
-                       eta, rng_state, sweeps)  # fmt: skip
+    return shard_round(sweep, doc_ptr, words, z, n_doc_topic, word_topic.copy(), topic.copy(),
+                       alpha, eta, rng_state, sweeps)  # fmt: skip
 
 
-def _prepare_ad_lda(model, data, *, shards=2, merge_every=1, client=None, **options):
-    """The aspect family's Gibbs setup (:func:`latentzoo.inference.aspect.gibbs`) with the exact
-    sampler replaced by :class:`ADLDAGibbs` on the same tokens."""
-    setup = _prepare_gibbs(model, data, **options)
-    sampler = ADLDAGibbs.wrapping(setup.sampler, shards, merge_every, client)
-    return setup._replace(sampler=sampler, desc=f"AD-LDA ({len(sampler.bounds) - 1} shards)")
-
-
-_ad_lda_entry = gibbs_entry(
-    _prepare_ad_lda,
-    """Approximate distributed collapsed Gibbs sampling of the aspect model (AD-LDA).
+AD_LDA_DOC = """Approximate distributed collapsed Gibbs sampling of the aspect model (AD-LDA).
 
     **Approximate: not a valid MCMC sampler of the posterior when** ``shards > 1`` (see
     :mod:`latentzoo.inference.ad_lda`): its draws, R-hat and ESS describe the approximate chain,
     not ``p(theta, phi | data)``. ``shards=1`` is the exact sampler (``method="gibbs"``) bit for
     bit. Everything else (options, the ``InferenceData`` returned, ``param_draws``) is that of
-    :func:`latentzoo.inference.aspect.gibbs`; a draw or a tuning step counts rounds (each
-    ``merge_every`` sweeps per shard).
+    the family's ``gibbs``; a draw or a tuning step counts rounds (each ``merge_every`` sweeps
+    per shard). The attributes keep ``method="gibbs"`` (the same layout for scoring) and add
+    ``sampler="ad_lda (approximate)"``.
 
     Parameters
     ----------
@@ -264,25 +262,48 @@ _ad_lda_entry = gibbs_entry(
     Examples
     --------
     >>> from latentzoo.data import load
+    >>> from latentzoo.models.aspect import AspectModel
     >>> idata = ad_lda(AspectModel(2), load("toy"), chains=2, draws=20, tune=10, random_state=0,
     ...                progressbar=False, keep_params=False, shards=2)
-    >>> idata.posterior["loglik"].shape
-    (2, 20)
-    >>> idata.posterior.attrs["sampler"]
-    'ad_lda (approximate)'
-    """,
-)
+    >>> idata.posterior["loglik"].shape, idata.posterior.attrs["sampler"]
+    ((2, 20), 'ad_lda (approximate)')
+    """
+"""The docstring of a family's ``ad_lda`` method (:func:`ad_lda_entry`)."""
 
 
-@functools.wraps(_ad_lda_entry)
-def ad_lda(model, data, **options):
-    # The attributes keep method="gibbs" (what scoring code reads: the same InferenceData
-    # layout) and say which sampler drew it, so a saved file cannot pass for exact draws.
-    idata = _ad_lda_entry(model, data, **options)
-    for group in idata.groups():
-        idata[group].attrs["sampler"] = "ad_lda (approximate)"
-    return idata
+def ad_lda_entry(prepare, sweep, doc: str = AD_LDA_DOC):
+    """A family's ``ad_lda`` method from its exact Gibbs ``prepare`` and its sweep kernel.
 
+    ``prepare`` is the family's side of its ``gibbs`` (:func:`~latentzoo.inference.mcmc.gibbs_entry`);
+    the exact sampler it builds is wrapped in :class:`ADLDAGibbs` and everything else (checks,
+    draws, coordinates, the ``InferenceData``) is the exact method's. The function reports the
+    module of ``prepare`` as its own.
 
-ad_lda.__name__ = ad_lda.__qualname__ = "ad_lda"
-_ad_lda_entry.__doc__ = "The Gibbs entry point behind :func:`ad_lda` (documented there)."
+    Examples
+    --------
+    >>> from latentzoo.inference.aspect import _prepare_gibbs, gibbs_sweep
+    >>> ad_lda_entry(_prepare_gibbs, gibbs_sweep).__name__
+    'ad_lda'
+    """
+
+    def prepare_ad_lda(model, data, *, shards=2, merge_every=1, client=None, **options):
+        setup = prepare(model, data, **options)
+        sampler = ADLDAGibbs(setup.sampler, sweep, shards, merge_every, client)
+        return setup._replace(sampler=sampler, desc=f"AD-LDA ({len(sampler.bounds) - 1} shards)")
+
+    prepare_ad_lda.__module__ = prepare.__module__
+    entry = gibbs_entry(prepare_ad_lda, doc)
+
+    @functools.wraps(entry)
+    def ad_lda(model, data, **options):
+        # The attributes keep method="gibbs" (what scoring code reads: the same InferenceData
+        # layout) and say which sampler drew it, so a saved file cannot pass for exact draws.
+        idata = entry(model, data, **options)
+        for group in idata.groups():
+            idata[group].attrs["sampler"] = "ad_lda (approximate)"
+        return idata
+
+    ad_lda.__name__ = ad_lda.__qualname__ = "ad_lda"
+    # The docstring's examples run once, on the method (not again on the inner entry).
+    entry.__doc__ = "The Gibbs entry point behind ``ad_lda``."
+    return ad_lda

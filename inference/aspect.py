@@ -36,6 +36,7 @@ from scipy.special import gammaln
 
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import check_memory
+from latentzoo.inference.ad_lda import AD_LDA_OPTIONS, ad_lda_entry
 from latentzoo.inference.annealing import (
     EMStats,
     balanced_row_chunks,
@@ -74,7 +75,9 @@ from latentzoo.inference.mcmc import (
 from latentzoo.models.aspect import AspectModel, add_log_term
 from latentzoo.models.invariants import default_dyads
 
-__all__ = ["AspectEM", "AspectGibbs", "em_bytes", "em_pass", "gibbs_bytes", "gibbs_sweep"]
+__all__ = [
+    "AspectEM", "AspectGibbs", "ad_lda", "em_bytes", "em_pass", "gibbs_bytes", "gibbs_sweep",
+]  # fmt: skip
 
 #: Below this normaliser ``s`` the float64 kernel hands a non-zero to the log-space fallback:
 #: ``n / s`` stays far from overflow, and ``s = 0`` (powers underflowed at high ``beta``) is exact.
@@ -1531,6 +1534,11 @@ gibbs = gibbs_entry(
 )
 
 
+#: Approximate distributed collapsed Gibbs (AD-LDA): the sweep above run per document shard
+#: against merged counts (:mod:`latentzoo.inference.ad_lda`; approximate, documented there).
+ad_lda = ad_lda_entry(_prepare_gibbs, gibbs_sweep)
+
+
 # ---- new rows (scikit-learn transform/predict)
 @nb.njit(cache=True, parallel=True)
 def fold_in_rows(indptr, indices, counts, phi_t, pseudo, max_iter, tol, theta):
@@ -1632,6 +1640,7 @@ FAMILY = Family(
             ),
         ),
         "gibbs": Method(gibbs, (*GIBBS_METHOD_OPTIONS, PARAM_DRAWS)),
+        "ad_lda": Method(ad_lda, (*GIBBS_METHOD_OPTIONS, PARAM_DRAWS, *AD_LDA_OPTIONS)),
     },
     recipe=validation_recipe,
     sizes=("n_components",),

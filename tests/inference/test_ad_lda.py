@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import latentzoo
 from latentzoo.data import load
-from latentzoo.inference.ad_lda import ADLDAGibbs, ad_lda
-from latentzoo.inference.aspect import AspectGibbs, gibbs
+from latentzoo.inference.ad_lda import ADLDAGibbs
+from latentzoo.inference.aspect import AspectGibbs, ad_lda, gibbs, gibbs_sweep
 from latentzoo.models.aspect import AspectModel
 
 MODEL = AspectModel(5, alpha=0.1, eta=0.01)
@@ -19,6 +20,10 @@ MODEL = AspectModel(5, alpha=0.1, eta=0.01)
 @pytest.fixture(scope="module")
 def reuters():
     return load("reuters")
+
+
+def sharded(model, data, shards, **options):
+    return ADLDAGibbs(AspectGibbs(model, data), gibbs_sweep, shards, **options)
 
 
 def run(sampler, seed, rounds):
@@ -31,7 +36,7 @@ def run(sampler, seed, rounds):
 
 def test_one_shard_is_the_exact_sampler_bit_for_bit(reuters):
     exact = run(AspectGibbs(MODEL, reuters), 3, 5)
-    one = run(ADLDAGibbs(MODEL, reuters, shards=1), 3, 5)
+    one = run(sharded(MODEL, reuters, 1), 3, 5)
     for name, want in exact._asdict().items():
         assert np.array_equal(getattr(one, name), want), name
 
@@ -41,7 +46,7 @@ def test_one_shard_entry_equals_gibbs():
     data = load("toy")
     options = dict(chains=2, draws=15, tune=5, random_state=4, progressbar=False)
     want = gibbs(MODEL, data, **options).posterior
-    got = ad_lda(MODEL, data, shards=1, **options)
+    got = latentzoo.fit(MODEL, data, method="ad_lda", shards=1, **options)
     assert got.posterior.attrs["sampler"] == "ad_lda (approximate)"
     for name in ("loglik", "theta", "phi"):
         assert np.array_equal(got.posterior[name].values, want[name].values), name
@@ -49,7 +54,7 @@ def test_one_shard_entry_equals_gibbs():
 
 @pytest.mark.parametrize("merge_every", [1, 3])
 def test_merged_counts_are_the_counts_of_the_assignments(reuters, merge_every):
-    sampler = ADLDAGibbs(MODEL, reuters, shards=3, merge_every=merge_every)
+    sampler = sharded(MODEL, reuters, 3, merge_every=merge_every)
     state = run(sampler, 0, 2)
     assert len(sampler.bounds) == 4
     for name, table in zip(
@@ -59,9 +64,9 @@ def test_merged_counts_are_the_counts_of_the_assignments(reuters, merge_every):
 
 
 def test_same_seed_same_result_and_shards_differ(reuters):
-    first = run(ADLDAGibbs(MODEL, reuters, shards=4), 7, 3)
-    again = run(ADLDAGibbs(MODEL, reuters, shards=4), 7, 3)
-    other = run(ADLDAGibbs(MODEL, reuters, shards=2), 7, 3)
+    first = run(sharded(MODEL, reuters, 4), 7, 3)
+    again = run(sharded(MODEL, reuters, 4), 7, 3)
+    other = run(sharded(MODEL, reuters, 2), 7, 3)
     assert np.array_equal(first.z, again.z)
     assert np.array_equal(first.rng_state, again.rng_state)
     assert not np.array_equal(first.z, other.z)
@@ -70,9 +75,11 @@ def test_same_seed_same_result_and_shards_differ(reuters):
 def test_dask_tasks_give_the_in_process_result():
     distributed = pytest.importorskip("distributed")
     data = load("toy")
-    want = run(ADLDAGibbs(MODEL, data, shards=2), 5, 4)
-    with distributed.Client(processes=False, n_workers=1, threads_per_worker=2) as client:
-        got = run(ADLDAGibbs(MODEL, data, shards=2, client=client), 5, 4)
+    want = run(sharded(MODEL, data, 2), 5, 4)
+    with distributed.Client(
+        processes=False, n_workers=1, threads_per_worker=2, dashboard_address=":0"
+    ) as client:
+        got = run(sharded(MODEL, data, 2, client=client), 5, 4)
     for name, table in want._asdict().items():
         assert np.array_equal(getattr(got, name), table), name
 
@@ -87,6 +94,8 @@ def test_dask_tasks_give_the_in_process_result():
     ],
 )
 def test_bad_options_are_refused_by_name(options, named):
+    with pytest.raises(ValueError, match=named):
+        latentzoo.fit(MODEL, load("toy"), method="ad_lda", chains=1, draws=2, **options)
     with pytest.raises(ValueError, match=named):
         ad_lda(MODEL, load("toy"), chains=1, draws=2, tune=0, progressbar=False, **options)
 
@@ -108,5 +117,5 @@ def test_heldout_perplexity_within_the_exact_samplers_seed_spread(reuters):
         return np.exp(-(coo.data * np.log(p)).sum() / coo.data.sum())
 
     exact = np.mean([perplexity(AspectGibbs(model, train), seed) for seed in range(3)])
-    approximate = np.mean([perplexity(ADLDAGibbs(model, train, shards=4), s) for s in range(3)])
+    approximate = np.mean([perplexity(sharded(model, train, 4), s) for s in range(3)])
     assert abs(approximate / exact - 1) < 0.05, (approximate, exact)
