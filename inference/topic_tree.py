@@ -719,6 +719,9 @@ def _split_documents(counts, documents, options) -> tuple[list, list]:
     remaining = np.ones(len(documents), dtype=bool)
     candidate = document_frequency >= min_size
     clusters, rejected = [], []
+    # A rejected column changes neither P nor T(0): the distances are kept until a cluster is
+    # accepted.
+    distance = None
     while (
         len(clusters) < options["max_clusters"]
         and remaining.sum() > (1 - options["coverage"]) * len(documents)
@@ -727,20 +730,22 @@ def _split_documents(counts, documents, options) -> tuple[list, list]:
         # Step 2 again on the documents left ("iterate the entire algorithm on remaining data"):
         # a baseline kept at the node's histogram made the 20 Newsgroups clusters absorb more
         # documents of other groups.
-        baseline = _histogram(rows[remaining])
-        # Steps 1 and 3 with the smoothing of poorly approximated columns: column j holds
-        # N_j = sum_i P_ij pairs; (P_j + m T(0)) / (N_j + m) keeps a column seen in few pairs near
-        # the baseline, so a rare word's sampling noise does not win the L1 distance.
-        mass = cooccurrence.sum(axis=0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            smoothed = (cooccurrence + options["smoothing"] * baseline[:, None]) / (
-                mass + options["smoothing"]
-            )
-        distance = np.abs(smoothed - baseline[:, None]).sum(axis=0)
-        distance[~candidate | ~(mass + options["smoothing"] > 0)] = -np.inf
-        word = int(np.argmax(distance))
+        if distance is None:
+            baseline = _histogram(rows[remaining])
+            # Steps 1 and 3 with the smoothing of poorly approximated columns: column j holds
+            # N_j = sum_i P_ij pairs; (P_j + m T(0)) / (N_j + m) keeps a column seen in few
+            # pairs near the baseline, so a rare word's sampling noise does not win the L1
+            # distance, which is sum_i |P_ij - N_j T(0)_i| / (N_j + m): one pass over P.
+            mass = cooccurrence.sum(axis=0)
+            denominator = mass + options["smoothing"]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                distance = np.abs(cooccurrence - np.outer(baseline, mass)).sum(axis=0)
+                distance /= denominator
+            distance[~(denominator > 0)] = -np.inf
+        scores = np.where(candidate, distance, -np.inf)
+        word = int(np.argmax(scores))
         candidate[word] = False
-        topic = smoothed[:, word]
+        topic = (cooccurrence[:, word] + options["smoothing"] * baseline) / denominator[word]
         members = np.zeros(len(documents), dtype=bool)
         for _refinement in range(options["n_refine"] + 1):
             relevance_to_topic = _binary_relevance(
@@ -758,6 +763,7 @@ def _split_documents(counts, documents, options) -> tuple[list, list]:
                 break
             continue
         clusters.append((word, topic, documents[members]))
+        distance = None  # the baseline and P change with the documents removed
         remaining &= ~members  # step 5
         cooccurrence -= _cooccurrence(rows[members])
         document_frequency -= np.bincount(rows[members].indices, minlength=rows.shape[1])

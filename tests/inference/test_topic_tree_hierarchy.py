@@ -213,4 +213,4 @@ def test_the_familys_result_saves_the_tree_the_relevances_and_a_drawing(tmp_path
         np.testing.assert_array_equal(saved["result.label"], tree.labels)
     assert tree.figure().axes
     with pytest.raises(ValueError, match="only 0 words"):
-        FAMILY.methods["reconstruct"](TopicTree(), data)  # every word is in every document
+        FAMILY.methods["reconstruct"](TopicTree(), np.ones((10, 5)))  # every word everywhere
