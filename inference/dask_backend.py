@@ -563,13 +563,16 @@ class DaskEM:
 
     def step(self, params: dict, beta: float):
         self.iteration += 1
-        # Sent as a task, not scattered: its result can be recomputed if every worker holding
-        # it dies, which keeps the lineage of the document side recomputable (shards).
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "Large object", UserWarning)
-            shared_future = self.client.submit(
-                _shared_task, self.blocks.globals_of(params), key=self._key("shared")
-            )
+        shared = self.blocks.globals_of(params)
+        if any(isinstance(source, str) for source in self.sources):
+            # Shards: sent as a task, not scattered, so that it can be recomputed when every
+            # worker holding it dies: the lineage of the document side stays recomputable.
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
+                shared_future = self.client.submit(_shared_task, shared, key=self._key("shared"))
+        else:
+            # Scattered blocks die with their worker anyway: the cheaper broadcast.
+            shared_future = self.client.scatter([shared], broadcast=True, hash=False)[0]
         new_rows, stats = [], []
         for b, (source, n, rows) in enumerate(
             zip(self.sources, self.rows, params["rows"].futures, strict=True)
