@@ -147,6 +147,8 @@ def cmd_segment(args) -> int:
     if out.suffix != ".png":
         raise ValueError(f"--out {args.out}: the segmentation is written as a .png image")
     image, truth = read_image(args.image, grey=args.grey)
+    if np.ndim(image) == 3 and not args.grey:
+        raise ValueError(f"{args.image} is a colour image: pass --grey to convert it to grey")
     options = {"random_state": args.seed, "progressbar": not args.quiet}
     start = time.perf_counter()
     if args.model == "one-sided":

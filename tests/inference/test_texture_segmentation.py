@@ -130,6 +130,15 @@ def test_segment_command_draws_the_segmentation(tmp_path, capsys):
     args = parser.parse_args(["segment", "mosaic:2:128:0", "--textures", "2", "--out", "a.jpg"])
     with pytest.raises(ValueError, match="png"):
         cmd_segment(args)
+    # A colour PNG is refused with the option that converts it, and segmented with it.
+    import matplotlib.image
+
+    colour = tmp_path / "colour.png"
+    matplotlib.image.imsave(colour, np.random.default_rng(0).random((80, 80, 3)))
+    argv = ["segment", str(colour), "--textures", "2", "--out", str(out), "--quiet"]
+    with pytest.raises(ValueError, match="--grey"):
+        cmd_segment(parser.parse_args(argv))
+    assert cmd_segment(parser.parse_args([*argv, "--grey"])) == 0
 
 
 def test_baselines_label_every_pixel(small_five):
