@@ -53,6 +53,7 @@ from scipy.special import expit, gammaln, log_softmax, logit
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_integer, check_positive
+from latentzoo.models.base import LikelihoodModel
 
 __all__ = ["COMPONENTS", "BayesianPartialMembership", "log_dirichlet_rows"]
 
@@ -135,6 +136,7 @@ class BayesianPartialMembership:
 
     name = "bpm"
     data_type = Features
+    protocol = LikelihoodModel
     dims = {
         "rho": ("component",),
         "a": (),
@@ -167,6 +169,10 @@ class BayesianPartialMembership:
         return ("rho", "a", "pi", *self.cluster_names)
 
     invariant_names = ("U", "log_likelihood")
+    heldout_draws_advice = "keep the parameter draws (rho, a and the cluster parameters)"
+    """What to do when :meth:`heldout_draws_usable` is False."""
+    HELDOUT_SAMPLES = 512
+    """Draws of a new item's memberships ``pi ~ Dir(a rho)`` in :meth:`heldout_log_likelihood`."""
 
     def coords(self, data) -> dict:
         """ArviZ / PyMC coordinates: items, features and components.
@@ -373,14 +379,102 @@ class BayesianPartialMembership:
             out["log_likelihood"] = np.float64(self.log_likelihood(params, data).sum())
         return out
 
+    def reference_log_likelihood(self, params: dict, data) -> np.ndarray:
+        """The log-likelihood per item as :meth:`pymc_model` declares it (:meth:`log_likelihood`)."""
+        return self.log_likelihood(params, data)
+
+    def pymc_values(self, params: dict) -> dict:
+        """``params`` restricted to the free variables of :meth:`pymc_model` (they are the same)."""
+        return {name: params[name] for name in self.param_names if name in params}
+
+    def fit_shape(self, params: dict) -> tuple:
+        """``(N, D)`` of the data a draw was fitted to (memberships and cluster parameters)."""
+        pi = np.asarray(params["pi"]) if "pi" in params else None
+        cluster = (
+            np.asarray(params[self.cluster_names[0]]) if self.cluster_names[0] in params else None
+        )
+        return (
+            None if pi is None else int(pi.shape[0]),
+            None if cluster is None else int(cluster.shape[-1]),
+        )
+
+    def labels(self, params: dict, train=None) -> np.ndarray:
+        """The cluster of largest membership of each item (``argmax_k pi_nk``).
+
+        Examples
+        --------
+        >>> BayesianPartialMembership(2).labels({"pi": [[0.2, 0.8], [0.6, 0.4]]}).tolist()
+        [1, 0]
+        """
+        return np.asarray(params["pi"]).argmax(axis=1)
+
+    def heldout_log_likelihood(self, params: dict, test, random_state=0) -> np.ndarray:
+        """``log p(x | rho, a, Theta)`` of *new* items: their memberships ``pi ~ Dir(a rho)`` are
+        integrated out by Monte Carlo over :data:`HELDOUT_SAMPLES` prior draws (a fixed seed, so
+        the score is deterministic).
+
+        Examples
+        --------
+        >>> model = BayesianPartialMembership(2)
+        >>> data, truth = model.simulate(0, n_items=3, n_features=4)
+        >>> model.heldout_log_likelihood(truth, data).shape
+        (3,)
+        """
+        test = self.check_data(test)
+        rng = as_rng(random_state)
+        checked = self._check_params(
+            {**params, "pi": np.full((1, self.n_components), 1.0 / self.n_components)}
+        )
+        X, observed = self.filled_and_mask(test)
+        pi = np.exp(log_dirichlet_rows(rng, checked["a"] * checked["rho"], self.HELDOUT_SAMPLES))
+        per_draw = np.stack(
+            [
+                (
+                    self._cell_log_likelihood(
+                        {**checked, "pi": np.broadcast_to(row, (X.shape[0], row.size))}, X
+                    )
+                    * observed
+                ).sum(axis=1)
+                for row in pi
+            ]
+        )
+        return np.logaddexp.reduce(per_draw, axis=0) - np.log(self.HELDOUT_SAMPLES)
+
+    def heldout_log_density(self, params: dict, test, train=None) -> np.ndarray:
+        """``log p(test_n | params)`` per new item (:meth:`heldout_log_likelihood`)."""
+        return self.heldout_log_likelihood(params, test)
+
+    def heldout_posterior_predictive(self, draws, test, train=None) -> np.ndarray:
+        """Per-item log posterior predictive of new items over ``draws``: ``log mean_s
+        p(x | rho_s, a_s, Theta_s)``."""
+        scores = np.stack([self.heldout_log_likelihood(draw, test) for draw in draws])
+        return np.logaddexp.reduce(scores, axis=0) - np.log(len(scores))
+
+    def heldout_draws_usable(self, names, train=None) -> bool:
+        """Whether draws holding ``names`` can score new items: they need ``rho``, ``a`` and the
+        cluster parameters."""
+        return {"rho", "a", *self.cluster_names} <= set(names)
+
     # ----------------------------------------------------------------------- generative
-    def prior_draw(self, n_items: int, n_features: int, random_state=None, a=None) -> dict:
+    def prior_draw(self, data, rng) -> dict:
+        """Parameters drawn from the prior at the sizes of ``data`` (:meth:`draw_prior`).
+
+        Examples
+        --------
+        >>> draw = BayesianPartialMembership(2).prior_draw(Features([[0, 1]]), 0)
+        >>> draw["pi"].shape, draw["theta"].shape
+        ((1, 2), (2, 2))
+        """
+        n_items, n_features = self.check_data(data).shape
+        return self.draw_prior(n_items, n_features, rng)
+
+    def draw_prior(self, n_items: int, n_features: int, random_state=None, a=None) -> dict:
         """Parameters drawn from the prior (8.7)-(8.10); ``a`` fixes the membership scale
         (lemmas 8.1-8.2 take it to 0 or infinity).
 
         Examples
         --------
-        >>> draw = BayesianPartialMembership(3).prior_draw(4, 2, random_state=0)
+        >>> draw = BayesianPartialMembership(3).draw_prior(4, 2, random_state=0)
         >>> draw["pi"].shape, draw["theta"].shape
         ((4, 3), (3, 2))
         """
@@ -427,7 +521,7 @@ class BayesianPartialMembership:
         ('binary', ['a', 'pi', 'rho', 'theta'])
         """
         rng = as_rng(random_state)
-        truth = self.prior_draw(n_items, n_features, rng, a=a)
+        truth = self.draw_prior(n_items, n_features, rng, a=a)
         X = self.sample_data(truth, rng)
         kind = "binary" if self.component == "bernoulli" else "real"
         return Features(X, kind=kind), truth
@@ -437,8 +531,9 @@ class BayesianPartialMembership:
         """The PyMC reference declaration, sampled by NUTS (all unknowns are continuous).
 
         ``rho ~ Dirichlet(alpha)``, ``a ~ Exponential(b)``, ``pi ~ Dirichlet(a rho)`` (dims
-        ``(item, component)``); Bernoulli clusters ``q ~ Beta(beta_a, beta_b)`` with
-        ``theta = logit(q)`` (PyMC samples ``q`` on its log-odds, which is ``theta``); Gaussian
+        ``(item, component)``); Bernoulli clusters' natural parameters ``theta`` (flat) with
+        their conjugate prior (8.6) as the potential ``"theta_prior"``, so the free variables are
+        those of the fast sampler and the densities agree term for term; Gaussian
         clusters ``tau ~ Gamma``, ``mu ~ Normal(mu0, 1 / sqrt(kappa0 tau))``. The likelihood of the
         observed entries only (missing ones dropped, as the fast sampler does) is one
         ``pm.Potential`` named ``"loglik"``, divided by ``temperature`` (a power posterior).
@@ -447,7 +542,7 @@ class BayesianPartialMembership:
         --------
         >>> m = BayesianPartialMembership(2).pymc_model([[0, 1], [1, float("nan")]])
         >>> sorted(m.named_vars)
-        ['a', 'loglik', 'pi', 'q', 'rho', 'theta']
+        ['a', 'loglik', 'pi', 'rho', 'theta', 'theta_prior']
         """
         import pymc as pm
         import pytensor.tensor as pt
@@ -470,9 +565,17 @@ class BayesianPartialMembership:
                 "pi", a=pt.ones((data.n_items, 1)) * (a * rho)[None, :], dims=("item", "component")
             )
             if self.component == "bernoulli":
-                q = pm.Beta("q", alpha=self.beta_a, beta=self.beta_b, dims=("component", "feature"))
-                theta = pm.Deterministic(
-                    "theta", pt.log(q) - pt.log1p(-q), dims=("component", "feature")
+                theta = pm.Flat("theta", dims=("component", "feature"))
+                log_beta = float(
+                    gammaln(self.beta_a) + gammaln(self.beta_b) - gammaln(self.beta_a + self.beta_b)
+                )
+                pm.Potential(
+                    "theta_prior",
+                    pt.sum(
+                        self.beta_a * theta
+                        - (self.beta_a + self.beta_b) * pt.softplus(theta)
+                        - log_beta
+                    ),
                 )
                 eta = pt.dot(pi, theta)[rows, cols]
                 loglik = pt.sum(values * eta - pt.softplus(eta))
