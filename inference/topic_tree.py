@@ -1141,16 +1141,10 @@ def _node_names(tree: ReconstructedTree, n: int = 3) -> list[str]:
 def reconstruct(
     model,
     data,
-    max_depth: int = 2,
-    max_clusters: int = 12,
-    assign_threshold: float = 0.5,
-    coverage: float = 0.95,
-    smoothing: float = 1000.0,
-    min_cluster_size: int = 20,
-    min_cluster_share: float = 0.01,
     max_words: int = 4000,
     min_documents: int = 5,
     max_document_share: float = 0.5,
+    **options,
 ) -> ReconstructedTree:
     """The family's method: prune the vocabulary (:func:`prune_vocabulary`), then Algorithm 3.3
     (:func:`reconstruct_tree`). Deterministic.
@@ -1159,11 +1153,11 @@ def reconstruct(
     ----------
     model : TopicTree
     data : CoOccurrence or array-like of shape (n_docs, n_words)
-    max_depth, max_clusters, assign_threshold, coverage, smoothing, min_cluster_size, \
-min_cluster_share
-        As :func:`reconstruct_tree`.
     max_words, min_documents, max_document_share
         As :func:`prune_vocabulary`.
+    **options
+        Those of :func:`reconstruct_tree` (``max_depth``, ``max_clusters``, ``assign_threshold``,
+        ``coverage``, ``smoothing``, ``min_cluster_size``, ``min_cluster_share``).
 
     Returns
     -------
@@ -1185,11 +1179,7 @@ min_cluster_share
             f"only {vocabulary.size} words are in at least min_documents={min_documents} and at "
             f"most max_document_share={max_document_share} of the documents: a topic tree needs 2"
         )
-    tree = reconstruct_tree(
-        data.counts[:, vocabulary], max_depth=max_depth, max_clusters=max_clusters,
-        assign_threshold=assign_threshold, coverage=coverage, smoothing=smoothing,
-        min_cluster_size=min_cluster_size, min_cluster_share=min_cluster_share,
-    )  # fmt: skip
+    tree = reconstruct_tree(data.counts[:, vocabulary], **options)
     names = getattr(data, "col_labels", None)
     words = np.asarray(names)[vocabulary] if names is not None else vocabulary.astype(str)
     return replace(tree, words=words, vocabulary=vocabulary, model=model, documents=data.row_labels)
