@@ -18,6 +18,8 @@ import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
+from latentzoo.segment import add_segment_parser, cmd_segment
+
 __all__ = ["main"]
 
 
@@ -1186,6 +1188,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--out", default="report")
     demo.add_argument("--quick", action="store_true")
     demo.add_argument("--quiet", action="store_true")
+    add_segment_parser(sub)
     return parser
 
 
@@ -1233,6 +1236,7 @@ def main(argv=None) -> int:
         "validate": _cmd_validate,
         "query": _cmd_query,
         "demo": _cmd_demo,
+        "segment": cmd_segment,
     }
     try:
         return commands[args.command](args)

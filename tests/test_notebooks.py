@@ -391,6 +391,24 @@ PROSE = {
         ("mean_field/pymc/max_abs_diff", "difference {:.3f}, at most"),
         ("mean_field/pymc/max_abs_z", "at most {:.2f} Monte Carlo"),
     ],
+    "texture_segmentation.ipynb": [
+        ("figure/one-sided, multiscale", "multiscale one-sided clustering mislabels {:.1f} % of"),
+        ("figure/one-sided, single-level", "single-level one-sided clustering {:.1f} %;"),
+        ("multiscale_loglik_gap_pct", "log-likelihoods differ by {:.4f} % (multiscale minus"),
+        ("figure/pairwise", "Pairwise clustering mislabels {:.1f} % of the pixels"),
+        ("figure/pairwise, TAP", "{:.1f} % with the TAP correction"),
+        ("n_mosaics", "Over the {} mosaics"),
+        ("table/one-sided, multiscale/error_pct", "optimisation {:.1f} ± "),
+        ("table/one-sided, multiscale/se_pct", "± {:.1f} %, pairwise clustering"),
+        ("table/pairwise/error_pct", "pairwise clustering {:.1f} ± "),
+        ("table/pairwise/se_pct", "± {:.1f} %; the baselines"),
+        ("table/k-means (Gabor energies)/error_pct", "energies {:.1f} ± "),
+        ("table/k-means (Gabor energies)/se_pct", "± {:.1f} %, spectral clustering"),
+        ("table/spectral clustering/error_pct", "affinities {:.1f} ± "),
+        ("table/spectral clustering/se_pct", "± {:.1f} % and the normalized"),
+        ("table/normalized cut/error_pct", "cut {:.1f} ± "),
+        ("table/normalized cut/se_pct", "± {:.1f} %."),
+    ],
 }
 
 
