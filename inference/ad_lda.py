@@ -25,6 +25,15 @@ running them one after the other in this process (the default) or as Dask tasks 
 gives the same result bit for bit, and one ``random_state`` gives one result. With one shard the
 private copy is the global table and the round is the exact sampler's sweep: ``shards=1`` equals
 ``method="gibbs"`` bit for bit (same seed; tested).
+
+The family hands its exact Gibbs set-up and sweep kernel to :func:`ad_lda_entry` (the aspect
+model: ``ad_lda = ad_lda_entry(_prepare_gibbs, gibbs_sweep)`` in
+:mod:`latentzoo.inference.aspect`), so this module imports nothing of the family and the family
+module can register the method without an import loop. The sweep holds the GIL: give a Dask
+cluster process workers with one thread each. On Dask each round ships every shard's
+assignments and document-topic rows to its task and back (the word-topic table is broadcast
+once per round), which pays only when a shard's sweep takes far longer than that round trip
+(``benchmarks/RESULTS_ad_lda.md``).
 """
 
 from __future__ import annotations
