@@ -545,21 +545,15 @@ class DaskEM:
         workers = sorted(self.client.scheduler_info()["workers"])
         return [workers[block % len(workers)]]
 
-    def _tree(self, futures: list, what: str):
+    def _tree(self, futures: list, what: str, add=None):
+        """The fixed pairwise tree of :func:`tree_sum` over ``futures``, each sum a task."""
         counter = iter(range(len(futures)))
+        add = _sum_task if add is None else add
 
-        def add(left, right):
-            return self.client.submit(_sum_task, left, right, key=self._key(what, next(counter)))
+        def submit(left, right):
+            return self.client.submit(add, left, right, key=self._key(what, next(counter)))
 
-        return tree_sum(futures, add)
-
-    def _stats_tree(self, futures: list):
-        counter = iter(range(len(futures)))
-
-        def add(left, right):
-            return self.client.submit(_add_stats, left, right, key=self._key("sum", next(counter)))
-
-        return tree_sum(futures, add)
+        return tree_sum(futures, submit)
 
     def step(self, params: dict, beta: float):
         self.iteration += 1
@@ -583,7 +577,7 @@ class DaskEM:
             )  # fmt: skip
             new_rows.append(self.client.submit(_rows_of, result, key=self._key("rows", b)))
             stats.append(self.client.submit(_stats_of, result, key=self._key("stats", b)))
-        total = self.client.gather(self._stats_tree(stats))
+        total = self.client.gather(self._tree(stats, "sum", _add_stats))
         word_side = {k: v for k, v in params.items() if k != "rows"}
         new_params, em_stats = self.blocks.m_step(word_side, total, float(beta))
         return {**new_params, "rows": RowFutures(new_rows)}, em_stats
