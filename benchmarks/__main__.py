@@ -33,7 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 RECORD = HERE / "recorded.json"
 SLOWDOWN_LIMIT = 1.5
-REPEATS = {"quick": 3, "full": 7}
+REPEATS = {"quick": 5, "full": 7}
 
 sys.path.insert(0, str(HERE))
 
@@ -52,7 +52,7 @@ def parse_arguments(argv=None) -> argparse.Namespace:
         description="Time every fast method against its peers and its recorded time; exit 1 "
         f"on a slowdown of more than {SLOWDOWN_LIMIT}x against the record.",
     )
-    parser.add_argument("--quick", action="store_true", help="small problems, 3 repeats (<2 min)")
+    parser.add_argument("--quick", action="store_true", help="small problems, 5 repeats (<2 min)")
     parser.add_argument(
         "--only", action="append", metavar="NAME", help="run only this case (repeatable)"
     )
@@ -61,7 +61,7 @@ def parse_arguments(argv=None) -> argparse.Namespace:
     )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     parser.add_argument(
-        "--repeats", type=int, default=None, help="timed calls per method (default: 7; quick 3)"
+        "--repeats", type=int, default=None, help="timed calls per method (default: 7; quick 5)"
     )
     parser.add_argument(
         "--limit", type=float, default=SLOWDOWN_LIMIT, help="slowdown that fails (%(default)s)"
