@@ -642,7 +642,7 @@ class Family:
     >>> from latentzoo.zoo import ZOO
     >>> family = ZOO["aspect"]
     >>> family.data.__name__, family.reference, sorted(family.methods)
-    ('CoOccurrence', 'pymc', ['annealed_em', 'gibbs'])
+    ('CoOccurrence', 'pymc', ['ad_lda', 'annealed_em', 'gibbs'])
     """
 
     name: str
