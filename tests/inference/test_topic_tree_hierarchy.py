@@ -214,3 +214,17 @@ def test_the_familys_result_saves_the_tree_the_relevances_and_a_drawing(tmp_path
     assert tree.figure().axes
     with pytest.raises(ValueError, match="only 0 words"):
         FAMILY.methods["reconstruct"](TopicTree(), np.ones((10, 5)))  # every word everywhere
+
+
+@pytest.mark.slow  # NUTS on three documents: about 20 s
+def test_validation_reference_level_passes():
+    from latentzoo.inference.topic_tree import FAMILY
+    from latentzoo.inference.validation import QUICK
+
+    recipe = FAMILY.recipe()
+    comparison = recipe.checks["reference"](
+        FAMILY, recipe, TopicTree(), None, QUICK, np.random.default_rng(0)
+    )
+    assert [check.passed for check in comparison.checks] == [True, True]
+    assert set(recipe.not_applicable) == {"exact", "density", "optimality", "mode-matched",
+                                          "calibrated"}  # fmt: skip
