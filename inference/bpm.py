@@ -43,9 +43,11 @@ from typing import NamedTuple
 import numba as nb
 import numpy as np
 
+from latentzoo.data.checks import check_memory
 from latentzoo.inference._lazy import lazy_import
 from latentzoo.inference.mcmc import run_chains, to_inference_data
 from latentzoo.models._checks import check_integer, check_interval
+from latentzoo.models.base import model_attrs
 from latentzoo.models.bpm import BayesianPartialMembership
 
 # Imported at first use: listing the zoo imports this module and needs neither.
@@ -68,6 +70,10 @@ __all__ = [
 
 MAX_ENERGY_ERROR = 1000.0
 """A trajectory whose energy error exceeds this is divergent (Stan's and PyMC's threshold)."""
+
+_UNBOUNDED = 1e300
+"""The energy error recorded for a trajectory that left the finite region (kept finite, so the
+``sample_stats`` stay summable; ``diverging`` says what happened)."""
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _BERNOULLI, _GAUSSIAN = 0, 1
@@ -628,7 +634,7 @@ def step(
         acceptance_rate=accept,
         diverging=diverging,
         energy=energy,
-        energy_error=energy_error if math.isfinite(energy_error) else np.inf,
+        energy_error=min(energy_error, _UNBOUNDED) if math.isfinite(energy_error) else _UNBOUNDED,
         step_size=step_size,
         n_steps=n_leapfrog,
     )
@@ -726,6 +732,13 @@ def hmc(
     data = model.check_data(data)
     check_integer("n_leapfrog", n_leapfrog)
     check_interval("target_accept", target_accept, 0.0, 1.0)
+    for name, value in (("chains", chains), ("draws", draws)):
+        check_integer(name, value)
+    layout = _layout(model, *data.shape)
+    kept = chains * draws * (layout.size + model.n_components + data.n_items) * 8
+    check_memory(
+        kept + 10 * layout.size * 8, "the BPM HMC's draws", detail=f"K={model.n_components}"
+    )
     target = target_of(model, data)
     chain_init, chain_step, params_of = sampler(
         model, target, tune=tune, n_leapfrog=n_leapfrog, target_accept=target_accept,
@@ -742,8 +755,10 @@ def hmc(
         random_state=random_state, progressbar=progressbar, desc="BPM HMC",
     )  # fmt: skip
     log_likelihood = {"x": posterior.pop("log_likelihood")}
+    # The label-free total the shared checks and convergence judge by.
+    posterior["loglik"] = log_likelihood["x"].sum(axis=-1)
     posterior["a"] = posterior["a"].astype(np.float64)
-    dims = {name: list(model.dims[name]) for name in posterior}
+    dims = {name: list(model.dims.get(name, ())) for name in posterior}
     dims["x"] = ["item"]
     stats["diverging"] = stats["diverging"].astype(bool)
     coords = model.coords(data)
@@ -761,4 +776,156 @@ def hmc(
         coords={"item": coords["item"], "feature": coords["feature"]},
     )
     idata.add_groups({"observed_data": observed})
+    attrs = {**model_attrs(model), "method": "hmc", "n_leapfrog": int(n_leapfrog)}
+    for group in idata.groups():
+        idata[group].attrs.update(attrs)
     return idata
+
+
+# ------------------------------------------------------------------------------ validation
+def _label_free(idata) -> object:
+    """The posterior's label-free quantities: ``U = Pi Pi^T`` (upper triangle) and ``a``."""
+    import arviz as az
+
+    pi = idata.posterior["pi"].to_numpy()
+    U = np.einsum("cdik,cdjk->cdij", pi, pi)
+    upper = np.triu_indices(pi.shape[2])
+    return az.from_dict(
+        posterior={"U": U[:, :, upper[0], upper[1]], "a": idata.posterior["a"].to_numpy()}
+    )
+
+
+def _reference_level(entry, recipe, model, data, settings, rng, progressbar=False):
+    """Reference level: the hand HMC against PyMC's NUTS on a tiny simulated BPM; the label-free
+    ``U = Pi Pi^T`` and ``a`` must agree within combined MCSE (Bonferroni over the components)
+    and PyMC's own chains must agree (R-hat of ``U`` <= 1.01)."""
+    import arviz as az
+    import pymc as pm
+
+    from latentzoo.inference.checks import Check
+    from latentzoo.inference.compare import Comparison, agreement
+
+    sizes = recipe.problems["reference"]
+    small = BayesianPartialMembership(2, component=model.component, alpha=model.alpha, b=0.5)
+    simulated, _ = small.simulate(rng, **sizes)
+    seed = int(rng.integers(2**31))
+    draws, tune = settings.pymc_draws, settings.pymc_tune
+    fast = hmc(small, simulated, chains=4, draws=2 * draws, tune=tune, random_state=seed)
+    with small.pymc_model(simulated):
+        reference = pm.sample(
+            draws, tune=tune, chains=4, cores=1, random_seed=seed, progressbar=progressbar,
+            target_accept=0.9, compute_convergence_checks=False,
+        )  # fmt: skip
+    fast_free, reference_free = _label_free(fast), _label_free(reference)
+    rhat = float(np.nanmax(az.rhat(reference_free)["U"].to_numpy()))
+    table = agreement(fast_free, reference_free, ["U", "a"])
+    worst = float(np.nanmax(table["z"]))
+    checks = [
+        Check(
+            "reference", "PyMC chains agree (R-hat of U)", rhat <= 1.01,
+            f"max R-hat {rhat:.3f} over U", {"rhat_max": rhat}, inconclusive=rhat > 1.01,
+        ),
+        Check(
+            "reference", "hand HMC = PyMC NUTS (U, a) within combined MCSE",
+            bool(table["agree"].all()),
+            f"{len(table)} components, worst z {worst:.2f} (threshold "
+            f"{float(table['threshold'].iloc[0]):.2f})", {"z_max": worst},
+        ),
+    ]  # fmt: skip
+    problem = (
+        f"synthetic: {simulated} drawn from the BPM, K=2; hand HMC 4 x {2 * draws} draws, PyMC "
+        f"NUTS 4 x {draws} draws"
+    )
+    return Comparison(checks=checks, problem=problem)
+
+
+def validation_recipe():
+    """How :func:`latentzoo.validate` checks the BPM's HMC (a ``ValidationRecipe``).
+
+    density: PyMC's log density against :meth:`BayesianPartialMembership.log_prior` and the
+    likelihood; reference: the hand HMC against PyMC's NUTS on the label-free ``U`` and ``a``.
+    The exact check (the HMC leaves the prior invariant: ``target_of(likelihood=False)``) is a
+    test, ``tests/inference/test_bpm.py``.
+    """
+    from latentzoo.inference.validation import ValidationRecipe, density_level
+
+    return ValidationRecipe(
+        checks={"density": density_level, "reference": _reference_level},
+        not_applicable={
+            "exact": "continuous unknowns, nothing to enumerate; the prior-invariance check of "
+            "the tests is the exact one",
+            "optimality": "no EM (point estimator)",
+            "mode-matched": "no EM modes to start PyMC and the sampler from",
+            "calibrated": "SBC of the HMC is not wired into the shared calibration yet",
+        },
+        small=lambda model, sizes: model,
+        problems={"reference": {"n_items": 6, "n_features": 30}},
+    )
+
+
+# ------------------------------------------------------------------------------ the family
+def _hmc_method(
+    model,
+    data,
+    chains: int = 4,
+    draws: int = 1000,
+    tune: int = 1000,
+    n_leapfrog: int = 16,
+    target_accept: float = 0.8,
+    random_state=None,
+    progressbar: bool = False,
+    initial_params=None,
+):
+    """The hand HMC of the BPM (:func:`hmc`), as the registry calls it."""
+    return hmc(
+        model, data, chains=chains, draws=draws, tune=tune, n_leapfrog=n_leapfrog,
+        target_accept=target_accept, random_state=random_state, progressbar=progressbar,
+        initial_params=initial_params,
+    )  # fmt: skip
+
+
+_hmc_method.__name__ = "hmc"
+_hmc_method.__doc__ = hmc.__doc__
+
+
+def _options():
+    from latentzoo.inference.family import anything, flag, integer, real, seed
+
+    return (
+        integer("chains", 4, "independent chains", quick=2),
+        integer("draws", 1000, "kept draws per chain", quick=20),
+        integer("tune", 1000, "tuning transitions per chain (step size, mass matrix)", low=0,
+                quick=20),
+        integer("n_leapfrog", 16, "leapfrog steps per trajectory"),
+        real("target_accept", 0.8, "mean acceptance the step size aims at", 0, 1, True, True),
+        seed(),
+        flag("progressbar", False, "show a progress bar"),
+        anything("initial_params", None, "constrained start (rho, a, pi, clusters) of every chain"),
+    )  # fmt: skip
+
+
+def _family():
+    from latentzoo.inference.family import Family, Method
+
+    return Family(
+        name="bpm",
+        model=BayesianPartialMembership,
+        methods={"hmc": Method(_hmc_method, _options())},
+        recipe=validation_recipe,
+        sizes=("n_components",),
+        dataset="senate109",
+        notebook="notebooks/overlapping_partial.ipynb",
+        description="Bayesian partial membership, hand-coded HMC (Heller 2007, ch. 8)",
+        skipped_checks={
+            "data:nan": "NaN is a missing entry, integrated out (thesis section 8.7); an "
+            "all-missing row is refused",
+            "hyperparameter[mu0]": "mu0 is the Gaussian clusters' prior mean, a location: any "
+            "finite number (negative, zero) is valid; NaN, inf and text are refused",
+            "data:k_too_large": "a BPM may have more clusters than items: memberships live on "
+            "the K-simplex whatever N, as a finite mixture's weights do",
+        },
+    )
+
+
+FAMILY = _family()
+"""The BPM's family (listed in :mod:`latentzoo.zoo`)."""

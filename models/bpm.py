@@ -45,6 +45,7 @@ Examples
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,6 +62,10 @@ COMPONENTS = ("bernoulli", "gaussian")
 """The exponential-family components of the BPM."""
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def log_dirichlet_rows(rng: np.random.Generator, concentration, size: int) -> np.ndarray:
@@ -154,7 +159,7 @@ class BayesianPartialMembership:
             )
         for name in ("alpha", "b", "beta_a", "beta_b", "kappa0", "gamma_a", "gamma_b"):
             check_positive(name, getattr(self, name))
-        if not np.isfinite(self.mu0):
+        if not (_is_number(self.mu0) and np.isfinite(self.mu0)):
             raise ValueError(f"mu0 must be a finite number, got {self.mu0!r}")
 
     # ----------------------------------------------------------------------- structure
@@ -168,7 +173,7 @@ class BayesianPartialMembership:
         """Every unknown of the model, named as in :meth:`pymc_model`."""
         return ("rho", "a", "pi", *self.cluster_names)
 
-    invariant_names = ("U", "log_likelihood")
+    invariant_names = ("U", "loglik")
     heldout_draws_advice = "keep the parameter draws (rho, a and the cluster parameters)"
     """What to do when :meth:`heldout_draws_usable` is False."""
     HELDOUT_SAMPLES = 512
@@ -376,7 +381,7 @@ class BayesianPartialMembership:
         pi = self._check_params(params)["pi"]
         out = {"U": pi @ pi.T}
         if data is not None:
-            out["log_likelihood"] = np.float64(self.log_likelihood(params, data).sum())
+            out["loglik"] = np.float64(self.log_likelihood(params, data).sum())
         return out
 
     def reference_log_likelihood(self, params: dict, data) -> np.ndarray:

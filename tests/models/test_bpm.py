@@ -113,7 +113,7 @@ def test_invariant_u_is_label_free_and_symmetric():
     np.testing.assert_allclose(U, U.T)
     np.testing.assert_allclose(np.diag(U), (truth["pi"] ** 2).sum(axis=1))
     assert np.isclose(
-        model.invariants(truth, data)["log_likelihood"], model.log_likelihood(truth, data).sum()
+        model.invariants(truth, data)["loglik"], model.log_likelihood(truth, data).sum()
     )
 
 
