@@ -660,9 +660,10 @@ def run_ours(data: CoOccurrence, n_topics, sweeps, seed):
     """Sampler construction, initialisation and ``sweeps`` sweeps are timed."""
     with Stopwatch() as seconds:
         sampler = AspectGibbs(AspectModel(n_topics, alpha=ALPHA, eta=ETA), data)
-        state = sampler.init(np.random.default_rng(seed))
+        rng = np.random.default_rng(seed)
+        state = sampler.init(rng)
         for _ in range(sweeps):
-            state = sampler.step(state)
+            state, _ = sampler.step(state, rng)
     theta, phi = point_estimates(state.n_doc_topic, state.n_word_topic.T, ALPHA, ETA)
     return seconds, theta, phi
 
@@ -852,9 +853,10 @@ def bench_ess(cfg: Config):
     n_draws = cfg.gibbs_chains * cfg.gibbs_draws
     with Stopwatch() as sweeps_only:
         for chain in range(cfg.gibbs_chains):
-            state = sampler.init(np.random.default_rng(chain))
+            rng = np.random.default_rng(chain)
+            state = sampler.init(rng)
             for _ in range(cfg.gibbs_tune + cfg.gibbs_draws):
-                state = sampler.step(state)
+                state, _ = sampler.step(state, rng)
     rng = np.random.default_rng(0)
     with Stopwatch() as draws_only:
         for _ in range(n_draws):

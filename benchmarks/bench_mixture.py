@@ -135,13 +135,14 @@ class Chain:
 
     def __init__(self, sampler: MixtureGibbs, seed: int):
         self.sampler = sampler
-        self.state = sampler.init(np.random.default_rng(seed))
+        self.rng = np.random.default_rng(seed)
+        self.state = sampler.init(self.rng)
         self.clusters: list[int] = []  # occupied clusters after each call of ``run``
 
     def run(self, sweeps: int) -> None:
         state, step = self.state, self.sampler.step
         for _ in range(sweeps):
-            state = step(state)
+            state, _ = step(state, self.rng)
         self.state = state
         self.clusters.append(state.n_clusters)
 
@@ -280,7 +281,8 @@ def bench_sweeps(cfg: Config):
     toy = np.eye(4)
     for sm in (False, True):
         tiny = MixtureGibbs(dpm, toy, split_merge=sm)
-        tiny.step(tiny.init(np.random.default_rng(0)))
+        tiny_rng = np.random.default_rng(0)
+        tiny.step(tiny.init(tiny_rng), tiny_rng)
     burn = {}
     for name, chain in (("plain", plain), ("split-merge", merged)):
         with Stopwatch() as clock:
@@ -432,7 +434,7 @@ def draw_breakdown(cfg: Config, sampler: MixtureGibbs, state) -> dict:
         "`model.invariants`": lambda: sampler.model.invariants(params, sampler.data,
                                                                pairs=sampler.pairs),
         "`model.log_likelihood`": lambda: sampler.model.log_likelihood(params, sampler.data),
-        "`step` (one sweep)": lambda: sampler.step(state),
+        "`step` (one sweep)": lambda: sampler.step(state, rng),
     }  # fmt: skip
     out = {}
     for name, fn in parts.items():
@@ -503,9 +505,10 @@ def bench_ess(cfg: Config):
     sweeps = cfg.gibbs_chains * (cfg.gibbs_tune + cfg.gibbs_draws)
     with Stopwatch() as sweeps_only:
         for chain in range(cfg.gibbs_chains):
-            state = sampler.init(np.random.default_rng(chain))
+            rng = np.random.default_rng(chain)
+            state = sampler.init(rng)
             for _ in range(cfg.gibbs_tune + cfg.gibbs_draws):
-                state = sampler.step(state)
+                state, _ = sampler.step(state, rng)
     breakdown = draw_breakdown(cfg, sampler, state)
     # And the same number of sweeps in a single numba call (`exact_draws`: independent chains from
     # random starts, final labels only), free of the per-call overhead of `step`.
