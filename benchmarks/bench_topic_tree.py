@@ -34,7 +34,7 @@ from latentzoo.inference.topic_tree import (
     prune_vocabulary,
     reconstruct_tree,
 )
-from latentzoo.models.topic_tree import TopicTree
+from latentzoo.models.topic_tree import TopicTreeMixture
 
 RESULTS = Path(__file__).with_name("RESULTS_topic_tree.md")
 
@@ -91,7 +91,7 @@ def scores(labels, groups, hierarchy) -> dict:
 def pseudoinverse_time(n_words: int = 20_000, depth: int = 5, repeats: int = 3):
     """Best CPU and wall times of the minimax pseudo-inverse of a simulated path of
     ``depth + 1`` topics."""
-    _, truth = TopicTree().simulate(
+    _, truth = TopicTreeMixture().simulate(
         0, branching=2, depth=depth, n_words=n_words, n_docs=1, root_concentration=1.0
     )
     topics = truth["topics"][:, truth["path"][0]]

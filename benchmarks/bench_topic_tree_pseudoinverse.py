@@ -5,7 +5,7 @@ Run from the repository root::
     python benchmarks/bench_topic_tree_pseudoinverse.py          # about half a minute on 2 cores
     python benchmarks/bench_topic_tree_pseudoinverse.py --quick  # a few seconds
 
-For a path of ``depth + 1`` topics of a simulated tree (``TopicTree.simulate``, Dirichlet(1)
+For a path of ``depth + 1`` topics of a simulated tree (``TopicTreeMixture.simulate``, Dirichlet(1)
 baseline, sign mutations with ``delta = 0.8``) over vocabularies of growing size, the three ways of
 solving program (1) (``"dual"``: the k-variable dual of each row by constraint generation,
 ``"rows"``: one primal LP per row, ``"full"``: one LP over all of ``V``) are timed (best of the
@@ -24,11 +24,11 @@ import time
 import numpy as np
 
 from latentzoo.inference.topic_tree import minimax_pseudoinverse, svd_pseudoinverse
-from latentzoo.models.topic_tree import TopicTree
+from latentzoo.models.topic_tree import TopicTreeMixture
 
 
 def _path_topics(n_words: int, depth: int, seed: int) -> np.ndarray:
-    _, truth = TopicTree().simulate(
+    _, truth = TopicTreeMixture().simulate(
         seed, branching=2, depth=depth, n_words=n_words, n_docs=1, root_concentration=1.0
     )
     return truth["topics"][:, truth["path"][0]]

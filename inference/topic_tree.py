@@ -34,7 +34,7 @@ from scipy.optimize import linprog
 
 from latentzoo.inference.checks import Check
 from latentzoo.inference.family import Family, Method, integer, real
-from latentzoo.models.topic_tree import TopicTree, check_topic_matrix
+from latentzoo.models.topic_tree import TopicTreeMixture, check_topic_matrix
 
 __all__ = [
     "METHODS",
@@ -561,7 +561,7 @@ class ReconstructedTree:
     vocabulary: np.ndarray | None = None
     """The data's columns the topics are over (:func:`prune_vocabulary`), when pruned."""
     model: object = None
-    """The :class:`~latentzoo.models.topic_tree.TopicTree` fitted, when known."""
+    """The :class:`~latentzoo.models.topic_tree.TopicTreeMixture` fitted, when known."""
     documents: np.ndarray | None = None
     """Names of the documents (the data's row labels), when known."""
 
@@ -1151,7 +1151,7 @@ def reconstruct(
 
     Parameters
     ----------
-    model : TopicTree
+    model : TopicTreeMixture
     data : CoOccurrence or array-like of shape (n_docs, n_words)
     max_words, min_documents, max_document_share
         As :func:`prune_vocabulary`.
@@ -1166,9 +1166,9 @@ def reconstruct(
 
     Examples
     --------
-    >>> from latentzoo.models.topic_tree import TopicTree
-    >>> data, _ = TopicTree().simulate(0, branching=3, depth=1, n_words=100, n_docs=200)
-    >>> tree = reconstruct(TopicTree(), data, max_depth=1, max_document_share=1.0)
+    >>> from latentzoo.models.topic_tree import TopicTreeMixture
+    >>> data, _ = TopicTreeMixture().simulate(0, branching=3, depth=1, n_words=100, n_docs=200)
+    >>> tree = reconstruct(TopicTreeMixture(), data, max_depth=1, max_document_share=1.0)
     >>> tree.parent[:4].tolist(), tree.vocabulary.size
     ([-1, 0, 0, 0], 100)
     """
@@ -1192,7 +1192,7 @@ VALIDATION_LENGTHS = (100, 1000, 10_000)
 
 def _reference_level(entry, recipe, model, data, settings, rng, progressbar=False):
     """LP relevances ``r~ = V d`` against the PyMC posterior of the relevance vector
-    (:meth:`~latentzoo.models.topic_tree.TopicTree.pymc_model`, NUTS) on simulated documents of
+    (:meth:`~latentzoo.models.topic_tree.TopicTreeMixture.pymc_model`, NUTS) on simulated documents of
     several lengths: ``r~`` must lie inside the posterior's central 99.9% interval for the long
     documents (the posterior concentrates at the truth as ``1 / sqrt(t)``, like ``r~``), and the
     posterior sd and ``|r~ - posterior mean|`` must both shrink with the length."""
@@ -1265,7 +1265,7 @@ def validation_recipe():
 
 FAMILY = Family(
     name="topic-tree",
-    model=TopicTree,
+    model=TopicTreeMixture,
     methods={
         "reconstruct": Method(
             reconstruct,

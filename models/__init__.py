@@ -15,6 +15,7 @@ from latentzoo.models.mixture import BayesianMixture, DirichletProcessMixture
 from latentzoo.models.one_sided import OneSidedClustering
 from latentzoo.models.pairwise import CentralClustering, PairwiseClustering
 from latentzoo.models.product_space import ProductSpaceMixture
+from latentzoo.models.topic_tree import TopicTreeMixture
 from latentzoo.models.two_sided import TwoSidedClustering
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "ProductSpaceMixture",
     "RelationalBayesianSets",
     "TopicTree",
+    "TopicTreeMixture",
     "TwoSidedClustering",
     "Tree",
     "dendrogram_purity",

@@ -22,7 +22,7 @@ pseudo-inverse itself is :func:`latentzoo.inference.topic_tree.minimax_pseudoinv
 
 Examples
 --------
->>> data, truth = TopicTree().simulate(0, branching=2, depth=2, n_words=50, n_docs=5)
+>>> data, truth = TopicTreeMixture().simulate(0, branching=2, depth=2, n_words=50, n_docs=5)
 >>> truth["topics"].shape, truth["parent"].tolist()
 ((50, 7), [-1, 0, 0, 1, 1, 2, 2])
 >>> truth["path"][0].tolist() in ([0, 1, 3], [0, 1, 4], [0, 2, 5], [0, 2, 6])
@@ -47,7 +47,7 @@ from latentzoo.models.base import Model
 __all__ = [
     "MUTATIONS",
     "Mutation",
-    "TopicTree",
+    "TopicTreeMixture",
     "TopicTreeModel",
     "check_topic_matrix",
     "gamma",
@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 MUTATIONS = ("sign", "uniform")
-"""Mutation distributions :meth:`TopicTree.simulate` offers (see :class:`Mutation`)."""
+"""Mutation distributions :meth:`TopicTreeMixture.simulate` offers (see :class:`Mutation`)."""
 
 GAMMA_MAX_TOPICS = 16
 """:func:`gamma` solves ``2**(k - 1)`` linear programs; refused above this many topics."""
@@ -263,7 +263,7 @@ def _depths(parent: np.ndarray) -> np.ndarray:
 
 def tree_paths(parent) -> np.ndarray:
     """Every root-to-leaf path of a tree given as a parent array (root ``-1``), one row per leaf,
-    for trees whose leaves are all at the same depth (the trees :meth:`TopicTree.simulate` grows).
+    for trees whose leaves are all at the same depth (the trees :meth:`TopicTreeMixture.simulate` grows).
 
     Examples
     --------
@@ -293,11 +293,11 @@ def tree_paths(parent) -> np.ndarray:
 class TopicTreeModel(Model, Protocol):
     """A hierarchy of topics whose fit is a tree of topics and a clustering of the documents down
     it (Sandler's topic trees, seed 003): no likelihood is maximised; the reference is the
-    posterior of one document's relevance vector (:meth:`TopicTree.pymc_model`).
+    posterior of one document's relevance vector (:meth:`TopicTreeMixture.pymc_model`).
 
     Examples
     --------
-    >>> isinstance(TopicTree(), TopicTreeModel)
+    >>> isinstance(TopicTreeMixture(), TopicTreeModel)
     True
     """
 
@@ -306,7 +306,7 @@ class TopicTreeModel(Model, Protocol):
 
 
 @dataclass(frozen=True)
-class TopicTree:
+class TopicTreeMixture:
     """Sandler's hierarchical mixture model (seed 003, section 3.1).
 
     Parameters
@@ -336,7 +336,7 @@ class TopicTree:
 
         Examples
         --------
-        >>> TopicTree().check_data([[1, 0], [2, 3]]).shape
+        >>> TopicTreeMixture().check_data([[1, 0], [2, 3]]).shape
         (2, 2)
         """
         return CoOccurrence.coerce(data)
@@ -366,10 +366,10 @@ class TopicTree:
 
         Examples
         --------
-        >>> model = TopicTree().pymc_model([[0.9, 0.1], [0.1, 0.9]], [3, 1])
+        >>> model = TopicTreeMixture().pymc_model([[0.9, 0.1], [0.1, 0.9]], [3, 1])
         >>> sorted(model.named_vars)
         ['relevance', 'words_loglik']
-        >>> TopicTree().pymc_model([[0.9, 0.1], [0.1, 0.9]], [0, 0])
+        >>> TopicTreeMixture().pymc_model([[0.9, 0.1], [0.1, 0.9]], [0, 0])
         Traceback (most recent call last):
         ...
         ValueError: document is empty: a relevance needs at least one word
@@ -454,7 +454,7 @@ class TopicTree:
 
         Examples
         --------
-        >>> data, truth = TopicTree().simulate(1, branching=3, depth=1, n_words=20, n_docs=4)
+        >>> data, truth = TopicTreeMixture().simulate(1, branching=3, depth=1, n_words=20, n_docs=4)
         >>> data.shape, truth["relevance"].shape
         ((4, 20), (4, 2))
         """

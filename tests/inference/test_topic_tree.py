@@ -23,11 +23,11 @@ from latentzoo.inference.topic_tree import (
     relevance,
     svd_pseudoinverse,
 )
-from latentzoo.models.topic_tree import TopicTree, gamma
+from latentzoo.models.topic_tree import TopicTreeMixture, gamma
 
 
 def _path_topics(seed, depth=4, n_words=300, root_concentration=1.0, delta=0.8):
-    _, truth = TopicTree().simulate(
+    _, truth = TopicTreeMixture().simulate(
         seed,
         branching=2,
         depth=depth,
@@ -136,7 +136,7 @@ def test_recovery_within_the_lemma_2_2_bound(solved, path_topics):
 def test_off_path_topics_go_to_their_closest_topic_on_the_path():
     # Lemma 3.5 / Corollary 3.6: V T(c) is close to e_j with T(j) the path topic closest to T(c),
     # within c eps beta for c steps between them.
-    _, truth = TopicTree().simulate(
+    _, truth = TopicTreeMixture().simulate(
         0, branching=2, depth=3, n_words=5000, n_docs=1, root_concentration=1.0
     )
     topics, parent = truth["topics"], truth["parent"]

@@ -18,11 +18,11 @@ from latentzoo.inference.topic_tree import (
     reconstruct_tree,
     related_topics,
 )
-from latentzoo.models.topic_tree import TopicTree
+from latentzoo.models.topic_tree import TopicTreeMixture
 
 
 def _leaf_topics(seed, branching=3, depth=2, n_words=1000):
-    _, truth = TopicTree().simulate(
+    _, truth = TopicTreeMixture().simulate(
         seed, branching=branching, depth=depth, n_words=n_words, n_docs=1, root_concentration=1.0
     )
     parent = truth["parent"]
@@ -86,7 +86,7 @@ def test_algorithm_3_2_refuses_bad_input():
 
 @pytest.fixture(scope="module")
 def simulated_corpus():
-    data, truth = TopicTree().simulate(
+    data, truth = TopicTreeMixture().simulate(
         3, branching=3, depth=1, n_words=300, n_docs=600, doc_length=300
     )
     return data, truth["path"][:, 1], truth["relevance"][:, 1]
@@ -126,7 +126,7 @@ def test_algorithm_3_3_poorly_approximated_columns(simulated_corpus):
 
 
 def test_algorithm_3_3_recurses_and_labels_levels():
-    data, truth = TopicTree().simulate(
+    data, truth = TopicTreeMixture().simulate(
         4, branching=2, depth=2, n_words=400, n_docs=800, doc_length=400, root_concentration=1.0
     )
     tree = reconstruct_tree(data, max_depth=2, max_clusters=2)
@@ -193,11 +193,11 @@ def test_the_familys_result_saves_the_tree_the_relevances_and_a_drawing(tmp_path
 
     from latentzoo.inference.topic_tree import FAMILY
 
-    data, truth = TopicTree().simulate(
+    data, truth = TopicTreeMixture().simulate(
         3, branching=3, depth=1, n_words=200, n_docs=300, doc_length=200
     )
     tree = FAMILY.methods["reconstruct"](
-        TopicTree(), data, max_depth=1, max_clusters=3, max_document_share=1.0
+        TopicTreeMixture(), data, max_depth=1, max_clusters=3, max_document_share=1.0
     )
     assert tree.summary_lines()[0].startswith("topic tree: 3 nodes below the root")
     tree.save(tmp_path / "tree.nc", data)
@@ -213,7 +213,7 @@ def test_the_familys_result_saves_the_tree_the_relevances_and_a_drawing(tmp_path
         np.testing.assert_array_equal(saved["result.label"], tree.labels)
     assert tree.figure().axes
     with pytest.raises(ValueError, match="only 0 words"):
-        FAMILY.methods["reconstruct"](TopicTree(), np.ones((10, 5)))  # every word everywhere
+        FAMILY.methods["reconstruct"](TopicTreeMixture(), np.ones((10, 5)))  # every word everywhere
 
 
 @pytest.mark.slow  # NUTS on three documents: about 20 s
@@ -223,7 +223,7 @@ def test_validation_reference_level_passes():
 
     recipe = FAMILY.recipe()
     comparison = recipe.checks["reference"](
-        FAMILY, recipe, TopicTree(), None, QUICK, np.random.default_rng(0)
+        FAMILY, recipe, TopicTreeMixture(), None, QUICK, np.random.default_rng(0)
     )
     assert [check.passed for check in comparison.checks] == [True, True]
     assert set(recipe.not_applicable) == {"exact", "density", "optimality", "mode-matched",

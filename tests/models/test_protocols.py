@@ -12,9 +12,10 @@ from latentzoo.models.base import (
     RetrievalModel,
     TreeModel,
 )
+from latentzoo.models.topic_tree import TopicTreeModel
 from latentzoo.zoo import ZOO
 
-KINDS = (LikelihoodModel, CostModel, TreeModel, RetrievalModel)
+KINDS = (LikelihoodModel, CostModel, TreeModel, RetrievalModel, TopicTreeModel)
 
 
 def _instance(family):

@@ -12,7 +12,7 @@ import pytest
 
 from latentzoo.models.topic_tree import (
     Mutation,
-    TopicTree,
+    TopicTreeMixture,
     check_topic_matrix,
     gamma,
     slope,
@@ -25,7 +25,7 @@ SIM = dict(branching=3, depth=2, n_words=4000, n_docs=50, doc_length=100)
 @pytest.fixture(scope="module", params=["sign", "uniform"])
 def simulated(request):
     delta = 0.8 if request.param == "sign" else 0.4
-    data, truth = TopicTree().simulate(
+    data, truth = TopicTreeMixture().simulate(
         7, delta=delta, mutation=request.param, root_concentration=1.0, **SIM
     )
     return request.param, delta, data, truth
@@ -93,8 +93,8 @@ def test_slope_of_the_papers_example():
 
 
 def test_same_seed_same_tree():
-    first = TopicTree().simulate(3, n_words=50, n_docs=5)
-    second = TopicTree().simulate(3, n_words=50, n_docs=5)
+    first = TopicTreeMixture().simulate(3, n_words=50, n_docs=5)
+    second = TopicTreeMixture().simulate(3, n_words=50, n_docs=5)
     np.testing.assert_array_equal(first[1]["topics"], second[1]["topics"])
     assert (first[0].counts != second[0].counts).nnz == 0
 
@@ -142,12 +142,12 @@ def test_tree_paths():
 )
 def test_simulate_refuses_bad_options(options, message):
     with pytest.raises(ValueError, match=message):
-        TopicTree().simulate(0, **{**dict(n_words=20, n_docs=2), **options})
+        TopicTreeMixture().simulate(0, **{**dict(n_words=20, n_docs=2), **options})
 
 
 def test_refuses_bad_topic_matrices_and_concentration():
     with pytest.raises(ValueError, match="relevance_concentration must be a positive"):
-        TopicTree(relevance_concentration=0.0)
+        TopicTreeMixture(relevance_concentration=0.0)
     with pytest.raises(ValueError, match="full column rank"):
         check_topic_matrix([[0.5, 0.5], [0.5, 0.5]])
     with pytest.raises(ValueError, match=r"W\[1, 0\] = -0.1 is negative"):
@@ -159,7 +159,7 @@ def test_refuses_bad_topic_matrices_and_concentration():
 
 
 def _long_document(seed, depth, n_words=200, doc_length=20_000):
-    data, truth = TopicTree().simulate(
+    data, truth = TopicTreeMixture().simulate(
         seed, branching=2, depth=depth, n_words=n_words, n_docs=1, doc_length=doc_length,
         root_concentration=1.0,
     )  # fmt: skip
@@ -192,7 +192,7 @@ def test_lp_relevance_inside_the_pymc_posterior_interval():
     for seed in range(2):
         topics, counts, _ = _long_document(seed, depth=2)
         estimate = minimax_pseudoinverse(topics).relevance(counts)
-        with TopicTree().pymc_model(topics, counts):
+        with TopicTreeMixture().pymc_model(topics, counts):
             idata = pm.sample(
                 draws=1000, tune=500, chains=2, cores=1, random_seed=seed, progressbar=False,
                 compute_convergence_checks=False,
@@ -207,7 +207,7 @@ def test_pymc_model_declares_the_relevance_posterior():
     import pymc as pm
 
     topics, counts, _ = _long_document(0, depth=1, n_words=20, doc_length=50)
-    model = TopicTree(relevance_concentration=2.0).pymc_model(topics, counts)
+    model = TopicTreeMixture(relevance_concentration=2.0).pymc_model(topics, counts)
     relevance = np.array([0.3, 0.7])
     logp = model["words_loglik"].eval({model["relevance"]: relevance})
     assert logp == pytest.approx(counts @ np.log(topics @ relevance))
@@ -227,4 +227,4 @@ def test_pymc_model_declares_the_relevance_posterior():
 )
 def test_pymc_model_refuses_bad_input(topics, document, message):
     with pytest.raises(ValueError, match=message):
-        TopicTree().pymc_model(topics, document)
+        TopicTreeMixture().pymc_model(topics, document)
