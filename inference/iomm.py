@@ -47,14 +47,13 @@ import numpy as np
 from scipy.special import betaln, logit
 
 from latentzoo.inference.family import (
+    GIBBS_OPTIONS,
     Family,
     Method,
     anything,
     choice,
-    flag,
     integer,
     real,
-    seed,
 )
 from latentzoo.inference.mcmc import next_uniform, run_chains, splitmix_seeds
 from latentzoo.models._checks import check_integer, check_positive
@@ -1088,12 +1087,8 @@ def validation_recipe():
 
 # ------------------------------------------------------------------------------ the family
 _OPTIONS = (
-    integer("chains", 4, "independent chains"),
-    integer("draws", 500, "kept draws per chain"),
-    integer("tune", 200, "discarded burn-in sweeps per chain", low=0),
-    integer("thin", 1, "keep every thin-th sweep"),
-    seed(),
-    flag("progressbar", True, "show a progress bar"),
+    # chains, draws, tune, thin, random_state, progressbar: those of every sampler
+    *GIBBS_OPTIONS[:6],
     real("omega", 20.0, "concentration of the Beta proposal (7.13) of theta", 0, None, True),
     choice("start", "kmeans", "first state: k-means clusters or a prior draw", START_CHOICES),
     integer("start_clusters", None, "clusters of the k-means start (None: ceil(sqrt N))",
