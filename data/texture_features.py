@@ -401,7 +401,8 @@ class TextureFeatures:
     channel_names : numpy.ndarray
         ``"grey"``, ``"s0o0"``, ``"s0o1"``... (``s`` the scale, 0 the finest).
     windows : numpy.ndarray
-        Window side of each channel for :meth:`site_counts` (the grey level: the finest).
+        Window side of each channel for :meth:`site_counts` (the grey level: the largest, as
+        its histogram varies over the widest range, e.g. the shading of stones).
 
     Examples
     --------
@@ -438,7 +439,7 @@ class TextureFeatures:
             ["grey"] + [f"s{s}o{o}" for s in range(len(frequencies)) for o in range(orientations)]
         )
         self.windows = np.concatenate(
-            [scale_windows.min(keepdims=True), np.repeat(scale_windows, orientations)]
+            [scale_windows.max(keepdims=True), np.repeat(scale_windows, orientations)]
         ).astype(np.int64)
 
     @property

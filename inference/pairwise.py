@@ -2000,6 +2000,84 @@ def _sparse_sweep(indptr, indices, values, resp, a, b, sizes, within, temperatur
     return biggest
 
 
+@nb.njit(cache=True)
+def _normalised_sweep(indptr, indices, values, resp, a, b, sizes, within, inner, temperature,
+                      order, tap):  # fmt: skip
+    """One sequential mean-field sweep of the normalised sparse cost over the items in ``order``.
+
+    The cost of cluster ``v`` is ``n_v W_v / P_v`` (:func:`sparse_pairwise_cost`), ``W_v`` the
+    within sum of ``D`` and ``P_v`` the number of observed pairs inside ``v`` (``inner``). Item
+    ``i``'s potential of cluster ``v`` is the exact change of that cost when ``i`` joins ``v``,
+    its own share first taken out (``a[i, v]`` and ``b[i, v]`` as :func:`_sparse_sweep`). With
+    ``tap`` the couplings are the covariance of the potentials over the partners' fluctuations,
+    ``d E_iv / d <M_jv> = (n_v + 1) (D_ij - mean_v) / P_v``. Returns the largest change of a
+    probability.
+    """
+    n, k = resp.shape
+    bias = np.empty(k)
+    new = np.empty(k)
+    slope = np.empty(k)
+    centre = np.empty(k)
+    coupling = np.zeros((k, k))
+    biggest = 0.0
+    for i in order:
+        for v in range(k):
+            others = sizes[v] - resp[i, v]
+            sum_without = within[v] - resp[i, v] * a[i, v]
+            pairs_without = inner[v] - resp[i, v] * b[i, v]
+            mean_without = sum_without / pairs_without if pairs_without > 1e-12 else 0.0
+            pairs_with = pairs_without + b[i, v]
+            mean_with = (sum_without + a[i, v]) / pairs_with if pairs_with > 1e-12 else 0.0
+            bias[v] = -((others + 1.0) * mean_with - others * mean_without) / temperature
+            slope[v] = (others + 1.0) / pairs_with if pairs_with > 1e-12 else 0.0
+            centre[v] = mean_with
+        if tap:
+            for x in range(k):
+                for y in range(k):
+                    coupling[x, y] = 0.0
+            for e in range(indptr[i], indptr[i + 1]):
+                j = indices[e]
+                for x in range(k):
+                    gap_x = slope[x] * (values[e] - centre[x]) / temperature
+                    coupling[x, x] += gap_x * gap_x * resp[j, x]
+                    for y in range(k):
+                        gap_y = slope[y] * (values[e] - centre[y]) / temperature
+                        coupling[x, y] -= gap_x * gap_y * resp[j, x] * resp[j, y]
+            # Beyond a variance of 1 the expansion behind (29) ends (as _sparse_sweep).
+            size = 0.0
+            for x in range(k):
+                size = max(size, coupling[x, x])
+            if size > 1.0:
+                for x in range(k):
+                    for y in range(k):
+                        coupling[x, y] /= size
+            for x in range(k):
+                bias[x] += 0.5 * coupling[x, x]
+            _solve_item(bias, coupling, resp[i], new)
+        else:
+            top = bias.max()
+            total = 0.0
+            for v in range(k):
+                new[v] = np.exp(bias[v] - top)
+                total += new[v]
+            for v in range(k):
+                new[v] /= total
+        for v in range(k):
+            delta = new[v] - resp[i, v]
+            if abs(delta) > biggest:
+                biggest = abs(delta)
+            if delta != 0.0:
+                within[v] += delta * a[i, v]
+                inner[v] += delta * b[i, v]
+                sizes[v] += delta
+                for e in range(indptr[i], indptr[i + 1]):
+                    j = indices[e]
+                    a[j, v] += delta * values[e]
+                    b[j, v] += delta
+                resp[i, v] = new[v]
+    return biggest
+
+
 def _sparse_sums(pairs, resp, shift):
     """``a = D resp``, ``b = A resp`` (A the graph's pattern, explicit zeros included: every
     stored entry is an observed pair), the sizes and the centred within sums (pairs once)."""
@@ -2015,11 +2093,20 @@ def _sparse_shift(pairs, shift) -> float:
     return float(pairs.data.mean()) if shift is None else float(shift)
 
 
-def sparse_pairwise_cost(data: Dissimilarities, labels, shift: float | None = None) -> float:
-    """The pairwise clustering cost on the observed pairs of a sparse graph,
-    ``sum_v W_v`` with ``W_v = sum_{observed i < j in v} (D_ij - shift)``.
+def sparse_pairwise_cost(
+    data: Dissimilarities, labels, shift: float | None = None, normalised: bool = True
+) -> float:
+    """The pairwise clustering cost on the observed pairs of a sparse graph.
 
-    Eq. (16) normalises each cluster's within sum by its size because on a dense matrix the sum
+    Normalised (default; Hofmann, Puzicha and Buhmann's sparse form of eq. (16)):
+    ``sum_v n_v W_v / P_v`` with ``W_v = sum_{observed i < j in v} D_ij`` and ``P_v`` the number
+    of observed pairs inside cluster ``v``: each cluster's size times its mean dissimilarity over
+    its neighbour pairs, as eq. (16) is each cluster's size times its mean over all its pairs. A
+    cluster without an inner pair costs 0. ``shift`` is ignored (the mean is shift-invariant up
+    to ``N shift``).
+
+    Centred (``normalised=False``): ``sum_v W_v`` with ``W_v = sum_{observed i < j in v} (D_ij -
+    shift)``. Eq. (16) normalises each cluster's within sum by its size because on a dense matrix the sum
     grows as ``n_v^2``; it is then invariant to a shift of ``D`` (eq. (17)). On a sparse
     neighbourhood graph an item has a bounded number of partners, so ``W_v`` grows as ``n_v``:
     the same normalisation makes every cluster's share independent of its size and rewards
@@ -2028,28 +2115,38 @@ def sparse_pairwise_cost(data: Dissimilarities, labels, shift: float | None = No
     cluster whose few inner pairs are close reach a mean near 0 (cost 7 against 257 for the
     truth). Without the normalisation the shift decides: unshifted (``D >= 0``) every cut pair is
     free and singletons win; centred at the mean observed dissimilarity (default), a close pair
-    lowers the cost when kept inside a cluster and a far pair raises it.
+    lowers the cost when kept inside a cluster and a far pair raises it. Measured on 5-texture
+    mosaics (64-pixel blocks, 20 random partners per block), the normalised cost segments with
+    less error than the centred one.
 
     Parameters
     ----------
     data : Dissimilarities
     labels : array_like of int
     shift : float, optional
-        Default the mean of the observed dissimilarities.
+        Centred cost only: default the mean of the observed dissimilarities.
+    normalised : bool, default True
+        The normalised cost; False the centred one.
 
     Examples
     --------
     >>> import scipy.sparse as sp
     >>> pairs = sp.coo_matrix(([1.0, 0.1, 0.2], ([0, 0, 2], [1, 2, 3])), shape=(4, 4))
     >>> data = Dissimilarities.from_sparse(pairs)
-    >>> round(sparse_pairwise_cost(data, [0, 1, 0, 0], shift=0.5), 6)  # (0.1 - 0.5) + (0.2 - 0.5)
+    >>> round(sparse_pairwise_cost(data, [0, 1, 0, 0], shift=0.5, normalised=False), 6)
     -0.7
+    >>> round(sparse_pairwise_cost(data, [0, 1, 0, 0]), 6)  # 3 (0.1 + 0.2) / 2 + 1 * 0
+    0.45
     """
     pairs = data.pairs
-    shift = _sparse_shift(pairs, shift)
     labels = np.asarray(labels, dtype=np.int64)
     resp = _one_hot(labels, int(labels.max()) + 1)
-    _, _, sizes, within = _sparse_sums(pairs, resp, shift)
+    if normalised:
+        _, b, sizes, within = _sparse_sums(pairs, resp, 0.0)
+        inner = 0.5 * np.einsum("iv,iv->v", resp, b)
+        means = np.divide(within, inner, out=np.zeros_like(within), where=inner > 0)
+        return float(sizes @ means)
+    _, _, sizes, within = _sparse_sums(pairs, resp, _sparse_shift(pairs, shift))
     return float(within.sum())
 
 
@@ -2093,6 +2190,7 @@ def sparse_pairwise_annealing(
     shift: float | None = None,
     random_state=None,
     progress=None,
+    normalised: bool = True,
 ) -> SparsePairwiseFit:
     """Mean-field annealing of pairwise clustering on a sparse neighbourhood graph (sec. 6.3).
 
@@ -2100,8 +2198,9 @@ def sparse_pairwise_annealing(
     is :func:`sparse_pairwise_cost`. As Algorithm I (:func:`pairwise_annealing`), items update
     sequentially in a random order, ``<M_iv> ∝ exp(-E_iv / T)`` with ``E_iv`` the exact cost
     increment of adding item ``i`` to cluster ``v`` under the current assignments (the analogue
-    of eq. (24)-(26)), ``E_iv = sum_{j ~ i} <M_jv> (D_ij - shift)``, kept current in O(degree K)
-    per item, so a sweep costs O(pairs K). With ``tap=True`` each item solves the TAP equation
+    of eq. (24)-(26)): for the normalised cost (default) the change of ``n_v W_v / P_v``
+    (:func:`_normalised_sweep`), for the centred one ``E_iv = sum_{j ~ i} <M_jv> (D_ij -
+    shift)``; both kept current in O(degree K) per item, so a sweep costs O(pairs K). With ``tap=True`` each item solves the TAP equation
     (28)-(29) with ``J(i)`` the covariance, over ``T^2``, of its potentials under independent
     fluctuations of its partners' assignments, scaled so that no variance exceeds 1 (as
     :func:`pairwise_annealing`).
@@ -2114,8 +2213,10 @@ def sparse_pairwise_annealing(
     tap : bool
         The cavity (TAP) correction.
     T0 : float, optional
-        Start temperature; default the scale of the increments, the largest centred
-        dissimilarity times the mean degree.
+        Start temperature; default the scale of the increments: normalised, four times the
+        largest centred dissimilarity (a cluster's increment is its mean plus about twice an
+        item's centred mean over its partners); centred, the largest centred dissimilarity
+        times the mean degree.
     T_final : float, optional
         Lowest temperature; default ``1e-3 T0``. The schedule stops earlier once every
         assignment is frozen (``max_v <M_iv> > 1 - 1e-6``).
@@ -2132,6 +2233,8 @@ def sparse_pairwise_annealing(
     random_state : None, int or numpy.random.Generator
     progress : tqdm-like, optional
         Updated once per sweep.
+    normalised : bool, default True
+        The normalised cost of :func:`sparse_pairwise_cost`; False the centred one.
 
     Returns
     -------
@@ -2158,10 +2261,12 @@ def sparse_pairwise_annealing(
     if T0 is None:
         # The scale of the increments: a degree's worth of centred dissimilarities.
         spread = float(np.max(np.abs(pairs.data - shift)))
-        T0 = (spread if spread > 0 else 1.0) * pairs.nnz / n
+        spread = spread if spread > 0 else 1.0
+        T0 = 4.0 * spread if normalised else spread * pairs.nnz / n
     T_final = 1e-3 * T0 if T_final is None else float(T_final)
     resp = _initial_resp(rng, n, k, perturbation)
-    a, b, sizes, within = _sparse_sums(pairs, resp, shift)
+    a, b, sizes, within = _sparse_sums(pairs, resp, 0.0 if normalised else shift)
+    inner = 0.5 * np.einsum("iv,iv->v", resp, b)
     indptr = pairs.indptr.astype(np.int64)
     indices = pairs.indices.astype(np.int64)
     values = pairs.data.astype(np.float64)
@@ -2172,8 +2277,13 @@ def sparse_pairwise_annealing(
         sweeps = 0
         while sweeps < max_iter:
             sweeps += 1
-            change = _sparse_sweep(indptr, indices, values, resp, a, b, sizes, within,
-                                   temperature, rng.permutation(items), bool(tap), shift)  # fmt: skip
+            order = rng.permutation(items)
+            if normalised:
+                change = _normalised_sweep(indptr, indices, values, resp, a, b, sizes, within,
+                                           inner, temperature, order, bool(tap))  # fmt: skip
+            else:
+                change = _sparse_sweep(indptr, indices, values, resp, a, b, sizes, within,
+                                       temperature, order, bool(tap), shift)  # fmt: skip
             if progress is not None:
                 progress.update(1)
             if change <= tol:
@@ -2186,11 +2296,11 @@ def sparse_pairwise_annealing(
         temperature *= eta
     labels = np.argmax(resp, axis=1).astype(np.int64)
     settings = {"tap": bool(tap), "T0": T0, "T_final": T_final, "eta": eta, "tol": tol,
-                "shift": shift}  # fmt: skip
+                "shift": shift, "normalised": bool(normalised)}  # fmt: skip
     return SparsePairwiseFit(
         labels=labels,
         resp=resp,
-        cost=sparse_pairwise_cost(data, labels, shift),
+        cost=sparse_pairwise_cost(data, labels, shift, normalised),
         trace=pd.DataFrame(rows),
         converged=bool(converged),
         settings=settings,

@@ -190,7 +190,7 @@ def test_site_counts_are_window_histograms_of_the_gabor_channels():
     features = TextureFeatures(load("texture-mosaic", size=128, random_state=2).image)
     counts = features.site_counts(stride=8)
     assert counts.shape == (16 * 16, 12 * N_BINS)
-    assert list(features.windows) == [16] + [16] * 4 + [32] * 4 + [64] * 4
+    assert list(features.windows) == [64] + [16] * 4 + [32] * 4 + [64] * 4
     # Every site sees a full window of every channel, shifted inwards at the borders.
     per_channel = counts.toarray().reshape(counts.shape[0], 12, N_BINS).sum(axis=2)
     assert (per_channel == features.windows[1:] ** 2).all()

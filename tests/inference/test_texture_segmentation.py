@@ -50,7 +50,7 @@ def test_two_texture_error_below_five_percent(two_textures):
     mosaic, features = two_textures
     result = segment_one_sided(None, 2, random_state=0, features=features)
     assert result.labels.shape == mosaic.labels.shape
-    assert result.error(mosaic.labels) < 0.05
+    assert result.error(mosaic.labels) < 0.035  # 0.022 measured (grey channel, issue 28)
 
 
 def test_same_seed_same_segmentation(small_five):
