@@ -101,13 +101,13 @@ class Layout(NamedTuple):
 
 
 def _layout(model: BayesianPartialMembership, n_items: int, n_features: int) -> Layout:
-    component = _BERNOULLI if model.component == "bernoulli" else _GAUSSIAN
+    component = _BERNOULLI if model.distribution == "bernoulli" else _GAUSSIAN
     return Layout(n_items, n_features, model.n_components, component)
 
 
 def _hyper(model: BayesianPartialMembership) -> np.ndarray:
     """The hyperparameters the kernel reads: ``alpha, b`` and the clusters' prior."""
-    if model.component == "bernoulli":
+    if model.distribution == "bernoulli":
         return np.array([model.alpha, model.b, model.beta_a, model.beta_b], dtype=np.float64)
     return np.array(
         [model.alpha, model.b, model.mu0, model.kappa0, model.gamma_a, model.gamma_b],
@@ -144,7 +144,7 @@ def unconstrain(model: BayesianPartialMembership, params: dict) -> np.ndarray:
         [math.log(float(params["a"]))],
         _alr(np.asarray(params["pi"], dtype=np.float64)).ravel(),
     ]
-    if model.component == "bernoulli":
+    if model.distribution == "bernoulli":
         parts.append(np.asarray(params["theta"], dtype=np.float64).ravel())
     else:
         parts.append(np.asarray(params["mu"], dtype=np.float64).ravel())
@@ -161,7 +161,7 @@ def constrain(model: BayesianPartialMembership, position, n_items: int, n_featur
     at += 1
     out["pi"] = np.exp(_log_softmax_pinned(position[at : at + N * (K - 1)].reshape(N, K - 1)))
     at += N * (K - 1)
-    if model.component == "bernoulli":
+    if model.distribution == "bernoulli":
         out["theta"] = position[at : at + K * D].reshape(K, D).copy()
     else:
         out["mu"] = position[at : at + K * D].reshape(K, D).copy()
@@ -806,7 +806,7 @@ def _reference_level(entry, recipe, model, data, settings, rng, progressbar=Fals
     from latentzoo.inference.compare import Comparison, agreement
 
     sizes = recipe.problems["reference"]
-    small = BayesianPartialMembership(2, component=model.component, alpha=model.alpha, b=0.5)
+    small = BayesianPartialMembership(2, distribution=model.distribution, alpha=model.alpha, b=0.5)
     simulated, _ = small.simulate(rng, **sizes)
     seed = int(rng.integers(2**31))
     draws, tune = settings.pymc_draws, settings.pymc_tune

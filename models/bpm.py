@@ -56,9 +56,9 @@ from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_integer, check_positive
 from latentzoo.models.base import LikelihoodModel
 
-__all__ = ["COMPONENTS", "BayesianPartialMembership", "log_dirichlet_rows"]
+__all__ = ["DISTRIBUTIONS", "BayesianPartialMembership", "log_dirichlet_rows"]
 
-COMPONENTS = ("bernoulli", "gaussian")
+DISTRIBUTIONS = ("bernoulli", "gaussian")
 """The exponential-family components of the BPM."""
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -98,7 +98,7 @@ class BayesianPartialMembership:
     ----------
     n_components : int, default 2
         ``K``, the number of clusters (at least 1).
-    component : {"bernoulli", "gaussian"}, default "bernoulli"
+    distribution : {"bernoulli", "gaussian"}, default "bernoulli"
         The exponential family of the clusters (binary or real features).
     alpha : float, default 1.0
         Symmetric Dirichlet concentration of ``rho`` (8.7).
@@ -122,14 +122,14 @@ class BayesianPartialMembership:
     Traceback (most recent call last):
     ...
     ValueError: n_components must be an integer >= 1, got 0
-    >>> BayesianPartialMembership(2, component="poisson")
+    >>> BayesianPartialMembership(2, distribution="poisson")
     Traceback (most recent call last):
     ...
-    ValueError: component must be one of 'bernoulli', 'gaussian', got 'poisson'
+    ValueError: distribution must be one of 'bernoulli', 'gaussian', got 'poisson'
     """
 
     n_components: int = 2
-    component: str = "bernoulli"
+    distribution: str = "bernoulli"
     alpha: float = 1.0
     b: float = 1.0
     beta_a: float = 1.0
@@ -153,9 +153,9 @@ class BayesianPartialMembership:
 
     def __post_init__(self):
         check_integer("n_components", self.n_components)
-        if self.component not in COMPONENTS:
+        if self.distribution not in DISTRIBUTIONS:
             raise ValueError(
-                f"component must be one of 'bernoulli', 'gaussian', got {self.component!r}"
+                f"distribution must be one of 'bernoulli', 'gaussian', got {self.distribution!r}"
             )
         for name in ("alpha", "b", "beta_a", "beta_b", "kappa0", "gamma_a", "gamma_b"):
             check_positive(name, getattr(self, name))
@@ -166,7 +166,7 @@ class BayesianPartialMembership:
     @property
     def cluster_names(self) -> tuple[str, ...]:
         """The cluster parameters: ``("theta",)`` (Bernoulli) or ``("mu", "tau")`` (Gaussian)."""
-        return ("theta",) if self.component == "bernoulli" else ("mu", "tau")
+        return ("theta",) if self.distribution == "bernoulli" else ("mu", "tau")
 
     @property
     def param_names(self) -> tuple[str, ...]:
@@ -227,7 +227,7 @@ class BayesianPartialMembership:
                 f"row {empty[0]} of X has no observed entry: an all-missing row carries no "
                 "information"
             )
-        if self.component == "bernoulli":
+        if self.distribution == "bernoulli":
             bad = np.argwhere(observed & (X != 0) & (X != 1))
             if bad.size:
                 i, j = bad[0]
@@ -292,7 +292,7 @@ class BayesianPartialMembership:
         """
         params = self._check_params(params)
         pi = params["pi"]
-        if self.component == "bernoulli":
+        if self.distribution == "bernoulli":
             return (pi @ params["theta"],)
         tau = params["tau"]
         return pi @ (tau * params["mu"]), pi @ tau
@@ -313,7 +313,7 @@ class BayesianPartialMembership:
 
     def _cell_log_likelihood(self, params: dict, X: np.ndarray) -> np.ndarray:
         natural = self.natural_parameters(params)
-        if self.component == "bernoulli":
+        if self.distribution == "bernoulli":
             (eta,) = natural
             return X * eta - np.logaddexp(0.0, eta)
         A, B = natural
@@ -339,7 +339,7 @@ class BayesianPartialMembership:
         conc = a * rho
         lp += pi.shape[0] * (gammaln(a) - gammaln(conc).sum())
         lp += np.sum((conc - 1) * np.log(pi))
-        if self.component == "bernoulli":
+        if self.distribution == "bernoulli":
             theta = params["theta"]
             lp += np.sum(
                 self.beta_a * theta
@@ -493,7 +493,7 @@ class BayesianPartialMembership:
         check_positive("a", a)
         pi = np.exp(log_dirichlet_rows(rng, a * rho, n_items))
         draw = {"rho": rho, "a": float(a), "pi": pi}
-        if self.component == "bernoulli":
+        if self.distribution == "bernoulli":
             draw["theta"] = logit(
                 np.clip(rng.beta(self.beta_a, self.beta_b, size=(K, n_features)), 1e-12, 1 - 1e-12)
             )
@@ -507,11 +507,50 @@ class BayesianPartialMembership:
         """Data drawn from (8.10) given the parameters: ``N x D``."""
         rng = as_rng(random_state)
         natural = self.natural_parameters(params)
-        if self.component == "bernoulli":
+        if self.distribution == "bernoulli":
             (eta,) = natural
             return (rng.random(eta.shape) < expit(eta)).astype(np.float64)
         A, B = natural
         return rng.normal(A / B, 1.0 / np.sqrt(B))
+
+    def replicate_names(self, names) -> bool:
+        """Whether a draw holding the variables ``names`` can make a replicate of the data: it
+        needs the memberships ``pi`` and the cluster parameters."""
+        return {"pi", *self.cluster_names} <= set(names)
+
+    def predictive_summaries(self, x) -> dict:
+        """The summary a posterior predictive check compares, of the observed ``Features`` or of
+        a replicate: ``feature_mean``, each feature's mean over the items that have it.
+
+        Examples
+        --------
+        >>> BayesianPartialMembership(2).predictive_summaries(np.array([[0.0, 1.0], [1.0, np.nan]]))
+        {'feature_mean': (('feature',), array([0.5, 1. ]))}
+        """
+        values = x.X if hasattr(x, "X") else np.asarray(x, dtype=float)
+        return {"feature_mean": (("feature",), np.nanmean(values, axis=0))}
+
+    def replicate(self, params, data, rng) -> dict:
+        """One replicate of ``data`` from one draw (8.10): every item drawn again from its
+        memberships and the clusters; an entry missing in ``data`` stays missing (NaN), so the
+        replicate is compared like with like.
+
+        Returns
+        -------
+        dict
+            ``{name: (dims, array)}``: ``x`` and :meth:`predictive_summaries` of it.
+
+        Examples
+        --------
+        >>> model = BayesianPartialMembership(2)
+        >>> data, truth = model.simulate(0, n_items=3, n_features=2)
+        >>> model.replicate(truth, data, np.random.default_rng(0))["x"][1].shape
+        (3, 2)
+        """
+        data = self.check_data(data)
+        x = self.sample_data(params, rng)
+        x = np.where(np.isnan(data.X), np.nan, x)
+        return {"x": (("item", "feature"), x), **self.predictive_summaries(x)}
 
     def simulate(
         self, random_state=None, n_items: int = 50, n_features: int = 32, a=None
@@ -528,7 +567,7 @@ class BayesianPartialMembership:
         rng = as_rng(random_state)
         truth = self.draw_prior(n_items, n_features, rng, a=a)
         X = self.sample_data(truth, rng)
-        kind = "binary" if self.component == "bernoulli" else "real"
+        kind = "binary" if self.distribution == "bernoulli" else "real"
         return Features(X, kind=kind), truth
 
     # ----------------------------------------------------------------------- PyMC reference
@@ -569,7 +608,7 @@ class BayesianPartialMembership:
             pi = pm.Dirichlet(
                 "pi", a=pt.ones((data.n_items, 1)) * (a * rho)[None, :], dims=("item", "component")
             )
-            if self.component == "bernoulli":
+            if self.distribution == "bernoulli":
                 theta = pm.Flat("theta", dims=("component", "feature"))
                 log_beta = float(
                     gammaln(self.beta_a) + gammaln(self.beta_b) - gammaln(self.beta_a + self.beta_b)

@@ -31,7 +31,7 @@ def _jacobian(params) -> float:
 
 @pytest.mark.parametrize("component", ["bernoulli", "gaussian"])
 def test_gradient_matches_central_finite_differences(component):
-    model = BayesianPartialMembership(3, component=component, alpha=1.5, b=0.7)
+    model = BayesianPartialMembership(3, distribution=component, alpha=1.5, b=0.7)
     data, truth = _data_with_missing(model, 0)
     rng = np.random.default_rng(1)
     position = bpm.unconstrain(model, truth) + 0.2 * rng.standard_normal(
@@ -51,7 +51,7 @@ def test_gradient_matches_central_finite_differences(component):
 
 @pytest.mark.parametrize("component", ["bernoulli", "gaussian"])
 def test_unconstrained_density_is_the_log_joint_plus_the_log_jacobians(component):
-    model = BayesianPartialMembership(2, component=component)
+    model = BayesianPartialMembership(2, distribution=component)
     data, truth = _data_with_missing(model, 2)
     position = bpm.unconstrain(model, truth)
     lp, _ = bpm.log_density_and_gradient(model, data, position)
@@ -67,7 +67,7 @@ def test_hmc_leaves_the_prior_invariant(component):
     import arviz as az
 
     model = BayesianPartialMembership(
-        3, component=component, alpha=2.0, b=0.25, gamma_a=3.0, gamma_b=1.5
+        3, distribution=component, alpha=2.0, b=0.25, gamma_a=3.0, gamma_b=1.5
     )
     data = np.zeros((3, 2))
     target = bpm.target_of(model, data, likelihood=False)

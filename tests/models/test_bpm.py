@@ -18,7 +18,7 @@ NAN = float("nan")
     [
         ({"n_components": 0}, "n_components must be an integer >= 1, got 0"),
         ({"n_components": -2}, "n_components must be an integer >= 1, got -2"),
-        ({"component": "poisson"}, "component must be one of 'bernoulli', 'gaussian'"),
+        ({"distribution": "poisson"}, "distribution must be one of 'bernoulli', 'gaussian'"),
         ({"alpha": 0.0}, "alpha must be a positive finite number"),
         ({"b": -1.0}, "b must be a positive finite number"),
         ({"mu0": np.inf}, "mu0 must be a finite number"),
@@ -35,7 +35,10 @@ def test_non_binary_data_are_refused_by_the_bernoulli_model():
     with pytest.raises(ValueError, match=r"X\[0, 1\] = 0.5 is not binary"):
         BayesianPartialMembership(2).check_data([[0, 0.5], [NAN, 1]])
     # The Gaussian model takes them.
-    assert BayesianPartialMembership(2, component="gaussian").check_data([[0, 2.5]]).shape == (1, 2)
+    assert BayesianPartialMembership(2, distribution="gaussian").check_data([[0, 2.5]]).shape == (
+        1,
+        2,
+    )
 
 
 def test_all_missing_rows_inf_and_empty_data_are_refused():
@@ -73,7 +76,7 @@ def test_log_likelihood_is_the_bernoulli_of_the_mixed_natural_parameters_and_ski
 
 
 def test_gaussian_log_likelihood_has_the_precision_weighted_mean():
-    model = BayesianPartialMembership(2, component="gaussian")
+    model = BayesianPartialMembership(2, distribution="gaussian")
     mu = np.array([[0.0, 1.0]])
     params = {
         "rho": [0.5, 0.5],
@@ -156,7 +159,7 @@ def test_lemma_8_2_large_a_gives_one_component_with_natural_parameters_rho_theta
 
 
 def test_simulate_is_reproducible_and_respects_the_component():
-    model = BayesianPartialMembership(2, component="gaussian")
+    model = BayesianPartialMembership(2, distribution="gaussian")
     a, truth_a = model.simulate(5, n_items=6, n_features=3)
     b, truth_b = model.simulate(5, n_items=6, n_features=3)
     assert a == b and a.kind == "real"
@@ -179,7 +182,7 @@ def _pymc_point(pm_model, params):
 
 @pytest.mark.parametrize("component", ["bernoulli", "gaussian"])
 def test_pymc_reference_density_equals_the_log_joint(component):
-    model = BayesianPartialMembership(2, component=component)
+    model = BayesianPartialMembership(2, distribution=component)
     data, truth = model.simulate(6, n_items=5, n_features=3)
     X = np.array(data.X)
     X[0, 1] = NAN

@@ -1,0 +1,192 @@
+"""The BPM's hand-coded HMC against PyMC NUTS and nutpie on the Senate roll calls (issue 26).
+
+Run from the repository root::
+
+    python benchmarks/bench_bpm_hmc.py            # full run (PyMC NUTS dominates: long)
+    python benchmarks/bench_bpm_hmc.py --quick    # fewer draws, a rough ratio in minutes
+
+One run, side by side, on the Bayesian Partial Membership model with K = 2 (Heller 2007, ch. 8)
+on the 109th Senate (``load("senate109", missing="keep")``: the votes not cast are integrated
+out): the hand HMC of :mod:`latentzoo.inference.bpm`, PyMC's NUTS on
+:meth:`BayesianPartialMembership.pymc_model` and nutpie (the same PyMC model compiled with numba,
+Rust NUTS). Every sampler runs 4 chains one after the other on one core. Reported per sampler:
+wall time (tuning included, compilation excluded and shown apart), divergences, and the bulk ESS
+of the label-free quantities: the total log-likelihood, the membership scale ``a`` and every
+senator's ``U_nn = sum_k pi_nk^2`` (the diagonal of ``U = Pi Pi^T``: 1 at a vertex, 1/2 halfway);
+ESS/s is the smallest of those ESS (and their median) per second. The table is printed and, for
+a full run, written to ``benchmarks/RESULTS_bpm.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+from latentzoo.data import load
+from latentzoo.inference import bpm
+from latentzoo.models.bpm import BayesianPartialMembership
+
+RESULTS = Path(__file__).resolve().parent / "RESULTS_bpm.md"
+
+
+def _ess(values) -> float:
+    import arviz as az
+
+    return float(np.asarray(az.ess(np.asarray(values), method="bulk")).reshape(-1)[0])
+
+
+def invariant_ess(pi, a, loglik) -> dict:
+    """Bulk ESS of the label-free quantities of (chain, draw, ...) arrays."""
+    u_diag = (pi**2).sum(axis=-1)
+    per_senator = np.array([_ess(u_diag[:, :, n]) for n in range(u_diag.shape[2])])
+    return {
+        "ess_loglik": _ess(loglik),
+        "ess_a": _ess(a),
+        "ess_U_min": float(np.nanmin(per_senator)),
+        "ess_U_median": float(np.nanmedian(per_senator)),
+    }
+
+
+def _loglik_draws(model, data, pi, params_of_draw) -> np.ndarray:
+    chains, draws = pi.shape[:2]
+    out = np.empty((chains, draws))
+    for c in range(chains):
+        for d in range(draws):
+            out[c, d] = model.log_likelihood(params_of_draw(c, d), data).sum()
+    return out
+
+
+def run_hand(model, data, chains, draws, tune, seed) -> dict:
+    bpm.hmc(model, data, chains=1, draws=2, tune=2, random_state=0)  # numba compile, excluded
+    start = time.perf_counter()
+    idata = bpm.hmc(model, data, chains=chains, draws=draws, tune=tune, random_state=seed)
+    seconds = time.perf_counter() - start
+    post = idata.posterior
+    return {
+        "seconds": seconds,
+        "compile": 0.0,
+        "divergences": int(idata.sample_stats["diverging"].sum()),
+        **invariant_ess(
+            post["pi"].values, post["a"].values, idata.log_likelihood["x"].values.sum(axis=-1)
+        ),
+        "grads_per_draw": float(idata.sample_stats["n_steps"].mean()),
+    }
+
+
+def _from_trace(model, data, trace, seconds, compile_seconds, divergences, steps) -> dict:
+    post = trace.posterior
+    pi, theta = post["pi"].values, post["theta"].values
+    loglik = _loglik_draws(
+        model, data, pi,
+        lambda c, d: {"rho": post["rho"].values[c, d], "a": float(post["a"].values[c, d]),
+                      "pi": pi[c, d], "theta": theta[c, d]},
+    )  # fmt: skip
+    return {
+        "seconds": seconds,
+        "compile": compile_seconds,
+        "divergences": divergences,
+        **invariant_ess(pi, post["a"].values, loglik),
+        "grads_per_draw": steps,
+    }
+
+
+def run_pymc(model, data, chains, draws, tune, seed) -> dict:
+    import pymc as pm
+
+    with model.pymc_model(data):
+        start = time.perf_counter()
+        trace = pm.sample(
+            draws, tune=tune, chains=chains, cores=1, random_seed=seed, progressbar=False,
+            compute_convergence_checks=False,
+        )  # fmt: skip
+        total = time.perf_counter() - start
+    sampling = float(trace.posterior.attrs.get("sampling_time", total))
+    stats = trace.sample_stats
+    return _from_trace(
+        model, data, trace, sampling, total - sampling, int(stats["diverging"].sum()),
+        float(stats["n_steps"].mean()),
+    )  # fmt: skip
+
+
+def run_nutpie(model, data, chains, draws, tune, seed) -> dict:
+    import nutpie
+
+    start = time.perf_counter()
+    compiled = nutpie.compile_pymc_model(model.pymc_model(data))
+    compile_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    trace = nutpie.sample(
+        compiled, draws=draws, tune=tune, chains=chains, cores=1, seed=seed, progress_bar=False
+    )
+    seconds = time.perf_counter() - start
+    stats = trace.sample_stats
+    steps = float(stats["n_steps"].mean()) if "n_steps" in stats else float("nan")
+    return _from_trace(
+        model, data, trace, seconds, compile_seconds, int(stats["diverging"].sum()), steps
+    )
+
+
+def markdown(rows: dict, settings: str) -> str:
+    lines = [
+        "| sampler | wall s (tune+draws) | compile s | divergences | gradients/draw | ESS loglik "
+        "| ESS a | ESS U_nn min | ESS U_nn median | min ESS/s | median U ESS/s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in rows.items():
+        least = min(r["ess_loglik"], r["ess_a"], r["ess_U_min"])
+        lines.append(
+            f"| {name} | {r['seconds']:.1f} | {r['compile']:.1f} | {r['divergences']} | "
+            f"{r['grads_per_draw']:.1f} | {r['ess_loglik']:.0f} | {r['ess_a']:.0f} | "
+            f"{r['ess_U_min']:.1f} | {r['ess_U_median']:.0f} | {least / r['seconds']:.3f} | "
+            f"{r['ess_U_median'] / r['seconds']:.3f} |"
+        )
+    hand = rows.get("hand HMC")
+    ratios = []
+    if hand is not None:
+        for name, r in rows.items():
+            if name == "hand HMC":
+                continue
+            for key in ("ess_loglik", "ess_a", "ess_U_median"):
+                mine = hand[key] / hand["seconds"]
+                theirs = r[key] / r["seconds"]
+                ratios.append(f"- hand HMC / {name}, ESS/s of {key[4:]}: {mine / theirs:.1f}x")
+    return "\n".join([settings, "", *lines, "", *ratios])
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer draws: a rough ratio")
+    parser.add_argument("--skip-pymc", action="store_true", help="leave PyMC NUTS out")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    chains = 4
+    draws, tune = (200, 200) if args.quick else (1000, 1000)
+    pymc_draws, pymc_tune = (100, 100) if args.quick else (300, 300)
+    model = BayesianPartialMembership(2)
+    data = load("senate109", missing="keep")
+    rows = {"hand HMC": run_hand(model, data, chains, draws, tune, args.seed)}
+    print("hand HMC", rows["hand HMC"], flush=True)
+    rows["nutpie"] = run_nutpie(model, data, chains, draws, tune, args.seed)
+    print("nutpie", rows["nutpie"], flush=True)
+    if not args.skip_pymc:
+        rows["PyMC NUTS"] = run_pymc(model, data, chains, pymc_draws, pymc_tune, args.seed)
+        print("PyMC NUTS", rows["PyMC NUTS"], flush=True)
+    settings = (
+        f"BPM K=2 on senate109 ({data.n_items} x {data.n_features}, {data.n_missing} votes not "
+        f"cast, integrated out); {chains} chains one after the other; hand HMC and nutpie "
+        f"{tune} tune + {draws} draws, PyMC NUTS {pymc_tune} + {pymc_draws}; seed {args.seed}; "
+        f"{platform.processor() or platform.machine()}, load average "
+        f"{', '.join(f'{x:.1f}' for x in __import__('os').getloadavg())} at the end."
+    )
+    text = markdown(rows, settings)
+    print(text)
+    if not args.quick:
+        RESULTS.write_text("# BPM hand HMC vs PyMC NUTS vs nutpie (issue 26)\n\n" + text + "\n")
+
+
+if __name__ == "__main__":
+    main()
