@@ -1934,6 +1934,44 @@ def pairwise_annealing(
 
 # -------------------------------------------------------------- sparse neighbourhoods (sec. 6.3)
 @nb.njit(cache=True)
+def _softmax(bias, out):
+    """``out = softmax(bias)``, shifted by the largest entry."""
+    top = bias.max()
+    total = 0.0
+    for v in range(bias.size):
+        out[v] = np.exp(bias[v] - top)
+        total += out[v]
+    for v in range(bias.size):
+        out[v] /= total
+
+
+@nb.njit(cache=True)
+def _solve_capped(bias, coupling, start, out):
+    """One item's TAP equation (:func:`_solve_item`) with its couplings scaled so that no
+    variance exceeds 1: beyond it the expansion behind (29) ends (as pairwise_annealing)."""
+    k = bias.size
+    size = 0.0
+    for x in range(k):
+        size = max(size, coupling[x, x])
+    if size > 1.0:
+        for x in range(k):
+            for y in range(k):
+                coupling[x, y] /= size
+    for x in range(k):
+        bias[x] += 0.5 * coupling[x, x]
+    _solve_item(bias, coupling, start, out)
+
+
+@nb.njit(cache=True)
+def _spread(indptr, indices, values, a, b, i, v, delta):
+    """Item ``i``'s probability of cluster ``v`` moved by ``delta``: its partners' sums follow."""
+    for e in range(indptr[i], indptr[i + 1]):
+        j = indices[e]
+        a[j, v] += delta * values[e]
+        b[j, v] += delta
+
+
+@nb.njit(cache=True)
 def _sparse_sweep(indptr, indices, values, resp, a, b, sizes, within, temperature, order, tap,
                   shift):  # fmt: skip
     """One sequential mean-field sweep of the sparse pairwise cost over the items in ``order``.
@@ -1966,25 +2004,9 @@ def _sparse_sweep(indptr, indices, values, resp, a, b, sizes, within, temperatur
                     coupling[x, x] += gap * gap * resp[j, x]
                     for y in range(k):
                         coupling[x, y] -= gap * gap * resp[j, x] * resp[j, y]
-            # Beyond a variance of 1 the expansion behind (29) ends (as pairwise_annealing).
-            size = 0.0
-            for x in range(k):
-                size = max(size, coupling[x, x])
-            if size > 1.0:
-                for x in range(k):
-                    for y in range(k):
-                        coupling[x, y] /= size
-            for x in range(k):
-                bias[x] += 0.5 * coupling[x, x]
-            _solve_item(bias, coupling, resp[i], new)
+            _solve_capped(bias, coupling, resp[i], new)
         else:
-            top = bias.max()
-            total = 0.0
-            for v in range(k):
-                new[v] = np.exp(bias[v] - top)
-                total += new[v]
-            for v in range(k):
-                new[v] /= total
+            _softmax(bias, new)
         for v in range(k):
             delta = new[v] - resp[i, v]
             if abs(delta) > biggest:
@@ -1992,10 +2014,7 @@ def _sparse_sweep(indptr, indices, values, resp, a, b, sizes, within, temperatur
             if delta != 0.0:
                 within[v] += delta * (a[i, v] - shift * b[i, v])
                 sizes[v] += delta
-                for e in range(indptr[i], indptr[i + 1]):
-                    j = indices[e]
-                    a[j, v] += delta * values[e]
-                    b[j, v] += delta
+                _spread(indptr, indices, values, a, b, i, v, delta)
                 resp[i, v] = new[v]
     return biggest
 
@@ -2043,25 +2062,9 @@ def _normalised_sweep(indptr, indices, values, resp, a, b, sizes, within, inner,
                     for y in range(k):
                         gap_y = slope[y] * (values[e] - centre[y]) / temperature
                         coupling[x, y] -= gap_x * gap_y * resp[j, x] * resp[j, y]
-            # Beyond a variance of 1 the expansion behind (29) ends (as _sparse_sweep).
-            size = 0.0
-            for x in range(k):
-                size = max(size, coupling[x, x])
-            if size > 1.0:
-                for x in range(k):
-                    for y in range(k):
-                        coupling[x, y] /= size
-            for x in range(k):
-                bias[x] += 0.5 * coupling[x, x]
-            _solve_item(bias, coupling, resp[i], new)
+            _solve_capped(bias, coupling, resp[i], new)
         else:
-            top = bias.max()
-            total = 0.0
-            for v in range(k):
-                new[v] = np.exp(bias[v] - top)
-                total += new[v]
-            for v in range(k):
-                new[v] /= total
+            _softmax(bias, new)
         for v in range(k):
             delta = new[v] - resp[i, v]
             if abs(delta) > biggest:
@@ -2070,10 +2073,7 @@ def _normalised_sweep(indptr, indices, values, resp, a, b, sizes, within, inner,
                 within[v] += delta * a[i, v]
                 inner[v] += delta * b[i, v]
                 sizes[v] += delta
-                for e in range(indptr[i], indptr[i + 1]):
-                    j = indices[e]
-                    a[j, v] += delta * values[e]
-                    b[j, v] += delta
+                _spread(indptr, indices, values, a, b, i, v, delta)
                 resp[i, v] = new[v]
     return biggest
 
