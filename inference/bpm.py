@@ -864,30 +864,6 @@ def validation_recipe():
 
 
 # ------------------------------------------------------------------------------ the family
-def _hmc_method(
-    model,
-    data,
-    chains: int = 4,
-    draws: int = 1000,
-    tune: int = 1000,
-    n_leapfrog: int = 16,
-    target_accept: float = 0.8,
-    random_state=None,
-    progressbar: bool = False,
-    initial_params=None,
-):
-    """The hand HMC of the BPM (:func:`hmc`), as the registry calls it."""
-    return hmc(
-        model, data, chains=chains, draws=draws, tune=tune, n_leapfrog=n_leapfrog,
-        target_accept=target_accept, random_state=random_state, progressbar=progressbar,
-        initial_params=initial_params,
-    )  # fmt: skip
-
-
-_hmc_method.__name__ = "hmc"
-_hmc_method.__doc__ = hmc.__doc__
-
-
 def _options():
     from latentzoo.inference.family import anything, flag, integer, real, seed
 
@@ -910,7 +886,7 @@ def _family():
     return Family(
         name="bpm",
         model=BayesianPartialMembership,
-        methods={"hmc": Method(_hmc_method, _options())},
+        methods={"hmc": Method(hmc, _options())},
         recipe=validation_recipe,
         sizes=("n_components",),
         dataset="senate109",
