@@ -45,7 +45,7 @@ import numpy as np
 
 from latentzoo.data.checks import check_memory
 from latentzoo.inference._lazy import lazy_import
-from latentzoo.inference.mcmc import run_chains, to_inference_data
+from latentzoo.inference.mcmc import record_convergence, run_chains, to_inference_data
 from latentzoo.models._checks import check_integer, check_interval
 from latentzoo.models.base import model_attrs
 from latentzoo.models.bpm import BayesianPartialMembership
@@ -779,6 +779,13 @@ def hmc(
     attrs = {**model_attrs(model), "method": "hmc", "n_leapfrog": int(n_leapfrog)}
     for group in idata.groups():
         idata[group].attrs.update(attrs)
+    # The components switch labels between chains: judge the label-free loglik (and a).
+    record_convergence(
+        idata,
+        "run longer chains (draws=, tune=) or more leapfrog steps (n_leapfrog=)",
+        label_dims=("component",),
+        invariants=("loglik",),
+    )
     return idata
 
 
