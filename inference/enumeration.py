@@ -319,3 +319,35 @@ def frequency_test(log_probs, index, alpha: float = 1e-3, name: str = "exact") -
         f"total variation {tv:.4f} over {len(log_probs)} states, {len(index)} draws",
         {"chi2": chi2, "dof": dof, "p_value": p_value, "total_variation": tv},
     )
+
+
+DETECTION_POWER = 0.8
+"""Probability at which :func:`detectable_shift` states the smallest shift a test detects."""
+
+
+def detectable_shift(dof: int, n_draws: int, alpha: float = 1e-3, power: float = DETECTION_POWER):
+    """The stated power of :func:`frequency_test`: the total variation ``delta`` such that any
+    sampler whose state distribution is ``delta`` away from the enumerated posterior (over the
+    cells the test keeps after pooling) fails it with probability at least ``power``.
+
+    Under a shift ``d`` of the cell probabilities ``p``, Pearson's statistic of ``n`` draws is
+    asymptotically noncentral chi-square with noncentrality ``n sum d_c^2 / p_c``, and by
+    Cauchy-Schwarz ``sum d_c^2 / p_c >= (sum |d_c|)^2 = 4 delta^2``: the least detectable shift
+    of a given total variation moves mass between two halves of the posterior in proportion to
+    it. So ``delta`` solves ``P(chi2'(dof, 4 n delta^2) > chi2 quantile(1 - alpha, dof)) =
+    power``; a shift concentrated on a few states is detected at smaller ``delta``.
+
+    Examples
+    --------
+    >>> round(detectable_shift(31, 10_000), 3)
+    0.033
+    >>> detectable_shift(31, 40_000) < detectable_shift(31, 10_000)
+    True
+    """
+    from scipy.optimize import brentq
+
+    if dof < 1:
+        return math.inf
+    critical = stats.chi2.isf(alpha, dof)
+    noncentrality = brentq(lambda lam: stats.ncx2.sf(critical, dof, lam) - power, 1e-9, 1e6)
+    return math.sqrt(noncentrality / (4.0 * n_draws))

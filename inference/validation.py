@@ -237,6 +237,21 @@ class ExactProblem:
     options: dict = field(default_factory=dict)
 
 
+def with_stated_power(check: Check, n_draws: int, alpha: float = 1e-3) -> Check:
+    """``check`` (a :func:`~latentzoo.inference.compare.exact_test` of ``n_draws`` draws at level
+    ``alpha``) with its
+    stated power in its detail and values: the smallest shift in total variation it detects with
+    probability :data:`~latentzoo.inference.enumeration.DETECTION_POWER`, whatever its direction
+    (:func:`~latentzoo.inference.enumeration.detectable_shift`), as the calibrated level states
+    the bias SBC detects."""
+    from latentzoo.inference.enumeration import DETECTION_POWER, detectable_shift
+
+    shift = detectable_shift(int(check.numbers.get("dof", 0)), n_draws, alpha)
+    check.numbers["detectable_shift"] = shift
+    check.detail += f"; detects any shift of {shift:.3f} in total variation with probability {DETECTION_POWER:g}"
+    return check
+
+
 def exact_level(
     entry, recipe: ValidationRecipe, model, data, settings: Settings, rng, progressbar=False
 ) -> Comparison:
@@ -294,12 +309,11 @@ def exact_level(
             checks.append(Check("exact", f"{problem.label}: the sampler runs", False, detail))
             continue
         states = posterior.pop("state")[:, 0]
-        checks.append(
-            exact_test(
-                log_probs, states, n_labels=space,
-                name=f"{problem.label}: state frequencies = enumerated posterior",
-            )
+        check = exact_test(
+            log_probs, states, n_labels=space,
+            name=f"{problem.label}: state frequencies = enumerated posterior",
         )  # fmt: skip
+        checks.append(with_stated_power(check, len(states)))
         residuals = {}
         for key, values in posterior.items():
             if key.endswith("|pit"):
