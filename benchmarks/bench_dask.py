@@ -265,8 +265,9 @@ def main(argv=None) -> int:
 
 
 ENSTOP_NOTES = """enstop 0.2.6 installs from PyPI beside the project's dependencies (numpy 2.4, scipy
-1.17, scikit-learn 1.9, dask 2026.8; pip chose numba 0.68 in its own venv, the project pins
-0.65), in a separate virtual environment (`python -m venv /tmp/enstop_venv &&
+1.17, scikit-learn 1.9, dask 2026.8; pip chose numba 0.68 in its own venv, and `pip install
+--dry-run enstop numba==0.65.1` resolves with the project's pin too), in a separate virtual
+environment (`python -m venv /tmp/enstop_venv &&
 /tmp/enstop_venv/bin/pip install enstop distributed`) so that it cannot change the project's.
 Its `DistributedPLSA` sends both parameter tables back to the client every iteration; its numba
 kernels are compiled in every worker on first use (no cache): the warm-up fit takes that off the
