@@ -43,6 +43,7 @@ FAMILY_MODULES = (
     "latentzoo.inference.pairwise",
     "latentzoo.inference.cluster_abstraction",
     "latentzoo.inference.bayesian_sets",
+    "latentzoo.inference.topic_tree",
 )
 """The modules that export the zoo's families, in the order ``latentzoo list`` shows them."""
 
