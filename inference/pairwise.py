@@ -2037,6 +2037,7 @@ def _normalised_sweep(indptr, indices, values, resp, a, b, sizes, within, inner,
     new = np.empty(k)
     slope = np.empty(k)
     centre = np.empty(k)
+    gap = np.empty(k)
     coupling = np.zeros((k, k))
     biggest = 0.0
     for i in order:
@@ -2057,11 +2058,11 @@ def _normalised_sweep(indptr, indices, values, resp, a, b, sizes, within, inner,
             for e in range(indptr[i], indptr[i + 1]):
                 j = indices[e]
                 for x in range(k):
-                    gap_x = slope[x] * (values[e] - centre[x]) / temperature
-                    coupling[x, x] += gap_x * gap_x * resp[j, x]
+                    gap[x] = slope[x] * (values[e] - centre[x]) / temperature
+                for x in range(k):
+                    coupling[x, x] += gap[x] * gap[x] * resp[j, x]
                     for y in range(k):
-                        gap_y = slope[y] * (values[e] - centre[y]) / temperature
-                        coupling[x, y] -= gap_x * gap_y * resp[j, x] * resp[j, y]
+                        coupling[x, y] -= gap[x] * gap[y] * resp[j, x] * resp[j, y]
             _solve_capped(bias, coupling, resp[i], new)
         else:
             _softmax(bias, new)

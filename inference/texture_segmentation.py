@@ -360,7 +360,7 @@ def segment_pairwise(
     block: int = PAIRWISE_BLOCK,
     stride: int = 8,
     n_random: int = PAIRWISE_RANDOM,
-    eta: float = 0.9,
+    eta: float = 0.8,
     max_iter: int = 100,
     tol: float = 1e-4,
     random_state=None,
@@ -387,7 +387,9 @@ def segment_pairwise(
         (:func:`~latentzoo.data.texture_features.neighbour_pairs`).
     eta, max_iter, tol
         Cooling factor, sweeps per temperature, tolerance of
-        :func:`~latentzoo.inference.pairwise.sparse_pairwise_annealing`.
+        :func:`~latentzoo.inference.pairwise.sparse_pairwise_annealing`; ``eta = 0.8`` halves
+        the time of 0.9 at the same error (18.6 and 20.7 % against 18.7 and 21.0 % on two sets of
+        five 5-texture mosaics).
     random_state : None, int or numpy.random.Generator
         Seeds the random partners and the annealing; the same seed, the same result.
     progressbar : bool, default False
