@@ -120,7 +120,8 @@ class IOMMInfo(NamedTuple):
         Log joint ``log P(Z) + log p(Theta) + log p(X | Z, Theta)`` at the new state (``P(Z)`` the
         IBP probability of the labelled matrix; without the parameter prior when ``fixed_theta``).
     new_cluster_accept : float
-        Fraction of the sweep's new-cluster proposals accepted (one per item).
+        Fraction of the sweep's new-cluster proposals accepted: those of the items that had a
+        singleton cluster or drew new clusters (0 when there were none).
     theta_accept : float
         Fraction of the parameter proposals accepted (0 when there were none: no cluster, or
         ``fixed_theta``).
@@ -207,8 +208,9 @@ def _flip_log_ratio(x, p, q, logits_k, shrink_k, sign):
 def _sweep_assignments(
     X, Z, logits, theta, eta, counts, n_columns, new_counts, new_theta, rng_state, proposed, free
 ):
-    """Steps 1 of Algorithm 7.1 for every free item, in place; returns the accepted new-cluster
-    moves.
+    """Steps 1 of Algorithm 7.1 for every free item, in place; returns the new-cluster moves
+    accepted and made (a proposal that removes no singleton and adds no cluster is the current
+    state: it is neither made nor counted).
 
     ``new_counts[i]`` and the rows of ``new_theta`` (consumed in item order) are item ``i``'s
     proposal, drawn beforehand from the prior; the arrays have room for every proposed column.
@@ -217,7 +219,7 @@ def _sweep_assignments(
     """
     n_items, n_features = X.shape
     next_new = 0
-    accepted = 0
+    accepted = made = 0
     # exp(-|logit theta_kd|): the clusters' parameters do not change during this sweep.
     shrink = np.empty_like(logits)
     for k in range(n_columns[0]):
@@ -253,10 +255,15 @@ def _sweep_assignments(
         # MH: replace item i's singletons by new_counts[i] new clusters from the prior.
         for d in range(n_features):
             proposed[d] = eta_i[d]
+        singletons = 0
         for k in range(n_columns[0]):
             if Z[i, k] == 1 and counts[k] == 1:
+                singletons += 1
                 for d in range(n_features):
                     proposed[d] -= logits[k, d]
+        if singletons == 0 and new_counts[i] == 0:
+            continue  # the proposal is the current state: nothing to decide or count
+        made += 1
         first_new = next_new
         for _ in range(new_counts[i]):
             for d in range(n_features):
@@ -282,7 +289,7 @@ def _sweep_assignments(
                 n_columns[0] += 1
             for d in range(n_features):
                 eta_i[d] = proposed[d]
-    return accepted
+    return accepted, made
 
 
 @nb.njit(cache=True)
@@ -534,7 +541,8 @@ def advance(
 
     Returns
     -------
-    (IOMMState, new-cluster acceptances, parameter acceptances, parameter proposals)
+    (IOMMState, new-cluster acceptances, new-cluster proposals, parameter acceptances,
+    parameter proposals)
     """
     n_items, n_features = X.shape
     new_counts = rng.poisson(model.prior.new_columns_rate(n_items), size=n_items)
@@ -545,7 +553,7 @@ def advance(
     n_new = int(new_counts.sum())
     new_theta = _draw_prior_theta(rng, model, n_new, n_features, fixed_theta)
     state = _with_capacity(state, int(state.n_columns[0]) + n_new)
-    new_accepted = _sweep_assignments(
+    new_accepted, new_proposed = _sweep_assignments(
         X,
         state.Z,
         state.logits,
@@ -579,7 +587,7 @@ def advance(
             model.b,
             state.rng_state,
         )
-    return state, new_accepted, theta_accepted, theta_proposed
+    return state, new_accepted, new_proposed, theta_accepted, theta_proposed
 
 
 def log_joint(state: IOMMState, model: OverlappingMixture, X, fixed_theta=None) -> float:
@@ -605,13 +613,12 @@ def step(
 ) -> tuple[IOMMState, IOMMInfo]:  # fmt: skip
     """One iteration of Algorithm 7.1 and its :class:`IOMMInfo` (``free`` as for
     :func:`advance`)."""
-    state, new_accepted, theta_accepted, theta_proposed = advance(
+    state, new_accepted, new_proposed, theta_accepted, theta_proposed = advance(
         state, rng, model, X, omega, fixed_theta, free
     )
-    n_free = X.shape[0] if free is None else int(np.count_nonzero(free))
     info = IOMMInfo(
         lp=log_joint(state, model, X, fixed_theta),
-        new_cluster_accept=new_accepted / max(n_free, 1),
+        new_cluster_accept=new_accepted / new_proposed if new_proposed else 0.0,
         theta_accept=theta_accepted / theta_proposed if theta_proposed else 0.0,
         n_clusters=int(state.n_columns[0]),
     )
