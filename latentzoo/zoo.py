@@ -44,6 +44,7 @@ FAMILY_MODULES = (
     "latentzoo.inference.cluster_abstraction",
     "latentzoo.inference.bayesian_sets",
     "latentzoo.inference.topic_tree",
+    "latentzoo.inference.iomm",
 )
 """The modules that export the zoo's families, in the order ``latentzoo list`` shows them."""
 

@@ -11,6 +11,7 @@ from latentzoo.models.conjugate import (
     NormalGamma,
     NormalInverseWishart,
 )
+from latentzoo.models.iomm import OverlappingMixture
 from latentzoo.models.mixture import BayesianMixture, DirichletProcessMixture
 from latentzoo.models.one_sided import OneSidedClustering
 from latentzoo.models.pairwise import CentralClustering, PairwiseClustering
@@ -32,6 +33,7 @@ __all__ = [
     "NormalGamma",
     "NormalInverseWishart",
     "OneSidedClustering",
+    "OverlappingMixture",
     "PairwiseClustering",
     "ProductSpaceMixture",
     "RelationalBayesianSets",

@@ -301,6 +301,10 @@ class TopicTreeModel(Model, Protocol):
     True
     """
 
+    relevance_concentration: float
+    """Documents mix the topics of one path with ``Dirichlet(relevance_concentration)`` weights:
+    what sets the kind apart (every kind simulates; none other has relevance vectors)."""
+
     def simulate(self, random_state=None, **sizes) -> tuple[Any, dict]:
         """Draw ``(data, truth)``: a topic tree and documents from its paths."""
 

@@ -436,6 +436,19 @@ PROSE = {
         ("hlda/precision_groups", "topy), with precision {}"),
         ("hlda/precision_hierarchy", "gainst the groups and {}"),
     ],
+    "overlapping_partial.ipynb": [
+        ("table_7_1/mean_shares", "{0:.2f} / {1:.2f} / {2:.2f} %"),
+        ("movielens/iomm_better", "above both DPM rules on {} of the 11 genres"),
+        ("movielens/mean_f1/IOMM", "mean F1 {:.3f} (IOMM)"),
+        ("movielens/mean_f1/DPM1", "{:.3f} (DPM1)"),
+        ("movielens/mean_f1/DPM2", "{:.3f} (DPM2)"),
+        ("bpm_synthetic/shares", "{0:.2f} % of the pairs within 0.1"),
+        ("bpm_synthetic/divergent", "{} divergent transitions"),
+        ("senate/rank_correlation", "rank correlation {:.3f}"),
+        ("senate/n_between", "places {} senators"),
+        ("senate/bits/BPM", "BPM {0:.1f} bits (median {1:.1f})"),
+        ("senate/bits/DPM", "DPM {0:.1f} bits (median {1:.1f})"),
+    ],
 }
 
 
