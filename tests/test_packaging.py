@@ -154,7 +154,7 @@ def test_make_uses_the_project_venv_by_default(tmp_path):
     assert out.returncode == 0, out.stderr
     assert f"python3 -m venv {venv}" in out.stdout
     assert (
-        f'{venv}/bin/python -m pip --disable-pip-version-check install -q -e ".[test,bench]"'
+        f'{venv}/bin/python -m pip --disable-pip-version-check install -q -e ".[test,bench,dask]"'
         in (out.stdout)
     )
     assert f"{venv}/bin/python -m pytest" in out.stdout
