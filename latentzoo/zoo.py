@@ -45,6 +45,7 @@ FAMILY_MODULES = (
     "latentzoo.inference.bayesian_sets",
     "latentzoo.inference.topic_tree",
     "latentzoo.inference.iomm",
+    "latentzoo.inference.bpm",
 )
 """The modules that export the zoo's families, in the order ``latentzoo list`` shows them."""
 

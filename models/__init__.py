@@ -4,6 +4,7 @@ from latentzoo.models.aspect import AspectModel
 from latentzoo.models.base import Model
 from latentzoo.models.bayesian_sets import BayesianSets, RelationalBayesianSets
 from latentzoo.models.bhc import BayesianHierarchicalClustering, Tree, dendrogram_purity
+from latentzoo.models.bpm import BayesianPartialMembership
 from latentzoo.models.cluster_abstraction import ClusterAbstractionModel, TopicTree
 from latentzoo.models.conjugate import (
     BetaBernoulli,
@@ -23,6 +24,7 @@ __all__ = [
     "AspectModel",
     "BayesianHierarchicalClustering",
     "BayesianMixture",
+    "BayesianPartialMembership",
     "BayesianSets",
     "BetaBernoulli",
     "CentralClustering",
