@@ -36,6 +36,7 @@ def test_sampler_matches_exact_enumeration_of_left_ordered_Z(seed):
     assert check.passed, check.detail
 
 
+@pytest.mark.slow  # the default tier has the unthinned exact-enumeration test above
 def test_sampler_U_frequencies_match_exact_with_thinned_chain_draws():
     """The invariant the thesis reports, U = Z Z^T, from the chain runner's kept draws (thinned
     so that they are close to independent) against its exact posterior."""

@@ -180,7 +180,10 @@ def _pymc_point(pm_model, params):
     return point
 
 
-@pytest.mark.parametrize("component", ["bernoulli", "gaussian"])
+# The Bernoulli declaration is also checked by the common density check (default tier).
+@pytest.mark.parametrize(
+    "component", [pytest.param("bernoulli", marks=pytest.mark.slow), "gaussian"]
+)
 def test_pymc_reference_density_equals_the_log_joint(component):
     model = BayesianPartialMembership(2, distribution=component)
     data, truth = model.simulate(6, n_items=5, n_features=3)

@@ -49,7 +49,7 @@ def _classes(max_columns: int):
 
 
 # ------------------------------------------------------------------------ (1) exactness
-@pytest.mark.parametrize("alpha", [0.6, 1.5])
+@pytest.mark.parametrize("alpha", [pytest.param(0.6, marks=pytest.mark.slow), 1.5])
 def test_class_probabilities_by_width_are_the_poisson_law_of_the_number_of_dishes(alpha):
     """Summed over the classes with ``k`` nonzero columns, ``P([Z])`` is ``Poisson(k; alpha
     H_N)`` (the culinary process's total of independent ``Poisson(alpha / i)`` new dishes), so the
