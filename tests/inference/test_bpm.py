@@ -59,7 +59,9 @@ def test_unconstrained_density_is_the_log_joint_plus_the_log_jacobians(component
     assert np.isclose(lp, model.log_joint(params, data) + _jacobian(params), rtol=1e-10)
 
 
-@pytest.mark.parametrize("component", ["bernoulli", "gaussian"])
+@pytest.mark.parametrize(
+    "component", [pytest.param("bernoulli", marks=pytest.mark.slow), "gaussian"]
+)
 def test_hmc_leaves_the_prior_invariant(component):
     """Exact check: with no entry observed the target is the prior; the draws' means of ``a``,
     ``a^2``, ``rho``, ``pi`` and the cluster parameters must match the prior's within 4.5

@@ -1,6 +1,7 @@
 """Issue 25: checks of the validation levels that must fail on realistic bugs, and their power."""
 
 import numpy as np
+import pytest
 
 from latentzoo.inference import recipes
 from latentzoo.inference.bhc import bhc, rbhc
@@ -11,6 +12,7 @@ from latentzoo.models.conjugate import BetaBernoulli
 BINARY = BayesianHierarchicalClustering(component=BetaBernoulli(a=(0.5, 1.0, 2.0), b=1.5))
 
 
+@pytest.mark.slow  # the BHC exact level (default tier) already runs the filter check on RBHC
 def test_rbhc_filter_check_passes_rbhc_and_fails_a_dropped_filter_option():
     """The RBHC filter check recomputes Algorithm 3.5 on the replayed subsample: RBHC passes it,
     and a wrapper that drops ``filter_prior`` (always the size prior) fails it on the ``pi`` runs."""

@@ -114,7 +114,7 @@ def _culinary_customer_by_customer(alpha: float, n_items: int, rng) -> np.ndarra
         # The culinary draw at alpha = 1 is also the IOMM recipe's exact check (default tier).
         pytest.param(1.0, 20261127, "draw", marks=pytest.mark.slow),
         pytest.param(2.0, 7, "draw", marks=pytest.mark.slow),
-        (1.0, 99, "customer_by_customer"),
+        pytest.param(1.0, 99, "customer_by_customer", marks=pytest.mark.slow),
     ],
 )
 def test_culinary_frequencies_of_the_classes_match_the_class_probabilities(alpha, seed, sampler):
