@@ -161,9 +161,12 @@ def test_between_passes_workers_hold_the_document_side_not_the_shards(client, tm
         values = list(dask_worker.data.values())
         return sum(sizeof(v) for v in values), any(isinstance(v, CoOccurrence) for v in values)
 
+    # A worker holding its half of the shards would hold at least shard_bytes / 2; what it
+    # holds instead (document side and the last passes' word tables, released as the scheduler
+    # forgets them) measured 0.2-0.27 of shard_bytes, so the bound sits between the two.
     for size, holds_counts in client.run(held).values():
         assert not holds_counts
-        assert size < shard_bytes / 4, (size, shard_bytes)
+        assert size < shard_bytes / 3, (size, shard_bytes)
 
 
 @pytest.mark.slow
