@@ -156,7 +156,9 @@ def enstop_rows(python: str, train, test, topics, iterations, our_fit) -> list[d
             # enstop leaves probability 0 on some held-out tokens (words it zeroed): both are
             # scored on the tokens it gives a positive probability, and the others counted.
             perplexity, positive = held_out_perplexity(
-                np.load(f"{folder}/theta.npy"), np.load(f"{folder}/phi.npy"), test
+                np.load(f"{folder}/theta.npy", allow_pickle=False),
+                np.load(f"{folder}/phi.npy", allow_pickle=False),
+                test,
             )
             ours, _ = held_out_perplexity(*our_fit, test, scored=positive)
             zero = test.cells()[2][~positive].sum() / test.total
