@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numba as nb
@@ -1397,6 +1398,71 @@ def default_threads() -> int:
 
 
 # ------------------------------------------------------------------------------ entry points
+@dataclass(frozen=True)
+class AspectBlocks:
+    """The aspect model's :class:`~latentzoo.inference.dask_backend.BlockEM`: ``theta`` per block, ``phi`` shared.
+
+    The block pass is :func:`em_pass` on the block; the free energy
+    and M-step are those of :class:`AspectEM`.
+    """
+
+    model: object
+    n_threads: int = 1
+    dtype: str = "float64"
+    row_names: tuple[str, ...] = ("theta",)
+
+    def start(self, data, rng):
+        return AspectEM(self.model, data).init(rng)
+
+    def start_block(self, n_rows: int, state: dict) -> dict:
+        """``theta`` of a block from the generator state at its first row: the rows that
+        :meth:`AspectEM.init` draws there, as one call over all rows would."""
+        rng = np.random.Generator(np.random.PCG64())
+        rng.bit_generator.state = state
+        return {"theta": rng.dirichlet(np.ones(self.model.n_components), size=n_rows)}
+
+    def advance(self, n_rows: int, state: dict) -> dict:
+        """The generator state after :meth:`start_block`'s draws for ``n_rows`` rows (replayed
+        on the client and dropped: the client only advances the generator)."""
+        rng = np.random.Generator(np.random.PCG64())
+        rng.bit_generator.state = state
+        rng.dirichlet(np.ones(self.model.n_components), size=n_rows)
+        return rng.bit_generator.state
+
+    def start_globals(self, rng, col_totals) -> dict:
+        """``phi`` as :meth:`AspectEM.init` draws it after ``theta``, from the column totals."""
+        k, n_cols = self.model.n_components, col_totals.shape[0]
+        background = (col_totals + 1.0) / (col_totals.sum() + n_cols)
+        phi = background[None, :] * rng.uniform(0.5, 1.5, size=(k, n_cols))
+        return {"phi": phi / phi.sum(axis=1, keepdims=True)}
+
+    def globals_of(self, params):
+        return {"phi_t": np.ascontiguousarray(params["phi"].T)}
+
+    def block_pass(self, block, rows, shared, beta):
+        theta = np.ascontiguousarray(rows["theta"])
+        n_theta, n_phi, energy, loglik = em_pass(
+            block, theta, shared["phi_t"], beta, n_threads=self.n_threads, dtype=self.dtype
+        )
+        prior = 0.0
+        if self.model.alpha != 1.0:
+            with np.errstate(divide="ignore"):
+                prior = (self.model.alpha - 1.0) * float(np.log(theta).sum())
+        new_theta = normalise_rows(n_theta, self.model.alpha - 1.0, theta.shape[1])
+        stats = {"n_phi": n_phi, "energy": energy, "loglik": loglik, "prior": prior}
+        return {"theta": new_theta}, stats
+
+    def m_step(self, params, stats, beta):
+        phi = params["phi"]
+        prior = stats["prior"]
+        if self.model.eta != 1.0:
+            with np.errstate(divide="ignore"):
+                prior += (self.model.eta - 1.0) * np.log(phi).sum()
+        free = -stats["energy"] / beta - prior
+        new_phi = normalise_rows(stats["n_phi"].T, self.model.eta - 1.0, phi.shape[1])
+        return {"phi": new_phi}, EMStats(float(free), float(stats["loglik"]))
+
+
 annealed_em = em_entry(
     AspectEM,
     """Fit the aspect model by annealed (tempered) EM (Hofmann & Puzicha 1998, section 5).
@@ -1638,6 +1704,7 @@ FAMILY = Family(
                 ),
                 annealed_em.defaults,
             ),
+            blocks=AspectBlocks,
         ),
         "gibbs": Method(gibbs, (*GIBBS_METHOD_OPTIONS, PARAM_DRAWS)),
         "ad_lda": Method(ad_lda, (*GIBBS_METHOD_OPTIONS, PARAM_DRAWS, *AD_LDA_OPTIONS)),

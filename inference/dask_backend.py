@@ -26,8 +26,10 @@ sum of those shares. So:
   a worker killed mid-fit is survived: Dask recomputes the lost blocks and the result is the same.
   In-memory blocks are scattered and are lost with their worker.
 
-A family takes part by declaring a :class:`BlockEM` (its block pass and its M-step of the word
-side); :data:`BLOCK_EM` lists the declared ones by family name.
+A family takes part by declaring, on each method that has a Dask backend, a :class:`BlockEM`
+class (its block pass and its M-step of the word side):
+``Method(annealed_em, options, blocks=AspectBlocks)``; this module asks the method, never a
+family name, and imports no family.
 """
 
 from __future__ import annotations
@@ -49,13 +51,11 @@ from latentzoo.inference.annealing import (
     EMStats,
     check_map_priors,
     check_schedule,
-    normalise_rows,
     run_schedule,
 )
 from latentzoo.inference.progress import progress_bar
 
 __all__ = [
-    "BLOCK_EM",
     "BlockEM",
     "DaskEM",
     "ShardSet",
@@ -275,7 +275,9 @@ class BlockEM(Protocol):
     ``row_names``: the document-side parameters (kept on the workers, one block each).
     ``start(data, rng)``: the family's own in-memory start on the whole data (same seed, same
     start). ``start_block(block, state)``: the document-side start of one shard from the random
-    generator's state at its first row (None: the family needs the data in memory to start).
+    generator's state at its first row (None: the family needs the data in memory to start), and
+    then ``advance(block, state)``, the generator's state after those draws, and
+    ``start_globals(rng, col_totals)``, the word side.
     ``globals_of(params)``: what every block's pass reads of the word side (sent once per
     iteration). ``block_pass(block, rows, shared, beta)``: ``(new_rows, stats)``, ``stats`` a
     dict of arrays and floats that add across blocks (``energy``, ``loglik``, ``prior`` and the
@@ -294,139 +296,41 @@ class BlockEM(Protocol):
     def m_step(self, params: dict, stats: dict, beta: float) -> tuple[dict, EMStats]: ...
 
 
-@dataclass(frozen=True)
-class AspectBlocks:
-    """The aspect model's :class:`BlockEM`: ``theta`` per block, ``phi`` shared.
+def block_em_for(family, method: str):
+    """The :class:`BlockEM` class that ``family`` declares for ``method`` (its
+    :attr:`~latentzoo.inference.family.Method.blocks`), or a one-line ``ValueError`` naming the
+    method and the family's methods that have one.
 
-    The block pass is :func:`~latentzoo.inference.aspect.em_pass` on the block; the free energy
-    and M-step are those of :class:`~latentzoo.inference.aspect.AspectEM`.
-    """
-
-    model: object
-    n_threads: int = 1
-    dtype: str = "float64"
-    row_names: tuple[str, ...] = ("theta",)
-
-    def start(self, data, rng):
-        from latentzoo.inference.aspect import AspectEM
-
-        return AspectEM(self.model, data).init(rng)
-
-    def start_block(self, n_rows: int, state: dict) -> dict:
-        """``theta`` of a block from the generator state at its first row: the rows that
-        :meth:`AspectEM.init` draws there, as one call over all rows would."""
-        rng = np.random.Generator(np.random.PCG64())
-        rng.bit_generator.state = state
-        return {"theta": rng.dirichlet(np.ones(self.model.n_components), size=n_rows)}
-
-    def start_globals(self, rng, col_totals) -> dict:
-        """``phi`` as :meth:`AspectEM.init` draws it after ``theta``, from the column totals."""
-        k, n_cols = self.model.n_components, col_totals.shape[0]
-        background = (col_totals + 1.0) / (col_totals.sum() + n_cols)
-        phi = background[None, :] * rng.uniform(0.5, 1.5, size=(k, n_cols))
-        return {"phi": phi / phi.sum(axis=1, keepdims=True)}
-
-    def globals_of(self, params):
-        return {"phi_t": np.ascontiguousarray(params["phi"].T)}
-
-    def block_pass(self, block, rows, shared, beta):
-        from latentzoo.inference.aspect import em_pass
-
-        theta = np.ascontiguousarray(rows["theta"])
-        n_theta, n_phi, energy, loglik = em_pass(
-            block, theta, shared["phi_t"], beta, n_threads=self.n_threads, dtype=self.dtype
-        )
-        prior = 0.0
-        if self.model.alpha != 1.0:
-            with np.errstate(divide="ignore"):
-                prior = (self.model.alpha - 1.0) * float(np.log(theta).sum())
-        new_theta = normalise_rows(n_theta, self.model.alpha - 1.0, theta.shape[1])
-        stats = {"n_phi": n_phi, "energy": energy, "loglik": loglik, "prior": prior}
-        return {"theta": new_theta}, stats
-
-    def m_step(self, params, stats, beta):
-        phi = params["phi"]
-        prior = stats["prior"]
-        if self.model.eta != 1.0:
-            with np.errstate(divide="ignore"):
-                prior += (self.model.eta - 1.0) * np.log(phi).sum()
-        free = -stats["energy"] / beta - prior
-        new_phi = normalise_rows(stats["n_phi"].T, self.model.eta - 1.0, phi.shape[1])
-        return {"phi": new_phi}, EMStats(float(free), float(stats["loglik"]))
-
-
-@dataclass(frozen=True)
-class OneSidedBlocks:
-    """The one-sided clustering model's :class:`BlockEM`: ``resp`` per block; ``rho`` and ``q``
-    shared. The block pass is :func:`~latentzoo.inference.em.multinomial_mixture_pass`; free
-    energy and M-step are those of :class:`~latentzoo.inference.one_sided.OneSidedEM`. Its
-    k-means++ start reads the whole data, so shards are not supported."""
-
-    model: object
-    n_threads: int = 1
-    row_names: tuple[str, ...] = ("resp",)
-
-    def start(self, data, rng):
-        from latentzoo.inference.one_sided import OneSidedEM
-
-        return OneSidedEM(self.model, data).init(rng)
-
-    start_block = None
-
-    def globals_of(self, params):
-        with np.errstate(divide="ignore"):
-            log_q_t = np.ascontiguousarray(np.log(np.asarray(params["q"], dtype=float)).T)
-            log_rho = np.log(np.asarray(params["rho"], dtype=float))
-        return {"log_q_t": log_q_t, "log_rho": log_rho}
-
-    def block_pass(self, block, rows, shared, beta):
-        from latentzoo.inference.em import multinomial_mixture_pass
-
-        resp, n_q, energy, loglik = multinomial_mixture_pass(
-            block, shared["log_rho"], shared["log_q_t"], beta, self.n_threads
-        )
-        stats = {"n_q": n_q, "resp_sum": resp.sum(axis=0), "energy": energy, "loglik": loglik,
-                 "prior": 0.0}  # fmt: skip
-        return {"resp": resp}, stats
-
-    def m_step(self, params, stats, beta):
-        shared = self.globals_of(params)
-        prior = 0.0
-        if self.model.alpha != 1.0:
-            prior += (self.model.alpha - 1.0) * shared["log_rho"].sum() / beta
-        if self.model.eta != 1.0:
-            prior += (self.model.eta - 1.0) * shared["log_q_t"].sum()
-        free = -stats["energy"] / beta - prior
-        rho, q = params["rho"], params["q"]
-        new_rho = normalise_rows(stats["resp_sum"][None, :], self.model.alpha - 1.0, len(rho))[0]
-        new_q = normalise_rows(stats["n_q"], self.model.eta - 1.0, q.shape[1])
-        return {"rho": new_rho, "q": new_q}, EMStats(float(free), float(stats["loglik"]))
-
-
-BLOCK_EM = {"aspect": AspectBlocks, "one_sided": OneSidedBlocks}
-"""Family name -> its :class:`BlockEM` class, ``cls(model, **options)``. A family missing here
-refuses ``backend="dask"``. (The declarations belong in each family's own module; they are
-here until those modules declare them.)"""
-
-
-def block_em_for(family: str, method: str):
-    """The :class:`BlockEM` class of ``family``, or a one-line ``ValueError`` naming it.
+    Parameters
+    ----------
+    family : latentzoo.inference.family.Family
+    method : str
 
     Examples
     --------
-    >>> block_em_for("aspect", "annealed_em").__name__
+    >>> from latentzoo.inference.aspect import FAMILY
+    >>> block_em_for(FAMILY, "annealed_em").__name__
     'AspectBlocks'
-    >>> block_em_for("bhc", "greedy")
+    >>> block_em_for(FAMILY, "gibbs")
     Traceback (most recent call last):
     ...
-    ValueError: backend='dask' runs the annealed EM of aspect, one_sided; bhc's method 'greedy' has no Dask backend (use backend='memory')
+    ValueError: aspect's method 'gibbs' has no Dask backend (use backend='memory'); aspect's methods with one: annealed_em
     """
-    if method != "annealed_em" or family not in BLOCK_EM:
-        raise ValueError(
-            f"backend='dask' runs the annealed EM of {', '.join(BLOCK_EM)}; {family}'s method "
-            f"{method!r} has no Dask backend (use backend='memory')"
+    declared = family.methods.get(method)
+    block_class = getattr(declared, "blocks", None)
+    if block_class is None:
+        with_blocks = [
+            name for name, other in family.methods.items() if getattr(other, "blocks", None)
+        ]
+        which = (
+            f"{family.name}'s methods with one: {', '.join(with_blocks)}"
+            if with_blocks
+            else f"{family.name} has no method with one"
         )
-    return BLOCK_EM[family]
+        raise ValueError(
+            f"{family.name}'s method {method!r} has no Dask backend (use backend='memory'); {which}"
+        )
+    return block_class
 
 
 # ------------------------------------------------------------------------------ worker tasks
@@ -532,7 +436,7 @@ class DaskEM:
                 self.client.submit(_start_task, self.blocks, n, state, key=self._key("start", b))
             )
             # Advance the client's generator past the block's draws without keeping them.
-            rng.bit_generator.state = _advanced_state(self.blocks, n, state)
+            rng.bit_generator.state = self.blocks.advance(n, state)
         totals = [
             self.client.submit(_col_totals_task, source, n, self.n_cols, key=self._key("cols", b))
             for b, (source, n) in enumerate(zip(self.sources, self.rows, strict=True))
@@ -589,14 +493,6 @@ class DaskEM:
         return {**{k: v for k, v in params.items() if k != "rows"}, **rows}
 
 
-def _advanced_state(blocks, n_rows: int, state: dict) -> dict:
-    """The generator state after a block's start draws (replayed on the client and dropped)."""
-    rng = np.random.Generator(np.random.PCG64())
-    rng.bit_generator.state = state
-    rng.dirichlet(np.ones(blocks.model.n_components), size=n_rows)
-    return rng.bit_generator.state
-
-
 # ------------------------------------------------------------------------------ the entry point
 def local_cluster(n_workers: int = 2, processes: bool = True, **worker):
     """A ``distributed.LocalCluster`` of ``n_workers`` of one thread each (one task at a time: the
@@ -618,7 +514,7 @@ def annealed_em(
     model,
     data,
     *,
-    family: str,
+    block_em: type,
     client=None,
     blocks: int | None = None,
     betas=(1.0,),
@@ -637,8 +533,9 @@ def annealed_em(
     data : CoOccurrence or ShardSet or a shard folder
         In memory it is split into ``blocks`` row blocks, scattered to the workers; shards are
         read from disk at every pass.
-    family : str
-        The model's family name (:data:`BLOCK_EM`).
+    block_em : type
+        The :class:`BlockEM` class the method declares
+        (:attr:`~latentzoo.inference.family.Method.blocks`, :func:`block_em_for`).
     client : distributed.Client, optional
         None starts a ``LocalCluster`` (2 worker processes of 1 thread) for this fit.
     blocks : int, optional
@@ -670,7 +567,7 @@ def annealed_em(
         )
     if options.pop("predictive", False):
         raise ValueError("backend='dask' has no predictive E-step (predictive=True)")
-    block_class = block_em_for(family, "annealed_em")
+    block_class = block_em
     kernel_options = set(block_class.__dataclass_fields__) - {"model", "row_names"}
     for name in sorted(set(options) - kernel_options):
         raise ValueError(
@@ -685,7 +582,7 @@ def annealed_em(
 
         with local_cluster(2) as cluster, Client(cluster) as own_client:
             return annealed_em(
-                model, data, family=family, client=own_client, blocks=blocks, betas=betas,
+                model, data, block_em=block_em, client=own_client, blocks=blocks, betas=betas,
                 max_iter=max_iter, tol=tol, random_state=random_state, progressbar=progressbar,
                 **options,
             )  # fmt: skip
@@ -701,7 +598,8 @@ def annealed_em(
             raise ValueError(f"blocks={blocks}, but {data.folder} holds {len(data.names)} shards")
         if getattr(blocks_em, "start_block", None) is None:
             raise ValueError(
-                f"{family}'s annealed EM needs the data in memory to start (no shards)"
+                f"the annealed EM of {type(model).__name__} needs the data in memory to start "
+                "(no shards)"
             )
         rows, n_cols, sources = list(data.rows), data.n_cols, data.paths
         problem = DaskEM(blocks_em, client, sources, rows, n_cols)

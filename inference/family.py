@@ -502,6 +502,11 @@ class Method:
     does); ``latentzoo fit`` estimates and says the time of a long run of an order above 1."""
     faster: str = ""
     """What to run instead when a run of this method would be long (said with the estimate)."""
+    blocks: type | None = None
+    """The class that runs this method's E-step and statistics over row blocks (a
+    :class:`~latentzoo.inference.dask_backend.BlockEM`, built as ``blocks(model, **options)``), so
+    that ``fit(..., backend="dask")`` can run it; None: the method has no Dask backend. Declared
+    by the family, importable without Dask."""
 
     def __post_init__(self):
         options = self.options

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numba as nb
@@ -210,6 +211,50 @@ class OneSidedEM:
         close = distance <= tol
         # Greedy grouping: a centroid starts a new group unless it is close to an earlier one.
         return int(sum(not close[k, :k].any() for k in range(len(q))))
+
+
+@dataclass(frozen=True)
+class OneSidedBlocks:
+    """The one-sided clustering model's :class:`~latentzoo.inference.dask_backend.BlockEM`: ``resp`` per block; ``rho`` and ``q``
+    shared. The block pass is :func:`~latentzoo.inference.em.multinomial_mixture_pass`; free
+    energy and M-step are those of :class:`OneSidedEM`. Its
+    k-means++ start reads the whole data, so shards are not supported."""
+
+    model: object
+    n_threads: int = 1
+    row_names: tuple[str, ...] = ("resp",)
+
+    def start(self, data, rng):
+        return OneSidedEM(self.model, data).init(rng)
+
+    start_block = None
+
+    def globals_of(self, params):
+        with np.errstate(divide="ignore"):
+            log_q_t = np.ascontiguousarray(np.log(np.asarray(params["q"], dtype=float)).T)
+            log_rho = np.log(np.asarray(params["rho"], dtype=float))
+        return {"log_q_t": log_q_t, "log_rho": log_rho}
+
+    def block_pass(self, block, rows, shared, beta):
+        resp, n_q, energy, loglik = multinomial_mixture_pass(
+            block, shared["log_rho"], shared["log_q_t"], beta, self.n_threads
+        )
+        stats = {"n_q": n_q, "resp_sum": resp.sum(axis=0), "energy": energy, "loglik": loglik,
+                 "prior": 0.0}  # fmt: skip
+        return {"resp": resp}, stats
+
+    def m_step(self, params, stats, beta):
+        shared = self.globals_of(params)
+        prior = 0.0
+        if self.model.alpha != 1.0:
+            prior += (self.model.alpha - 1.0) * shared["log_rho"].sum() / beta
+        if self.model.eta != 1.0:
+            prior += (self.model.eta - 1.0) * shared["log_q_t"].sum()
+        free = -stats["energy"] / beta - prior
+        rho, q = params["rho"], params["q"]
+        new_rho = normalise_rows(stats["resp_sum"][None, :], self.model.alpha - 1.0, len(rho))[0]
+        new_q = normalise_rows(stats["n_q"], self.model.eta - 1.0, q.shape[1])
+        return {"rho": new_rho, "q": new_q}, EMStats(float(free), float(stats["loglik"]))
 
 
 # ------------------------------------------------------------------------------ entry points
@@ -737,7 +782,9 @@ FAMILY = Family(
             ),
         ),
         "annealed_em": Method(
-            annealed_em, with_defaults((*SCHEDULE_OPTIONS, THREADS), annealed_em.defaults)
+            annealed_em,
+            with_defaults((*SCHEDULE_OPTIONS, THREADS), annealed_em.defaults),
+            blocks=OneSidedBlocks,
         ),
         "gibbs": Method(gibbs, GIBBS_METHOD_OPTIONS),
     },

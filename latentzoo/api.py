@@ -117,11 +117,11 @@ def fit(
     if backend == "dask":
         from latentzoo.inference import dask_backend
 
-        dask_backend.block_em_for(entry.name, method)  # refuses before any cluster starts
+        block_em = dask_backend.block_em_for(entry, method)  # refuses before any cluster starts
         entry.methods[method].validate(options)
         options.setdefault("betas", [1.0])
         return dask_backend.annealed_em(
-            model, data, family=entry.name, client=client, blocks=blocks, **options
+            model, data, block_em=block_em, client=client, blocks=blocks, **options
         )
     data = model.check_data(data)
     if method == "pymc":

@@ -151,7 +151,9 @@ def test_between_passes_workers_hold_the_document_side_not_the_shards(client, tm
 
     shards = dask_backend.write_shards(_stacked(load("reuters"), 4), tmp_path, 200)
     shard_bytes = sum(os.path.getsize(path) for path in shards.paths)
-    blocks = dask_backend.AspectBlocks(AspectModel(5).for_method("annealed_em"))
+    from latentzoo.inference.aspect import AspectBlocks
+
+    blocks = AspectBlocks(AspectModel(5).for_method("annealed_em"))
     problem = dask_backend.DaskEM(blocks, client, shards.paths, list(shards.rows), shards.n_cols)
     params = problem.shard_start(np.random.default_rng(0))
     params, _ = problem.step(params, 1.0)
