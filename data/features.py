@@ -220,14 +220,8 @@ class Features(RealMatrix):
 
     @property
     def n_missing(self) -> int:
-        """Number of missing (NaN) entries; only ``allow_missing=True`` data have any.
-
-        Examples
-        --------
-        >>> from latentzoo.data import Features
-        >>> Features([[0, 1]]).n_missing
-        0
-        """
+        """Number of missing (NaN) entries; only ``allow_missing=True`` data have any (the
+        class's examples count one)."""
         if self._sparse is not None:
             return 0
         return int(np.count_nonzero(np.isnan(self._dense)))
