@@ -51,6 +51,7 @@ from bench_aspect import (  # noqa: E402
     machine_rows,
     markdown_table,
     run_suite,
+    timed_sweeps,
     version_of,
 )
 from run_config import QuickConfig, sized  # noqa: E402
@@ -503,12 +504,7 @@ def bench_ess(cfg: Config):
     # Diagnostic: the same sweeps without the per-draw work of `gibbs`.
     sampler = MixtureGibbs(dpm, data)
     sweeps = cfg.gibbs_chains * (cfg.gibbs_tune + cfg.gibbs_draws)
-    with Stopwatch() as sweeps_only:
-        for chain in range(cfg.gibbs_chains):
-            rng = np.random.default_rng(chain)
-            state = sampler.init(rng)
-            for _ in range(cfg.gibbs_tune + cfg.gibbs_draws):
-                state, _ = sampler.step(state, rng)
+    sweeps_only, state = timed_sweeps(sampler, cfg.gibbs_chains, cfg.gibbs_tune + cfg.gibbs_draws)
     breakdown = draw_breakdown(cfg, sampler, state)
     # And the same number of sweeps in a single numba call (`exact_draws`: independent chains from
     # random starts, final labels only), free of the per-call overhead of `step`.
