@@ -28,6 +28,8 @@ Evaluation of texture features for content-based image retrieval, CIVR 2004.
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 from scipy import ndimage
 
@@ -142,6 +144,32 @@ def _extract(images, *extractors) -> np.ndarray:
     rgb, single = _as_images(images)
     parts = [_chunked(extract, rgb, single, _COSTS[extract]) for extract in extractors]
     return np.concatenate(parts, axis=-1)
+
+
+def _documented_like_colour_histogram(returns: str):
+    """Complete the docstring of a public extractor with the sections it shares with
+    :func:`colour_histogram`: its ``images`` and its errors are those of
+    :func:`colour_histogram`; only the ``returns`` text (one paragraph) is its own. The sections
+    go before the docstring's Examples, in numpydoc order, so ``help()`` and the docs show
+    them."""
+    indent = " " * 8
+    returns = textwrap.fill(returns, width=92, initial_indent=indent, subsequent_indent=indent)
+    examples = "    Examples\n    --------\n"
+    sections = (
+        f"Parameters\n    ----------\n    images : array_like\n{indent}As in :func:`colour_histogram`."
+        f"\n\n    Returns\n    -------\n    numpy.ndarray\n{returns}\n\n"
+        f"    Raises\n    ------\n    ValueError\n{indent}As :func:`colour_histogram`.\n\n"
+    )
+
+    def document(extractor):
+        # Docstrings are None under python -OO: nothing to complete then.
+        if extractor.__doc__ is not None:
+            if examples not in extractor.__doc__:
+                raise AssertionError(f"{extractor.__name__}'s docstring has no Examples section")
+            extractor.__doc__ = extractor.__doc__.replace(examples, "    " + sections + examples, 1)
+        return extractor
+
+    return document
 
 
 # ---------------------------------------------------------------- colour
@@ -286,6 +314,10 @@ def _gabor_features(rgb: np.ndarray) -> np.ndarray:
     return np.concatenate([magnitude.mean(axis=(2, 3)), magnitude.std(axis=(2, 3))], axis=1)
 
 
+@_documented_like_colour_histogram(
+    returns="``(48,)`` or ``(n, 48)``: the 24 means (``gabor_mean_s{scale}_o{orientation}``, "
+    "scale 0 the finest), then the 24 standard deviations, on the [0, 1] grey scale."
+)
 def gabor_features(images) -> np.ndarray:
     """Gabor texture features: mean and sd of 24 filter-response magnitudes (thesis 5.2.1).
 
@@ -297,22 +329,6 @@ def gabor_features(images) -> np.ndarray:
     (``k = 0``: vertical stripes; ``k = 2``: horizontal stripes). For each filter the mean
     and the standard deviation of the magnitude of the complex response over the pixels are
     the features (Howarth and Rüger 2004): ``6 x 4 x 2 = 48``.
-
-    Parameters
-    ----------
-    images : array_like
-        As in :func:`colour_histogram`.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(48,)`` or ``(n, 48)``: the 24 means (``gabor_mean_s{scale}_o{orientation}``,
-        scale 0 the finest), then the 24 standard deviations, on the [0, 1] grey scale.
-
-    Raises
-    ------
-    ValueError
-        As :func:`colour_histogram`.
 
     Examples
     --------
@@ -451,6 +467,10 @@ def _tamura_features(rgb: np.ndarray) -> np.ndarray:
     )
 
 
+@_documented_like_colour_histogram(
+    returns="``(27,)`` or ``(n, 27)``: the 9 coarseness values (tiles in row-major order, "
+    "``tamura_coarseness_t0``...), then the 9 contrasts, then the 9 directionalities."
+)
 def tamura_features(images) -> np.ndarray:
     """Tamura coarseness, contrast and directionality in 3 x 3 tiles (thesis sec. 5.2.1).
 
@@ -472,22 +492,6 @@ def tamura_features(images) -> np.ndarray:
       form with one peak: 1 for a single direction, 0 for uniformly spread angles or a tile
       without edges, negative when much of the histogram lies far from its highest bin (two
       perpendicular directions give -1/2; the least possible value is ``1 - 3 * 15 / 16``).
-
-    Parameters
-    ----------
-    images : array_like
-        As in :func:`colour_histogram`.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(27,)`` or ``(n, 27)``: the 9 coarseness values (tiles in row-major order,
-        ``tamura_coarseness_t0``...), then the 9 contrasts, then the 9 directionalities.
-
-    Raises
-    ------
-    ValueError
-        As :func:`colour_histogram`.
 
     Examples
     --------
@@ -548,6 +552,7 @@ def feature_names() -> np.ndarray:
     return np.array(colour + gabor + tamura)
 
 
+@_documented_like_colour_histogram(returns="``(240,)`` for one image, ``(n, 240)`` for a stack.")
 def image_features(images) -> np.ndarray:
     """The 240 colour and texture features of thesis section 5.2.1.
 
@@ -555,21 +560,6 @@ def image_features(images) -> np.ndarray:
     (27), concatenated in that order (names: :func:`feature_names`). These are the real
     features that section 5.2.2 binarises by skewness and percentiles before Bayesian Sets
     retrieval (Algorithm 5.1).
-
-    Parameters
-    ----------
-    images : array_like
-        As in :func:`colour_histogram`.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``(240,)`` for one image, ``(n, 240)`` for a stack.
-
-    Raises
-    ------
-    ValueError
-        As :func:`colour_histogram`.
 
     Examples
     --------
