@@ -309,8 +309,12 @@ class CoOccurrence(Coercible):
     >>> X = CoOccurrence([[2, 0, 1], [0, 3, 0]], col_labels=["a", "b", "c"])
     >>> X
     CoOccurrence(2 x 3, 6 observations, 3 non-zeros)
-    >>> X.row_totals
-    array([3, 3])
+    >>> X.shape, X.n_rows, X.n_cols, X.nnz, X.total
+    ((2, 3), 2, 3, 3, 6)
+    >>> X.row_totals, X.col_totals
+    (array([3, 3]), array([2, 3, 1]))
+    >>> X.row_labels, X.col_labels
+    (array(['0', '1'], dtype='<U21'), array(['a', 'b', 'c'], dtype='<U1'))
     >>> CoOccurrence([[1, -2]])
     Traceback (most recent call last):
     ...
@@ -379,110 +383,47 @@ class CoOccurrence(Coercible):
 
     @property
     def shape(self) -> tuple[int, int]:
-        """Shape ``(N, M)`` of the count matrix.
-
-        Examples
-        --------
-        >>> from latentzoo.data import CoOccurrence
-        >>> CoOccurrence([[1, 0, 2]]).shape
-        (1, 3)
-        """
+        """Shape ``(N, M)`` of the count matrix."""
         return (int(self.counts.shape[0]), int(self.counts.shape[1]))
 
     @property
     def n_rows(self) -> int:
-        """Number of row objects ``N``.
-
-        Examples
-        --------
-        >>> from latentzoo.data import CoOccurrence
-        >>> CoOccurrence([[1, 0, 2]]).n_rows
-        1
-        """
+        """Number of row objects ``N``."""
         return self.shape[0]
 
     @property
     def n_cols(self) -> int:
-        """Number of column objects ``M``.
-
-        Examples
-        --------
-        >>> from latentzoo.data import CoOccurrence
-        >>> CoOccurrence([[1, 0, 2]]).n_cols
-        3
-        """
+        """Number of column objects ``M``."""
         return self.shape[1]
 
     @property
     def nnz(self) -> int:
-        """Number of non-zero cells.
-
-        Examples
-        --------
-        >>> from latentzoo.data import CoOccurrence
-        >>> CoOccurrence([[1, 0, 2]]).nnz
-        2
-        """
+        """Number of non-zero cells."""
         return int(self.counts.nnz)
 
     @property
     def total(self) -> int:
-        """Total number of observations ``sum_ij n_ij``.
-
-        Examples
-        --------
-        >>> from latentzoo.data import CoOccurrence
-        >>> CoOccurrence([[1, 0, 2]]).total
-        3
-        """
+        """Total number of observations ``sum_ij n_ij``."""
         return int(self.counts.data.sum(dtype=np.int64))
 
     @property
     def row_totals(self) -> np.ndarray:
-        """Per-row totals ``n_i.`` as an int64 array of length ``N``.
-
-        Examples
-        --------
-        >>> from latentzoo.data import CoOccurrence
-        >>> CoOccurrence([[1, 0, 2], [0, 0, 0]]).row_totals
-        array([3, 0])
-        """
+        """Per-row totals ``n_i.`` as an int64 array of length ``N``."""
         return np.asarray(self.counts.sum(axis=1, dtype=np.int64)).ravel()
 
     @property
     def col_totals(self) -> np.ndarray:
-        """Per-column totals ``n_.j`` as an int64 array of length ``M``.
-
-        Examples
-        --------
-        >>> from latentzoo.data import CoOccurrence
-        >>> CoOccurrence([[1, 0, 2], [4, 0, 0]]).col_totals
-        array([5, 0, 2])
-        """
+        """Per-column totals ``n_.j`` as an int64 array of length ``M``."""
         return np.asarray(self.counts.sum(axis=0, dtype=np.int64)).ravel()
 
     @property
     def row_labels(self) -> np.ndarray:
-        """Row names as a read-only unicode array.
-
-        Examples
-        --------
-        >>> from latentzoo.data import CoOccurrence
-        >>> CoOccurrence([[1], [2]]).row_labels
-        array(['0', '1'], dtype='<U21')
-        """
+        """Row names as a read-only unicode array."""
         return self._row_labels
 
     @property
     def col_labels(self) -> np.ndarray:
-        """Column names as a read-only unicode array.
-
-        Examples
-        --------
-        >>> from latentzoo.data import CoOccurrence
-        >>> CoOccurrence([[1, 2]], col_labels=["cat", "dog"]).col_labels
-        array(['cat', 'dog'], dtype='<U3')
-        """
+        """Column names as a read-only unicode array."""
         return self._col_labels
 
     # ------------------------------------------------------------------ Dataset protocol
