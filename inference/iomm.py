@@ -136,20 +136,32 @@ class IOMMInfo(NamedTuple):
 
 
 # ----------------------------------------------------------------------------- kernels
-@nb.njit(cache=True, inline="always")
-def _log1pexp(x):
-    if x > 0.0:
-        return x + math.log1p(math.exp(-x))
-    return math.log1p(math.exp(x))
+# The kernels multiply bounded factors of the log normaliser and take one logarithm of their
+# running product only when it leaves [floor, ceiling] (a logarithm costs some twenty
+# multiplications): factors in [1e-200, 1] (|logit theta| < 460) or in [1, 2] then keep the
+# product a normal number.
+_PRODUCT_FLOOR = 1e-100
+_PRODUCT_CEILING = 1e100
 
 
 @nb.njit(cache=True)
 def _item_log_likelihood(x, eta):
-    """``sum_d x_d eta_d - log(1 + exp(eta_d))``: one item's Bernoulli product log density."""
-    total = 0.0
+    """``sum_d x_d eta_d - log(1 + exp(eta_d))``: one item's Bernoulli product log density.
+
+    ``log(1 + e^t) = max(t, 0) + log(1 + e^-|t|)``; the factors ``1 + e^-|t|`` (in [1, 2]) are
+    multiplied and their logarithm taken only when the product nears overflow, so a feature
+    costs one exponential and no logarithm.
+    """
+    linear = 0.0
+    product = 1.0
+    log_products = 0.0
     for d in range(x.shape[0]):
-        total += x[d] * eta[d] - _log1pexp(eta[d])
-    return total
+        linear += x[d] * eta[d] - max(eta[d], 0.0)
+        product *= 1.0 + math.exp(-abs(eta[d]))
+        if product > _PRODUCT_CEILING:
+            log_products += math.log(product)
+            product = 1.0
+    return linear - log_products - math.log(product)
 
 
 @nb.njit(cache=True)
@@ -187,21 +199,30 @@ def _set_probabilities(eta, p, q):
 
 @nb.njit(cache=True)
 def _flip_log_ratio(x, p, q, logits_k, shrink_k, sign):
-    """``log p(x | eta + sign logits_k) - log p(x | eta)`` in O(D), one logarithm per feature.
+    """``log p(x | eta + sign logits_k) - log p(x | eta)`` in O(D), without a logarithm per feature.
 
     With ``p = sigmoid(eta)``, ``q = 1 - p`` and a step ``delta``, the change of the log
     normaliser ``log(1 + e^(eta + delta)) - log(1 + e^eta)`` is ``log(q + p e^delta)``, written
     as ``delta + log(p + q e^-delta)`` for ``delta > 0`` so that the exponential is always
-    ``shrink_k = exp(-|logits_k|)`` <= 1: a sum of positive terms, no overflow, no cancellation.
+    ``shrink_k = exp(-|logits_k|)`` <= 1: every factor lies in ``[shrink_k, 1]``, no overflow, no
+    cancellation. The factors are multiplied and their product's logarithm taken only when it
+    nears underflow (:data:`_PRODUCT_FLOOR`): this ratio is the sampler's inner loop.
     """
-    total = 0.0
+    linear = 0.0
+    product = 1.0
+    log_products = 0.0
     for d in range(x.shape[0]):
         delta = sign * logits_k[d]
         if delta > 0.0:
-            total += (x[d] - 1.0) * delta - math.log(p[d] + q[d] * shrink_k[d])
+            linear += (x[d] - 1.0) * delta
+            product *= p[d] + q[d] * shrink_k[d]
         else:
-            total += x[d] * delta - math.log(q[d] + p[d] * shrink_k[d])
-    return total
+            linear += x[d] * delta
+            product *= q[d] + p[d] * shrink_k[d]
+        if product < _PRODUCT_FLOOR:
+            log_products += math.log(product)
+            product = 1.0
+    return linear - log_products - math.log(product)
 
 
 @nb.njit(cache=True)
@@ -299,10 +320,22 @@ def _sweep_parameters(X, Z, logits, theta, eta, n_columns, proposals, omega, a, 
     ``proposals[k, d] ~ Beta(omega theta_kd, omega (1 - theta_kd))`` drawn beforehand (each
     depends only on its own current value, which no other update changes). Returns the number
     accepted. O(N K D).
+
+    ``theta_kd`` reaches only column ``d`` of its members' ``eta``, so the D proposals of a
+    cluster are independent: their likelihood ratios are accumulated together in one pass over
+    the members' rows (contiguous memory), then decided in feature order. A member's change of
+    log normaliser ``log(1 + e^(t + s)) - log(1 + e^t)`` is ``max(s, 0)`` plus the logarithm of a
+    factor in ``[exp(-|s|) / 2, 1]`` (:func:`_normaliser_factor`); the factors are multiplied
+    and their logarithm taken only near underflow, one exponential per member and feature.
     """
     n_items, n_features = X.shape
     accepted = 0
     members = np.empty(n_items, dtype=np.int64)
+    step_logit = np.empty(n_features)
+    scale = np.empty(n_features)
+    log_ratio = np.empty(n_features)
+    product = np.empty(n_features)
+    accept = np.zeros(n_features, dtype=np.bool_)
     for k in range(n_columns[0]):
         # Only the cluster's members see theta_kd: list them once for all D features.
         size = 0
@@ -311,29 +344,58 @@ def _sweep_parameters(X, Z, logits, theta, eta, n_columns, proposals, omega, a, 
                 members[size] = i
                 size += 1
         for d in range(n_features):
+            new = proposals[k, d]
+            step = 0.0
+            if _EDGE <= new <= 1.0 - _EDGE:
+                step = (math.log(new) - math.log1p(-new)) - logits[k, d]
+            step_logit[d] = step
+            scale[d] = math.exp(-abs(step))
+            log_ratio[d] = -size * max(step, 0.0)
+            product[d] = 1.0
+        for j in range(size):
+            x_i, eta_i = X[members[j]], eta[members[j]]
+            for d in range(n_features):
+                log_ratio[d] += x_i[d] * step_logit[d]
+                product[d] *= _normaliser_factor(eta_i[d], step_logit[d], scale[d])
+                if product[d] < _PRODUCT_FLOOR:
+                    log_ratio[d] -= math.log(product[d])
+                    product[d] = 1.0
+        for d in range(n_features):
+            accept[d] = False
             old = theta[k, d]
             new = proposals[k, d]
             if not (_EDGE <= new <= 1.0 - _EDGE):
                 continue  # rounded to the edge: an infinite logit, treated as zero density
-            step_logit = (math.log(new) - math.log1p(-new)) - logits[k, d]
-            log_ratio = 0.0
-            for j in range(size):
-                i = members[j]
-                moved = eta[i, d] + step_logit
-                log_ratio += X[i, d] * step_logit - _log1pexp(moved) + _log1pexp(eta[i, d])
+            ratio = log_ratio[d] - math.log(product[d])
             # Beta(a, b) prior ratio
-            log_ratio += (a - 1.0) * (math.log(new) - math.log(old))
-            log_ratio += (b - 1.0) * (math.log1p(-new) - math.log1p(-old))
+            ratio += (a - 1.0) * (math.log(new) - math.log(old))
+            ratio += (b - 1.0) * (math.log1p(-new) - math.log1p(-old))
             # T(old | new) / T(new | old), T(y | x) = Beta(y; omega x, omega (1 - x))
-            log_ratio += _log_beta_density(old, omega * new, omega * (1.0 - new))
-            log_ratio -= _log_beta_density(new, omega * old, omega * (1.0 - old))
-            if log_ratio >= 0.0 or next_uniform(rng_state) < math.exp(log_ratio):
+            ratio += _log_beta_density(old, omega * new, omega * (1.0 - new))
+            ratio -= _log_beta_density(new, omega * old, omega * (1.0 - old))
+            if ratio >= 0.0 or next_uniform(rng_state) < math.exp(ratio):
                 accepted += 1
+                accept[d] = True
                 theta[k, d] = new
-                logits[k, d] += step_logit
-                for j in range(size):
-                    eta[members[j], d] += step_logit
+                logits[k, d] += step_logit[d]
+        for j in range(size):
+            eta_i = eta[members[j]]
+            for d in range(n_features):
+                if accept[d]:
+                    eta_i[d] += step_logit[d]
     return accepted
+
+
+@nb.njit(cache=True, inline="always")
+def _normaliser_factor(t, s, scale):
+    """``exp(log(1 + e^(t + s)) - log(1 + e^t) - max(s, 0))``, in ``[scale / 2, 1]``, with
+    ``scale = exp(-|s|)``: one exponential, no overflow."""
+    e = math.exp(-abs(t))
+    if s > 0.0:
+        numerator = e * scale + 1.0 if t > 0.0 else scale + e
+    else:
+        numerator = e + scale if t > 0.0 else 1.0 + e * scale
+    return numerator / (1.0 + e)
 
 
 @nb.njit(cache=True)
@@ -370,6 +432,18 @@ def _with_capacity(state: IOMMState, needed: int) -> IOMMState:
     return state._replace(Z=Z, theta=theta, logits=logits, counts=counts)
 
 
+@nb.njit(cache=True)
+def _summed_logits(Z, logits, width, eta):
+    """``eta = Z[:, :width] @ logits[:width]`` in place, summing only the members' rows."""
+    for i in range(Z.shape[0]):
+        eta_i = eta[i]
+        eta_i[:] = 0.0
+        for k in range(width):
+            if Z[i, k] == 1:
+                for d in range(eta_i.shape[0]):
+                    eta_i[d] += logits[k, d]
+
+
 def _compact(state: IOMMState) -> None:
     """Move the nonempty columns to the front in their order, zero the rest, refresh ``eta``.
 
@@ -388,7 +462,7 @@ def _compact(state: IOMMState) -> None:
     state.counts[:width] = state.counts[keep]
     state.counts[width:n] = 0
     state.n_columns[0] = width
-    np.matmul(state.Z[:, :width].astype(np.float64), state.logits[:width], out=state.eta)
+    _summed_logits(state.Z, state.logits, width, state.eta)
 
 
 def kmeans_start(

@@ -232,6 +232,21 @@ def test_flip_log_ratio_is_accurate_at_extreme_natural_parameters():
         assert np.isclose(got, expected, rtol=1e-12, atol=1e-9)
 
 
+def test_product_form_kernels_match_logaddexp_at_extreme_natural_parameters():
+    """The item log density and the parameter move's per-member factor, which multiply bounded
+    factors and take few logarithms, against logaddexp where probabilities round to 0 or 1 and
+    over a long row (the running product is folded into logarithms before it leaves range)."""
+    rng = np.random.default_rng(0)
+    eta = np.concatenate([[-700.0, -60.0, -30.0, 0.0, 35.0, 60.0, 700.0], rng.normal(0, 30, 3000)])
+    x = (rng.random(eta.size) < 0.5).astype(float)
+    expected = np.sum(x * eta - np.logaddexp(0, eta))
+    assert np.isclose(iomm._item_log_likelihood(x, eta), expected, rtol=1e-12)
+    for step in (-55.0, -3.0, 0.0, 0.7, 55.0):
+        got = [iomm._normaliser_factor(t, step, np.exp(-abs(step))) for t in eta[:7]]
+        want = np.logaddexp(0, eta[:7] + step) - np.logaddexp(0, eta[:7]) - max(step, 0.0)
+        np.testing.assert_allclose(np.log(got), want, rtol=1e-12, atol=1e-12)
+
+
 def test_init_from_a_given_state():
     model = OverlappingMixture(alpha=2.0)
     data, truth = model.simulate(3, n_items=12, n_features=4)
