@@ -644,8 +644,7 @@ class CoOccurrence(Coercible):
         Raises
         ------
         ValueError
-            If the two arrays would take more than half of this machine's memory
-            (:func:`~latentzoo.data.checks.check_memory`).
+            If the two arrays would take more memory than :meth:`toarray` allows.
 
         Examples
         --------
@@ -865,6 +864,7 @@ class CoOccurrence(Coercible):
         Returns
         -------
         CoOccurrence
+            Entry ``[i, j]`` the summed weight of the pairs ``(i, j)``.
 
         Raises
         ------
@@ -928,6 +928,7 @@ class CoOccurrence(Coercible):
         Returns
         -------
         CoOccurrence
+            Entry ``[d, w]`` the number of times word ``w`` occurs in document ``d``.
 
         Raises
         ------
@@ -1022,6 +1023,7 @@ class CoOccurrence(Coercible):
         Returns
         -------
         CoOccurrence
+            The counts and labels that were written.
 
         Raises
         ------
