@@ -423,7 +423,14 @@ class CoOccurrence(Coercible):
 
     @property
     def col_labels(self) -> np.ndarray:
-        """Column names as a read-only unicode array."""
+        """Column names as a read-only unicode array.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence
+        >>> CoOccurrence([[1, 2]], col_labels=["cat", "dog"]).col_labels
+        array(['cat', 'dog'], dtype='<U3')
+        """
         return self._col_labels
 
     # ------------------------------------------------------------------ Dataset protocol
