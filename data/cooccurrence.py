@@ -442,6 +442,8 @@ class CoOccurrence(Coercible):
     symmetric = False
     #: What :meth:`table_sizes` counts as the observations: the total count.
     _observations = "total"
+    #: What :attr:`n_heldout_units` counts: the tokens (held-out counts are thinned, not items).
+    _heldout_unit = "total"
 
     def with_names(self, item_names, column_names=None) -> CoOccurrence:
         """The same counts with rows named ``item_names`` and columns ``column_names``.
@@ -517,19 +519,6 @@ class CoOccurrence(Coercible):
         (('doc', 'word'), [[1, 0], [0, 2]])
         """
         return {"counts": (("doc", "word"), self.toarray())}
-
-    @property
-    def n_heldout_units(self) -> int:
-        """Units a held-out score is counted in: tokens (``total``), as in the papers'
-        perplexity (``exp(-sum log p / tokens)``).
-
-        Examples
-        --------
-        >>> from latentzoo.data import CoOccurrence
-        >>> CoOccurrence([[1, 2], [0, 3]]).n_heldout_units
-        6
-        """
-        return self.total
 
     def check_fit_shape(self, rows, cols, name: str = "test") -> None:
         """``ValueError`` unless the matrix has the ``rows`` and ``cols`` of a fit (None: any):

@@ -56,6 +56,25 @@ class Coercible:
         n_rows, n_cols = self.shape
         return n_rows, n_cols, getattr(self, self._observations)
 
+    #: Name of the property :attr:`n_heldout_units` reports (set by the containers that score
+    #: held-out data: the total count of co-occurrence counts, the items of feature vectors).
+    _heldout_unit: str
+
+    @property
+    def n_heldout_units(self) -> int:
+        """Units a held-out score is counted in, as in the papers' perplexity
+        (``exp(-sum log p / units)``): the tokens (``total``) of co-occurrence counts, whose
+        ``split`` thins every count; whole items (``n_items``) of feature vectors, whose
+        ``split`` holds out items.
+
+        Examples
+        --------
+        >>> from latentzoo.data import CoOccurrence, Features
+        >>> CoOccurrence([[1, 2], [0, 3]]).n_heldout_units, Features([[0, 1], [1, 1]]).n_heldout_units
+        (6, 2)
+        """
+        return getattr(self, self._heldout_unit)
+
     @classmethod
     def coerce(cls, data, **options):
         """``data`` itself when it is already this container, else ``cls(data, **options)``

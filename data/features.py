@@ -129,6 +129,8 @@ class Features(RealMatrix):
     symmetric = False
     #: What :meth:`table_sizes` counts as the observations: the non-zero entries.
     _observations = "nnz"
+    #: What :attr:`n_heldout_units` counts: whole items (``split`` holds out items).
+    _heldout_unit = "n_items"
 
     def __init__(
         self, X, labels=None, feature_names=None, item_names=None, kind=None, allow_missing=False
@@ -345,19 +347,6 @@ class Features(RealMatrix):
         (('item', 'feature'), (1, 2))
         """
         return {"x": (("item", "feature"), self.X)}
-
-    @property
-    def n_heldout_units(self) -> int:
-        """Units a held-out score is counted in: whole items (``n_items``; ``split`` holds out
-        items).
-
-        Examples
-        --------
-        >>> from latentzoo.data import Features
-        >>> Features([[0, 1], [1, 1]]).n_heldout_units
-        2
-        """
-        return self.n_items
 
     def check_fit_shape(self, rows, cols, name: str = "test") -> None:
         """``ValueError`` unless the items have the ``cols`` features of a fit (None: any); the
