@@ -67,35 +67,34 @@ def _before(best, u, v):
 
 
 @nb.njit(cache=True)
-def _sift_up(heap, pos, best, at):
-    node = heap[at]
-    while at > 0:
-        parent = (at - 1) // 2
-        if not _before(best, node, heap[parent]):
-            break
-        heap[at] = heap[parent]
-        pos[heap[at]] = at
-        at = parent
+def _place(heap, pos, at, node):
+    """Put ``node`` in heap slot ``at`` and record the slot in ``pos`` (kept in step for removal)."""
     heap[at] = node
     pos[node] = at
 
 
 @nb.njit(cache=True)
-def _sift_down(heap, pos, best, size, at):
+def _sift(heap, pos, best, size, at):
+    """Restore the heap order after the score of the node in slot ``at`` changed (or a node was
+    put there): up while it comes before its parent, then down while a child comes before it.
+
+    The order is strict (:func:`_before` breaks ties by node id), so the top of the heap, all that
+    the greedy run reads, does not depend on the heap's layout.
+    """
     node = heap[at]
-    while True:
+    while at > 0 and _before(best, node, heap[(at - 1) // 2]):
+        parent = (at - 1) // 2
+        _place(heap, pos, at, heap[parent])
+        at = parent
+    while 2 * at + 1 < size:
         child = 2 * at + 1
-        if child >= size:
-            break
         if child + 1 < size and _before(best, heap[child + 1], heap[child]):
             child += 1
         if not _before(best, heap[child], node):
             break
-        heap[at] = heap[child]
-        pos[heap[at]] = at
+        _place(heap, pos, at, heap[child])
         at = child
-    heap[at] = node
-    pos[node] = at
+    _place(heap, pos, at, node)
 
 
 @nb.njit(cache=True)
@@ -106,11 +105,8 @@ def _heap_remove(heap, pos, best, size, node):
     pos[node] = -1
     if at == size:
         return size
-    moved = heap[size]
-    heap[at] = moved
-    pos[moved] = at
-    _sift_up(heap, pos, best, at)
-    _sift_down(heap, pos, best, size, pos[moved])
+    _place(heap, pos, at, heap[size])
+    _sift(heap, pos, best, size, at)
     return size
 
 
@@ -243,11 +239,9 @@ def _greedy(
         alive[i] = True
         live[i] = i
         where[i] = i
-        heap[i] = i
-        pos[i] = i
+        _place(heap, pos, i, i)
+        _sift(heap, pos, best, i + 1, i)
     size = L
-    for at in range(L // 2 - 1, -1, -1):
-        _sift_down(heap, pos, best, size, at)
     rescans = 0
     for m in range(L - 1):
         while True:
@@ -281,7 +275,7 @@ def _greedy(
                 if partner[i] < 0 or s > best[i] or (s == best[i] and j < partner[i]):
                     best[i] = s
                     partner[i] = j
-            _sift_down(heap, pos, best, size, 0)  # a recomputed score never increases
+            _sift(heap, pos, best, size, 0)  # a recomputed score never increases
         k = L + m
         a = min(i, p)
         b = max(i, p)
@@ -313,15 +307,14 @@ def _greedy(
             if s > best[j]:  # strictly: on a tie the older (smaller) partner id is kept
                 best[j] = s
                 partner[j] = k
-                _sift_up(heap, pos, best, pos[j])
+                _sift(heap, pos, best, size, pos[j])
         alive[k] = True
         live[n_live] = k
         where[k] = n_live
         n_live += 1
-        heap[size] = k
-        pos[k] = size
+        _place(heap, pos, size, k)
         size += 1
-        _sift_up(heap, pos, best, size - 1)
+        _sift(heap, pos, best, size, size - 1)
     return children, log_r, log_1mr, log_pi, rescans
 
 
