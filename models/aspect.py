@@ -41,7 +41,7 @@ from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
 )
-from latentzoo.models.cooccurrence import DyadPredictive, separated_profiles
+from latentzoo.models.cooccurrence import DyadPredictive, draw_counts, draw_profiles
 from latentzoo.models.invariants import default_dyads
 from latentzoo.models.two_sided import cell_dots
 
@@ -385,15 +385,9 @@ class AspectModel(DyadPredictive, CorpusFamily, LikelihoodHeldout):
         if n_words < k:
             raise ValueError(f"n_words={n_words} must be at least n_components={k}")
         theta = rng.dirichlet(np.full(k, self.alpha), size=n_docs)
-        if separated:
-            phi = separated_profiles(k, n_words, separation)
-        else:
-            phi = rng.dirichlet(np.full(n_words, self.eta), size=k)
-        p = np.clip(theta @ phi, 0.0, None)
-        p /= p.sum(axis=1, keepdims=True)
-        counts = rng.multinomial(doc_length, p)
-        data = CoOccurrence(counts)
-        return data, {"theta": theta, "phi": phi}
+        phi = draw_profiles(rng, k, n_words, self.eta, separated, separation)
+        counts = draw_counts(rng, doc_length, theta @ phi)
+        return CoOccurrence(counts), {"theta": theta, "phi": phi}
 
     # ---------------------------------------------------------- likelihoods
     def log_likelihood(self, params, data, dyads_only: bool = False) -> np.ndarray:

@@ -43,9 +43,13 @@ from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
 )
-from latentzoo.models.cooccurrence import RowMixture
+from latentzoo.models.cooccurrence import (
+    RowMixture,
+    draw_row_mixture,
+    row_mixture_log_prior,
+    simulated_corpus,
+)
 from latentzoo.models.invariants import coassignment_pairs, default_dyads
-from latentzoo.models.one_sided import draw_row_mixture, row_mixture_log_prior, simulated_corpus
 
 __all__ = [
     "TAU_FORMS",

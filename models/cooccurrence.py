@@ -3,8 +3,12 @@ product-space mixture, the cluster abstraction model), written once.
 
 - :func:`checked_grid_data`, :func:`grid_coords`: the data check and coordinates of the families
   that cluster rows and columns.
-- :func:`separated_profiles`: the well-separated block profiles of the ``separated=True`` simulators
-  (the data on which PyMC's chains agree, ``shared/DESIGN.md`` section 5).
+- The simulators' draws: :func:`separated_profiles`, the well-separated block profiles of the
+  ``separated=True`` simulators (the data on which PyMC's chains agree, ``shared/DESIGN.md``
+  section 5); :func:`draw_profiles`, those or draws from the Dirichlet prior; :func:`draw_counts`,
+  multinomial counts from unnormalised weights; :func:`draw_row_mixture`, the weights, profiles
+  and labels of a mixture over whole rows; :func:`simulated_corpus`, the counts as data.
+- :func:`row_mixture_log_prior`: the Dirichlet priors of a mixture over whole rows.
 - :class:`RowMixture`: the members of a mixture over whole rows, ``P(S_i) = sum_k rho_k P(S_i | k)``
   (one-sided clustering, Hofmann & Puzicha 1998, eq. (29); the cluster abstraction model, eq. (55)),
   built on the family's own ``log P(S_i | k)``.
@@ -18,8 +22,9 @@ from __future__ import annotations
 import numpy as np
 
 from latentzoo.data import CoOccurrence
-from latentzoo.models._checks import check_fits_data, check_positive
-from latentzoo.models.conjugate import log_multinomial_coefficient, row_logsumexp
+from latentzoo.models._checks import check_fits_data, check_integer, check_positive
+from latentzoo.models.base import balanced_labels
+from latentzoo.models.conjugate import dirichlet_logpdf, log_multinomial_coefficient, row_logsumexp
 from latentzoo.models.invariants import coassignment_pairs, default_dyads
 
 __all__ = [
@@ -27,8 +32,13 @@ __all__ = [
     "DyadPredictive",
     "RowMixture",
     "checked_grid_data",
+    "draw_counts",
+    "draw_profiles",
+    "draw_row_mixture",
     "grid_coords",
+    "row_mixture_log_prior",
     "separated_profiles",
+    "simulated_corpus",
 ]
 
 
@@ -60,6 +70,171 @@ def separated_profiles(n_clusters: int, size: int, separation: float) -> np.ndar
     for cluster in range(n_clusters):
         table[cluster, cluster * block : (cluster + 1) * block] += separation / block
     return table / table.sum(axis=1, keepdims=True)
+
+
+def draw_profiles(
+    rng, n_profiles: int, size: int, eta: float, separated: bool, separation: float
+) -> np.ndarray:
+    """The ``n_profiles`` distributions over ``size`` entries (words, documents) of a simulator.
+
+    ``separated=False``: i.i.d. draws from the symmetric prior ``Dir(eta)`` (one call to
+    ``rng.dirichlet``). ``separated=True``: the fixed :func:`separated_profiles`, drawing nothing
+    from ``rng``.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_profiles, size); rows sum to one
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> draw_profiles(rng, 2, 5, 1.0, separated=False, separation=0.9).sum(axis=1).round(12)
+    array([1., 1.])
+    >>> draw_profiles(rng, 2, 4, 1.0, separated=True, separation=0.8)[0]
+    array([0.45, 0.45, 0.05, 0.05])
+    """
+    if separated:
+        return separated_profiles(n_profiles, size, separation)
+    return rng.dirichlet(np.full(size, eta), size=n_profiles)
+
+
+def draw_counts(rng, n_tokens, weights) -> np.ndarray:
+    """Multinomial counts of ``n_tokens`` draws from each row of non-negative ``weights``.
+
+    The weights (products of simulated parameters, such as ``theta @ phi``) are clipped at 0, as
+    rounding may leave a ``-0.0`` or a tiny negative, and normalised along the last axis, so a
+    row need not sum to one exactly.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n_tokens : int or array-like of int
+        Draws per row (broadcast against the rows of ``weights``).
+    weights : array-like of shape (..., M)
+
+    Returns
+    -------
+    numpy.ndarray of int64, the shape of ``weights``
+
+    Examples
+    --------
+    >>> draw_counts(np.random.default_rng(0), 10, [[2.0, 0.0, 2.0], [0.0, 1.0, -1e-18]])
+    array([[ 6,  0,  4],
+           [ 0, 10,  0]])
+    """
+    probabilities = np.clip(weights, 0.0, None)
+    probabilities /= probabilities.sum(axis=-1, keepdims=True)
+    return rng.multinomial(n_tokens, probabilities)
+
+
+def draw_row_mixture(
+    rng,
+    n_clusters: int,
+    n_profiles: int,
+    n_docs: int,
+    n_words: int,
+    doc_length: int,
+    alpha: float,
+    eta: float,
+    separated: bool,
+    separation: float,
+    profiles_name: str = "n_components",
+):
+    """The weights, word profiles and row labels of a simulated mixture over whole rows.
+
+    The part of the generative process the ACM (one profile per cluster) and the cluster
+    abstraction model (one profile per node of the tree, a cluster per leaf) share:
+    ``rho ~ Dir(alpha)``, ``q[p] ~ Dir(eta)`` over the ``n_words`` words and ``z_i ~ Cat(rho)``,
+    drawn in that order. With ``separated=True``, profile ``p`` puts mass ``separation`` on its
+    own block of words (:func:`separated_profiles`), ``rho`` is
+    uniform and the rows are dealt to the clusters in turn, then shuffled.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    n_clusters : int
+        ``K``, the number of values of ``z``.
+    n_profiles : int
+        Rows of ``q``; ``profiles_name`` names it in the error of a separated draw with fewer
+        words than profiles.
+    n_docs, n_words, doc_length : int
+        The simulator's sizes, checked here (``doc_length`` only checked: the caller draws the
+        tokens).
+    alpha, eta : float
+        Concentrations of the Dirichlet priors of ``rho`` and ``q``.
+    separated : bool
+    separation : float
+    profiles_name : str
+
+    Returns
+    -------
+    rho : numpy.ndarray (K,)
+    q : numpy.ndarray (n_profiles, n_words)
+    z : numpy.ndarray (n_docs,) int64
+
+    Raises
+    ------
+    ValueError
+        If a size is not an integer (``n_docs``, ``n_words`` at least 1, ``doc_length`` at least
+        0), or a separated draw has fewer words than profiles.
+
+    Examples
+    --------
+    >>> rho, q, z = draw_row_mixture(np.random.default_rng(0), 2, 2, 5, 4, 10, 1.0, 1.0,
+    ...                              separated=True, separation=0.8)
+    >>> rho.tolist(), q.shape, sorted(np.bincount(z).tolist())
+    ([0.5, 0.5], (2, 4), [2, 3])
+    """
+    check_integer("n_docs", n_docs)
+    check_integer("n_words", n_words)
+    check_integer("doc_length", doc_length, low=0)
+    if separated and n_words < n_profiles:
+        raise ValueError(
+            f"separated profiles need n_words={n_words} >= {profiles_name}={n_profiles}"
+        )
+    # rho, q, z in this order: the order of the random draws is part of the simulator.
+    rho = (
+        np.full(n_clusters, 1.0 / n_clusters)
+        if separated
+        else rng.dirichlet(np.full(n_clusters, alpha))
+    )
+    q = draw_profiles(rng, n_profiles, n_words, eta, separated, separation)
+    if separated:
+        z = balanced_labels(rng, n_docs, n_clusters)
+    else:
+        z = rng.choice(n_clusters, size=n_docs, p=rho).astype(np.int64)
+    return rho, q, z
+
+
+def simulated_corpus(counts) -> CoOccurrence:
+    """The simulated ``counts`` as a :class:`~latentzoo.data.CoOccurrence`; ``ValueError`` when
+    they hold no observations (``doc_length = 0``), which no fit can use.
+
+    Examples
+    --------
+    >>> simulated_corpus(np.zeros((2, 3), dtype=int))
+    Traceback (most recent call last):
+    ...
+    ValueError: the simulated data hold no observations (doc_length = 0)
+    """
+    if counts.sum() == 0:
+        raise ValueError("the simulated data hold no observations (doc_length = 0)")
+    return CoOccurrence(counts)
+
+
+def row_mixture_log_prior(params, alpha: float, eta: float) -> float:
+    """Log density of the Dirichlet priors ``rho ~ Dir(alpha)`` and ``q[p] ~ Dir(eta)`` of a
+    mixture over whole rows (normalising constants included): the ACM's whole prior, the
+    cluster abstraction model's without ``tau``.
+
+    Examples
+    --------
+    >>> round(row_mixture_log_prior({"rho": [0.5, 0.5], "q": np.full((2, 3), 1 / 3)}, 1.0, 1.0), 6)
+    1.386294
+    """
+    rho = np.asarray(params["rho"], dtype=float)[None, :]
+    q = np.asarray(params["q"], dtype=float)
+    return dirichlet_logpdf(rho, alpha) + dirichlet_logpdf(q, eta)
 
 
 def checked_grid_data(data, n_row_clusters: int, n_col_clusters: int) -> CoOccurrence:

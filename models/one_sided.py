@@ -37,131 +37,25 @@ from latentzoo.models._checks import (
     check_positive,
     check_simplex_rows,
 )
-from latentzoo.models.base import LikelihoodModel, RowClustering, balanced_labels
+from latentzoo.models.base import LikelihoodModel, RowClustering
 from latentzoo.models.conjugate import (
-    dirichlet_logpdf,
     dirichlet_multinomial_log,
     row_logsumexp,
 )
-from latentzoo.models.cooccurrence import RowMixture, separated_profiles
+from latentzoo.models.cooccurrence import (
+    RowMixture,
+    draw_row_mixture,
+    row_mixture_log_prior,
+    simulated_corpus,
+)
 from latentzoo.models.invariants import N_PAIR_ITEMS, coassignment_pairs, default_dyads
 from latentzoo.models.two_sided import cell_dots, one_hot
 
 __all__ = [
     "OneSidedClustering",
     "default_pairs",
-    "draw_row_mixture",
     "row_logsumexp",
-    "row_mixture_log_prior",
-    "simulated_corpus",
 ]
-
-
-def draw_row_mixture(
-    rng,
-    n_clusters: int,
-    n_profiles: int,
-    n_docs: int,
-    n_words: int,
-    doc_length: int,
-    alpha: float,
-    eta: float,
-    separated: bool,
-    separation: float,
-    profiles_name: str = "n_components",
-):
-    """The weights, word profiles and row labels of a simulated mixture over whole rows.
-
-    The part of the generative process the ACM (one profile per cluster) and the cluster
-    abstraction model (one profile per node of the tree, a cluster per leaf) share:
-    ``rho ~ Dir(alpha)``, ``q[p] ~ Dir(eta)`` over the ``n_words`` words and ``z_i ~ Cat(rho)``,
-    drawn in that order. With ``separated=True``, profile ``p`` puts mass ``separation`` on its
-    own block of words (:func:`~latentzoo.models.cooccurrence.separated_profiles`), ``rho`` is
-    uniform and the rows are dealt to the clusters in turn, then shuffled.
-
-    Parameters
-    ----------
-    rng : numpy.random.Generator
-    n_clusters : int
-        ``K``, the number of values of ``z``.
-    n_profiles : int
-        Rows of ``q``; ``profiles_name`` names it in the error of a separated draw with fewer
-        words than profiles.
-    n_docs, n_words, doc_length : int
-        The simulator's sizes, checked here (``doc_length`` only checked: the caller draws the
-        tokens).
-    alpha, eta : float
-        Concentrations of the Dirichlet priors of ``rho`` and ``q``.
-    separated : bool
-    separation : float
-    profiles_name : str
-
-    Returns
-    -------
-    rho : numpy.ndarray (K,)
-    q : numpy.ndarray (n_profiles, n_words)
-    z : numpy.ndarray (n_docs,) int64
-
-    Raises
-    ------
-    ValueError
-        If a size is not an integer (``n_docs``, ``n_words`` at least 1, ``doc_length`` at least
-        0), or a separated draw has fewer words than profiles.
-
-    Examples
-    --------
-    >>> rho, q, z = draw_row_mixture(np.random.default_rng(0), 2, 2, 5, 4, 10, 1.0, 1.0,
-    ...                              separated=True, separation=0.8)
-    >>> rho.tolist(), q.shape, sorted(np.bincount(z).tolist())
-    ([0.5, 0.5], (2, 4), [2, 3])
-    """
-    check_integer("n_docs", n_docs)
-    check_integer("n_words", n_words)
-    check_integer("doc_length", doc_length, low=0)
-    if separated:
-        if n_words < n_profiles:
-            raise ValueError(
-                f"separated profiles need n_words={n_words} >= {profiles_name}={n_profiles}"
-            )
-        q = separated_profiles(n_profiles, n_words, separation)
-        rho = np.full(n_clusters, 1.0 / n_clusters)
-        z = balanced_labels(rng, n_docs, n_clusters)
-    else:
-        rho = rng.dirichlet(np.full(n_clusters, alpha))
-        q = rng.dirichlet(np.full(n_words, eta), size=n_profiles)
-        z = rng.choice(n_clusters, size=n_docs, p=rho).astype(np.int64)
-    return rho, q, z
-
-
-def simulated_corpus(counts) -> CoOccurrence:
-    """The simulated ``counts`` as a :class:`~latentzoo.data.CoOccurrence`; ``ValueError`` when
-    they hold no observations (``doc_length = 0``), which no fit can use.
-
-    Examples
-    --------
-    >>> simulated_corpus(np.zeros((2, 3), dtype=int))
-    Traceback (most recent call last):
-    ...
-    ValueError: the simulated data hold no observations (doc_length = 0)
-    """
-    if counts.sum() == 0:
-        raise ValueError("the simulated data hold no observations (doc_length = 0)")
-    return CoOccurrence(counts)
-
-
-def row_mixture_log_prior(params, alpha: float, eta: float) -> float:
-    """Log density of the Dirichlet priors ``rho ~ Dir(alpha)`` and ``q[p] ~ Dir(eta)`` of a
-    mixture over whole rows (normalising constants included): the ACM's whole prior, the
-    cluster abstraction model's without ``tau``.
-
-    Examples
-    --------
-    >>> round(row_mixture_log_prior({"rho": [0.5, 0.5], "q": np.full((2, 3), 1 / 3)}, 1.0, 1.0), 6)
-    1.386294
-    """
-    rho = np.asarray(params["rho"], dtype=float)[None, :]
-    q = np.asarray(params["q"], dtype=float)
-    return dirichlet_logpdf(rho, alpha) + dirichlet_logpdf(q, eta)
 
 
 def default_pairs(data: CoOccurrence, n_rows: int = N_PAIR_ITEMS) -> np.ndarray:

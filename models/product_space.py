@@ -28,8 +28,9 @@ from latentzoo.models.conjugate import (
 from latentzoo.models.cooccurrence import (
     DyadPredictive,
     checked_grid_data,
+    draw_counts,
+    draw_profiles,
     grid_coords,
-    separated_profiles,
 )
 from latentzoo.models.two_sided import cell_dots
 
@@ -354,14 +355,12 @@ class ProductSpaceMixture(DyadPredictive, CorpusFamily, LikelihoodHeldout):
             nu, mu = np.arange(kx)[:, None], np.arange(ky)[None, :]
             pattern = (nu % ky == mu % kx).astype(float)
             pi = (1.0 - separation) / (kx * ky) + separation * pattern / pattern.sum()
-            p_row = separated_profiles(kx, n_docs, separation)
-            q_col = separated_profiles(ky, n_words, separation)
         else:
             pi = rng.dirichlet(np.full(kx * ky, self.alpha)).reshape(kx, ky)
-            p_row = rng.dirichlet(np.full(n_docs, self.eta), size=kx)
-            q_col = rng.dirichlet(np.full(n_words, self.eta), size=ky)
-        joint = np.clip(p_row.T @ pi @ q_col, 0.0, None).ravel()
-        counts = rng.multinomial(n_tokens, joint / joint.sum()).reshape(n_docs, n_words)
+        p_row = draw_profiles(rng, kx, n_docs, self.eta, separated, separation)
+        q_col = draw_profiles(rng, ky, n_words, self.eta, separated, separation)
+        joint = (p_row.T @ pi @ q_col).ravel()
+        counts = draw_counts(rng, n_tokens, joint).reshape(n_docs, n_words)
         return CoOccurrence(counts), {"pi": pi, "p_row": p_row, "q_col": q_col}
 
     # ---------------------------------------------------------- likelihoods

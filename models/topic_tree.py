@@ -43,6 +43,7 @@ from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_integer, check_interval, check_positive
 from latentzoo.models.base import Model
+from latentzoo.models.cooccurrence import draw_counts
 
 __all__ = [
     "MUTATIONS",
@@ -503,10 +504,8 @@ class TopicTreeMixture:
         path = paths[rng.integers(len(paths), size=n_docs)]
         relevance = rng.dirichlet(np.full(depth + 1, self.relevance_concentration), size=n_docs)
         # Word distribution of each document: sum over its path's topics, no loop over documents.
-        word_probabilities = np.einsum("dk,wdk->dw", relevance, topic_matrix[:, path])
-        word_probabilities = np.clip(word_probabilities, 0.0, None)
-        word_probabilities /= word_probabilities.sum(axis=1, keepdims=True)
-        counts = rng.multinomial(doc_length, word_probabilities)
+        word_weights = np.einsum("dk,wdk->dw", relevance, topic_matrix[:, path])
+        counts = draw_counts(rng, doc_length, word_weights)
         truth = {
             "topics": topic_matrix,
             "parent": parent,

@@ -112,7 +112,7 @@ from latentzoo.models.base import (
     TwoSidedLabels,
     balanced_labels,
 )
-from latentzoo.models.cooccurrence import checked_grid_data, grid_coords
+from latentzoo.models.cooccurrence import checked_grid_data, draw_counts, grid_coords
 from latentzoo.models.invariants import coassignment_pairs as default_pairs
 from latentzoo.models.invariants import default_dyads
 
@@ -912,8 +912,7 @@ class TwoSidedClustering(CellHeldout, TrainConditionedHeldout, PlainPyMCValues):
             psi_x = within_cluster(rng.standard_gamma(self.eta, n_rows), labels_i, kx)
             psi_y = within_cluster(rng.standard_gamma(self.eta, n_cols), labels_j, ky)
         p = pi[labels_i][:, labels_j] * psi_x[:, None] * psi_y[None, :]
-        p = np.clip(p.ravel(), 0.0, None)
-        counts = rng.multinomial(n_tokens, p / p.sum()).reshape(n_rows, n_cols)
+        counts = draw_counts(rng, n_tokens, p.ravel()).reshape(n_rows, n_cols)
         truth = {
             "I": labels_i,
             "J": labels_j,
