@@ -21,6 +21,8 @@ a full run, written to ``benchmarks/RESULTS_bpm.md``.
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import platform
 import time
 from pathlib import Path
@@ -61,17 +63,18 @@ def _loglik_draws(model, data, pi, params_of_draw) -> np.ndarray:
     return out
 
 
-def run_hand(model, data, chains, draws, tune, seed, n_leapfrog=64) -> dict:
+def run_hand(model, data, chains, draws, tune, seed, n_leapfrog=64, scale_moves=2) -> dict:
     bpm.hmc(model, data, chains=1, draws=2, tune=2, random_state=0)  # numba compile, excluded
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     idata = bpm.hmc(
         model, data, chains=chains, draws=draws, tune=tune, random_state=seed,
-        n_leapfrog=n_leapfrog,
+        n_leapfrog=n_leapfrog, scale_moves=scale_moves,
     )  # fmt: skip
     seconds = time.perf_counter() - start
     post = idata.posterior
     return {
         "seconds": seconds,
+        "cpu_seconds": time.process_time() - cpu,
         "compile": 0.0,
         "divergences": int(idata.sample_stats["diverging"].sum()),
         **invariant_ess(
@@ -81,7 +84,7 @@ def run_hand(model, data, chains, draws, tune, seed, n_leapfrog=64) -> dict:
     }
 
 
-def _from_trace(model, data, trace, seconds, compile_seconds, divergences, steps) -> dict:
+def _from_trace(model, data, trace, seconds, cpu_seconds, compile_seconds, divergences, steps):
     post = trace.posterior
     pi, theta = post["pi"].values, post["theta"].values
     loglik = _loglik_draws(
@@ -91,6 +94,7 @@ def _from_trace(model, data, trace, seconds, compile_seconds, divergences, steps
     )  # fmt: skip
     return {
         "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
         "compile": compile_seconds,
         "divergences": divergences,
         **invariant_ess(pi, post["a"].values, loglik),
@@ -102,17 +106,18 @@ def run_pymc(model, data, chains, draws, tune, seed) -> dict:
     import pymc as pm
 
     with model.pymc_model(data):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         trace = pm.sample(
             draws, tune=tune, chains=chains, cores=1, random_seed=seed, progressbar=False,
             compute_convergence_checks=False,
         )  # fmt: skip
-        total = time.perf_counter() - start
+        total, cpu = time.perf_counter() - start, time.process_time() - cpu
     sampling = float(trace.posterior.attrs.get("sampling_time", total))
     stats = trace.sample_stats
+    # The compilation's share of the CPU time is taken as its share of the wall time.
     return _from_trace(
-        model, data, trace, sampling, total - sampling, int(stats["diverging"].sum()),
-        float(stats["n_steps"].mean()),
+        model, data, trace, sampling, cpu * sampling / total, total - sampling,
+        int(stats["diverging"].sum()), float(stats["n_steps"].mean()),
     )  # fmt: skip
 
 
@@ -122,31 +127,41 @@ def run_nutpie(model, data, chains, draws, tune, seed) -> dict:
     start = time.perf_counter()
     compiled = nutpie.compile_pymc_model(model.pymc_model(data))
     compile_seconds = time.perf_counter() - start
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     trace = nutpie.sample(
         compiled, draws=draws, tune=tune, chains=chains, cores=1, seed=seed, progress_bar=False
     )
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     stats = trace.sample_stats
     steps = float(stats["n_steps"].mean()) if "n_steps" in stats else float("nan")
     return _from_trace(
-        model, data, trace, seconds, compile_seconds, int(stats["diverging"].sum()), steps
+        model, data, trace, seconds, cpu, compile_seconds, int(stats["diverging"].sum()), steps
     )
+
+
+def _ess_of(row: dict, key: str) -> float:
+    """The ESS ``key`` of a row; ``ess_min``: the smallest of the label-free invariants'."""
+    if key == "ess_min":
+        return min(row["ess_loglik"], row["ess_a"], row["ess_U_min"])
+    return row[key]
 
 
 def markdown(rows: dict, settings: str) -> str:
     lines = [
-        "| sampler | wall s (tune+draws) | compile s | divergences | gradients/draw | ESS loglik "
-        "| ESS a | ESS U_nn min | ESS U_nn median | min ESS/s | median U ESS/s |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| sampler | wall s (tune+draws) | CPU s | compile s | divergences | gradients/draw "
+        "| ESS loglik | ESS a | ESS U_nn min | ESS U_nn median | min ESS / CPU s "
+        "| median U ESS / CPU s | load average at its end |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in rows.items():
         least = min(r["ess_loglik"], r["ess_a"], r["ess_U_min"])
+        cpu = r["cpu_seconds"]
+        load = r.get("load_average", [float("nan")])[0]
         lines.append(
-            f"| {name} | {r['seconds']:.1f} | {r['compile']:.1f} | {r['divergences']} | "
-            f"{r['grads_per_draw']:.1f} | {r['ess_loglik']:.0f} | {r['ess_a']:.0f} | "
-            f"{r['ess_U_min']:.1f} | {r['ess_U_median']:.0f} | {least / r['seconds']:.3f} | "
-            f"{r['ess_U_median'] / r['seconds']:.3f} |"
+            f"| {name} | {r['seconds']:.1f} | {cpu:.1f} | {r['compile']:.1f} | "
+            f"{r['divergences']} | {r['grads_per_draw']:.1f} | {r['ess_loglik']:.0f} | "
+            f"{r['ess_a']:.0f} | {r['ess_U_min']:.1f} | {r['ess_U_median']:.0f} | "
+            f"{least / cpu:.3f} | {r['ess_U_median'] / cpu:.3f} | {load:.1f} |"
         )
     hand = rows.get("hand HMC")
     ratios = []
@@ -154,10 +169,12 @@ def markdown(rows: dict, settings: str) -> str:
         for name, r in rows.items():
             if name == "hand HMC":
                 continue
-            for key in ("ess_loglik", "ess_a", "ess_U_median"):
-                mine = hand[key] / hand["seconds"]
-                theirs = r[key] / r["seconds"]
-                ratios.append(f"- hand HMC / {name}, ESS/s of {key[4:]}: {mine / theirs:.1f}x")
+            for key in ("ess_min", "ess_loglik", "ess_a", "ess_U_min", "ess_U_median"):
+                mine = _ess_of(hand, key) / hand["cpu_seconds"]
+                theirs = _ess_of(r, key) / r["cpu_seconds"]
+                ratios.append(
+                    f"- hand HMC / {name}, ESS per CPU second of {key[4:]}: {mine / theirs:.1f}x"
+                )
     return "\n".join([settings, "", *lines, "", *ratios])
 
 
@@ -165,12 +182,23 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer draws: a rough ratio")
     parser.add_argument("--skip-pymc", action="store_true", help="leave PyMC NUTS out")
+    parser.add_argument(
+        "--samplers", default="hand,nutpie,pymc",
+        help="comma-separated subset of hand, nutpie, pymc to run (default all three)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--rows", type=Path, default=None,
+        help="JSON file the rows are added to (and read from: rows of an earlier run are shown)",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--n-leapfrog", type=int, default=64,
         help="hand HMC leapfrog steps (64: about nutpie's path on the Senate; the default 16 "
         "is a quarter of it and mixed a 3x slower per gradient)",
     )  # fmt: skip
+    parser.add_argument(
+        "--scale-moves", type=int, default=2, help="hand HMC moves of a per transition"
+    )
     parser.add_argument("--peer-chains", type=int, default=2, help="chains of nutpie and PyMC")
     parser.add_argument(
         "--peer-draws", type=int, default=None, help="tune and draws of nutpie and PyMC each"
@@ -183,20 +211,32 @@ def main(argv=None) -> None:
     peer = args.peer_draws or (100 if args.quick else 250)
     model = BayesianPartialMembership(2)
     data = load("senate109", missing="keep")
-    rows = {"hand HMC": run_hand(model, data, chains, draws, tune, args.seed, args.n_leapfrog)}
-    print("hand HMC", rows["hand HMC"], flush=True)
-    rows["nutpie"] = run_nutpie(model, data, args.peer_chains, peer, peer, args.seed)
-    print("nutpie", rows["nutpie"], flush=True)
-    if not args.skip_pymc:
-        rows["PyMC NUTS"] = run_pymc(model, data, args.peer_chains, peer, peer, args.seed)
-        print("PyMC NUTS", rows["PyMC NUTS"], flush=True)
+    wanted = set(args.samplers.split(","))
+    if args.skip_pymc:
+        wanted.discard("pymc")
+    rows = json.loads(args.rows.read_text()) if args.rows and args.rows.exists() else {}
+    runs = {
+        "hand": ("hand HMC", lambda: run_hand(
+            model, data, chains, draws, tune, args.seed, args.n_leapfrog, args.scale_moves)),
+        "nutpie": ("nutpie", lambda: run_nutpie(
+            model, data, args.peer_chains, peer, peer, args.seed)),
+        "pymc": ("PyMC NUTS", lambda: run_pymc(
+            model, data, args.peer_chains, peer, peer, args.seed)),
+    }  # fmt: skip
+    for key, (name, run) in runs.items():
+        if key not in wanted:
+            continue
+        rows[name] = {**run(), "load_average": list(os.getloadavg())}
+        print(name, rows[name], flush=True)
+        if args.rows:
+            args.rows.write_text(json.dumps(rows, indent=1))
     settings = (
         f"BPM K=2 on senate109 ({data.n_items} x {data.n_features}, {data.n_missing} votes not "
         f"cast, integrated out); chains one after the other on one core; hand HMC {chains} "
         f"chains x ({tune} tune + {draws} draws) of {args.n_leapfrog} leapfrog steps, nutpie and PyMC NUTS {args.peer_chains} chains "
         f"x ({peer} + {peer}); seed {args.seed}; "
         f"{platform.processor() or platform.machine()}, load average "
-        f"{', '.join(f'{x:.1f}' for x in __import__('os').getloadavg())} at the end."
+        f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} at the end."
     )
     text = markdown(rows, settings)
     print(text)

@@ -45,7 +45,7 @@ import numpy as np
 
 from latentzoo.data.checks import check_memory
 from latentzoo.inference._lazy import lazy_import
-from latentzoo.inference.mcmc import record_convergence, run_chains, to_inference_data
+from latentzoo.inference.mcmc import record_convergence, sample_to_inference_data
 from latentzoo.models._checks import check_integer, check_interval
 from latentzoo.models.base import model_attrs
 from latentzoo.models.bpm import BayesianPartialMembership
@@ -199,19 +199,130 @@ def _log_softmax_into(free, start, K, out_log, out_prob):
     out_prob[K - 1] = math.exp(-log_total)
 
 
+def scratch_size(layout: Layout) -> int:
+    """Length of the work buffer :func:`_kernel` carves its arrays from (none allocated per call)."""
+    N, D, K = layout.n_items, layout.n_features, layout.n_components
+    return 3 * N * K + 4 * D + 3 * K * D + 4 * K
+
+
+# Reassociation lets LLVM vectorise the sums over features; no flag that assumes finite values
+# (``nnan``/``ninf``): a trajectory leaving the finite region must be seen as such.
+_FAST = {"reassoc", "contract", "arcp", "nsz"}
+
+
+@nb.njit(cache=True, error_model="numpy", fastmath=_FAST)
+def _bernoulli_cells(theta, d_theta, pi, d_pi, X, observed, N, D, K, eta, residual, with_density):
+    """The Bernoulli likelihood (8.10) of every cell, its gradient added into ``d_theta`` (flat
+    ``K x D``) and written to ``d_pi``; missing cells (``observed`` 0) drop out. Returns the log
+    likelihood (0 unless ``with_density``)."""
+    lp = 0.0
+    for n in range(N):
+        # The natural parameters of item n, eta_d = sum_k pi_nk theta_kd, feature-contiguous.
+        first = pi[n, 0]
+        for d in range(D):
+            eta[d] = first * theta[d]
+        for k in range(1, K):
+            weight = pi[n, k]
+            base = k * D
+            for d in range(D):
+                eta[d] += weight * theta[base + d]
+        # sigmoid and log(1 + e^v) from e = exp(-|v|) <= 1: neither overflows.
+        if with_density:
+            for d in range(D):
+                value = eta[d]
+                e = math.exp(-abs(value))
+                inverse = 1.0 / (1.0 + e)
+                sigmoid = inverse if value >= 0.0 else e * inverse
+                x, seen = X[n, d], observed[n, d]
+                residual[d] = seen * (x - sigmoid)
+                lp += seen * (x * value - max(value, 0.0) - math.log1p(e))
+        else:
+            for d in range(D):
+                value = eta[d]
+                e = math.exp(-abs(value))
+                inverse = 1.0 / (1.0 + e)
+                sigmoid = inverse if value >= 0.0 else e * inverse
+                residual[d] = observed[n, d] * (X[n, d] - sigmoid)
+        for k in range(K):
+            weight = pi[n, k]
+            base = k * D
+            total = 0.0
+            for d in range(D):
+                total += residual[d] * theta[base + d]
+                d_theta[base + d] += weight * residual[d]
+            d_pi[n, k] = total
+    return lp
+
+
+@nb.njit(cache=True, error_model="numpy", fastmath=_FAST)
+def _gaussian_cells(
+    mu, tau, d_mu, d_tau, pi, d_pi, X, observed, N, D, K, A, B, g_A, g_B, with_density
+):
+    """The Gaussian likelihood (8.10) of every cell with precision ``B = sum_k pi_nk tau_k`` and
+    ``A = sum_k pi_nk tau_k mu_k``; gradients added into ``d_mu``, ``d_tau`` (flat ``K x D``,
+    wrt ``tau`` itself) and written to ``d_pi``. Returns the log likelihood (0 unless
+    ``with_density``)."""
+    lp = 0.0
+    for n in range(N):
+        for d in range(D):
+            A[d] = 0.0
+            B[d] = 0.0
+        for k in range(K):
+            weight = pi[n, k]
+            base = k * D
+            for d in range(D):
+                precision = weight * tau[base + d]
+                A[d] += precision * mu[base + d]
+                B[d] += precision
+        for d in range(D):
+            x, seen = X[n, d], observed[n, d]
+            mean = A[d] / B[d]
+            g_A[d] = seen * (x - mean)
+            g_B[d] = seen * (0.5 / B[d] - 0.5 * x * x + 0.5 * mean * mean)
+            if with_density:
+                lp += seen * (
+                    0.5 * (math.log(B[d]) - _LOG_2PI - B[d] * x * x) + A[d] * x - 0.5 * A[d] * mean
+                )
+        for k in range(K):
+            weight = pi[n, k]
+            base = k * D
+            total = 0.0
+            for d in range(D):
+                t = tau[base + d]
+                through = g_A[d] * mu[base + d] + g_B[d]
+                total += t * through
+                d_mu[base + d] += g_A[d] * weight * t
+                d_tau[base + d] += weight * through
+            d_pi[n, k] = total
+    return lp
+
+
 @nb.njit(cache=True, error_model="numpy")
-def _kernel(q, X, observed, N, D, K, component, hyper, grad, with_density=True):
+def _kernel(q, X, observed, N, D, K, component, hyper, grad, scratch, with_density=True):
     """Log density of the unconstrained position ``q`` (Jacobians included) and its gradient.
 
+    ``scratch`` (:func:`scratch_size` long) holds the work arrays, so a call allocates nothing.
     ``with_density=False`` skips the likelihood's log normalisers (the gradient needs only the
-    mean parameters), for the leapfrog steps whose density nobody reads: about half the
-    transcendental functions of a gradient."""
+    mean parameters), for the leapfrog steps whose density nobody reads."""
     for i in range(grad.size):
         grad[i] = 0.0
+    at = 0
+    pi = scratch[at : at + N * K].reshape((N, K))
+    at += N * K
+    log_pi = scratch[at : at + N * K].reshape((N, K))
+    at += N * K
+    d_pi = scratch[at : at + N * K].reshape((N, K))
+    at += N * K
+    rows = scratch[at : at + 4 * D].reshape((4, D))
+    at += 4 * D
+    cluster_work = scratch[at : at + 3 * K * D].reshape((3, K * D))
+    at += 3 * K * D
+    log_rho = scratch[at : at + K]
+    rho = scratch[at + K : at + 2 * K]
+    d_rho = scratch[at + 2 * K : at + 3 * K]
+    sum_log_pi = scratch[at + 3 * K : at + 4 * K]
     alpha, b = hyper[0], hyper[1]
     # --- rho, a (8.7)-(8.8) with the Jacobians of softmax and exp
-    log_rho = np.empty(K)
-    rho = np.empty(K)
     _log_softmax_into(q, 0, K, log_rho, rho)
     eta = q[K - 1]
     a = math.exp(eta)
@@ -221,112 +332,64 @@ def _kernel(q, X, observed, N, D, K, component, hyper, grad, with_density=True):
     lp += math.log(b) - b * a + eta
     # --- pi_n ~ Dir(a rho) (8.9), Jacobian sum_k log pi_nk folded into the exponents
     p0 = K
-    log_pi = np.empty((N, K))
-    pi = np.empty((N, K))
     for n in range(N):
         _log_softmax_into(q, p0 + n * (K - 1), K, log_pi[n], pi[n])
-    concentration = np.empty(K)
     lgamma_sum = 0.0
     for k in range(K):
-        concentration[k] = a * rho[k]
-        lgamma_sum += math.lgamma(concentration[k])
+        lgamma_sum += math.lgamma(a * rho[k])
+        sum_log_pi[k] = 0.0
     lp += N * (math.lgamma(a) - lgamma_sum)
-    sum_log_pi = np.zeros(K)
     for n in range(N):
         for k in range(K):
-            lp += concentration[k] * log_pi[n, k]
             sum_log_pi[k] += log_pi[n, k]
+    for k in range(K):
+        lp += a * rho[k] * sum_log_pi[k]
     # d/da and d/drho_k of the pi prior
     d_a = N * _digamma(a)
-    d_rho = np.empty(K)
     for k in range(K):
-        psi = _digamma(concentration[k])
+        psi = _digamma(a * rho[k])
         d_a += rho[k] * (sum_log_pi[k] - N * psi)
         d_rho[k] = a * (sum_log_pi[k] - N * psi)
     # --- clusters and likelihood (8.10): the gradient of the likelihood wrt pi in d_pi
-    d_pi = np.zeros((N, K))
     c0 = p0 + N * (K - 1)
     if component == 0:
         beta_a, beta_b = hyper[2], hyper[3]
         log_beta = math.lgamma(beta_a) + math.lgamma(beta_b) - math.lgamma(beta_a + beta_b)
-        theta_t = np.empty((D, K))
-        for k in range(K):
-            for d in range(D):
-                value = q[c0 + k * D + d]
-                theta_t[d, k] = value
-                e = math.exp(-abs(value))
-                softplus = max(value, 0.0) + math.log1p(e)
-                sigmoid = 1.0 / (1.0 + e) if value >= 0 else e / (1.0 + e)
-                lp += beta_a * value - (beta_a + beta_b) * softplus - log_beta
-                grad[c0 + k * D + d] = beta_a - (beta_a + beta_b) * sigmoid
-        d_theta_t = np.zeros((D, K))
-        for n in range(N):
-            for d in range(D):
-                if not observed[n, d]:
-                    continue
-                value = 0.0
-                for k in range(K):
-                    value += pi[n, k] * theta_t[d, k]
-                e = math.exp(-abs(value))
-                sigmoid = 1.0 / (1.0 + e) if value >= 0 else e / (1.0 + e)
-                x = X[n, d]
-                if with_density:
-                    lp += x * value - max(value, 0.0) - math.log1p(e)
-                residual = x - sigmoid
-                for k in range(K):
-                    d_theta_t[d, k] += pi[n, k] * residual
-                    d_pi[n, k] += residual * theta_t[d, k]
-        for k in range(K):
-            for d in range(D):
-                grad[c0 + k * D + d] += d_theta_t[d, k]
+        for i in range(c0, c0 + K * D):
+            value = q[i]
+            e = math.exp(-abs(value))
+            softplus = max(value, 0.0) + math.log1p(e)
+            sigmoid = 1.0 / (1.0 + e) if value >= 0 else e / (1.0 + e)
+            lp += beta_a * value - (beta_a + beta_b) * softplus - log_beta
+            grad[i] = beta_a - (beta_a + beta_b) * sigmoid
+        lp += _bernoulli_cells(
+            q[c0 : c0 + K * D], grad[c0 : c0 + K * D], pi, d_pi, X, observed, N, D, K, rows[0],
+            rows[1], with_density,
+        )  # fmt: skip
     else:
         mu0, kappa0, gamma_a, gamma_b = hyper[2], hyper[3], hyper[4], hyper[5]
         s0 = c0 + K * D
-        mu_t = np.empty((D, K))
-        tau_t = np.empty((D, K))
+        tau = cluster_work[0]
+        d_tau = cluster_work[1]
         const = (
             gamma_a * math.log(gamma_b) - math.lgamma(gamma_a) + 0.5 * (math.log(kappa0) - _LOG_2PI)
         )
-        for k in range(K):
-            for d in range(D):
-                mu = q[c0 + k * D + d]
-                s = q[s0 + k * D + d]
-                tau = math.exp(s)
-                mu_t[d, k] = mu
-                tau_t[d, k] = tau
-                dev = mu - mu0
-                # Gamma(tau) with the Jacobian of exp, then N(mu | mu0, 1 / (kappa0 tau))
-                lp += const + (gamma_a + 0.5) * s - gamma_b * tau - 0.5 * kappa0 * tau * dev * dev
-                grad[c0 + k * D + d] = -kappa0 * tau * dev
-                grad[s0 + k * D + d] = (
-                    gamma_a + 0.5 - gamma_b * tau - 0.5 * kappa0 * tau * dev * dev
-                )
-        d_mu_t = np.zeros((D, K))
-        d_tau_t = np.zeros((D, K))
-        for n in range(N):
-            for d in range(D):
-                if not observed[n, d]:
-                    continue
-                A = 0.0
-                B = 0.0
-                for k in range(K):
-                    weight = pi[n, k] * tau_t[d, k]
-                    A += weight * mu_t[d, k]
-                    B += weight
-                x = X[n, d]
-                mean = A / B
-                if with_density:
-                    lp += 0.5 * (math.log(B) - _LOG_2PI - B * x * x) + A * x - 0.5 * A * mean
-                g_A = x - mean
-                g_B = 0.5 / B - 0.5 * x * x + 0.5 * mean * mean
-                for k in range(K):
-                    d_pi[n, k] += tau_t[d, k] * (g_A * mu_t[d, k] + g_B)
-                    d_mu_t[d, k] += g_A * pi[n, k] * tau_t[d, k]
-                    d_tau_t[d, k] += pi[n, k] * (g_A * mu_t[d, k] + g_B)
-        for k in range(K):
-            for d in range(D):
-                grad[c0 + k * D + d] += d_mu_t[d, k]
-                grad[s0 + k * D + d] += tau_t[d, k] * d_tau_t[d, k]
+        for i in range(K * D):
+            mu = q[c0 + i]
+            s = q[s0 + i]
+            tau[i] = math.exp(s)
+            d_tau[i] = 0.0
+            dev = mu - mu0
+            # Gamma(tau) with the Jacobian of exp, then N(mu | mu0, 1 / (kappa0 tau))
+            lp += const + (gamma_a + 0.5) * s - gamma_b * tau[i] - 0.5 * kappa0 * tau[i] * dev * dev
+            grad[c0 + i] = -kappa0 * tau[i] * dev
+            grad[s0 + i] = gamma_a + 0.5 - gamma_b * tau[i] - 0.5 * kappa0 * tau[i] * dev * dev
+        lp += _gaussian_cells(
+            q[c0 : c0 + K * D], tau, grad[c0 : c0 + K * D], d_tau, pi, d_pi, X, observed, N, D, K,
+            rows[0], rows[1], rows[2], rows[3], with_density,
+        )  # fmt: skip
+        for i in range(K * D):
+            grad[s0 + i] += tau[i] * d_tau[i]
     # --- chain rule through the pinned softmaxes
     for n in range(N):
         weighted = 0.0
@@ -335,7 +398,7 @@ def _kernel(q, X, observed, N, D, K, component, hyper, grad, with_density=True):
         for k in range(K - 1):
             # prior (a rho_k - a pi_nk) and likelihood pi_nk (g_k - sum_j pi_nj g_j)
             grad[p0 + n * (K - 1) + k] = (
-                concentration[k] - a * pi[n, k] + pi[n, k] * (d_pi[n, k] - weighted)
+                a * rho[k] - a * pi[n, k] + pi[n, k] * (d_pi[n, k] - weighted)
             )
     weighted = 0.0
     for k in range(K):
@@ -348,7 +411,7 @@ def _kernel(q, X, observed, N, D, K, component, hyper, grad, with_density=True):
 
 @nb.njit(cache=True, error_model="numpy")
 def _trajectory(
-    q, p, grad, step_size, n_steps, inverse_mass, X, observed, N, D, K, component, hyper
+    q, p, grad, step_size, n_steps, inverse_mass, X, observed, N, D, K, component, hyper, scratch
 ):
     """``n_steps`` leapfrog steps from ``(q, p)`` in place; returns the final log density (NaN
     when the trajectory left the finite region). Only the last step computes the density."""
@@ -359,7 +422,7 @@ def _trajectory(
         for i in range(q.size):
             q[i] += step_size * inverse_mass[i] * p[i]
         last = step_index == n_steps - 1
-        lp = _kernel(q, X, observed, N, D, K, component, hyper, grad, last)
+        lp = _kernel(q, X, observed, N, D, K, component, hyper, grad, scratch, last)
         if not math.isfinite(lp):
             return math.nan
         scale = step_size if step_index < n_steps - 1 else 0.5 * step_size
@@ -369,12 +432,14 @@ def _trajectory(
 
 
 class _Target(NamedTuple):
-    """The data and constants the kernels read."""
+    """The data and constants the kernels read, and their work buffer (:func:`scratch_size`):
+    the chains of one target run one after the other, never at once."""
 
     X: np.ndarray
     observed: np.ndarray
     layout: Layout
     hyper: np.ndarray
+    scratch: np.ndarray
 
 
 def target_of(model: BayesianPartialMembership, data, likelihood: bool = True) -> _Target:
@@ -385,18 +450,20 @@ def target_of(model: BayesianPartialMembership, data, likelihood: bool = True) -
     Examples
     --------
     >>> model = BayesianPartialMembership(2)
-    >>> target_of(model, [[0, 1], [1, float("nan")]]).observed.sum()
-    np.int64(3)
+    >>> float(target_of(model, [[0, 1], [1, float("nan")]]).observed.sum())
+    3.0
     """
     data = model.check_data(data)
     X, observed = model.filled_and_mask(data)
     if not likelihood:
         observed = np.zeros_like(observed)
+    layout = _layout(model, *data.shape)
     return _Target(
         np.ascontiguousarray(X),
-        np.ascontiguousarray(observed.astype(np.bool_)),
-        _layout(model, *data.shape),
+        np.ascontiguousarray(observed),
+        layout,
         _hyper(model),
+        np.empty(scratch_size(layout)),
     )
 
 
@@ -404,7 +471,7 @@ def _evaluate(target: _Target, position: np.ndarray, grad: np.ndarray) -> float:
     L = target.layout
     return _kernel(
         position, target.X, target.observed, L.n_items, L.n_features, L.n_components, L.component,
-        target.hyper, grad,
+        target.hyper, grad, target.scratch,
     )  # fmt: skip
 
 
@@ -493,6 +560,9 @@ class HMCState(NamedTuple):
     iteration : int
         Transitions done (tuning ones included).
     adaptation : _Adaptation
+    scale_log_sd : float
+        Log standard deviation of the proposed shift of ``log a`` in :func:`_scale_move`
+        (adapted while tuning).
     """
 
     position: np.ndarray
@@ -502,6 +572,7 @@ class HMCState(NamedTuple):
     inverse_mass: np.ndarray
     iteration: int
     adaptation: _Adaptation
+    scale_log_sd: float = math.log(0.5)
 
 
 class HMCInfo(NamedTuple):
@@ -521,7 +592,9 @@ class HMCInfo(NamedTuple):
         Change of the Hamiltonian over the trajectory.
     step_size : float
     n_steps : int
-        Leapfrog steps (gradient evaluations).
+        Leapfrog steps (gradient evaluations of the trajectory).
+    scale_accept : float
+        Fraction of the :func:`_scale_move` proposals of ``a`` accepted (NaN when none ran).
     """
 
     lp: float
@@ -531,6 +604,7 @@ class HMCInfo(NamedTuple):
     energy_error: float
     step_size: float
     n_steps: int
+    scale_accept: float
 
 
 def _fresh_adaptation(step_size: float, size: int) -> _Adaptation:
@@ -574,6 +648,63 @@ def init(model, target: _Target, rng, *, initial_params=None, step_size: float =
     )
 
 
+TAIL_LOGIT = 3.0
+"""Membership logits beyond this magnitude (a membership under ``e^-3``, about 5 %) are taken as
+ruled by the prior ``Dir(a rho)`` rather than by the data in :func:`_scale_move`."""
+
+SCALE_TARGET_ACCEPT = 0.44
+"""Acceptance the shift of ``log a`` adapts towards (the optimum of a one-dimensional random walk)."""
+
+
+def _scaled(position: np.ndarray, shift: float, layout: Layout) -> tuple[np.ndarray, float]:
+    """``log a`` moved by ``shift`` and every membership logit beyond :data:`TAIL_LOGIT` pulled
+    towards it by ``e^-shift``; returns the new position and the log-Jacobian of the map.
+
+    Under ``pi_n ~ Dir(a rho)`` a small membership has ``log pi_nk ~ log(U) / (a rho_k)``
+    (``U`` uniform), so the logits of the memberships the data leave to the prior scale as
+    ``1 / a``: moving them with ``a`` follows the funnel between ``a`` and the ``pi``'s instead of
+    crossing it. The map with ``-shift`` is its inverse (a logit stays beyond the threshold), so
+    with a symmetric ``shift`` this is a reversible Metropolis-Hastings proposal.
+    """
+    K, N = layout.n_components, layout.n_items
+    moved = position.copy()
+    moved[K - 1] += shift
+    logits = moved[K : K + N * (K - 1)]
+    magnitude = np.abs(logits)
+    tail = magnitude > TAIL_LOGIT
+    shrink = math.exp(-shift)
+    logits[tail] = np.sign(logits[tail]) * (TAIL_LOGIT + (magnitude[tail] - TAIL_LOGIT) * shrink)
+    return moved, -shift * np.count_nonzero(tail)
+
+
+def _scale_move(
+    state: HMCState, rng: np.random.Generator, target: _Target, tuning: bool
+) -> tuple[HMCState, float]:
+    """One Metropolis-Hastings update of ``log a`` with the tail memberships (:func:`_scaled`);
+    returns the new state and the acceptance probability. While tuning, the proposal's scale
+    follows a Robbins-Monro step towards :data:`SCALE_TARGET_ACCEPT`.
+
+    The HMC alone crosses the funnel between ``a`` and the memberships near the simplex's
+    vertices slowly (the conditional of ``a`` given those memberships is narrow): this move is
+    the cheap conditional update of ``a`` the thesis's joint density (8.12) allows, one density
+    evaluation per proposal.
+    """
+    shift = rng.normal(0.0, math.exp(state.scale_log_sd))
+    proposal, log_jacobian = _scaled(state.position, shift, target.layout)
+    gradient = np.empty_like(proposal)
+    lp = _evaluate(target, proposal, gradient)
+    log_ratio = lp - state.log_density + log_jacobian
+    accept = math.exp(min(log_ratio, 0.0)) if math.isfinite(log_ratio) else 0.0
+    if rng.random() < accept:
+        state = state._replace(position=proposal, log_density=lp, gradient=gradient)
+    if tuning:
+        rate = (state.iteration + 10.0) ** -0.6
+        state = state._replace(
+            scale_log_sd=state.scale_log_sd + rate * (accept - SCALE_TARGET_ACCEPT)
+        )
+    return state, accept
+
+
 def step(
     state: HMCState,
     rng: np.random.Generator,
@@ -583,9 +714,11 @@ def step(
     n_leapfrog: int,
     target_accept: float,
     windows: tuple[int, np.ndarray],
+    scale_moves: int = 2,
 ) -> tuple[HMCState, HMCInfo]:
-    """One HMC transition (a leapfrog trajectory and its Metropolis accept), with the step-size and
-    mass-matrix adaptation while ``state.iteration < tune``."""
+    """One HMC transition (a leapfrog trajectory and its Metropolis accept), then ``scale_moves``
+    Metropolis-Hastings updates of ``a`` with the tail memberships (:func:`_scale_move`), with the
+    step-size, mass-matrix and scale adaptation while ``state.iteration < tune``."""
     L = target.layout
     tuning = state.iteration < tune
     step_size = state.step_size
@@ -597,6 +730,7 @@ def step(
     lp = _trajectory(
         position, momentum, grad, step_size, n_leapfrog, state.inverse_mass, target.X,
         target.observed, L.n_items, L.n_features, L.n_components, L.component, target.hyper,
+        target.scratch,
     )  # fmt: skip
     new_kinetic = 0.5 * np.sum(state.inverse_mass * momentum**2)
     energy_error = (new_kinetic - lp) - (kinetic - state.log_density)
@@ -607,6 +741,10 @@ def step(
         energy = new_kinetic - lp
     else:
         energy = kinetic - state.log_density
+    scale_accepts = []
+    for _ in range(scale_moves):
+        state, scale_accept = _scale_move(state, rng, target, tuning)
+        scale_accepts.append(scale_accept)
     adaptation = state.adaptation
     inverse_mass = state.inverse_mass
     new_step = state.step_size
@@ -637,6 +775,7 @@ def step(
         energy_error=min(energy_error, _UNBOUNDED) if math.isfinite(energy_error) else _UNBOUNDED,
         step_size=step_size,
         n_steps=n_leapfrog,
+        scale_accept=float(np.mean(scale_accepts)) if scale_accepts else math.nan,
     )
     return (
         state._replace(
@@ -654,47 +793,31 @@ def draw(model: BayesianPartialMembership, state: HMCState, layout: Layout) -> d
     return constrain(model, state.position, layout.n_items, layout.n_features)
 
 
-def sampler(
-    model: BayesianPartialMembership,
-    target: _Target,
-    *,
-    tune: int,
-    n_leapfrog: int = 16,
-    target_accept: float = 0.8,
-    initial_params=None,
-):
-    """``(init, step, draw)`` of the chain runner (:func:`~latentzoo.inference.mcmc.run_chains`)
-    for ``target`` (:func:`target_of`), adapting during the first ``tune`` transitions."""
+class Sampler(NamedTuple):
+    """The chain runner's sampler (:func:`~latentzoo.inference.mcmc.run_chains`): ``init(rng)``,
+    ``step(state, rng)`` and ``draw(state, rng)`` of one target; unpacks as that triple."""
+
+    init: object
+    step: object
+    draw: object
+
+
+def sampler(model: BayesianPartialMembership, target: _Target, *, tune: int, **options) -> Sampler:
+    """The :class:`Sampler` of ``target`` (:func:`target_of`), adapting during the first ``tune``
+    transitions; ``options`` are :func:`hmc`'s ``n_leapfrog``, ``target_accept``,
+    ``scale_moves`` and ``initial_params``."""
+    initial_params = options.pop("initial_params", None)
+    options.setdefault("n_leapfrog", 16)
+    options.setdefault("target_accept", 0.8)
     windows = _adaptation_windows(tune)
-
-    def chain_init(rng):
-        return init(model, target, rng, initial_params=initial_params)
-
-    def chain_step(state, rng):
-        return step(
-            state, rng, target, tune=tune, n_leapfrog=n_leapfrog, target_accept=target_accept,
-            windows=windows,
-        )  # fmt: skip
-
-    def chain_draw(state, rng):
-        return draw(model, state, target.layout)
-
-    return chain_init, chain_step, chain_draw
+    return Sampler(
+        lambda rng: init(model, target, rng, initial_params=initial_params),
+        lambda state, rng: step(state, rng, target, tune=tune, windows=windows, **options),
+        lambda state, rng: draw(model, state, target.layout),
+    )
 
 
-def hmc(
-    model: BayesianPartialMembership,
-    data,
-    *,
-    chains: int = 4,
-    draws: int = 1000,
-    tune: int = 1000,
-    n_leapfrog: int = 16,
-    target_accept: float = 0.8,
-    random_state=None,
-    progressbar: bool = False,
-    initial_params=None,
-):
+def hmc(model: BayesianPartialMembership, data, **options):
     """Sample the BPM posterior with the hand-coded HMC (thesis section 8.5).
 
     Parameters
@@ -702,16 +825,20 @@ def hmc(
     model : BayesianPartialMembership
     data : Features or array of shape (N, D)
         NaN entries are missing and integrated out.
-    chains, draws, tune : int
-        Independent chains, kept transitions per chain, tuning (discarded) transitions per chain.
+    chains, draws, tune, thin : int, default 4, 1000, 1000, 1
+        Independent chains, kept transitions per chain, tuning (discarded) transitions per chain,
+        transitions per kept draw.
     n_leapfrog : int, default 16
         Leapfrog steps per trajectory (gradient evaluations per transition). On the Senate roll
         calls (K=2, about 1100 unknowns) 64 steps mixed about 3x better per gradient than 16
         (``benchmarks/RESULTS_bpm.md``); larger data want longer trajectories.
     target_accept : float, default 0.8
         Mean acceptance probability the step-size adaptation aims at, in (0, 1).
+    scale_moves : int, default 2
+        Metropolis-Hastings updates of ``a`` with the memberships the prior rules
+        (:func:`_scale_move`) after each trajectory, one density evaluation each; 0 for plain HMC.
     random_state : int, Generator or None
-    progressbar : bool
+    progressbar : bool, default False
     initial_params : dict, optional
         Constrained starting values (``rho``, ``a``, ``pi`` and the cluster parameters) for every
         chain; default random.
@@ -720,9 +847,9 @@ def hmc(
     -------
     arviz.InferenceData
         ``posterior`` (``rho`` (component), ``a``, ``pi`` (item, component), ``theta`` or ``mu``
-        and ``tau`` (component, feature)), ``sample_stats`` (:class:`HMCInfo`'s fields),
-        ``log_likelihood`` (``x`` per item, missing entries left out) and ``observed_data``
-        (``x`` with NaN where missing).
+        and ``tau`` (component, feature), ``loglik``), ``sample_stats`` (:class:`HMCInfo`'s
+        fields: acceptance rates and divergences), ``log_likelihood`` (``x`` per item, missing
+        entries left out) and ``observed_data`` (``x`` with NaN where missing).
 
     Raises
     ------
@@ -732,53 +859,41 @@ def hmc(
     if not isinstance(model, BayesianPartialMembership):
         raise ValueError(f"hmc samples a BayesianPartialMembership, got {model!r}")
     data = model.check_data(data)
-    check_integer("n_leapfrog", n_leapfrog)
-    check_interval("target_accept", target_accept, 0.0, 1.0)
-    for name, value in (("chains", chains), ("draws", draws)):
-        check_integer(name, value)
+    settings = {option.name: option.default for option in _options()}
+    unknown = sorted(set(options) - set(settings))
+    if unknown:
+        raise ValueError(
+            f"hmc takes no option {unknown[0]!r}; its options are {', '.join(settings)}"
+        )
+    settings |= options
+    runner = {name: settings.pop(name) for name in _RUNNER_OPTIONS}
+    check_integer("n_leapfrog", settings["n_leapfrog"])
+    check_integer("scale_moves", settings["scale_moves"], low=0)
+    check_interval("target_accept", settings["target_accept"], 0.0, 1.0)
+    for name in ("chains", "draws"):
+        check_integer(name, runner[name])
     layout = _layout(model, *data.shape)
-    kept = chains * draws * (layout.size + model.n_components + data.n_items) * 8
+    kept = runner["chains"] * runner["draws"] * (layout.size + model.n_components + data.n_items)
     check_memory(
-        kept + 10 * layout.size * 8, "the BPM HMC's draws", detail=f"K={model.n_components}"
+        8 * kept + 10 * layout.size * 8, "the BPM HMC's draws", detail=f"K={model.n_components}"
     )
     target = target_of(model, data)
-    chain_init, chain_step, params_of = sampler(
-        model, target, tune=tune, n_leapfrog=n_leapfrog, target_accept=target_accept,
-        initial_params=initial_params,
-    )  # fmt: skip
+    chain_init, chain_step, params_of = sampler(model, target, tune=runner["tune"], **settings)
 
     def chain_draw(state, rng):
         params = params_of(state, rng)
-        params["log_likelihood"] = model.log_likelihood(params, data)
+        params["x"] = model.log_likelihood(params, data)
+        # The label-free total the shared checks and convergence judge by.
+        params["loglik"] = params["x"].sum()
         return params
 
-    posterior, stats, seconds = run_chains(
-        chain_init, chain_step, chain_draw, chains=chains, draws=draws, tune=tune,
-        random_state=random_state, progressbar=progressbar, desc="BPM HMC",
+    dims = {name: list(model.dims.get(name, ())) for name in (*model.param_names, "loglik")}
+    idata = sample_to_inference_data(
+        Sampler(chain_init, chain_step, chain_draw), chain_draw, **runner,
+        coords=model.coords(data), dims={**dims, "x": ["item"]}, observed=data, desc="BPM HMC",
+        method="hmc", log_likelihood_name="x",
     )  # fmt: skip
-    log_likelihood = {"x": posterior.pop("log_likelihood")}
-    # The label-free total the shared checks and convergence judge by.
-    posterior["loglik"] = log_likelihood["x"].sum(axis=-1)
-    posterior["a"] = posterior["a"].astype(np.float64)
-    dims = {name: list(model.dims.get(name, ())) for name in posterior}
-    dims["x"] = ["item"]
-    stats["diverging"] = stats["diverging"].astype(bool)
-    coords = model.coords(data)
-    idata = to_inference_data(
-        posterior,
-        sample_stats=stats,
-        log_likelihood=log_likelihood,
-        coords=coords,
-        dims=dims,
-        seconds=seconds,
-        method="hmc",
-    )
-    observed = xr.Dataset(
-        {"x": (("item", "feature"), np.asarray(data.X))},
-        coords={"item": coords["item"], "feature": coords["feature"]},
-    )
-    idata.add_groups({"observed_data": observed})
-    attrs = {**model_attrs(model), "method": "hmc", "n_leapfrog": int(n_leapfrog)}
+    attrs = {**model_attrs(model), "method": "hmc", "n_leapfrog": int(settings["n_leapfrog"])}
     for group in idata.groups():
         idata[group].attrs.update(attrs)
     # The components switch labels between chains: judge the label-free loglik (and a).
@@ -789,6 +904,10 @@ def hmc(
         invariants=("loglik",),
     )
     return idata
+
+
+_RUNNER_OPTIONS = ("chains", "draws", "tune", "thin", "random_state", "progressbar")
+"""The options of :func:`hmc` that go to the chain runner."""
 
 
 # ------------------------------------------------------------------------------ validation
@@ -881,7 +1000,10 @@ def _options():
         integer("draws", 1000, "kept draws per chain", quick=20),
         integer("tune", 1000, "tuning transitions per chain (step size, mass matrix)", low=0,
                 quick=20),
+        integer("thin", 1, "transitions per kept draw"),
         integer("n_leapfrog", 16, "leapfrog steps per trajectory"),
+        integer("scale_moves", 2, "Metropolis-Hastings moves of a with the prior-ruled memberships "
+                "per transition", low=0),
         real("target_accept", 0.8, "mean acceptance the step size aims at", 0, 1, True, True),
         seed(),
         flag("progressbar", False, "show a progress bar"),
