@@ -329,6 +329,30 @@ class _AssignmentCost:
         """
         return str(self.n_components)
 
+    def _check_simulation_sizes(self, n_items: int, n_features: int) -> None:
+        """``ValueError`` unless the simulator's sizes are positive integers with at least one
+        item per cluster."""
+        check_integer("n_items", n_items)
+        check_integer("n_features", n_features)
+        check_fits_data("n_components", self.n_components, n_items, "items (n_items)")
+
+
+def _clustered_points(rng, centers: np.ndarray, n_items: int, noise_sd=None):
+    """Balanced labels and Gaussian points around ``centers``, the simulators' last two draws.
+
+    ``z``: the ``n_items`` items dealt to the clusters in turn, then shuffled
+    (:func:`~latentzoo.models.base.balanced_labels`); then ``x_i = centers[z_i] + noise_sd[z_i] *
+    eps_i`` with ``eps_i ~ N(0, I_d)`` (``noise_sd`` (K, d), unit when None).
+
+    Returns
+    -------
+    z : numpy.ndarray of shape (n_items,), int64
+    points : numpy.ndarray of shape (n_items, d)
+    """
+    z = balanced_labels(rng, n_items, len(centers))
+    noise = rng.normal(size=(n_items, centers.shape[1]))
+    return z, centers[z] + (noise if noise_sd is None else noise * noise_sd[z])
+
 
 @dataclass(frozen=True)
 class PairwiseClustering(_AssignmentCost):
@@ -415,15 +439,11 @@ class PairwiseClustering(_AssignmentCost):
         >>> data.n_items, np.bincount(truth["z"]).tolist()
         (9, [3, 3, 3])
         """
-        check_integer("n_items", n_items)
-        check_integer("n_features", n_features)
         check_positive("separation", separation)
-        check_fits_data("n_components", self.n_components, n_items, "items (n_items)")
+        self._check_simulation_sizes(n_items, n_features)
         rng = as_rng(random_state)
-        k = self.n_components
-        centers = rng.normal(0.0, separation, size=(k, n_features))
-        z = balanced_labels(rng, n_items, k)
-        points = centers[z] + rng.normal(size=(n_items, n_features))
+        centers = rng.normal(0.0, separation, size=(self.n_components, n_features))
+        z, points = _clustered_points(rng, centers, n_items)
         data = Dissimilarities.from_features(points, metric=metric, labels=z)
         return data, {"z": z, "points": points, "centers": centers}
 
@@ -719,20 +739,17 @@ class CentralClustering(_AssignmentCost):
         >>> data.shape, truth["centers"].shape
         ((12, 4), (3, 4))
         """
-        check_integer("n_items", n_items)
-        check_integer("n_features", n_features)
         check_positive("radius", radius)
         variances = np.asarray(variances, dtype=np.float64).ravel()
         if variances.size == 0 or not np.all(np.isfinite(variances)) or np.any(variances <= 0):
             raise ValueError(f"variances must be positive finite numbers, got {variances!r}")
-        check_fits_data("n_components", self.n_components, n_items, "items (n_items)")
+        self._check_simulation_sizes(n_items, n_features)
         rng = as_rng(random_state)
         k = self.n_components
         directions = rng.normal(size=(k, n_features))
         centers = radius * directions / np.linalg.norm(directions, axis=1, keepdims=True)
         cluster_var = rng.choice(variances, size=(k, n_features))
-        z = balanced_labels(rng, n_items, k)
-        points = centers[z] + rng.normal(size=(n_items, n_features)) * np.sqrt(cluster_var[z])
+        z, points = _clustered_points(rng, centers, n_items, noise_sd=np.sqrt(cluster_var))
         data = Features(points, labels=z, kind="real")
         return data, {"z": z, "centers": centers, "variances": cluster_var}
 
