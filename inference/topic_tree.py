@@ -33,7 +33,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from latentzoo.inference.checks import Check
-from latentzoo.inference.family import Family, Method, integer, real
+from latentzoo.inference.family import Family, Method, Option, choice, integer, real
 from latentzoo.models.topic_tree import TopicTreeMixture, check_topic_matrix
 
 __all__ = [
@@ -708,14 +708,52 @@ def _histogram(counts: sp.csr_matrix) -> np.ndarray:
     return totals / totals.sum()
 
 
-def _split_documents(counts, documents, options) -> tuple[list, list]:
-    """Steps 1-5 of Algorithm 3.3 on ``documents`` (rows of ``counts``): the clusters found, as
-    ``(seed word, topic, member rows)``, and the rejected seed words."""
+MAX_DEPTH = integer("max_depth", 2, "levels of clusters below the root")
+
+SPLIT_OPTIONS = (
+    integer("max_clusters", 12, "clusters at most per node"),
+    real("assign_threshold", 0.5, "relevance to a topic that joins its cluster"),
+    real("coverage", 0.95, "share of a node's documents clustered", 0, 1, True),
+    real("smoothing", 1000.0, "baseline pseudo-pairs added to every column", 0),
+    integer("min_cluster_size", 20, "smallest cluster, in documents", quick=2),
+    real("min_cluster_share", 0.01, "smallest cluster, share of the node", 0, 1),
+    integer("n_refine", 2, "refinements of a topic by its cluster's histogram", low=0),
+    integer("max_rejections", 50, "columns rejected per node before it stops", low=0),
+)
+"""How Algorithm 3.3 splits a node (steps 1-5), declared once: :func:`reconstruct_tree` takes its
+defaults and checks from here, and the family's method declares the same options."""
+
+SOLVER = choice("method", "dual", "how the pseudo-inverses are solved", METHODS)
+"""The pseudo-inverses' solver of :func:`reconstruct_tree` (not an option of the family's method:
+``latentzoo.fit`` takes ``method`` as the method's name)."""
+
+PRUNING_OPTIONS = (
+    integer("max_words", 4000, "vocabulary kept (most documents first)", low=2),
+    integer("min_documents", 5, "documents a kept word is in at least", quick=1),
+    real("max_document_share", 0.5, "share of documents a kept word is in at most", 0, 1, True,
+         quick=1.0),
+)  # fmt: skip
+"""How :func:`reconstruct` prunes the vocabulary (:func:`prune_vocabulary`) before Algorithm 3.3."""
+
+
+def _take_declared(declared: tuple[Option, ...], options: dict) -> dict:
+    """The ``declared`` options taken out of ``options``: each given one checked (``ValueError``
+    naming it), the others at their declared default."""
+    return {
+        option.name: option.validate(options.pop(option.name, option.default))
+        for option in declared
+    }
+
+
+def _split_documents(counts, documents, split: dict) -> tuple[list, list]:
+    """Steps 1-5 of Algorithm 3.3 on ``documents`` (rows of ``counts``) with the options of
+    :data:`SPLIT_OPTIONS`: the clusters found, as ``(seed word, topic, member rows)``, and the
+    rejected seed words."""
     rows = counts[documents]
     lengths = np.asarray(rows.sum(axis=1)).ravel()
     cooccurrence = _cooccurrence(rows)
     document_frequency = np.bincount(rows.indices, minlength=rows.shape[1])
-    min_size = max(options["min_cluster_size"], int(options["min_cluster_share"] * len(documents)))
+    min_size = max(split["min_cluster_size"], int(split["min_cluster_share"] * len(documents)))
     remaining = np.ones(len(documents), dtype=bool)
     candidate = document_frequency >= min_size
     clusters, rejected = [], []
@@ -723,8 +761,8 @@ def _split_documents(counts, documents, options) -> tuple[list, list]:
     # accepted.
     distance = None
     while (
-        len(clusters) < options["max_clusters"]
-        and remaining.sum() > (1 - options["coverage"]) * len(documents)
+        len(clusters) < split["max_clusters"]
+        and remaining.sum() > (1 - split["coverage"]) * len(documents)
         and candidate.any()
     ):
         # Step 2 again on the documents left ("iterate the entire algorithm on remaining data"):
@@ -737,7 +775,7 @@ def _split_documents(counts, documents, options) -> tuple[list, list]:
             # pairs near the baseline, so a rare word's sampling noise does not win the L1
             # distance, which is sum_i |P_ij - N_j T(0)_i| / (N_j + m): one pass over P.
             mass = cooccurrence.sum(axis=0)
-            denominator = mass + options["smoothing"]
+            denominator = mass + split["smoothing"]
             with np.errstate(invalid="ignore", divide="ignore"):
                 distance = np.abs(cooccurrence - np.outer(baseline, mass)).sum(axis=0)
                 distance /= denominator
@@ -745,13 +783,11 @@ def _split_documents(counts, documents, options) -> tuple[list, list]:
         scores = np.where(candidate, distance, -np.inf)
         word = int(np.argmax(scores))
         candidate[word] = False
-        topic = (cooccurrence[:, word] + options["smoothing"] * baseline) / denominator[word]
+        topic = (cooccurrence[:, word] + split["smoothing"] * baseline) / denominator[word]
         members = np.zeros(len(documents), dtype=bool)
-        for _refinement in range(options["n_refine"] + 1):
-            relevance_to_topic = _binary_relevance(
-                topic, baseline, rows, lengths, options["method"]
-            )
-            members = remaining & (relevance_to_topic > options["assign_threshold"])
+        for _refinement in range(split["n_refine"] + 1):
+            relevance_to_topic = _binary_relevance(topic, baseline, rows, lengths, split["method"])
+            members = remaining & (relevance_to_topic > split["assign_threshold"])
             if members.sum() < min_size:
                 break
             topic = _histogram(rows[members])  # step 4c
@@ -759,7 +795,7 @@ def _split_documents(counts, documents, options) -> tuple[list, list]:
             # A poorly approximated column: its documents are too few to be a topic. It is set
             # aside and the next column tried; the documents stay in the collection.
             rejected.append(word)
-            if len(rejected) > options["max_rejections"]:
+            if len(rejected) > split["max_rejections"]:
                 break
             continue
         clusters.append((word, topic, documents[members]))
@@ -771,19 +807,7 @@ def _split_documents(counts, documents, options) -> tuple[list, list]:
     return clusters, rejected
 
 
-def reconstruct_tree(
-    data,
-    max_depth: int = 2,
-    max_clusters: int = 12,
-    assign_threshold: float = 0.5,
-    coverage: float = 0.95,
-    smoothing: float = 1000.0,
-    min_cluster_size: int = 20,
-    min_cluster_share: float = 0.01,
-    n_refine: int = 2,
-    max_rejections: int = 50,
-    method: str = "dual",
-) -> ReconstructedTree:
+def reconstruct_tree(data, **options) -> ReconstructedTree:
     """Algorithm 3.3 of seed 003: topics, their hierarchy and a clustering from unlabeled data.
 
     On the documents of a node (all of them at the root):
@@ -814,7 +838,10 @@ def reconstruct_tree(
     ----------
     data : CoOccurrence or array-like of shape (n_docs, n_words)
         Word counts, vocabulary already pruned (:func:`prune_vocabulary`): ``P`` is dense.
-    max_depth : int
+    **options
+        ``max_depth`` (:data:`MAX_DEPTH`), those of :data:`SPLIT_OPTIONS` and ``method``
+        (:data:`SOLVER`), at their declared defaults when not given:
+    max_depth : int, default 2
         Levels of clusters below the root (1: the first level only).
     max_clusters : int
         Clusters at most per node.
@@ -841,19 +868,11 @@ def reconstruct_tree(
     counts = _as_counts(data)
     if counts.shape[0] < 2 or counts.shape[1] < 2:
         raise ValueError(f"data needs at least 2 documents and 2 words, got shape {counts.shape}")
-    for name, value in (("max_depth", max_depth), ("max_clusters", max_clusters)):
-        if int(value) != value or value < 1:
-            raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-    if not 0 < coverage <= 1:
-        raise ValueError(f"coverage must be in (0, 1], got {coverage!r}")
-    if method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    options = dict(
-        max_clusters=max_clusters, assign_threshold=assign_threshold, coverage=coverage,
-        smoothing=smoothing, min_cluster_size=min_cluster_size,
-        min_cluster_share=min_cluster_share, n_refine=n_refine, max_rejections=max_rejections,
-        method=method,
-    )  # fmt: skip
+    options = dict(options)
+    max_depth = MAX_DEPTH.validate(options.pop("max_depth", MAX_DEPTH.default))
+    split = _take_declared((*SPLIT_OPTIONS, SOLVER), options)
+    if options:
+        raise TypeError(f"reconstruct_tree got unknown options {sorted(options)}")
     lengths = np.asarray(counts.sum(axis=1)).ravel()
     labels = np.zeros(counts.shape[0], dtype=int)
     parent, topics, seeds, depth, rejected = [-1], [_histogram(counts)], [-1], [0], []
@@ -863,7 +882,7 @@ def reconstruct_tree(
         node, documents = pending.pop(0)
         if depth[node] >= max_depth or len(documents) < 2:
             continue
-        clusters, node_rejected = _split_documents(counts, documents, options)
+        clusters, node_rejected = _split_documents(counts, documents, split)
         rejected.extend(node_rejected)
         for word, topic, members in clusters:
             child = len(parent)
@@ -1138,14 +1157,7 @@ def _node_names(tree: ReconstructedTree, n: int = 3) -> list[str]:
     return ["root"] + top_words(tree.topics[:, 1:], tree.topics[:, 0], words, n=n)
 
 
-def reconstruct(
-    model,
-    data,
-    max_words: int = 4000,
-    min_documents: int = 5,
-    max_document_share: float = 0.5,
-    **options,
-) -> ReconstructedTree:
+def reconstruct(model, data, **options) -> ReconstructedTree:
     """The family's method: prune the vocabulary (:func:`prune_vocabulary`), then Algorithm 3.3
     (:func:`reconstruct_tree`). Deterministic.
 
@@ -1153,11 +1165,9 @@ def reconstruct(
     ----------
     model : TopicTreeMixture
     data : CoOccurrence or array-like of shape (n_docs, n_words)
-    max_words, min_documents, max_document_share
-        As :func:`prune_vocabulary`.
     **options
-        Those of :func:`reconstruct_tree` (``max_depth``, ``max_clusters``, ``assign_threshold``,
-        ``coverage``, ``smoothing``, ``min_cluster_size``, ``min_cluster_share``).
+        ``max_words``, ``min_documents`` and ``max_document_share`` (:data:`PRUNING_OPTIONS`, as
+        :func:`prune_vocabulary`), the others those of :func:`reconstruct_tree`.
 
     Returns
     -------
@@ -1173,11 +1183,14 @@ def reconstruct(
     ([-1, 0, 0, 0], 100)
     """
     data = model.check_data(data)
-    vocabulary = prune_vocabulary(data, min_documents, max_document_share, max_words)
+    options = dict(options)
+    pruning = _take_declared(PRUNING_OPTIONS, options)
+    vocabulary = prune_vocabulary(data, **pruning)
     if vocabulary.size < 2:
         raise ValueError(
-            f"only {vocabulary.size} words are in at least min_documents={min_documents} and at "
-            f"most max_document_share={max_document_share} of the documents: a topic tree needs 2"
+            f"only {vocabulary.size} words are in at least min_documents="
+            f"{pruning['min_documents']} and at most max_document_share="
+            f"{pruning['max_document_share']} of the documents: a topic tree needs 2"
         )
     tree = reconstruct_tree(data.counts[:, vocabulary], **options)
     names = getattr(data, "col_labels", None)
@@ -1267,29 +1280,7 @@ FAMILY = Family(
     name="topic-tree",
     model=TopicTreeMixture,
     methods={
-        "reconstruct": Method(
-            reconstruct,
-            (
-                integer("max_depth", 2, "levels of clusters below the root"),
-                integer("max_clusters", 12, "clusters at most per node"),
-                real("assign_threshold", 0.5, "relevance to a topic that joins its cluster"),
-                real("coverage", 0.95, "share of a node's documents clustered", 0, 1, True),
-                real("smoothing", 1000.0, "baseline pseudo-pairs added to every column", 0),
-                integer("min_cluster_size", 20, "smallest cluster, in documents", quick=2),
-                real("min_cluster_share", 0.01, "smallest cluster, share of the node", 0, 1),
-                integer("max_words", 4000, "vocabulary kept (most documents first)", low=2),
-                integer("min_documents", 5, "documents a kept word is in at least", quick=1),
-                real(
-                    "max_document_share",
-                    0.5,
-                    "share of documents a kept word is in at most",
-                    0,
-                    1,
-                    True,
-                    quick=1.0,
-                ),  # fmt: skip
-            ),
-        )
+        "reconstruct": Method(reconstruct, (MAX_DEPTH, *SPLIT_OPTIONS, *PRUNING_OPTIONS)),
     },
     recipe=validation_recipe,
     sizes=(),
