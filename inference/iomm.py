@@ -57,7 +57,11 @@ from latentzoo.inference.family import (
 )
 from latentzoo.inference.mcmc import next_uniform, run_chains, splitmix_seeds
 from latentzoo.models._checks import check_integer, check_positive
-from latentzoo.models.iomm import OverlappingMixture, bernoulli_log_likelihood
+from latentzoo.models.iomm import (
+    OverlappingMixture,
+    bernoulli_log_likelihood,
+    diagonal_gaussian_log_likelihood,
+)
 
 __all__ = [
     "FAMILY",
@@ -110,6 +114,61 @@ class IOMMState(NamedTuple):
     n_columns: np.ndarray
     rng_state: np.ndarray
 
+    parameter_names = ("theta",)
+    column_blanks = (("theta", 0.5), ("logits", 0.0))
+    """The per-column arrays and the value of their unused rows."""
+
+    def refresh(self, width: int) -> None:
+        """Recompute ``eta`` exactly from the first ``width`` columns."""
+        _summed_logits(self.Z, self.logits, width, self.eta)
+
+    def log_likelihoods(self, X) -> np.ndarray:
+        """Each item's ``log p(x_i | z_i, Theta)`` (:func:`item_log_likelihoods`)."""
+        return item_log_likelihoods(X, self.eta)
+
+
+class GaussianIOMMState(NamedTuple):
+    """The state of one chain with Gaussian clusters (capacity as for :class:`IOMMState`).
+
+    Attributes
+    ----------
+    Z : numpy.ndarray of int8, shape (N, capacity)
+    mu, tau : numpy.ndarray, shape (capacity, D)
+        The clusters' means and precisions.
+    shift, precision : numpy.ndarray, shape (N, D)
+        Each item's summed natural parameters (7.4): ``A = lambda0 mu0 + Z @ (tau mu)`` and
+        ``B = lambda0 + Z @ tau``, base density included.
+    counts, n_columns, rng_state : as for :class:`IOMMState`
+    base : numpy.ndarray, shape (2,)
+        ``(lambda0 mu0, lambda0)``, the base density's natural parameters.
+    """
+
+    Z: np.ndarray
+    mu: np.ndarray
+    tau: np.ndarray
+    shift: np.ndarray
+    precision: np.ndarray
+    counts: np.ndarray
+    n_columns: np.ndarray
+    rng_state: np.ndarray
+    base: np.ndarray
+
+    parameter_names = ("mu", "tau")
+    column_blanks = (("mu", 0.0), ("tau", 1.0))
+
+    def refresh(self, width: int) -> None:
+        """Recompute ``shift`` and ``precision`` exactly from the first ``width`` columns."""
+        _summed_logits(self.Z, self.tau * self.mu, width, self.shift)
+        _summed_logits(self.Z, self.tau, width, self.precision)
+        np.add(self.shift, self.base[0], out=self.shift)
+        np.add(self.precision, self.base[1], out=self.precision)
+
+    def log_likelihoods(self, X) -> np.ndarray:
+        """Each item's ``log p(x_i | z_i, mu, tau)`` from ``shift`` and ``precision``."""
+        out = np.empty(X.shape[0])
+        _gaussian_rows_log_likelihood(X, self.shift, self.precision, out)
+        return out
+
 
 class IOMMInfo(NamedTuple):
     """What one transition reports (``sample_stats``).
@@ -124,7 +183,8 @@ class IOMMInfo(NamedTuple):
         singleton cluster or drew new clusters (0 when there were none).
     theta_accept : float
         Fraction of the parameter proposals accepted (0 when there were none: no cluster, or
-        ``fixed_theta``).
+        ``fixed_theta``); Gaussian clusters: of the precision proposals (the means are drawn
+        from their conditional, always accepted).
     n_clusters : int
         Number of nonzero columns of ``Z``.
     """
@@ -407,6 +467,196 @@ def _log_beta_density(y, p, q):
     )
 
 
+# -------------------------------------------------------------- Gaussian clusters' kernels
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+@nb.njit(cache=True)
+def _gaussian_item_log_likelihood(x, shift, precision):
+    """``sum_d log N(x_d; A_d / B_d, 1 / B_d)`` from the summed natural parameters ``A, B``."""
+    total = 0.0
+    for d in range(x.shape[0]):
+        b = precision[d]
+        total += 0.5 * (math.log(b) - _LOG_2PI - b * x[d] * x[d]) + shift[d] * (
+            x[d] - 0.5 * shift[d] / b
+        )
+    return total
+
+
+@nb.njit(cache=True)
+def _gaussian_rows_log_likelihood(X, shift, precision, out):
+    for i in range(X.shape[0]):
+        out[i] = _gaussian_item_log_likelihood(X[i], shift[i], precision[i])
+
+
+@nb.njit(cache=True)
+def _gaussian_flip_log_ratio(x, shift, precision, tau_k, weighted_k, sign):
+    """``log p(x | A + sign tau_k mu_k, B + sign tau_k) - log p(x | A, B)`` in O(D).
+
+    The log-determinant's ratios ``B'_d / B_d`` are multiplied and their logarithm taken only
+    when the product leaves ``[floor, ceiling]``, as for the Bernoulli flip.
+    """
+    linear = 0.0
+    product = 1.0
+    log_products = 0.0
+    for d in range(x.shape[0]):
+        step_shift = sign * weighted_k[d]
+        step_precision = sign * tau_k[d]
+        moved_shift = shift[d] + step_shift
+        moved_precision = precision[d] + step_precision
+        linear += x[d] * (step_shift - 0.5 * step_precision * x[d]) - 0.5 * (
+            moved_shift * moved_shift / moved_precision - shift[d] * shift[d] / precision[d]
+        )
+        product *= moved_precision / precision[d]
+        if product < _PRODUCT_FLOOR or product > _PRODUCT_CEILING:
+            log_products += math.log(product)
+            product = 1.0
+    return linear + 0.5 * (log_products + math.log(product))
+
+
+@nb.njit(cache=True)
+def _sweep_assignments_gaussian(
+    X, Z, mu, tau, shift, precision, counts, n_columns, new_counts, new_mu, new_tau, rng_state,
+    proposed_shift, proposed_precision, free,
+):  # fmt: skip
+    """Step 1 of Algorithm 7.1 with Gaussian clusters, in place: as
+    :func:`_sweep_assignments`, a flip of ``z_ik`` adding or removing ``tau_k mu_k`` and
+    ``tau_k`` from the item's natural parameters (7.5); new clusters' ``(mu, tau)`` are the rows
+    of ``new_mu`` and ``new_tau`` (drawn from the prior). Returns the new-cluster moves accepted
+    and made."""
+    n_items, n_features = X.shape
+    next_new = 0
+    accepted = made = 0
+    weighted = np.empty_like(mu)  # tau_k mu_k, fixed during the sweep
+    for k in range(n_columns[0]):
+        for d in range(n_features):
+            weighted[k, d] = tau[k, d] * mu[k, d]
+    for i in range(n_items):
+        if free[i] == 0:
+            continue
+        x, shift_i, precision_i = X[i], shift[i], precision[i]
+        for k in range(n_columns[0]):
+            z = Z[i, k]
+            others = counts[k] - z
+            if others == 0:
+                continue  # empty, or item i's own singleton: the new-cluster move's business
+            sign = 1.0 - 2.0 * z
+            log_odds_flip = _gaussian_flip_log_ratio(
+                x, shift_i, precision_i, tau[k], weighted[k], sign
+            )
+            if z == 1:
+                log_odds_flip += math.log(n_items - others) - math.log(others)
+            else:
+                log_odds_flip += math.log(others) - math.log(n_items - others)
+            if next_uniform(rng_state) * (1.0 + math.exp(-log_odds_flip)) < 1.0:
+                Z[i, k] = 1 - z
+                counts[k] += 1 - 2 * z
+                for d in range(n_features):
+                    shift_i[d] += sign * weighted[k, d]
+                    precision_i[d] += sign * tau[k, d]
+        # MH: replace item i's singletons by new_counts[i] new clusters from the prior.
+        proposed_shift[:] = shift_i
+        proposed_precision[:] = precision_i
+        singletons = 0
+        for k in range(n_columns[0]):
+            if Z[i, k] == 1 and counts[k] == 1:
+                singletons += 1
+                for d in range(n_features):
+                    proposed_shift[d] -= weighted[k, d]
+                    proposed_precision[d] -= tau[k, d]
+        if singletons == 0 and new_counts[i] == 0:
+            continue
+        made += 1
+        first_new = next_new
+        for _ in range(new_counts[i]):
+            for d in range(n_features):
+                proposed_shift[d] += new_tau[next_new, d] * new_mu[next_new, d]
+                proposed_precision[d] += new_tau[next_new, d]
+            next_new += 1
+        log_ratio = _gaussian_item_log_likelihood(
+            x, proposed_shift, proposed_precision
+        ) - _gaussian_item_log_likelihood(x, shift_i, precision_i)
+        if log_ratio >= 0.0 or next_uniform(rng_state) < math.exp(log_ratio):
+            accepted += 1
+            for k in range(n_columns[0]):
+                if Z[i, k] == 1 and counts[k] == 1:
+                    Z[i, k] = 0
+                    counts[k] = 0
+            for row in range(first_new, next_new):
+                k = n_columns[0]
+                for d in range(n_features):
+                    mu[k, d] = new_mu[row, d]
+                    tau[k, d] = new_tau[row, d]
+                    weighted[k, d] = new_tau[row, d] * new_mu[row, d]
+                Z[i, k] = 1
+                counts[k] = 1
+                n_columns[0] += 1
+            shift_i[:] = proposed_shift
+            precision_i[:] = proposed_precision
+    return accepted, made
+
+
+@nb.njit(cache=True)
+def _sweep_parameters_gaussian(
+    X, Z, mu, tau, shift, precision, n_columns, mean_normals, log_steps, mu0, kappa0, gamma_a,
+    gamma_b, rng_state,
+):  # fmt: skip
+    """Step 2 of Algorithm 7.1 with Gaussian clusters, in place; returns the precision
+    proposals accepted.
+
+    ``mu_kd`` is drawn from its conditional: with ``tau`` fixed a member's log density is
+    quadratic in ``mu_kd`` (its natural parameter ``A_id = A_-k + tau_kd mu_kd``), so with the
+    prior ``N(mu0, 1 / (kappa0 tau_kd))`` the conditional is Gaussian with precision ``kappa0
+    tau + sum_i tau^2 / B_id`` and precision-weighted mean ``kappa0 tau mu0 + sum_i tau (x_id -
+    A_-k,id / B_id)`` (``mean_normals`` its standard normal draws). ``tau_kd`` has no conjugate
+    conditional (the members' log-determinants): Metropolis-Hastings with the log-normal random
+    walk ``tau' = tau exp(log_steps[k, d])``, accepted with the ratio of likelihoods, Gamma and
+    Normal prior densities and the walk's Jacobian ``tau' / tau``.
+    """
+    n_items, n_features = X.shape
+    accepted = 0
+    members = np.empty(n_items, dtype=np.int64)
+    for k in range(n_columns[0]):
+        size = 0
+        for i in range(n_items):
+            if Z[i, k] == 1:
+                members[size] = i
+                size += 1
+        for d in range(n_features):
+            t, m = tau[k, d], mu[k, d]
+            mean_precision = kappa0 * t
+            mean_shift = kappa0 * t * mu0
+            for j in range(size):
+                i = members[j]
+                mean_precision += t * t / precision[i, d]
+                mean_shift += t * (X[i, d] - (shift[i, d] - t * m) / precision[i, d])
+            new_m = mean_shift / mean_precision + mean_normals[k, d] / math.sqrt(mean_precision)
+            for j in range(size):
+                shift[members[j], d] += t * (new_m - m)
+            mu[k, d] = new_m
+            m = new_m
+            log_step = log_steps[k, d]
+            change = t * math.exp(log_step) - t
+            log_ratio = 0.0
+            for j in range(size):
+                i = members[j]
+                a, b, x = shift[i, d], precision[i, d], X[i, d]
+                moved_a, moved_b = a + change * m, b + change
+                log_ratio += 0.5 * math.log(moved_b / b) + change * x * (m - 0.5 * x)
+                log_ratio -= 0.5 * (moved_a * moved_a / moved_b - a * a / b)
+            # Gamma(gamma_a, gamma_b) and N(mu; mu0, 1 / (kappa0 tau)) priors, then the Jacobian
+            log_ratio += (gamma_a - 1.0) * log_step - gamma_b * change
+            log_ratio += 0.5 * log_step - 0.5 * kappa0 * change * (m - mu0) ** 2
+            log_ratio += log_step
+            if log_ratio >= 0.0 or next_uniform(rng_state) < math.exp(log_ratio):
+                accepted += 1
+                tau[k, d] = t + change
+                for j in range(size):
+                    shift[members[j], d] += change * m
+                    precision[members[j], d] += change
+    return accepted
+
+
 # ----------------------------------------------------------------------- pure functions
 def _draw_prior_theta(rng, model, n_columns, n_features, fixed_theta):
     if fixed_theta is not None:
@@ -414,22 +664,21 @@ def _draw_prior_theta(rng, model, n_columns, n_features, fixed_theta):
     return np.clip(rng.beta(model.a, model.b, size=(n_columns, n_features)), _EDGE, 1 - _EDGE)
 
 
-def _with_capacity(state: IOMMState, needed: int) -> IOMMState:
+def _with_capacity(state, needed: int):
     """``state`` with at least ``needed`` columns of room (arrays replaced only to grow)."""
     capacity = state.Z.shape[1]
     if needed <= capacity:
         return state
     grown = max(needed, 2 * capacity)
-    n_items, n_features = state.eta.shape
-    Z = np.zeros((n_items, grown), dtype=np.int8)
+    Z = np.zeros((state.Z.shape[0], grown), dtype=np.int8)
     Z[:, :capacity] = state.Z
-    theta = np.full((grown, n_features), 0.5)
-    theta[:capacity] = state.theta
-    logits = np.zeros((grown, n_features))
-    logits[:capacity] = state.logits
     counts = np.zeros(grown, dtype=np.int64)
     counts[:capacity] = state.counts
-    return state._replace(Z=Z, theta=theta, logits=logits, counts=counts)
+    columns = {}
+    for name, blank in state.column_blanks:
+        columns[name] = np.full((grown, getattr(state, name).shape[1]), blank)
+        columns[name][:capacity] = getattr(state, name)
+    return state._replace(Z=Z, counts=counts, **columns)
 
 
 @nb.njit(cache=True)
@@ -444,11 +693,12 @@ def _summed_logits(Z, logits, width, eta):
                     eta_i[d] += logits[k, d]
 
 
-def _compact(state: IOMMState) -> None:
-    """Move the nonempty columns to the front in their order, zero the rest, refresh ``eta``.
+def _compact(state) -> None:
+    """Move the nonempty columns to the front in their order, zero the rest, refresh ``eta``
+    (Gaussian clusters: ``shift`` and ``precision``).
 
-    ``eta`` is recomputed exactly from ``Z @ logits`` so rounding does not accumulate over
-    sweeps of incremental updates.
+    The natural parameters are recomputed exactly from ``Z`` and the clusters' so rounding does
+    not accumulate over sweeps of incremental updates.
     """
     n = int(state.n_columns[0])
     keep = np.flatnonzero(state.counts[:n] > 0)
@@ -456,13 +706,14 @@ def _compact(state: IOMMState) -> None:
     for array in (state.Z,):
         array[:, :width] = array[:, keep]
         array[:, width:n] = 0
-    for array, blank in ((state.theta, 0.5), (state.logits, 0.0)):
+    for name, blank in state.column_blanks:
+        array = getattr(state, name)
         array[:width] = array[keep]
         array[width:n] = blank
     state.counts[:width] = state.counts[keep]
     state.counts[width:n] = 0
     state.n_columns[0] = width
-    _summed_logits(state.Z, state.logits, width, state.eta)
+    state.refresh(width)
 
 
 def kmeans_start(
@@ -494,10 +745,13 @@ def kmeans_start(
     n_iter : int, default 10
     fixed_theta : numpy.ndarray of shape (D,), optional
 
+    Gaussian clusters: the same Lloyd iterations on the real rows, each cluster's ``(mu,
+    tau)`` from :func:`_gaussian_cluster_start`.
+
     Returns
     -------
     dict
-        ``Z`` (N, K) int8, one 1 per row, and ``theta`` (K, D).
+        ``Z`` (N, K) int8, one 1 per row, and ``theta`` (K, D) (or ``mu`` and ``tau``).
 
     Examples
     --------
@@ -510,7 +764,7 @@ def kmeans_start(
     if n_clusters is None:
         n_clusters = math.ceil(math.sqrt(n_items))
     n_clusters = min(int(n_clusters), n_items)
-    squared_norms = X.sum(axis=1)  # binary rows: |x|^2 = the number of ones
+    squared_norms = np.einsum("ij,ij->i", X, X)
     # k-means++ seeds: each next centre drawn proportionally to the squared distance to the
     # nearest centre chosen so far (a loop over clusters, not items).
     centres = np.empty((n_clusters, n_features))
@@ -533,12 +787,77 @@ def kmeans_start(
         centres[occupied] = (one_hot.T @ X)[occupied] / sizes[occupied, None]
     used = np.flatnonzero(np.bincount(labels, minlength=n_clusters) > 0)
     Z = (labels[:, None] == used[None, :]).astype(np.int8)
+    if model.gaussian:
+        return {"Z": Z, **_gaussian_cluster_start(model, X, Z, fixed_theta)}
     if fixed_theta is not None:
         theta = np.tile(fixed_theta, (used.size, 1))
     else:
         ones = Z.T.astype(np.float64) @ X
         theta = (model.a + ones) / (model.a + model.b + Z.sum(axis=0)[:, None])
     return {"Z": Z, "theta": theta}
+
+
+def _gaussian_cluster_start(model: OverlappingMixture, X, Z, fixed=None) -> dict:
+    """Each k-means cluster's ``(mu, tau)``: the posterior means of the Normal-Gamma prior
+    given its items (as if they belonged to it alone), or the ``fixed`` ones."""
+    if fixed is not None:
+        return {name: np.tile(fixed[name], (Z.shape[1], 1)) for name in ("mu", "tau")}
+    members = Z.T.astype(np.float64)
+    sizes = members.sum(axis=1)[:, None]
+    means = members @ X / sizes
+    spread = members @ X**2 - sizes * means**2
+    kappa = model.kappa0 + sizes
+    mu = (model.kappa0 * model.mu0 + sizes * means) / kappa
+    rate = (
+        model.gamma_b + 0.5 * spread + 0.5 * model.kappa0 * sizes * (means - model.mu0) ** 2 / kappa
+    )
+    return {"mu": mu, "tau": (model.gamma_a + 0.5 * sizes) / rate}
+
+
+def _draw_prior_clusters(rng, model, n_columns, n_features, fixed=None) -> dict:
+    """``n_columns`` clusters' parameters from the prior (or all at ``fixed``)."""
+    if not model.gaussian:
+        return {"theta": _draw_prior_theta(rng, model, n_columns, n_features, fixed)}
+    if fixed is not None:
+        return {name: np.tile(fixed[name], (n_columns, 1)) for name in ("mu", "tau")}
+    return model.draw_cluster_parameters(rng, n_columns, n_features)
+
+
+def _init_gaussian(model, X, rng, fixed=None, initial=None) -> GaussianIOMMState:
+    """A Gaussian chain's first state (``initial`` or a prior draw; see :func:`init`)."""
+    n_items, n_features = X.shape
+    if initial is None:
+        start_Z = model.prior.draw(n_items, random_state=rng)
+        initial = {
+            "Z": start_Z,
+            **_draw_prior_clusters(rng, model, start_Z.shape[1], n_features, fixed),
+        }
+    start_Z = np.asarray(initial["Z"], dtype=np.int8)
+    diagonal_gaussian_log_likelihood(
+        start_Z, initial["mu"], initial["tau"], X, model.base_precision, model.mu0
+    )  # checks shapes, binary Z, finite mu, tau > 0
+    width = start_Z.shape[1]
+    capacity = max(8, 2 * width)
+    Z = np.zeros((n_items, capacity), dtype=np.int8)
+    Z[:, :width] = start_Z
+    columns = {}
+    for name, blank in GaussianIOMMState.column_blanks:
+        columns[name] = np.full((capacity, n_features), blank)
+        columns[name][:width] = initial[name]
+    counts = np.zeros(capacity, dtype=np.int64)
+    counts[:width] = start_Z.sum(axis=0)
+    state = GaussianIOMMState(
+        Z=Z,
+        shift=np.zeros((n_items, n_features)),
+        precision=np.zeros((n_items, n_features)),
+        counts=counts,
+        n_columns=np.array([width], dtype=np.int64),
+        rng_state=splitmix_seeds(rng, 1),
+        base=np.array([model.base_precision * model.mu0, model.base_precision]),
+        **columns,
+    )
+    _compact(state)
+    return state
 
 
 def init(
@@ -554,10 +873,11 @@ def init(
         Checked binary data as floats.
     rng : numpy.random.Generator
     fixed_theta : numpy.ndarray of shape (D,), optional
-        Parameters shared by every cluster; the parameter move is then skipped.
+        Parameters shared by every cluster; the parameter move is then skipped. Gaussian
+        clusters: ``{"mu": (D,), "tau": (D,)}``.
     initial : dict, optional
-        ``{"Z": (N, K), "theta": (K, D)}``: start there instead (e.g. a previous fit or, for a
-        benchmark, the truth).
+        ``{"Z": (N, K), "theta": (K, D)}`` (Gaussian: ``mu`` and ``tau``): start there instead
+        (e.g. a previous fit or, for a benchmark, the truth).
     start : {"prior", "kmeans"}, default "prior"
         Without ``initial``: ``Z`` from the IBP prior and parameters from theirs (what the
         exactness tests need: a start independent of the data), or :func:`kmeans_start`, the
@@ -567,11 +887,13 @@ def init(
 
     Returns
     -------
-    IOMMState
+    IOMMState or GaussianIOMMState
     """
     n_items, n_features = X.shape
     if initial is None and start == "kmeans":
         initial = kmeans_start(model, X, rng, start_clusters, fixed_theta=fixed_theta)
+    if model.gaussian:
+        return _init_gaussian(model, X, rng, fixed_theta, initial)
     if initial is None:
         start_Z = model.prior.draw(n_items, random_state=rng)
         start_theta = _draw_prior_theta(rng, model, start_Z.shape[1], n_features, fixed_theta)
@@ -625,6 +947,8 @@ def advance(
     else:
         new_counts[free == 0] = 0
     n_new = int(new_counts.sum())
+    if model.gaussian:
+        return _advance_gaussian(state, rng, model, X, omega, fixed_theta, free, new_counts)
     new_theta = _draw_prior_theta(rng, model, n_new, n_features, fixed_theta)
     state = _with_capacity(state, int(state.n_columns[0]) + n_new)
     new_accepted, new_proposed = _sweep_assignments(
@@ -664,10 +988,43 @@ def advance(
     return state, new_accepted, new_proposed, theta_accepted, theta_proposed
 
 
+def _advance_gaussian(state, rng, model, X, omega, fixed, free, new_counts):
+    """:func:`advance` with Gaussian clusters; ``log tau`` proposals have variance
+    ``1 / omega``."""
+    n_new, n_features = int(new_counts.sum()), X.shape[1]
+    new = _draw_prior_clusters(rng, model, n_new, n_features, fixed)
+    state = _with_capacity(state, int(state.n_columns[0]) + n_new)
+    new_accepted, new_proposed = _sweep_assignments_gaussian(
+        X, state.Z, state.mu, state.tau, state.shift, state.precision, state.counts,
+        state.n_columns, new_counts, new["mu"].reshape(n_new, n_features),
+        new["tau"].reshape(n_new, n_features), state.rng_state, np.empty(n_features),
+        np.empty(n_features), free,
+    )  # fmt: skip
+    _compact(state)
+    tau_accepted = tau_proposed = 0
+    if fixed is None:
+        shape = (int(state.n_columns[0]), n_features)
+        mean_normals = rng.standard_normal(shape)
+        log_steps = rng.standard_normal(shape) / math.sqrt(omega)
+        tau_proposed = log_steps.size
+        tau_accepted = _sweep_parameters_gaussian(
+            X, state.Z, state.mu, state.tau, state.shift, state.precision, state.n_columns,
+            mean_normals, log_steps, model.mu0, model.kappa0, model.gamma_a, model.gamma_b,
+            state.rng_state,
+        )  # fmt: skip
+    return state, new_accepted, new_proposed, tau_accepted, tau_proposed
+
+
 def log_joint(state: IOMMState, model: OverlappingMixture, X, fixed_theta=None) -> float:
     """``log P(Z) + log p(Theta) + log p(X | Z, Theta)`` of a compacted state (see
     :class:`IOMMInfo`)."""
     width = int(state.n_columns[0])
+    if model.gaussian:
+        Z = state.Z[:, :width]
+        loglik = float(np.sum(state.log_likelihoods(X)))
+        if fixed_theta is not None:
+            return model.prior.log_prob_matrix(Z) + loglik
+        return model.ibp_log_prior(draw(state)) + loglik
     Z, theta = state.Z[:, :width], state.theta[:width]
     loglik = float(np.sum(item_log_likelihoods(X, state.eta)))
     if fixed_theta is not None:
@@ -699,10 +1056,14 @@ def step(
     return state, info
 
 
-def draw(state: IOMMState, rng=None) -> dict[str, np.ndarray]:
-    """The posterior variables of a kept draw: ``Z`` (N, K_+) and ``theta`` (K_+, D)."""
+def draw(state, rng=None) -> dict[str, np.ndarray]:
+    """The posterior variables of a kept draw: ``Z`` (N, K_+) and ``theta`` (K_+, D) (Gaussian
+    clusters: ``mu`` and ``tau``)."""
     width = int(state.n_columns[0])
-    return {"Z": state.Z[:, :width].copy(), "theta": state.theta[:width].copy()}
+    out = {"Z": state.Z[:, :width].copy()}
+    for name in state.parameter_names:
+        out[name] = getattr(state, name)[:width].copy()
+    return out
 
 
 def _draw_with_likelihood(X):
@@ -710,10 +1071,28 @@ def _draw_with_likelihood(X):
 
     def draw_scored(state, rng=None):
         out = draw(state, rng)
-        out["x"] = item_log_likelihoods(X, state.eta)
+        out["x"] = state.log_likelihoods(X)
         return out
 
     return draw_scored
+
+
+def _check_fixed_gaussian(fixed, n_features: int) -> dict:
+    """``{"mu": (D,), "tau": (D,)}`` as float arrays, ``mu`` finite and ``tau`` positive."""
+    message = (
+        f'fixed_theta of Gaussian clusters must be {{"mu": ..., "tau": ...}}, each {n_features} '
+        f"finite numbers (tau > 0), got {fixed!r}"
+    )
+    if not hasattr(fixed, "keys") or set(fixed.keys()) != {"mu", "tau"}:
+        raise ValueError(message)
+    out = {name: np.asarray(fixed[name], dtype=np.float64) for name in ("mu", "tau")}
+    if any(
+        value.shape != (n_features,) or not np.all(np.isfinite(value)) for value in out.values()
+    ):
+        raise ValueError(message)
+    if not np.all(out["tau"] > 0):
+        raise ValueError(message)
+    return out
 
 
 def sample(
@@ -739,7 +1118,8 @@ def sample(
     omega : float, default 20.0
         Concentration of the Beta proposal (7.13): larger is a narrower random walk.
     fixed_theta : array-like of shape (D,), optional
-        Known parameters shared by every cluster: sample ``Z | X, theta`` only.
+        Known parameters shared by every cluster: sample ``Z | X, theta`` only (Gaussian
+        clusters: ``{"mu": (D,), "tau": (D,)}``).
     start : {"kmeans", "prior"}, default "kmeans"
         Each chain's first state: :func:`kmeans_start` (data-driven clusters, what real data
         need) or a draw from the prior (see :func:`init`).
@@ -773,7 +1153,9 @@ def sample(
         raise ValueError(f"start must be one of {START_CHOICES}, got {start!r}")
     if start_clusters is not None:
         check_integer("start_clusters", start_clusters)
-    if fixed_theta is not None:
+    if fixed_theta is not None and model.gaussian:
+        fixed_theta = _check_fixed_gaussian(fixed_theta, X.shape[1])
+    elif fixed_theta is not None:
         fixed_theta = np.asarray(fixed_theta, dtype=np.float64)
         if fixed_theta.shape != (X.shape[1],) or not np.all((fixed_theta > 0) & (fixed_theta < 1)):
             raise ValueError(
@@ -853,8 +1235,10 @@ def mcmc(model: OverlappingMixture, data, *, omega: float = 20.0, **chain_option
     Z = posterior["Z"]
     posterior["n_memberships"] = np.where(Z < 0, 0, Z).sum(axis=-1).astype(np.int64)
     posterior["loglik"] = log_likelihood["x"].sum(axis=-1)
-    # -1 marks the padding beyond a draw's width, as for Z: a finite value no parameter takes.
-    posterior["theta"] = np.where(np.isnan(posterior["theta"]), -1.0, posterior["theta"])
+    # -1 marks the padding beyond a draw's width, as for Z: a finite value no theta or tau
+    # takes (any mean can, so the padding of mu stays NaN).
+    for name in {"theta", "tau"} & set(posterior):
+        posterior[name] = np.where(np.isnan(posterior[name]), -1.0, posterior[name])
     items, features = list(data.item_names), list(data.feature_names)
     coords = {"item": items, "feature": features}
     idata = to_inference_data(
@@ -865,15 +1249,16 @@ def mcmc(model: OverlappingMixture, data, *, omega: float = 20.0, **chain_option
         dims={
             "Z": ["item", "cluster"],
             "Z_shape": ["Z_axis"],
-            "theta_shape": ["theta_axis"],
-            "theta": ["cluster", "feature"],
+            **{f"{name}_shape": [f"{name}_axis"] for name in model.cluster_names},
+            **{name: ["cluster", "feature"] for name in model.cluster_names},
             "n_memberships": ["item"],
             "x": ["item"],
         },
         seconds=seconds,
         method="mcmc",
     )
-    observed = xr.Dataset({"x": (("item", "feature"), X.astype(np.int8))}, coords=coords)
+    observed_x = X if model.gaussian else X.astype(np.int8)
+    observed = xr.Dataset({"x": (("item", "feature"), observed_x)}, coords=coords)
     idata.add_groups({"observed_data": observed})
     attrs = {**model_attrs(model), "method": "mcmc", "omega": float(omega)}
     for group in idata.groups():
@@ -932,20 +1317,24 @@ def lof_key(Z, max_columns: int = EXACT_MAX_COLUMNS) -> np.ndarray:
     return key
 
 
-def exact_class_log_posterior(space, alpha: float, theta0, X) -> np.ndarray:
+def exact_class_log_posterior(space, alpha: float, theta0, X, model=None) -> np.ndarray:
     """``log P([Z]) + log p(X | Z, theta0)`` of every left-ordered class, all clusters at
     ``theta0``: the unnormalised target of the sampler run with ``fixed_theta=theta0``.
 
     With every cluster at ``theta0`` an item's natural parameters are its number of clusters
-    times ``logit(theta0)`` (7.4), so the likelihood depends on the row sums of ``Z`` only.
+    times ``logit(theta0)`` (7.4), so the likelihood depends on the row sums of ``Z`` only. With
+    Gaussian clusters (``model`` Gaussian, ``theta0 = {"mu": (D,), "tau": (D,)}``) they are the
+    base density's plus the number of clusters times ``(tau0 mu0, tau0)`` (7.5).
 
     Parameters
     ----------
     space : LofMatrices
         :func:`~latentzoo.inference.enumeration.lof_matrices` of the items.
     alpha : float
-    theta0 : array of shape (D,)
+    theta0 : array of shape (D,), or dict
     X : array of shape (N, D)
+    model : OverlappingMixture, optional
+        Needed for Gaussian clusters (their base density); default Bernoulli.
 
     Returns
     -------
@@ -954,6 +1343,15 @@ def exact_class_log_posterior(space, alpha: float, theta0, X) -> np.ndarray:
     from latentzoo.inference.enumeration import ibp_log_prior
 
     row_sums = space.Z.sum(axis=2).astype(float)  # (S, N): the item's number of clusters
+    if model is not None and model.gaussian:
+        X = np.asarray(X, dtype=float)[None]
+        tau0, mu0 = (np.asarray(theta0[name], dtype=float) for name in ("tau", "mu"))
+        precision = model.base_precision + row_sums[:, :, None] * tau0
+        shift = model.base_precision * model.mu0 + row_sums[:, :, None] * (tau0 * mu0)
+        log_density = (
+            0.5 * np.log(precision / (2 * np.pi)) - 0.5 * precision * (X - shift / precision) ** 2
+        )
+        return ibp_log_prior(space, alpha) + log_density.sum(axis=(1, 2))
     eta = row_sums[:, :, None] * logit(np.asarray(theta0, dtype=float))[None, None, :]
     loglik = np.sum(np.asarray(X)[None] * eta - np.logaddexp(0.0, eta), axis=(1, 2))
     return ibp_log_prior(space, alpha) + loglik
@@ -985,9 +1383,10 @@ def exact_sampler_check(model, X, theta0, n_chains: int, n_sweeps: int, rng, nam
     from latentzoo.inference.enumeration import frequency_test, lof_matrices, state_index
 
     X = np.asarray(X, dtype=np.float64)
-    theta0 = np.asarray(theta0, dtype=np.float64)
+    if not model.gaussian:
+        theta0 = np.asarray(theta0, dtype=np.float64)
     space = lof_matrices(X.shape[0], EXACT_MAX_COLUMNS)
-    log_post = exact_class_log_posterior(space, model.alpha, theta0, X)
+    log_post = exact_class_log_posterior(space, model.alpha, theta0, X, model)
     keys = np.empty((n_chains, space.keys().shape[1]), dtype=np.int64)
     for chain in range(n_chains):
         state = init(model, X, rng, theta0)
@@ -1190,7 +1589,9 @@ FAMILY = Family(
     options=(integer("k", 10, "columns of the PyMC reference's finite truncation (--k)"),),
     skipped_checks={
         "data:k_too_large": "truncation only truncates the PyMC reference's finite "
-        "Beta-Bernoulli model; the IBP sampler is unbounded, so no size can exceed the data"
+        "Beta-Bernoulli model; the IBP sampler is unbounded, so no size can exceed the data",
+        "hyperparameter[mu0]": "mu0 is the Gaussian clusters' prior mean, a location: any "
+        "finite number (negative, zero) is valid; NaN, inf and text are refused",
     },
 )
 """The IOMM's family (listed in :mod:`latentzoo.zoo`)."""

@@ -1,4 +1,4 @@
-"""The Infinite Overlapping Mixture Model (IOMM) with multivariate Bernoulli clusters.
+"""The Infinite Overlapping Mixture Model (IOMM) with multivariate Bernoulli or Gaussian clusters.
 
 Heller (2007), chapter 7. An item may belong to several clusters at once, and its density is the
 normalised product of the densities of every cluster it belongs to, (7.2):
@@ -28,9 +28,19 @@ The assignments ``Z`` (items x clusters) have the Indian Buffet Process prior of
 Beta(a, b)`` independently. The label-free invariant the thesis reports is ``U = Z Z^T``, the number
 of clusters each pair of items shares (its diagonal the number of clusters of each item).
 
-Gaussian clusters (7.5) have their product parameters and likelihood here
-(:func:`gaussian_product_parameters`, :func:`gaussian_log_likelihood`); their model class and
-sampler are not written yet.
+Gaussian clusters (7.5) (``distribution="gaussian"``) multiply the same way: precisions add and the
+product's mean is the precision-weighted mean of the clusters' means. The model's clusters have
+axis-aligned covariances, ``x_id ~ N(mu_kd, 1 / tau_kd)`` with the Normal-Gamma prior ``tau_kd ~
+Gamma(gamma_a, gamma_b)``, ``mu_kd | tau_kd ~ N(mu0, 1 / (kappa0 tau_kd))`` of the BPM's Gaussian
+clusters, so item ``i``'s features are independent with precision ``B_id = lambda0 + sum_k z_ik
+tau_kd`` and mean ``A_id / B_id``, ``A_id = lambda0 mu0 + sum_k z_ik tau_kd mu_kd``
+(:func:`gaussian_natural_parameters`). The thesis gives no density to an item in no Gaussian
+cluster (the empty product is not normalisable) while the IBP gives such rows positive
+probability; the model therefore multiplies every item's product by a broad base density
+``N(mu0, 1 / lambda0)`` (``base_precision = lambda0``), the Gaussian stand-in for the improper
+uniform the thesis uses in its product-of-experts comparison (section 7.4). Full covariances
+(7.5) have their product parameters and likelihood here (:func:`gaussian_product_parameters`,
+:func:`gaussian_log_likelihood`) but no sampler.
 
 Examples
 --------
@@ -47,7 +57,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import betaln, expit, logit
+from scipy.special import betaln, expit, gammaln, logit
 
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng, check_entries
@@ -56,13 +66,22 @@ from latentzoo.models.base import LikelihoodHeldout, LikelihoodModel
 from latentzoo.models.ibp import IndianBuffetProcess
 
 __all__ = [
+    "DISTRIBUTIONS",
     "OverlappingMixture",
     "bernoulli_log_likelihood",
+    "diagonal_gaussian_log_likelihood",
     "gaussian_log_likelihood",
+    "gaussian_natural_parameters",
     "gaussian_product_parameters",
     "log1pexp",
     "product_probabilities",
 ]
+
+
+DISTRIBUTIONS = ("bernoulli", "gaussian")
+"""The clusters' exponential families: binary or real features."""
+
+_LOG_2PI = float(np.log(2 * np.pi))
 
 
 def log1pexp(x):
@@ -282,13 +301,123 @@ def gaussian_log_likelihood(Z, mu, cov, X) -> np.ndarray:
     )
 
 
+def _check_gaussian_parameters(mu, tau, n_columns: int, n_features: int):
+    """``mu`` and ``tau`` as ``(K, D)`` float arrays, ``tau`` positive and both finite."""
+    mu = np.asarray(mu, dtype=np.float64)
+    tau = np.asarray(tau, dtype=np.float64)
+    for name, values in (("mu", mu), ("tau", tau)):
+        if values.shape != (n_columns, n_features):
+            raise ValueError(
+                f"{name} must have shape (K, D) = ({n_columns}, {n_features}) to match Z and X, "
+                f"got {values.shape}"
+            )
+    bad = np.argwhere(~np.isfinite(mu))
+    if bad.size:
+        k, d = bad[0]
+        raise ValueError(f"mu[{k}, {d}] = {float(mu[k, d])!r} is not finite")
+    bad = np.argwhere(~(np.isfinite(tau) & (tau > 0)))
+    if bad.size:
+        k, d = bad[0]
+        raise ValueError(f"tau[{k}, {d}] = {float(tau[k, d])!r} is not a positive finite precision")
+    return mu, tau
+
+
+def gaussian_natural_parameters(
+    Z, mu, tau, base_precision: float, base_mean: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's summed natural parameters under axis-aligned Gaussian clusters, (7.4)-(7.5).
+
+    Parameters
+    ----------
+    Z : array-like of shape (N, K)
+        Binary assignments (``K`` may be 0).
+    mu, tau : array-like of shape (K, D)
+        The clusters' means and precisions (``tau > 0``).
+    base_precision, base_mean : float
+        The base density ``N(base_mean, 1 / base_precision)`` every item's product includes.
+
+    Returns
+    -------
+    shift : numpy.ndarray of shape (N, D)
+        ``A = base_precision base_mean + Z @ (tau mu)``.
+    precision : numpy.ndarray of shape (N, D)
+        ``B = base_precision + Z @ tau``; the product's mean is ``A / B``.
+
+    Examples
+    --------
+    Figure 7.1's clusters ``N(-1, 0.2)`` and ``N(1, 0.6)`` with a negligible base density: the
+    product is ``N(-0.5, 0.15)``.
+
+    >>> A, B = gaussian_natural_parameters([[1, 1]], [[-1.0], [1.0]], [[5.0], [1 / 0.6]], 1e-12, 0)
+    >>> round(float(A[0, 0] / B[0, 0]), 9), round(float(1 / B[0, 0]), 9)
+    (-0.5, 0.15)
+    """
+    Z = _binary_matrix(Z, "Z")
+    mu = np.asarray(mu, dtype=np.float64)
+    n_features = mu.shape[1] if mu.ndim == 2 else -1
+    mu, tau = _check_gaussian_parameters(mu, tau, Z.shape[1], n_features)
+    precision = base_precision + Z @ tau
+    shift = base_precision * base_mean + Z @ (tau * mu)
+    return shift, precision
+
+
+def diagonal_gaussian_log_likelihood(
+    Z, mu, tau, X, base_precision: float, base_mean: float
+) -> np.ndarray:
+    """Per-item log density of real data under the IOMM with axis-aligned Gaussian clusters.
+
+    ``sum_d log N(x_id; A_id / B_id, 1 / B_id) = sum_d [log(B_id) / 2 - log(2 pi) / 2 - B_id
+    x_id^2 / 2 + A_id x_id - A_id^2 / (2 B_id)]`` with the natural parameters of
+    :func:`gaussian_natural_parameters`: the normalised product (7.5) of the item's clusters and
+    the base density.
+
+    Parameters
+    ----------
+    Z : array-like of shape (N, K)
+    mu, tau : array-like of shape (K, D)
+    X : array-like of shape (N, D)
+        Finite real data (a NaN or infinite entry is refused by name).
+    base_precision, base_mean : float
+
+    Returns
+    -------
+    numpy.ndarray of shape (N,)
+
+    Examples
+    --------
+    An item in no cluster has the base density:
+
+    >>> value = diagonal_gaussian_log_likelihood([[0]], [[3.0]], [[2.0]], [[0.0]], 1.0, 0.0)
+    >>> bool(np.isclose(value[0], -0.5 * np.log(2 * np.pi)))
+    True
+    """
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (items x features), got shape {X.shape}")
+    check_entries(X, "X")
+    X = X.astype(np.float64)
+    shift, precision = gaussian_natural_parameters(Z, mu, tau, base_precision, base_mean)
+    if X.shape != shift.shape:
+        raise ValueError(f"X has shape {X.shape} but Z and mu give {shift.shape}")
+    terms = 0.5 * (np.log(precision) - _LOG_2PI - precision * X**2) + shift * (
+        X - 0.5 * shift / precision
+    )
+    return terms.sum(axis=1)
+
+
 @dataclass(frozen=True)
 class OverlappingMixture(LikelihoodHeldout):
-    """The Infinite Overlapping Mixture Model with Bernoulli clusters (Heller 2007, chapter 7).
+    """The Infinite Overlapping Mixture Model (Heller 2007, chapter 7).
 
-    ``Z ~ IBP(alpha)`` (section 7.3), ``theta_kd ~ Beta(a, b)`` for every cluster ``k`` and
-    feature ``d``, and ``x_id | z_i, Theta ~ Bernoulli(sigmoid(sum_k z_ik logit theta_kd))``
-    independently, the normalised product (7.6)-(7.7) of the item's clusters' densities.
+    ``Z ~ IBP(alpha)`` (section 7.3). Bernoulli clusters (the default): ``theta_kd ~ Beta(a, b)``
+    for every cluster ``k`` and feature ``d``, and ``x_id | z_i, Theta ~ Bernoulli(sigmoid(sum_k
+    z_ik logit theta_kd))`` independently, the normalised product (7.6)-(7.7) of the item's
+    clusters' densities. Gaussian clusters (``distribution="gaussian"``, (7.5) with axis-aligned
+    covariances): ``tau_kd ~ Gamma(gamma_a, gamma_b)``, ``mu_kd | tau_kd ~ N(mu0, 1 / (kappa0
+    tau_kd))`` and ``x_id | z_i ~ N(A_id / B_id, 1 / B_id)``, ``B_id = lambda0 + sum_k z_ik
+    tau_kd``, ``A_id = lambda0 mu0 + sum_k z_ik tau_kd mu_kd``: the product of the item's clusters
+    and a broad base density ``N(mu0, 1 / lambda0)`` that gives an item in no cluster a density
+    (see the module notes).
 
     Parameters
     ----------
@@ -299,12 +428,19 @@ class OverlappingMixture(LikelihoodHeldout):
     truncation : int, default 10
         ``K``, the number of columns of the PyMC reference's finite Beta-Bernoulli model
         (7.8)-(7.9) only; the fast sampler's IBP is unbounded.
+    distribution : {"bernoulli", "gaussian"}, default "bernoulli"
+        The clusters' family: binary or real features.
+    mu0, kappa0, gamma_a, gamma_b : float, default 0, 0.1, 2, 1
+        Gaussian clusters' Normal-Gamma prior (those of the BPM's Gaussian clusters).
+    base_precision : float, default 0.01
+        ``lambda0``, the precision of the base density every Gaussian item's product includes.
 
     Raises
     ------
     ValueError
-        ``"alpha must be a positive finite number, got 0.0"`` (likewise ``a`` and ``b``),
-        ``"truncation must be an integer >= 1, got 0"``.
+        ``"alpha must be a positive finite number, got 0.0"`` (likewise ``a``, ``b``,
+        ``kappa0``, ``gamma_a``, ``gamma_b`` and ``base_precision``), ``"truncation must be an
+        integer >= 1, got 0"``, an unknown ``distribution``, a non-finite ``mu0``.
 
     Examples
     --------
@@ -314,17 +450,24 @@ class OverlappingMixture(LikelihoodHeldout):
     Traceback (most recent call last):
     ...
     ValueError: alpha must be a positive finite number, got -1.0
+    >>> OverlappingMixture(distribution="gaussian").param_names
+    ('Z', 'mu', 'tau')
     """
 
     alpha: float = 1.0
     a: float = 1.0
     b: float = 1.0
     truncation: int = 10
+    distribution: str = "bernoulli"
+    mu0: float = 0.0
+    kappa0: float = 0.1
+    gamma_a: float = 2.0
+    gamma_b: float = 1.0
+    base_precision: float = 0.01
 
     name = "iomm"
     data_type = Features
     protocol = LikelihoodModel
-    param_names = ("Z", "theta")
     invariant_names = ("loglik", "U", "n_clusters")
     heldout_draws_advice = (
         "a held-out item's memberships are unknown and its density sums over all of them: "
@@ -332,11 +475,34 @@ class OverlappingMixture(LikelihoodHeldout):
     )
 
     def __post_init__(self):
-        for name in ("alpha", "a", "b"):
+        for name in ("alpha", "a", "b", "kappa0", "gamma_a", "gamma_b", "base_precision"):
             check_positive(name, getattr(self, name))
             object.__setattr__(self, name, float(getattr(self, name)))
         check_integer("truncation", self.truncation)
         object.__setattr__(self, "truncation", int(self.truncation))
+        if self.distribution not in DISTRIBUTIONS:
+            raise ValueError(
+                f"distribution must be one of 'bernoulli', 'gaussian', got {self.distribution!r}"
+            )
+        number = isinstance(self.mu0, int | float | np.integer | np.floating)
+        if isinstance(self.mu0, bool) or not number or not np.isfinite(self.mu0):
+            raise ValueError(f"mu0 must be a finite number, got {self.mu0!r}")
+        object.__setattr__(self, "mu0", float(self.mu0))
+
+    @property
+    def gaussian(self) -> bool:
+        """Whether the clusters are Gaussian (real features) rather than Bernoulli."""
+        return self.distribution == "gaussian"
+
+    @property
+    def cluster_names(self) -> tuple[str, ...]:
+        """The clusters' parameters: ``("theta",)`` (Bernoulli) or ``("mu", "tau")``."""
+        return ("mu", "tau") if self.gaussian else ("theta",)
+
+    @property
+    def param_names(self) -> tuple[str, ...]:
+        """The fast sampler's variables: ``Z`` and the clusters' parameters."""
+        return ("Z", *self.cluster_names)
 
     @property
     def prior(self) -> IndianBuffetProcess:
@@ -355,11 +521,13 @@ class OverlappingMixture(LikelihoodHeldout):
 
     # ------------------------------------------------------------------------- data
     def check_data(self, data) -> Features:
-        """The data as binary :class:`~latentzoo.data.Features`.
+        """The data as binary (Bernoulli clusters) or real (Gaussian) :class:`Features`.
 
-        Accepts a :class:`~latentzoo.data.Features` of kind ``binary`` or an array (dense or
-        scipy sparse); a non-binary entry is refused by name (``"X[1, 0] = 2 is not binary (0 or
-        1)"``), as are NaN and infinite entries and data with no item or no feature.
+        Accepts a :class:`~latentzoo.data.Features` or an array (dense or scipy sparse); a
+        non-binary entry is refused by name (``"X[1, 0] = 2 is not binary (0 or 1)"``), as are
+        NaN and infinite entries and data with no item or no feature. Gaussian clusters refuse
+        binary data (Features of kind ``binary``, or an array of zeros and ones): they take the
+        Bernoulli model.
 
         Examples
         --------
@@ -367,7 +535,13 @@ class OverlappingMixture(LikelihoodHeldout):
         Traceback (most recent call last):
         ...
         ValueError: X[0, 1] = 2 is not binary (0 or 1)
+        >>> OverlappingMixture(distribution="gaussian").check_data([[0.5, float("nan")]])
+        Traceback (most recent call last):
+        ...
+        ValueError: X[0, 1] is nan
         """
+        if self.gaussian:
+            return self._check_real_data(data)
         kind = getattr(data, "kind", None)
         if kind is not None and hasattr(data, "item_names"):
             if kind != "binary":
@@ -379,6 +553,25 @@ class OverlappingMixture(LikelihoodHeldout):
         if getattr(values, "ndim", 2) != 2:
             raise ValueError(f"X must be a 2-D binary array, got shape {values.shape}")
         return Features(values, kind="binary")
+
+    def _check_real_data(self, data) -> Features:
+        """The Gaussian clusters' data: real :class:`Features`, binary data refused."""
+        if hasattr(data, "kind") and hasattr(data, "item_names"):
+            values, kind = data.toarray(), data.kind
+        else:
+            values = data.toarray() if hasattr(data, "toarray") else np.asarray(data)
+            if values.ndim != 2:
+                raise ValueError(f"X must be a 2-D real array, got shape {values.shape}")
+            check_entries(values, "X")
+            kind = "binary" if np.all((values == 0) | (values == 1)) else "real"
+        if kind == "binary":
+            raise ValueError(
+                "binary data (every entry 0 or 1) do not fit Gaussian clusters: use the "
+                "Bernoulli IOMM (distribution='bernoulli')"
+            )
+        if kind != "real":
+            raise ValueError(f"data of kind {kind!r} do not fit the Gaussian IOMM (real data)")
+        return data if hasattr(data, "item_names") else Features(values, kind="real")
 
     def data_matrix(self, data) -> np.ndarray:
         """The checked data as a dense float ``(N, D)`` array."""
@@ -399,6 +592,8 @@ class OverlappingMixture(LikelihoodHeldout):
         return {
             "Z": ["item", "cluster"],
             "theta": ["cluster", "feature"],
+            "mu": ["cluster", "feature"],
+            "tau": ["cluster", "feature"],
             "pi": ["cluster"],
             "U": ["item", "item_2"],
             "n_memberships": ["item"],
@@ -407,15 +602,21 @@ class OverlappingMixture(LikelihoodHeldout):
 
     # ---------------------------------------------------------------------- likelihood
     def log_likelihood(self, params, data) -> np.ndarray:
-        """Per-item log-likelihood (7.6)-(7.7) at ``params = {"Z": ..., "theta": ...}``.
+        """Per-item log-likelihood at ``params = {"Z": ..., "theta": ...}`` (7.6)-(7.7), or
+        ``{"Z", "mu", "tau"}`` for Gaussian clusters (7.5).
 
-        See :func:`bernoulli_log_likelihood`.
+        See :func:`bernoulli_log_likelihood` and :func:`diagonal_gaussian_log_likelihood`.
 
         Returns
         -------
         numpy.ndarray of shape (N,)
         """
-        return bernoulli_log_likelihood(params["Z"], params["theta"], self.data_matrix(data))
+        X = self.data_matrix(data)
+        if self.gaussian:
+            return diagonal_gaussian_log_likelihood(
+                params["Z"], params["mu"], params["tau"], X, self.base_precision, self.mu0
+            )
+        return bernoulli_log_likelihood(params["Z"], params["theta"], X)
 
     def reference_log_likelihood(self, params, data) -> np.ndarray:
         """The log-likelihood per item as :meth:`pymc_model` declares it (its potential
@@ -441,9 +642,10 @@ class OverlappingMixture(LikelihoodHeldout):
         return False
 
     def fit_shape(self, params) -> tuple:
-        """``(items, features)`` a draw was fitted to (``Z`` rows, ``theta`` columns)."""
+        """``(items, features)`` a draw was fitted to (``Z`` rows, cluster parameter columns)."""
+        first = self.cluster_names[0]
         rows = np.shape(params["Z"])[0] if "Z" in params else None
-        cols = np.shape(params["theta"])[-1] if "theta" in params else None
+        cols = np.shape(params[first])[-1] if first in params else None
         return rows, cols
 
     def labels(self, params, train=None) -> np.ndarray:
@@ -478,10 +680,39 @@ class OverlappingMixture(LikelihoodHeldout):
         True
         """
         Z = _binary_matrix(params["Z"], "Z")
-        theta = np.asarray(params["theta"], dtype=np.float64)
-        used = Z.any(axis=0)
-        theta = _check_theta(theta, Z.shape[1], theta.shape[1] if theta.ndim == 2 else -1)[used]
-        return self.prior.log_prob_matrix(Z) + self._log_beta_prior(theta)
+        return self.prior.log_prob_matrix(Z) + self.log_cluster_prior(params, Z.any(axis=0))
+
+    def log_cluster_prior(self, params, columns=slice(None)) -> float:
+        """``log p`` of the clusters' parameters in ``params`` (rows ``columns``): ``sum log
+        Beta(theta_kd; a, b)``, or for Gaussian clusters ``sum log Gamma(tau_kd; gamma_a,
+        gamma_b) + log N(mu_kd; mu0, 1 / (kappa0 tau_kd))``.
+
+        Examples
+        --------
+        >>> model = OverlappingMixture(distribution="gaussian", gamma_a=1.0, gamma_b=1.0)
+        >>> value = model.log_cluster_prior({"mu": [[0.0]], "tau": [[1.0]]})
+        >>> bool(np.isclose(value, -1.0 + 0.5 * np.log(0.1 / (2 * np.pi))))
+        True
+        """
+        if not self.gaussian:
+            theta = np.asarray(params["theta"], dtype=np.float64)
+            n_features = theta.shape[1] if theta.ndim == 2 else -1
+            theta = _check_theta(theta, theta.shape[0] if theta.ndim == 2 else -1, n_features)
+            return self._log_beta_prior(theta[columns])
+        mu = np.asarray(params["mu"], dtype=np.float64)
+        shape = mu.shape if mu.ndim == 2 else (-1, -1)
+        mu, tau = _check_gaussian_parameters(mu, params["tau"], *shape)
+        mu, tau = mu[columns], tau[columns]
+        log_tau = np.log(tau)
+        log_gamma = (
+            self.gamma_a * np.log(self.gamma_b) - gammaln(self.gamma_a)
+            + (self.gamma_a - 1) * log_tau - self.gamma_b * tau
+        )  # fmt: skip
+        mean_precision = self.kappa0 * tau
+        log_normal = 0.5 * (
+            np.log(mean_precision) - _LOG_2PI - mean_precision * (mu - self.mu0) ** 2
+        )
+        return float(np.sum(log_gamma + log_normal))
 
     def _log_beta_prior(self, theta: np.ndarray) -> float:
         """``sum log Beta(theta_kd; a, b)``."""
@@ -498,8 +729,9 @@ class OverlappingMixture(LikelihoodHeldout):
 
         ``sum_k log Beta(pi_k; alpha/K, 1) + sum_{i,k} log Bernoulli(z_ik; pi_k) + sum log
         Beta(theta_kd; a, b)`` with ``K`` the truncation (the number of columns of ``Z``);
-        ``params`` holds ``pi`` (K,), ``Z`` (N, K) and ``theta`` (K, D). Its ``K -> infinity``
-        limit, ``pi`` integrated out, is the IBP prior of :meth:`ibp_log_prior`.
+        ``params`` holds ``pi`` (K,), ``Z`` (N, K) and ``theta`` (K, D) (Gaussian clusters:
+        ``mu`` and ``tau`` (K, D) with :meth:`log_cluster_prior`). Its ``K -> infinity`` limit,
+        ``pi`` integrated out, is the IBP prior of :meth:`ibp_log_prior`.
 
         Examples
         --------
@@ -510,32 +742,54 @@ class OverlappingMixture(LikelihoodHeldout):
         """
         Z = _binary_matrix(params["Z"], "Z")
         pi = np.asarray(params["pi"], dtype=np.float64)
-        theta = np.asarray(params["theta"], dtype=np.float64)
-        theta = _check_theta(theta, Z.shape[1], theta.shape[1] if theta.ndim == 2 else -1)
+        first = np.asarray(params[self.cluster_names[0]])
+        if first.ndim != 2 or first.shape[0] != Z.shape[1]:
+            raise ValueError(
+                f"{self.cluster_names[0]} must have shape (K, D) with K = {Z.shape[1]} to match "
+                f"Z, got {first.shape}"
+            )
         if pi.shape != (Z.shape[1],):
             raise ValueError(f"pi must have shape ({Z.shape[1]},), one per column of Z")
         rate = self.alpha / Z.shape[1]
         log_pi = np.sum((rate - 1) * np.log(pi) - betaln(rate, 1.0))
         log_z = np.sum(Z * np.log(pi) + (1 - Z) * np.log1p(-pi))
-        return float(log_pi + log_z) + self._log_beta_prior(theta)
+        return float(log_pi + log_z) + self.log_cluster_prior(params)
 
     def prior_draw(self, data, rng) -> dict:
         """The PyMC reference's free variables drawn from its prior at the sizes of ``data``:
-        ``pi`` (K,), ``Z`` (N, K) and ``theta`` (K, D), ``K`` the truncation."""
+        ``pi`` (K,), ``Z`` (N, K) and ``theta`` (K, D) (or ``mu``, ``tau``), ``K`` the
+        truncation."""
         n_items, n_features = self.check_data(data).shape
         rng = as_rng(rng)
         tiny = np.finfo(np.float64).tiny
         pi = np.clip(rng.beta(self.alpha / self.truncation, 1.0, size=self.truncation), tiny, 1)
         Z = (rng.random((n_items, self.truncation)) < pi[None, :]).astype(np.int8)
-        edge = np.finfo(np.float64).eps
-        theta = np.clip(
-            rng.beta(self.a, self.b, size=(self.truncation, n_features)), edge, 1 - edge
-        )
-        return {"pi": pi, "Z": Z, "theta": theta}
+        return {"pi": pi, "Z": Z, **self.draw_cluster_parameters(rng, self.truncation, n_features)}
+
+    def draw_cluster_parameters(self, rng, n_columns: int, n_features: int) -> dict:
+        """``n_columns`` clusters' parameters from their prior: ``theta`` (kept inside (0, 1):
+        a draw that rounds to 0 or 1 has an infinite logit) or ``mu`` and ``tau``.
+
+        Examples
+        --------
+        >>> draw = OverlappingMixture(distribution="gaussian").draw_cluster_parameters(0, 2, 3)
+        >>> sorted(draw), draw["tau"].shape
+        (['mu', 'tau'], (2, 3))
+        """
+        rng = as_rng(rng)
+        shape = (n_columns, n_features)
+        if not self.gaussian:
+            edge = np.finfo(np.float64).eps
+            return {"theta": np.clip(rng.beta(self.a, self.b, size=shape), edge, 1 - edge)}
+        tau = np.maximum(rng.gamma(self.gamma_a, 1.0 / self.gamma_b, size=shape), 1e-300)
+        mu = self.mu0 + rng.standard_normal(shape) / np.sqrt(self.kappa0 * tau)
+        return {"mu": mu, "tau": tau}
 
     def pymc_values(self, params) -> dict:
-        """``params`` as the free variables of :meth:`pymc_model` (``pi``, ``Z``, ``theta``)."""
-        return {name: params[name] for name in ("pi", "Z", "theta") if name in params}
+        """``params`` as the free variables of :meth:`pymc_model` (``pi``, ``Z`` and the
+        clusters' parameters)."""
+        names = ("pi", "Z", *self.cluster_names)
+        return {name: params[name] for name in names if name in params}
 
     def invariants(self, params, data=None) -> dict[str, np.ndarray]:
         """Label-free summaries of one state: ``U = Z Z^T``, the number of clusters, and with
@@ -566,13 +820,14 @@ class OverlappingMixture(LikelihoodHeldout):
 
     # ------------------------------------------------------------- posterior predictive
     def replicate_names(self, names) -> bool:
-        """Whether a draw holding the variables ``names`` can make a replicate: ``Z`` and
-        ``theta``."""
-        return {"Z", "theta"} <= set(names)
+        """Whether a draw holding the variables ``names`` can make a replicate: ``Z`` and the
+        clusters' parameters."""
+        return set(self.param_names) <= set(names)
 
     def predictive_summaries(self, x) -> dict:
         """The summary a posterior predictive check compares, of the observed ``Features`` or of
-        a replicate (an ``(N, D)`` array): ``feature_counts``, each feature's number of ones.
+        a replicate (an ``(N, D)`` array): ``feature_counts``, each feature's number of ones
+        (Gaussian clusters: ``feature_means``).
 
         Integer counts, so ArviZ's ``plot_ppc`` draws them as histograms (a kernel density of
         the few values of tiny data can degenerate to one value).
@@ -583,6 +838,8 @@ class OverlappingMixture(LikelihoodHeldout):
         {'feature_counts': (('feature',), array([1, 2]))}
         """
         values = x.toarray() if hasattr(x, "toarray") else np.asarray(x, dtype=float)
+        if self.gaussian:
+            return {"feature_means": (("feature",), np.asarray(values, dtype=float).mean(axis=0))}
         counts = np.rint(np.asarray(values, dtype=float).sum(axis=0)).astype(np.int64)
         return {"feature_counts": (("feature",), counts)}
 
@@ -604,14 +861,26 @@ class OverlappingMixture(LikelihoodHeldout):
         (2, 2)
         """
         n_items, n_features = self.check_data(data).shape
-        Z, theta = np.asarray(params["Z"]), np.asarray(params["theta"], dtype=float)
+        Z = np.asarray(params["Z"])
         width = Z.shape[1] if Z.ndim == 2 else 0
         used = np.flatnonzero(np.all(Z >= 0, axis=0)) if width else np.arange(0)
-        Z, theta = Z[:, used], theta[used]
-        probabilities = (
-            product_probabilities(Z, theta) if used.size else np.full((n_items, n_features), 0.5)
-        )
-        replicated = (rng.random(probabilities.shape) < probabilities).astype(np.int8)
+        Z = Z[:, used]
+        if self.gaussian:
+            mu, tau = (np.asarray(params[name], dtype=float)[used] for name in ("mu", "tau"))
+            shift, precision = gaussian_natural_parameters(
+                Z, mu.reshape(-1, n_features), tau.reshape(-1, n_features), self.base_precision,
+                self.mu0,
+            )  # fmt: skip
+            noise = rng.standard_normal((n_items, n_features))
+            replicated = shift / precision + noise / np.sqrt(precision)
+        else:
+            theta = np.asarray(params["theta"], dtype=float)[used]
+            probabilities = (
+                product_probabilities(Z, theta)
+                if used.size
+                else np.full((n_items, n_features), 0.5)
+            )
+            replicated = (rng.random(probabilities.shape) < probabilities).astype(np.int8)
         return {"x": (("item", "feature"), replicated), **self.predictive_summaries(replicated)}
 
     # ------------------------------------------------------------------- PyMC reference
@@ -621,7 +890,9 @@ class OverlappingMixture(LikelihoodHeldout):
         ``pi_k ~ Beta(alpha / K, 1)``, ``Z[i, k] ~ Bernoulli(pi_k)`` (dims ``(item, cluster)``),
         ``theta[k, d] ~ Beta(a, b)`` and the product likelihood (7.6)-(7.7) as one
         ``pm.Potential`` named ``"loglik"``: ``(1/T) sum_{i,d} [x_id eta_id - log(1 + exp(eta_id))]``
-        with ``eta = Z @ logit(theta)`` and ``temperature = T`` (a power posterior). As ``K ->
+        with ``eta = Z @ logit(theta)`` and ``temperature = T`` (a power posterior). Gaussian
+        clusters: ``tau ~ Gamma(gamma_a, gamma_b)``, ``mu ~ N(mu0, 1 / (kappa0 tau))`` and the
+        potential of :func:`diagonal_gaussian_log_likelihood` (7.5). As ``K ->
         infinity`` the prior of ``Z`` becomes the IBP of the fast sampler (section 7.3); ``K``
         columns must comfortably exceed the clusters the data use. The binary ``Z`` cannot be
         marginalised at any useful ``K`` (``2^(N K)`` states), so ``pm.sample`` assigns it PyMC's
@@ -644,6 +915,9 @@ class OverlappingMixture(LikelihoodHeldout):
         >>> m = OverlappingMixture().pymc_model([[0, 1], [1, 1]], truncation=3)
         >>> sorted(m.named_vars)
         ['Z', 'loglik', 'pi', 'theta']
+        >>> m = OverlappingMixture(distribution="gaussian").pymc_model([[0.2, 1.5]], truncation=2)
+        >>> sorted(m.named_vars)
+        ['Z', 'loglik', 'mu', 'pi', 'tau']
         """
         import pymc as pm
         import pytensor.tensor as pt
@@ -661,9 +935,24 @@ class OverlappingMixture(LikelihoodHeldout):
         with pm.Model(coords=coords) as model:
             pi = pm.Beta("pi", alpha=self.alpha / truncation, beta=1.0, dims="cluster")
             Z = pm.Bernoulli("Z", p=pi[None, :], dims=("item", "cluster"))
-            theta = pm.Beta("theta", alpha=self.a, beta=self.b, dims=("cluster", "feature"))
-            eta = pt.dot(Z, pt.log(theta) - pt.log1p(-theta))
-            loglik = pt.sum(X * eta - pt.softplus(eta))
+            if self.gaussian:
+                tau = pm.Gamma(
+                    "tau", alpha=self.gamma_a, beta=self.gamma_b, dims=("cluster", "feature")
+                )
+                mu = pm.Normal(
+                    "mu", mu=self.mu0, sigma=1.0 / pt.sqrt(self.kappa0 * tau),
+                    dims=("cluster", "feature"),
+                )  # fmt: skip
+                precision = self.base_precision + pt.dot(Z, tau)
+                shift = self.base_precision * self.mu0 + pt.dot(Z, tau * mu)
+                loglik = pt.sum(
+                    0.5 * (pt.log(precision) - _LOG_2PI - precision * X**2)
+                    + shift * (X - 0.5 * shift / precision)
+                )
+            else:
+                theta = pm.Beta("theta", alpha=self.a, beta=self.b, dims=("cluster", "feature"))
+                eta = pt.dot(Z, pt.log(theta) - pt.log1p(-theta))
+                loglik = pt.sum(X * eta - pt.softplus(eta))
             pm.Potential("loglik", loglik / temperature)
         return model
 
@@ -671,7 +960,8 @@ class OverlappingMixture(LikelihoodHeldout):
         """``log p(pi, Z, Theta, X)`` of :meth:`pymc_model` (no Jacobians): :meth:`log_prior`
         plus the summed :meth:`log_likelihood`.
 
-        ``params`` holds ``pi`` (K,), ``Z`` (N, K) and ``theta`` (K, D), ``K`` the truncation.
+        ``params`` holds ``pi`` (K,), ``Z`` (N, K) and ``theta`` (K, D) (or ``mu``, ``tau``),
+        ``K`` the truncation.
 
         Examples
         --------
@@ -687,7 +977,9 @@ class OverlappingMixture(LikelihoodHeldout):
         """Draw ``(data, truth)`` from the generative process.
 
         ``Z`` from the culinary process (:meth:`IndianBuffetProcess.draw`), ``theta_kd ~ Beta(a,
-        b)``, then every ``x_id ~ Bernoulli(sigmoid(sum_k z_ik logit theta_kd))`` (7.7).
+        b)``, then every ``x_id ~ Bernoulli(sigmoid(sum_k z_ik logit theta_kd))`` (7.7); Gaussian
+        clusters: ``(mu_kd, tau_kd)`` from the Normal-Gamma prior and ``x_id ~ N(A_id / B_id, 1 /
+        B_id)`` (:func:`gaussian_natural_parameters`).
 
         Parameters
         ----------
@@ -698,9 +990,10 @@ class OverlappingMixture(LikelihoodHeldout):
         Returns
         -------
         data : Features
-            ``(N, D)`` binary.
+            ``(N, D)`` binary (Gaussian clusters: real).
         truth : dict
-            ``Z`` (N, K_+) int8, ``theta`` (K_+, D) and ``U`` (N, N) = ``Z Z^T``.
+            ``Z`` (N, K_+) int8, ``theta`` (K_+, D) (or ``mu``, ``tau``) and ``U`` (N, N) =
+            ``Z Z^T``.
 
         Examples
         --------
@@ -712,6 +1005,14 @@ class OverlappingMixture(LikelihoodHeldout):
         check_integer("n_features", n_features)
         rng = as_rng(random_state)
         Z = self.prior.draw(n_items, random_state=rng)
+        U = Z.astype(np.int64) @ Z.T.astype(np.int64)
+        if self.gaussian:
+            truth = {"Z": Z, **self.draw_cluster_parameters(rng, Z.shape[1], n_features), "U": U}
+            shift, precision = gaussian_natural_parameters(
+                Z, truth["mu"], truth["tau"], self.base_precision, self.mu0
+            )
+            noise = rng.standard_normal((n_items, n_features))
+            return Features(shift / precision + noise / np.sqrt(precision), kind="real"), truth
         # Parameters at exactly 0 or 1 (possible in floating point for tiny a, b) have infinite
         # logits; clipping keeps every product well defined.
         tiny = np.finfo(np.float64).eps
@@ -719,5 +1020,5 @@ class OverlappingMixture(LikelihoodHeldout):
         probabilities = expit(Z.astype(np.float64) @ logit(theta))
         X = (rng.random((n_items, n_features)) < probabilities).astype(np.int8)
         data = Features(X, kind="binary")
-        truth = {"Z": Z, "theta": theta, "U": Z.astype(np.int64) @ Z.T.astype(np.int64)}
+        truth = {"Z": Z, "theta": theta, "U": U}
         return data, truth

@@ -308,3 +308,125 @@ def test_clamped_rows_stay_fixed_and_the_others_are_sampled():
         iomm.sample(model, data, initial=initial, clamped=[True], draws=1, progressbar=False)
     with pytest.raises(ValueError, match="clamped needs initial"):
         iomm.sample(model, data, clamped=clamped, draws=1, progressbar=False)
+
+
+# --------------------------------------------------------------------- Gaussian clusters (7.5)
+GAUSSIAN = OverlappingMixture(alpha=1.0, distribution="gaussian", base_precision=0.5, mu0=0.3)
+GAUSSIAN_X = np.array([[0.9, -1.2], [1.1, 0.3], [-0.4, 0.2]])
+GAUSSIAN_THETA0 = {"mu": np.array([1.0, -0.5]), "tau": np.array([2.0, 1.5])}
+
+
+def test_gaussian_sampler_matches_exact_enumeration_of_left_ordered_Z():
+    """Gibbs with the IBP odds and the new-cluster move over Gaussian clusters (their natural
+    parameters added and removed by each flip) leave P(Z | X, mu0, tau0) invariant: three items
+    of real data, every cluster at fixed (mu0, tau0), against the enumerated class posterior."""
+    rng = np.random.default_rng(0)
+    check = iomm.exact_sampler_check(GAUSSIAN, GAUSSIAN_X, GAUSSIAN_THETA0, 1000, 12, rng, "exact")
+    assert check.passed, check.detail
+
+
+def _one_cluster_log_posterior(model, x, mu_grid, tau_grid):
+    """log p(mu, tau | x) up to a constant on a grid for one cluster every item belongs to."""
+    from scipy import stats as st
+
+    mu, tau = np.meshgrid(mu_grid, tau_grid, indexing="ij")
+    precision = model.base_precision + tau
+    mean = (model.base_precision * model.mu0 + tau * mu) / precision
+    out = st.gamma(model.gamma_a, scale=1 / model.gamma_b).logpdf(tau)
+    out += st.norm(model.mu0, 1 / np.sqrt(model.kappa0 * tau)).logpdf(mu)
+    for value in x:
+        out += st.norm(mean, 1 / np.sqrt(precision)).logpdf(value)
+    return out
+
+
+def test_gaussian_parameter_moves_sample_the_one_cluster_posterior():
+    """The conjugate draw of mu and the log-normal MH on tau alone: one cluster every item
+    belongs to; the final (mu, tau) of independent chains against the posterior's marginals
+    computed on a grid (Kolmogorov-Smirnov)."""
+    model = GAUSSIAN
+    X = np.array([[0.8], [1.4], [0.3], [1.9], [1.1], [0.6]])
+    n_items = X.shape[0]
+    Z = np.ones((n_items, 1), dtype=np.int8)
+    rng = np.random.default_rng(3)
+    finals = []
+    for _ in range(600):
+        start = model.draw_cluster_parameters(rng, 1, 1)
+        mu, tau = start["mu"], start["tau"]
+        shift = model.base_precision * model.mu0 + Z @ (tau * mu)
+        precision = model.base_precision + Z @ tau
+        stream = splitmix_seeds(rng, 1)
+        for _ in range(40):
+            iomm._sweep_parameters_gaussian(
+                X, Z, mu, tau, shift, precision, np.array([1]), rng.standard_normal((1, 1)),
+                rng.standard_normal((1, 1)) / 2.0, model.mu0, model.kappa0, model.gamma_a,
+                model.gamma_b, stream,
+            )  # fmt: skip
+        np.testing.assert_allclose(precision, model.base_precision + Z @ tau, atol=1e-9)
+        np.testing.assert_allclose(shift, model.base_precision * model.mu0 + Z @ (tau * mu))
+        finals.append((mu[0, 0], tau[0, 0]))
+    finals = np.array(finals)
+    mu_grid, tau_grid = np.linspace(-4, 5, 700), np.linspace(1e-3, 25, 900)
+    log_post = _one_cluster_log_posterior(model, X[:, 0], mu_grid, tau_grid)
+    weights = np.exp(log_post - log_post.max())
+    for column, grid, marginal in ((0, mu_grid, weights.sum(1)), (1, tau_grid, weights.sum(0))):
+        cdf = np.cumsum(marginal) / marginal.sum()
+        result = stats.kstest(finals[:, column], lambda v, g=grid, c=cdf: np.interp(v, g, c))
+        assert result.pvalue > 1e-3, (column, result)
+
+
+def test_gaussian_sample_contract_lp_and_inference_data():
+    data, _ = GAUSSIAN.simulate(1, n_items=12, n_features=2)
+    posterior, stats_, _ = iomm.sample(
+        GAUSSIAN, data, chains=2, draws=15, tune=5, random_state=2, progressbar=False
+    )
+    assert {"Z", "mu", "tau"} <= set(posterior) and "theta" not in posterior
+    c, d = 1, 14
+    width = posterior["Z_shape"][c, d, 1]
+    params = {
+        "Z": posterior["Z"][c, d, :, :width],
+        "mu": posterior["mu"][c, d, :width],
+        "tau": posterior["tau"][c, d, :width],
+    }
+    expected = GAUSSIAN.ibp_log_prior(params) + GAUSSIAN.log_likelihood(params, data).sum()
+    assert np.isclose(stats_["lp"][c, d], expected)
+    idata = iomm.mcmc(GAUSSIAN, data, chains=1, draws=4, tune=2, random_state=0, progressbar=False)
+    assert idata.observed_data["x"].dtype == np.float64
+    assert float(idata.posterior["tau"].min()) == -1.0 or bool((idata.posterior["tau"] > 0).all())
+    with pytest.raises(ValueError, match="fixed_theta of Gaussian clusters must be"):
+        iomm.sample(GAUSSIAN, data, fixed_theta=[0.5, 0.5], draws=1, progressbar=False)
+
+
+@pytest.mark.slow
+def test_gaussian_sampler_agrees_with_pymc_nuts_given_Z():
+    """The parameter moves against the PyMC reference: Z fixed at the truth (every row clamped
+    in the sampler, observed in PyMC's finite model), posterior means of mu and tau within
+    five combined Monte Carlo standard errors."""
+    import arviz as az
+    import pymc as pm
+
+    model = OverlappingMixture(alpha=1.5, distribution="gaussian", base_precision=0.2)
+    data, truth = model.simulate(4, n_items=25, n_features=2)
+    Z = truth["Z"]
+    initial = {"Z": Z, "mu": truth["mu"], "tau": truth["tau"]}
+    posterior, _, _ = iomm.sample(
+        model, data, initial=initial, clamped=np.ones(25, dtype=bool), chains=4, draws=1500,
+        tune=300, random_state=0, progressbar=False,
+    )  # fmt: skip
+    fast = {name: posterior[name][:, :, : Z.shape[1]] for name in ("mu", "tau")}
+    with pm.observe(model.pymc_model(data, truncation=Z.shape[1]), {"Z": Z}):
+        reference = pm.sample(
+            1500,
+            tune=1000,
+            chains=4,
+            random_seed=1,
+            progressbar=False,
+            compute_convergence_checks=False,
+        )
+    for name in ("mu", "tau"):
+        ours = az.convert_to_dataset({name: fast[name]})
+        theirs = reference.posterior[name]
+        gap = np.abs(
+            ours[name].mean(("chain", "draw")).values - theirs.mean(("chain", "draw")).values
+        )
+        mcse = np.hypot(az.mcse(ours)[name].values, az.mcse(theirs.to_dataset())[name].values)
+        assert np.all(gap < 5 * mcse + 1e-6), (name, gap, mcse)

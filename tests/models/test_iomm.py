@@ -1,4 +1,5 @@
-"""The Bernoulli IOMM (Heller 2007, chapter 7): likelihood (7.3)-(7.7), prior, simulation, checks."""
+"""The IOMM (Heller 2007, chapter 7): likelihood (7.3)-(7.7) and Gaussian (7.5), prior, simulation,
+checks."""
 
 import itertools
 
@@ -10,6 +11,8 @@ from latentzoo.models.ibp import IndianBuffetProcess
 from latentzoo.models.iomm import (
     OverlappingMixture,
     bernoulli_log_likelihood,
+    diagonal_gaussian_log_likelihood,
+    gaussian_log_likelihood,
     product_probabilities,
 )
 
@@ -270,3 +273,99 @@ def test_replicate_drops_padding_and_has_the_model_expectation():
     error = counts.std(axis=0) / np.sqrt(len(counts))
     assert np.all(np.abs(counts.mean(axis=0) - expected) <= 5 * error)
     assert model.replicate_names(["Z", "theta"]) and not model.replicate_names(["Z"])
+
+
+# --------------------------------------------------------------------- Gaussian clusters (7.5)
+GAUSSIAN = OverlappingMixture(alpha=1.5, distribution="gaussian", base_precision=0.3, mu0=0.5)
+
+
+def test_diagonal_gaussian_likelihood_is_the_full_product_with_the_base_density():
+    """The model's per-feature natural parameters against (7.5) with full (here diagonal)
+    covariances, the base density N(mu0, 1 / lambda0) an extra cluster every item belongs to;
+    an item in no cluster gets the base density."""
+    rng = np.random.default_rng(4)
+    Z = np.array([[1, 0, 1], [0, 0, 0], [1, 1, 1], [0, 1, 0]])
+    mu = rng.normal(size=(3, 2))
+    tau = rng.gamma(2.0, size=(3, 2))
+    X = rng.normal(size=(4, 2))
+    got = diagonal_gaussian_log_likelihood(Z, mu, tau, X, 0.3, 0.5)
+    with_base = np.hstack([Z, np.ones((4, 1), dtype=int)])
+    mu_all = np.vstack([mu, np.full((1, 2), 0.5)])
+    cov_all = np.stack([np.diag(1 / t) for t in np.vstack([tau, np.full((1, 2), 0.3)])])
+    np.testing.assert_allclose(got, gaussian_log_likelihood(with_base, mu_all, cov_all, X))
+    params = {"Z": Z, "mu": mu, "tau": tau}
+    np.testing.assert_allclose(GAUSSIAN.log_likelihood(params, X), got)
+
+
+def test_gaussian_cluster_prior_is_normal_gamma():
+    from scipy import stats
+
+    mu, tau = np.array([[0.2, -1.0]]), np.array([[1.5, 0.4]])
+    expected = stats.gamma(2.0, scale=1.0).logpdf(tau) + stats.norm(
+        0.5, 1 / np.sqrt(0.1 * tau)
+    ).logpdf(mu)
+    assert np.isclose(GAUSSIAN.log_cluster_prior({"mu": mu, "tau": tau}), expected.sum())
+    Z = np.array([[1, 0], [1, 0]])  # the empty second column's parameters are ignored
+    both = {"Z": Z, "mu": np.vstack([mu, mu]), "tau": np.vstack([tau, tau])}
+    prior_Z = IndianBuffetProcess(1.5).log_prob_matrix(Z)
+    assert np.isclose(GAUSSIAN.ibp_log_prior(both), prior_Z + expected.sum())
+
+
+def test_gaussian_simulate_replicate_and_invariants():
+    data, truth = GAUSSIAN.simulate(2, n_items=30, n_features=3)
+    assert data.kind == "real" and sorted(truth) == ["U", "Z", "mu", "tau"]
+    assert truth["mu"].shape == truth["tau"].shape == (truth["Z"].shape[1], 3)
+    assert GAUSSIAN.log_likelihood(truth, data).shape == (30,)
+    assert GAUSSIAN.param_names == ("Z", "mu", "tau") and GAUSSIAN.replicate_names(truth)
+    out = GAUSSIAN.replicate(truth, data, np.random.default_rng(0))
+    assert out["x"][1].shape == (30, 3) and out["feature_means"][1].shape == (3,)
+    invariants = GAUSSIAN.invariants(truth, data)
+    np.testing.assert_array_equal(invariants["U"], truth["U"])
+    assert np.isfinite(invariants["loglik"])
+
+
+@pytest.mark.parametrize(
+    ("X", "message"),
+    [
+        ([[0.5, float("nan")]], r"X\[0, 1\] is nan"),
+        ([[0.5, float("inf")]], r"X\[0, 1\] is inf"),
+        ([[0, 1], [1, 1]], "binary data .* use the Bernoulli IOMM"),
+    ],
+)
+def test_gaussian_clusters_refuse_non_finite_and_binary_data(X, message):
+    with pytest.raises(ValueError, match=message):
+        GAUSSIAN.check_data(X)
+
+
+def test_gaussian_options_are_checked():
+    with pytest.raises(ValueError, match="distribution must be one of"):
+        OverlappingMixture(distribution="poisson")
+    with pytest.raises(ValueError, match="mu0 must be a finite number"):
+        OverlappingMixture(mu0=float("nan"))
+    with pytest.raises(ValueError, match="base_precision must be a positive"):
+        OverlappingMixture(base_precision=0.0)
+    with pytest.raises(ValueError, match=r"tau\[0, 1\] = -1.0 is not a positive"):
+        diagonal_gaussian_log_likelihood([[1]], [[0.0, 0.0]], [[1.0, -1.0]], [[0.0, 0.0]], 1, 0)
+
+
+@pytest.mark.slow  # compiling the PyMC graph takes seconds
+def test_gaussian_pymc_reference_density_is_the_finite_model():
+    """The Gaussian clusters' PyMC declaration's log density (no Jacobians) equals
+    finite_log_joint at random points."""
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(4, 2))
+    logp = GAUSSIAN.pymc_model(X, truncation=3).compile_logp(jacobian=False)
+    for _ in range(3):
+        params = {
+            "pi": rng.uniform(0.05, 0.95, 3),
+            "Z": rng.integers(0, 2, size=(4, 3)),
+            "mu": rng.normal(size=(3, 2)),
+            "tau": rng.gamma(2.0, size=(3, 2)),
+        }
+        point = {
+            "pi_logodds__": logit(params["pi"]),
+            "Z": params["Z"],
+            "mu": params["mu"],
+            "tau_log__": np.log(params["tau"]),
+        }
+        assert np.isclose(logp(point), GAUSSIAN.finite_log_joint(params, X))
