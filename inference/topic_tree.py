@@ -1268,10 +1268,9 @@ def validation_recipe():
         not_applicable={
             "exact": "the relevance posterior is continuous: no finite space to enumerate (the "
             "k = 2 posterior is integrated on a grid in the tests)",
-            "density": _NO_LIKELIHOOD,
-            "optimality": _NO_LIKELIHOOD,
-            "mode-matched": _NO_LIKELIHOOD,
-            "calibrated": _NO_LIKELIHOOD,
+            **dict.fromkeys(
+                ("density", "optimality", "mode-matched", "calibrated"), _NO_LIKELIHOOD
+            ),
         },
     )
 
