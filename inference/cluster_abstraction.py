@@ -103,9 +103,11 @@ from latentzoo.inference.mcmc import (
 )
 from latentzoo.inference.one_sided import (
     OneSidedEM,
+    RowMixtureBlocks,
     check_row_mixture_em,
     final_responsibilities,
     row_mixture_gibbs_setup,
+    row_mixture_m_step,
 )
 from latentzoo.inference.progress import progress_bar
 from latentzoo.inference.results import PointEstimate
@@ -436,22 +438,12 @@ class ClusterAbstractionEM:
         resp, n_q, n_tau, energy, loglik = hacm_em_pass(
             model, self.data, {"rho": rho, "q": q, "tau": tau}, beta, self.n_threads, self.counts
         )
-        prior = 0.0
         with np.errstate(divide="ignore"):
-            if model.alpha != 1.0:
-                prior += (model.alpha - 1.0) * np.log(rho).sum() / beta
-            if model.eta != 1.0:
-                prior += (model.eta - 1.0) * np.log(q).sum()
-            if model.tau != "constant" and model.gamma != 1.0:
-                prior += (model.gamma - 1.0) * np.log(tau[..., self.valid]).sum()
-        free = -energy / beta - prior
-        new_rho = normalise_rows(resp.sum(axis=0)[None, :], model.alpha - 1.0, len(rho))[0]
-        new_q = normalise_rows(n_q, model.eta - 1.0, q.shape[1])
-        if model.tau == "constant":
-            new_tau = tau
-        else:
-            new_tau = _normalise_tau(n_tau, model.gamma - 1.0, self.valid)
-        new = {"rho": new_rho, "q": new_q, "tau": new_tau, "resp": resp}
+            new_rho, new_q, free = row_mixture_m_step(
+                model, np.log(rho), np.log(q), resp.sum(axis=0), n_q, energy, beta,
+                _tau_log_prior(model, tau),
+            )  # fmt: skip
+        new = {"rho": new_rho, "q": new_q, "tau": _tau_m_step(model, tau, n_tau), "resp": resp}
         return new, EMStats(float(free), float(loglik))
 
     def order_parameter(self, params, tol: float = 1e-3) -> int:
@@ -480,15 +472,88 @@ class ClusterAbstractionEM:
         return OneSidedEM.order_parameter({"q": mix}, tol)
 
 
-def _check_em_options(model, data, schedule, problem_options):
-    if not isinstance(model, ClusterAbstractionModel):
-        raise ValueError(f"model must be a ClusterAbstractionModel, got {type(model).__name__}")
-    check_row_mixture_em(model, data, schedule, problem_options)
+def _tau_log_prior(model: ClusterAbstractionModel, tau) -> float:
+    """``(gamma - 1) sum log tau`` over the levels of each path (0 for the fixed ``"constant"``
+    form): the level weights' side of ``F_beta``; ``tau`` of one row block for the object form."""
+    if model.tau == "constant" or model.gamma == 1.0:
+        return 0.0
+    with np.errstate(divide="ignore"):
+        return (model.gamma - 1.0) * np.log(tau[..., model.tree.paths >= 0]).sum()
+
+
+def _tau_m_step(model: ClusterAbstractionModel, tau, n_tau):
+    """The MAP level weights from their expected counts (kept as they are for ``"constant"``)."""
+    if model.tau == "constant":
+        return tau
+    return _normalise_tau(n_tau, model.gamma - 1.0, model.tree.paths >= 0)
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterAbstractionBlocks(RowMixtureBlocks):
+    """The HACM's :class:`~latentzoo.inference.one_sided.RowMixtureBlocks`: each block's pass is
+    :func:`hacm_em_pass` on the block, the M-step that of :class:`ClusterAbstractionEM`. The
+    object form's ``tau`` (one per row) stays with its block, updated there; the shared forms'
+    ``tau`` is on the word side, its expected counts summed over the blocks. ``tau`` and
+    ``init`` as for :func:`annealed_em`."""
+
+    tau: object = dataclasses.field(default=None, compare=False)
+    init: object = dataclasses.field(default=None, compare=False)
+
+    def __post_init__(self):
+        _check_gamma(self.model)
+        if self.model.tau == "object":
+            object.__setattr__(self, "row_names", ("resp", "tau"))
+
+    def problem(self, data):
+        return ClusterAbstractionEM(self.model, data, tau=self.tau, init=self.init)
+
+    def globals_of(self, params):
+        return {name: params[name] for name in ("rho", "q", "tau") if name in params}
+
+    def pass_of(self, block, rows, shared, beta):
+        per_row = self.model.tau == "object"
+        tau = rows["tau"] if per_row else shared["tau"]
+        params = {"rho": shared["rho"], "q": shared["q"], "tau": tau}
+        resp, n_q, n_tau, energy, loglik = hacm_em_pass(
+            self.model, block, params, beta, self.n_threads
+        )
+        if per_row:
+            new_rows = {"tau": _tau_m_step(self.model, tau, n_tau)}
+            return (
+                resp,
+                n_q,
+                energy,
+                loglik,
+                new_rows,
+                {"tau_prior": _tau_log_prior(self.model, tau)},
+            )
+        return resp, n_q, energy, loglik, {}, {"n_tau": n_tau}
+
+    def word_side(self, params, stats, beta):
+        rho, q = params["rho"], params["q"]
+        if self.model.tau == "object":
+            prior, word_side = stats["tau_prior"], {}
+        else:
+            tau = params["tau"]
+            prior = _tau_log_prior(self.model, tau)
+            word_side = {"tau": _tau_m_step(self.model, tau, stats["n_tau"])}
+        with np.errstate(divide="ignore"):
+            return np.log(rho), np.log(q), stats["n_q"], prior, word_side
+
+
+def _check_gamma(model: ClusterAbstractionModel) -> None:
     if model.tau != "constant" and model.gamma < 1:
         raise ValueError(
             f"EM computes the MAP estimate, which needs gamma >= 1 (got gamma={model.gamma}); "
             "use method='gibbs' for sparse priors"
         )
+
+
+def _check_em_options(model, data, schedule, problem_options):
+    if not isinstance(model, ClusterAbstractionModel):
+        raise ValueError(f"model must be a ClusterAbstractionModel, got {type(model).__name__}")
+    check_row_mixture_em(model, data, schedule, problem_options)
+    _check_gamma(model)
 
 
 def _final_responsibilities(model, data, result):
@@ -1613,7 +1678,11 @@ FAMILY = Family(
     name="cluster-abstraction",
     model=ClusterAbstractionModel,
     methods={
-        "annealed_em": Method(annealed_em, with_defaults(_EM_OPTIONS, annealed_em.defaults)),
+        "annealed_em": Method(
+            annealed_em,
+            with_defaults(_EM_OPTIONS, annealed_em.defaults),
+            blocks=ClusterAbstractionBlocks,
+        ),
         "three_stage": Method(three_stage_em, with_defaults(_EM_OPTIONS, annealed_em.defaults)),
         "gibbs": Method(gibbs, GIBBS_METHOD_OPTIONS),
     },

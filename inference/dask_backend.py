@@ -460,6 +460,14 @@ class DaskEM:
         return tree_sum(futures, submit)
 
     def step(self, params: dict, beta: float):
+        new_rows, stats = self._passes(params, beta)
+        total = self.client.gather(self._tree(stats, "sum", _add_stats))
+        word_side = {k: v for k, v in params.items() if k != "rows"}
+        new_params, em_stats = self.blocks.m_step(word_side, total, float(beta))
+        return {**new_params, "rows": RowFutures(new_rows)}, em_stats
+
+    def _passes(self, params: dict, beta: float) -> tuple[list, list]:
+        """Every block's pass on ``params``: the futures of its new rows and of its statistics."""
         self.iteration += 1
         shared = self.blocks.globals_of(params)
         if any(isinstance(source, str) for source in self.sources):
@@ -481,16 +489,26 @@ class DaskEM:
             )  # fmt: skip
             new_rows.append(self.client.submit(_rows_of, result, key=self._key("rows", b)))
             stats.append(self.client.submit(_stats_of, result, key=self._key("stats", b)))
-        total = self.client.gather(self._tree(stats, "sum", _add_stats))
-        word_side = {k: v for k, v in params.items() if k != "rows"}
-        new_params, em_stats = self.blocks.m_step(word_side, total, float(beta))
-        return {**new_params, "rows": RowFutures(new_rows)}, em_stats
+        return new_rows, stats
 
-    def gather(self, params: dict) -> dict:
-        """``params`` with the document side brought back and stacked in row order."""
+    def gather(self, params: dict, beta: float | None = None) -> dict:
+        """``params`` with the document side brought back and stacked in row order.
+
+        With ``beta``, the rows the block class names in ``final_e_step`` (a mixture's posteriors
+        ``resp``) come from one more E-step on the final parameters at ``beta``, as the
+        in-memory fit's: those of the last pass belong to the previous iterate."""
         parts = self.client.gather(params["rows"].futures)
+        refreshed = getattr(self.blocks, "final_e_step", ())
+        if refreshed and beta is not None:
+            final = self.client.gather(self._passes(params, beta)[0])
+            parts = [
+                {**part, **{name: new[name] for name in refreshed}}
+                for part, new in zip(parts, final, strict=True)
+            ]
         rows = {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
-        return {**{k: v for k, v in params.items() if k != "rows"}, **rows}
+        params = {**{k: v for k, v in params.items() if k != "rows"}, **rows}
+        finish = getattr(self.blocks, "finish", None)
+        return params if finish is None else finish(params)
 
 
 # ------------------------------------------------------------------------------ the entry point
@@ -624,7 +642,7 @@ def annealed_em(
         desc="annealed EM (dask)", progressbar=progressbar, total=int(np.sum(budgets))
     ) as bar:
         run = run_schedule(problem, params, betas, max_iter, tol, 1.0, progress=bar)
-    params = problem.gather(run.params)
+    params = problem.gather(run.params, run.betas[-1])
     settings = {
         "schedule": repr(betas),
         "max_iter": max_iter,

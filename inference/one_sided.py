@@ -105,6 +105,7 @@ __all__ = [
     "gibbs_sweep",
     "hard_acm",
     "row_mixture_gibbs_setup",
+    "row_mixture_m_step",
 ]
 
 
@@ -183,15 +184,9 @@ class OneSidedEM:
         resp, n_q, energy, loglik = multinomial_mixture_pass(
             self.data, log_rho, log_q_t, beta, self.n_threads, self.counts
         )
-        # The prior side of F_beta: (1/beta)(alpha - 1) sum log rho + (eta - 1) sum log q.
-        prior = 0.0
-        if self.model.alpha != 1.0:
-            prior += (self.model.alpha - 1.0) * log_rho.sum() / beta
-        if self.model.eta != 1.0:
-            prior += (self.model.eta - 1.0) * log_q_t.sum()
-        free = -energy / beta - prior
-        new_rho = normalise_rows(resp.sum(axis=0)[None, :], self.model.alpha - 1.0, len(rho))[0]
-        new_q = normalise_rows(n_q, self.model.eta - 1.0, q.shape[1])
+        new_rho, new_q, free = row_mixture_m_step(
+            self.model, log_rho, log_q_t, resp.sum(axis=0), n_q, energy, beta
+        )
         return {"rho": new_rho, "q": new_q, "resp": resp}, EMStats(float(free), float(loglik))
 
     @staticmethod
@@ -213,21 +208,97 @@ class OneSidedEM:
         return int(sum(not close[k, :k].any() for k in range(len(q))))
 
 
+def row_mixture_m_step(model, log_rho, log_q, resp_sum, n_q, energy, beta, prior=0.0):
+    """The MAP M-step of a mixture over whole rows (the ACM, the cluster abstraction model) and
+    the free energy ``F_beta`` of the parameters the E-step used.
+
+    Parameters
+    ----------
+    model : a model with the Dirichlet concentrations ``alpha`` (weights) and ``eta`` (words)
+    log_rho, log_q : arrays
+        The logarithms of the weights and of the word distributions the E-step used (any layout:
+        only their sums enter the prior side of ``F_beta``).
+    resp_sum : (K,) array
+        The E-step posteriors summed over the rows.
+    n_q : (K', M) array
+        Expected word counts of each distribution.
+    energy : float
+        ``sum_i log sum_k rho_k L_ik**beta``.
+    beta : float
+    prior : float
+        Further log-prior terms of the family (added after the weights' and words').
+
+    Returns
+    -------
+    new_rho : (K,) array
+    new_q : (K', M) array
+    free : float
+
+    Examples
+    --------
+    >>> model = OneSidedClustering(2, alpha=1.0, eta=1.0)
+    >>> rho, q, free = row_mixture_m_step(model, np.log([0.5, 0.5]), np.zeros((2, 2)),
+    ...                                   np.array([3.0, 1.0]), np.ones((2, 2)), -2.0, 1.0)
+    >>> rho.tolist(), q.tolist(), free
+    ([0.75, 0.25], [[0.5, 0.5], [0.5, 0.5]], 2.0)
+    """
+    # The prior side of F_beta: (1/beta)(alpha - 1) sum log rho + (eta - 1) sum log q + prior.
+    prior_side = 0.0
+    with np.errstate(divide="ignore"):
+        if model.alpha != 1.0:
+            prior_side += (model.alpha - 1.0) * log_rho.sum() / beta
+        if model.eta != 1.0:
+            prior_side += (model.eta - 1.0) * log_q.sum()
+    if prior:
+        prior_side += prior
+    free = -energy / beta - prior_side
+    new_rho = normalise_rows(resp_sum[None, :], model.alpha - 1.0, len(resp_sum))[0]
+    new_q = normalise_rows(n_q, model.eta - 1.0, n_q.shape[1])
+    return new_rho, new_q, free
+
+
 @dataclass(frozen=True)
-class OneSidedBlocks:
-    """The one-sided clustering model's :class:`~latentzoo.inference.dask_backend.BlockEM`: ``resp`` per block; ``rho`` and ``q``
-    shared. The block pass is :func:`~latentzoo.inference.em.multinomial_mixture_pass`; free
-    energy and M-step are those of :class:`OneSidedEM`. Its
-    k-means++ start reads the whole data, so shards are not supported."""
+class RowMixtureBlocks:
+    """The :class:`~latentzoo.inference.dask_backend.BlockEM` of a mixture over whole rows:
+    ``resp`` (and any per-row parameter a subclass adds) per block, the weights and word side
+    shared. Its start is the in-memory one (k-means++ in KL divergence reads the whole data), so
+    shards are not supported. Subclasses declare :meth:`problem`, :meth:`pass_of` and
+    :meth:`word_side`."""
 
     model: object
     n_threads: int = 1
     row_names: tuple[str, ...] = ("resp",)
 
-    def start(self, data, rng):
-        return OneSidedEM(self.model, data).init(rng)
-
     start_block = None
+    final_e_step = ("resp",)
+    """The posteriors returned are those of the final parameters (as in memory)."""
+
+    def start(self, data, rng):
+        return self.problem(data).init(rng)
+
+    def block_pass(self, block, rows, shared, beta):
+        resp, n_q, energy, loglik, new_rows, stats = self.pass_of(block, rows, shared, beta)
+        stats = {"n_q": n_q, "resp_sum": resp.sum(axis=0), "energy": energy, "loglik": loglik,
+                 **stats}  # fmt: skip
+        return {"resp": resp, **new_rows}, stats
+
+    def m_step(self, params, stats, beta):
+        log_rho, log_q, n_q, prior, word_side = self.word_side(params, stats, beta)
+        new_rho, new_q, free = row_mixture_m_step(
+            self.model, log_rho, log_q, stats["resp_sum"], n_q, stats["energy"], beta, prior
+        )
+        new = {"rho": new_rho, "q": new_q, **word_side}
+        return new, EMStats(float(free), float(stats["loglik"]))
+
+
+@dataclass(frozen=True)
+class OneSidedBlocks(RowMixtureBlocks):
+    """The ACM's :class:`RowMixtureBlocks`: the block pass is
+    :func:`~latentzoo.inference.em.multinomial_mixture_pass`, the M-step that of
+    :class:`OneSidedEM`."""
+
+    def problem(self, data):
+        return OneSidedEM(self.model, data)
 
     def globals_of(self, params):
         with np.errstate(divide="ignore"):
@@ -235,26 +306,15 @@ class OneSidedBlocks:
             log_rho = np.log(np.asarray(params["rho"], dtype=float))
         return {"log_q_t": log_q_t, "log_rho": log_rho}
 
-    def block_pass(self, block, rows, shared, beta):
+    def pass_of(self, block, rows, shared, beta):
         resp, n_q, energy, loglik = multinomial_mixture_pass(
             block, shared["log_rho"], shared["log_q_t"], beta, self.n_threads
         )
-        stats = {"n_q": n_q, "resp_sum": resp.sum(axis=0), "energy": energy, "loglik": loglik,
-                 "prior": 0.0}  # fmt: skip
-        return {"resp": resp}, stats
+        return resp, n_q, energy, loglik, {}, {}
 
-    def m_step(self, params, stats, beta):
+    def word_side(self, params, stats, beta):
         shared = self.globals_of(params)
-        prior = 0.0
-        if self.model.alpha != 1.0:
-            prior += (self.model.alpha - 1.0) * shared["log_rho"].sum() / beta
-        if self.model.eta != 1.0:
-            prior += (self.model.eta - 1.0) * shared["log_q_t"].sum()
-        free = -stats["energy"] / beta - prior
-        rho, q = params["rho"], params["q"]
-        new_rho = normalise_rows(stats["resp_sum"][None, :], self.model.alpha - 1.0, len(rho))[0]
-        new_q = normalise_rows(stats["n_q"], self.model.eta - 1.0, q.shape[1])
-        return {"rho": new_rho, "q": new_q}, EMStats(float(free), float(stats["loglik"]))
+        return shared["log_rho"], shared["log_q_t"], stats["n_q"], 0.0, {}
 
 
 # ------------------------------------------------------------------------------ entry points
