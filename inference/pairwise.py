@@ -115,10 +115,13 @@ from latentzoo.models.pairwise import (
 __all__ = [
     "ClusteringResult",
     "central_annealing",
+    "central_heat_bath",
     "greedy",
+    "lloyd_restarts",
     "mean_field",
     "mean_field_residual",
     "pairwise_annealing",
+    "pairwise_heat_bath",
     "sparse_pairwise_annealing",
     "sparse_pairwise_cost",
     "structure_preserving_mds",
@@ -914,15 +917,52 @@ def _lloyd(X, sq, y, max_iter):
 
 
 @nb.njit(cache=True)
-def _hartigan_kernel(X, labels, centroids, max_sweeps):
-    """Hartigan's single-item moves: item ``i`` leaves cluster ``a`` for ``b`` when that lowers
-    the K-means cost, by ``n_b/(n_b+1) ||x_i - y_b||^2 - n_a/(n_a-1) ||x_i - y_a||^2`` (the exact
-    change with both centroids updated), sweeping the items in order until none moves.
-    ``labels`` and ``centroids`` are updated in place; returns the number of sweeps."""
+def _squared_distance(X, i, centroids, v):
+    """``||x_i - y_v||^2`` as ``sum_j (x_ij - y_vj)^2`` (no cancellation for nearby points)."""
+    total = 0.0
+    for j in range(X.shape[1]):
+        delta = X[i, j] - centroids[v, j]
+        total += delta * delta
+    return total
+
+
+@nb.njit(cache=True)
+def _leave_cost(X, i, centroids, sizes, a):
+    """K-means cost that item ``i`` adds to its own cluster ``a``: ``n_a/(n_a-1) ||x_i - y_a||^2``
+    (the exact change with the centroid updated; 0 for a singleton, whose cost is 0)."""
+    if sizes[a] <= 1.0:
+        return 0.0
+    return _squared_distance(X, i, centroids, a) * sizes[a] / (sizes[a] - 1.0)
+
+
+@nb.njit(cache=True)
+def _join_cost(X, i, centroids, sizes, b):
+    """K-means cost that item ``i`` adds by joining cluster ``b`` (``i`` not in it):
+    ``n_b/(n_b+1) ||x_i - y_b||^2`` (0 for an empty cluster)."""
+    return _squared_distance(X, i, centroids, b) * sizes[b] / (sizes[b] + 1.0)
+
+
+@nb.njit(cache=True)
+def _move_point(X, i, a, b, sizes, sums, centroids):
+    """Move item ``i`` from cluster ``a`` to ``b`` and keep sizes, sums and centroids current; an
+    emptied cluster keeps its centroid (its costs are 0 whatever it is)."""
+    sizes[a] -= 1.0
+    sizes[b] += 1.0
+    for j in range(X.shape[1]):
+        sums[a, j] -= X[i, j]
+        sums[b, j] += X[i, j]
+        if sizes[a] > 0.0:
+            centroids[a, j] = sums[a, j] / sizes[a]
+        centroids[b, j] = sums[b, j] / sizes[b]
+
+
+@nb.njit(cache=True)
+def _label_statistics(X, labels, k):
+    """Sizes (K,), sums (K, d) and centroids (K, d; 0 for an empty cluster) of ``labels``."""
     n_items, n_dims = X.shape
-    k = centroids.shape[0]
     sizes = np.zeros(k)
     sums = np.zeros((k, n_dims))
+    centroids = np.zeros((k, n_dims))
     for i in range(n_items):
         sizes[labels[i]] += 1.0
         for j in range(n_dims):
@@ -931,6 +971,21 @@ def _hartigan_kernel(X, labels, centroids, max_sweeps):
         if sizes[v] > 0:
             for j in range(n_dims):
                 centroids[v, j] = sums[v, j] / sizes[v]
+    return sizes, sums, centroids
+
+
+@nb.njit(cache=True)
+def _hartigan_kernel(X, labels, centroids, max_sweeps):
+    """Hartigan's single-item moves: item ``i`` leaves cluster ``a`` for ``b`` when that lowers
+    the K-means cost, by ``n_b/(n_b+1) ||x_i - y_b||^2 - n_a/(n_a-1) ||x_i - y_a||^2`` (the exact
+    change with both centroids updated), sweeping the items in order until none moves.
+    ``labels`` and ``centroids`` are updated in place; returns the number of sweeps."""
+    n_items = X.shape[0]
+    k = centroids.shape[0]
+    sizes, sums, held = _label_statistics(X, labels, k)
+    for v in range(k):
+        if sizes[v] > 0:
+            centroids[v] = held[v]
     sweeps = 0
     for _ in range(max_sweeps):
         sweeps += 1
@@ -939,35 +994,109 @@ def _hartigan_kernel(X, labels, centroids, max_sweeps):
             a = labels[i]
             if sizes[a] <= 1.0:
                 continue
-            own = 0.0
-            for j in range(n_dims):
-                delta = X[i, j] - centroids[a, j]
-                own += delta * delta
-            removal = own * sizes[a] / (sizes[a] - 1.0)
+            removal = _leave_cost(X, i, centroids, sizes, a)
             best, best_gain = -1, 1e-12 * removal
             for b in range(k):
                 if b == a:
                     continue
-                other = 0.0
-                for j in range(n_dims):
-                    delta = X[i, j] - centroids[b, j]
-                    other += delta * delta
-                gain = removal - other * sizes[b] / (sizes[b] + 1.0)
+                gain = removal - _join_cost(X, i, centroids, sizes, b)
                 if gain > best_gain:
                     best, best_gain = b, gain
             if best >= 0:
-                sizes[a] -= 1.0
-                sizes[best] += 1.0
-                for j in range(n_dims):
-                    sums[a, j] -= X[i, j]
-                    sums[best, j] += X[i, j]
-                    centroids[a, j] = sums[a, j] / sizes[a]
-                    centroids[best, j] = sums[best, j] / sizes[best]
+                _move_point(X, i, a, best, sizes, sums, centroids)
                 labels[i] = best
                 moved += 1
         if moved == 0:
             break
     return sweeps
+
+
+@nb.njit(cache=True)
+def _central_heat_bath(X, labels, k, temperature, uniforms):
+    """Heat-bath sweeps of independent chains of the Gibbs distribution of the K-means cost,
+    ``P(M) ∝ exp(-H^cc(M) / T)`` (eq. (8) with the centroids (32) of the clusters).
+
+    Item ``i``'s conditional given the others is ``∝ exp(-c_v / T)`` with ``c_v`` the cost it adds
+    to cluster ``v`` with itself left out: Hartigan's leave cost for its own cluster (equal to
+    ``n/(n+1) ||x_i - y^-i||^2`` of the cluster without it), the join cost for the others, the
+    increments :func:`_hartigan_kernel` moves by. ``labels`` (chains, N) are updated in place;
+    ``uniforms`` (chains, sweeps, N) drive the draws, items in order within a sweep.
+    """
+    n_chains, n_sweeps, n_items = uniforms.shape
+    costs = np.empty(k)
+    for chain in range(n_chains):
+        z = labels[chain]
+        sizes, sums, centroids = _label_statistics(X, z, k)
+        for sweep in range(n_sweeps):
+            for i in range(n_items):
+                a = z[i]
+                for v in range(k):
+                    if v == a:
+                        costs[v] = _leave_cost(X, i, centroids, sizes, a)
+                    else:
+                        costs[v] = _join_cost(X, i, centroids, sizes, v)
+                b = _draw_from_costs(costs, temperature, uniforms[chain, sweep, i])
+                if b != a:
+                    _move_point(X, i, a, b, sizes, sums, centroids)
+                    z[i] = b
+
+
+@nb.njit(cache=True)
+def _draw_from_costs(costs, temperature, uniform):
+    """The index drawn from ``softmax(-costs / T)`` by inverting one uniform, in log space (shift
+    by the smallest cost so that no weight overflows)."""
+    k = costs.size
+    low = np.inf
+    for v in range(k):
+        if costs[v] < low:
+            low = costs[v]
+    total = 0.0
+    for v in range(k):
+        total += np.exp(-(costs[v] - low) / temperature)
+    threshold = uniform * total
+    running = 0.0
+    for v in range(k):
+        running += np.exp(-(costs[v] - low) / temperature)
+        if threshold < running:
+            return v
+    return k - 1
+
+
+def lloyd_restarts(model: CentralClustering, data, n_init: int = 100, random_state=None):
+    """K-means costs ``H^cc`` of Lloyd's algorithm from ``n_init`` random starts (``K`` distinct
+    items as the first centroids, as scikit-learn's ``init="random"``): the baseline that the
+    optimality level ranks :func:`central_annealing` against.
+
+    Parameters
+    ----------
+    model : CentralClustering
+    data : Features
+    n_init : int
+    random_state : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_init,)
+
+    Examples
+    --------
+    >>> X = np.array([[0.0], [0.1], [3.0], [3.2]])
+    >>> lloyd_restarts(CentralClustering(2), X, n_init=3, random_state=0).round(3).tolist()
+    [0.025, 0.025, 0.025]
+    """
+    _check_model(model, CentralClustering)
+    check_integer("n_init", n_init, low=1)
+    data = model.check_data(data)
+    X = np.asarray(data.X, dtype=np.float64)
+    rng = as_rng(random_state)
+    sq = (X**2).sum(axis=1)
+    k = model.n_components
+    costs = np.empty(n_init)
+    for run in range(n_init):
+        start = X[rng.choice(X.shape[0], size=k, replace=False)]
+        labels, _, _ = _lloyd(X, sq, start, 1000)
+        costs[run] = _kmeans_cost(X, labels, k)
+    return costs
 
 
 def _hard_refinement(X, sq, y, max_iter):
@@ -1402,6 +1531,146 @@ def _greedy_sweeps(D, labels, a_t, sizes, within, order, max_sweeps):
         if moved == 0:
             return sweep + 1, True
     return max_sweeps, False
+
+
+@nb.njit(cache=True)
+def _pairwise_heat_bath(D, labels, k, temperature, uniforms):
+    """Heat-bath sweeps of independent chains of the Gibbs distribution (18) of the pairwise
+    cost, ``P(M) ∝ exp(-H^pc(M) / T)``.
+
+    With one-hot assignments the mean-field potential (26) is exact: :func:`_potential` is the
+    cost increment (24) of putting item ``i`` into cluster ``v`` with ``i`` left out, so item
+    ``i``'s conditional given the others is ``∝ exp(-E_iv / T)``, the annealing's update (25)
+    at hard assignments; :func:`_move_item` keeps ``(D @ M).T``, the sizes and the within-cluster
+    sums current, as in the annealing. ``labels`` (chains, N) are updated in place; ``uniforms``
+    (chains, sweeps, N) drive the draws, items in order within a sweep.
+    """
+    n_chains, n_sweeps, n_items = uniforms.shape
+    costs = np.empty(k)
+    new = np.zeros(k)
+    delta = np.empty(k)
+    for chain in range(n_chains):
+        z = labels[chain]
+        resp = np.zeros((n_items, k))
+        for i in range(n_items):
+            resp[i, z[i]] = 1.0
+        a_t, sizes, within = _cluster_sums(D, resp)
+        for sweep in range(n_sweeps):
+            for i in range(n_items):
+                for v in range(k):
+                    costs[v] = _potential(a_t, resp, sizes, within, i, v)
+                b = _draw_from_costs(costs, temperature, uniforms[chain, sweep, i])
+                if b != z[i]:
+                    new[:] = 0.0
+                    new[b] = 1.0
+                    _move_item(D, resp, a_t, sizes, within, i, new, delta, 0.0)
+                    z[i] = b
+
+
+def _heat_bath_chains(kernel, matrix, n_components, temperature, n_chains, n_sweeps, rng):
+    """Final labels (n_chains, N) of ``kernel``'s chains from uniform random labels, run in blocks
+    of chains so that the uniforms stay small."""
+    n_items = matrix.shape[0]
+    labels = rng.integers(n_components, size=(n_chains, n_items)).astype(np.int64)
+    block = max(1, 2_000_000 // max(1, n_sweeps * n_items))
+    for start in range(0, n_chains, block):
+        part = labels[start : start + block]
+        uniforms = rng.random((part.shape[0], n_sweeps, n_items))
+        kernel(matrix, part, n_components, float(temperature), uniforms)
+    return labels
+
+
+def _check_heat_bath(temperature, n_chains, n_sweeps):
+    check_positive("temperature", temperature)
+    check_integer("n_chains", n_chains, low=1)
+    check_integer("n_sweeps", n_sweeps, low=1)
+
+
+def pairwise_heat_bath(
+    model: PairwiseClustering, data, temperature: float, n_chains: int = 1000,
+    n_sweeps: int = 30, random_state=None,
+) -> np.ndarray:  # fmt: skip
+    """Sample the Gibbs distribution of pairwise clustering at a fixed temperature.
+
+    The heat-bath (Gibbs) form of Algorithm I: at temperature ``T`` each item in turn draws its
+    cluster from ``<M_iv> ∝ exp(-E_iv / T)`` (eq. (25)) with the potentials (26) of the *hard*
+    assignments of the others, for which (26) is the exact cost increment (24). The chain's
+    stationary law is the Gibbs distribution ``P(M) ∝ exp(-H^pc(M) / T)`` (eq. (18)) that the
+    annealing's mean-field equations approximate; it runs the annealing's own kernels, so that
+    its final states can be compared with :meth:`PairwiseClustering.gibbs_expectations` on a
+    tiny problem (the exact level of :func:`latentzoo.validate`).
+
+    Parameters
+    ----------
+    model : PairwiseClustering
+    data : Dissimilarities
+    temperature : float
+    n_chains : int
+        Independent chains, each from uniform random labels.
+    n_sweeps : int
+        Sweeps over the items per chain.
+    random_state : int or numpy.random.Generator, optional
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_chains, N)
+        Each chain's final labels.
+
+    Examples
+    --------
+    >>> data, _ = PairwiseClustering(2).simulate(0, n_items=5)
+    >>> pairwise_heat_bath(PairwiseClustering(2), data, 1.0, n_chains=3, random_state=0).shape
+    (3, 5)
+    """
+    _check_model(model, PairwiseClustering)
+    data = model.check_data(data)
+    _check_heat_bath(temperature, n_chains, n_sweeps)
+    D = np.ascontiguousarray(data.D, dtype=np.float64)
+    return _heat_bath_chains(
+        _pairwise_heat_bath, D, model.n_components, temperature, n_chains, n_sweeps,
+        as_rng(random_state),
+    )  # fmt: skip
+
+
+def central_heat_bath(
+    model: CentralClustering, data, temperature: float, n_chains: int = 1000,
+    n_sweeps: int = 30, random_state=None,
+) -> np.ndarray:  # fmt: skip
+    """Sample the Gibbs distribution of the K-means cost at a fixed temperature.
+
+    Each item in turn draws its cluster from ``∝ exp(-c_v / T)``, ``c_v`` the exact cost change
+    (with the centroids (32) moving) that the hard end of :func:`central_annealing` (Hartigan's
+    moves) uses. The stationary law is ``P(M) ∝ exp(-H^cc(M) / T)``, which
+    :meth:`CentralClustering.gibbs_expectations` enumerates without centroids.
+
+    Parameters
+    ----------
+    model : CentralClustering
+    data : Features
+    temperature : float
+    n_chains, n_sweeps, random_state
+        As :func:`pairwise_heat_bath`.
+
+    Returns
+    -------
+    numpy.ndarray of shape (n_chains, N)
+        Each chain's final labels.
+
+    Examples
+    --------
+    >>> X = np.array([[0.0], [0.1], [3.0], [3.2]])
+    >>> labels = central_heat_bath(CentralClustering(2), X, 0.01, n_chains=4, random_state=0)
+    >>> bool(np.all((labels[:, 0] == labels[:, 1]) & (labels[:, 0] != labels[:, 2])))
+    True
+    """
+    _check_model(model, CentralClustering)
+    data = model.check_data(data)
+    _check_heat_bath(temperature, n_chains, n_sweeps)
+    X = np.ascontiguousarray(data.X, dtype=np.float64)
+    return _heat_bath_chains(
+        _central_heat_bath, X, model.n_components, temperature, n_chains, n_sweeps,
+        as_rng(random_state),
+    )  # fmt: skip
 
 
 def _sums(D, resp):
@@ -2671,14 +2940,14 @@ def validation_recipe():
     """How :func:`latentzoo.validate` checks pairwise clustering (a ``ValidationRecipe``)."""
     from latentzoo.inference.recipes import pairwise
 
-    return pairwise(greedy, mean_field_residual)
+    return pairwise(greedy, mean_field_residual, pairwise_heat_bath)
 
 
 def central_validation_recipe():
     """How :func:`latentzoo.validate` checks central clustering (a ``ValidationRecipe``)."""
     from latentzoo.inference.recipes import central
 
-    return central()
+    return central(central_heat_bath, lloyd_restarts)
 
 
 def _cooling(max_iter: int, tol: float) -> tuple[Option, ...]:

@@ -1280,22 +1280,80 @@ def _pymc_against_enumeration(model, data, temperature, rng, draws=1500):
     return exact, estimate, truth, z_scores
 
 
+HEAT_BATH_CHAINS, HEAT_BATH_SWEEPS = 10_000, 30
+"""Independent chains of the fast method's fixed-temperature heat bath per exact test, and sweeps
+per chain (6 items, K = 2: measured within 0.02 in total variation of the Gibbs distribution
+after 30 sweeps from uniform labels at T_c and T_c / 2, below the test's stated power)."""
+
+HEAT_BATH_FACTORS = (1.0, 0.5)
+"""Temperatures of the heat-bath exact tests, in units of the problem's critical temperature:
+at ``T_c`` the Gibbs distribution is near uniform, at ``T_c / 2`` it concentrates on the low-cost
+partitions, where a wrong cost increment moves the most mass."""
+
+
+def _canonical_rows(labels, n_labels: int) -> np.ndarray:
+    """Each row of ``labels`` (S, N) renumbered by first appearance (vectorised
+    :func:`_canonical`): equal rows iff equal partitions."""
+    labels = np.asarray(labels, dtype=np.int64)
+    present = labels[:, :, None] == np.arange(n_labels)
+    first = np.where(present.any(axis=1), present.argmax(axis=1), labels.shape[1])
+    rank = np.argsort(np.argsort(first, axis=1, kind="stable"), axis=1)
+    return np.take_along_axis(rank, labels, axis=1)
+
+
+def _heat_bath_exact(model, heat_bath, data, temperature, rng, name):
+    """The fast method's fixed-temperature heat bath against the enumerated Gibbs distribution
+    ``exp(-H / T)``, over partitions (the cost is invariant to relabelling the clusters): a
+    chi-square test of the final states of :data:`HEAT_BATH_CHAINS` independent chains, with its
+    stated power."""
+    from latentzoo.inference.enumeration import frequency_test, label_vectors, state_index
+
+    k = model.n_components
+    vectors = label_vectors(data.n_items, k)
+    partitions, of_vector = np.unique(_canonical_rows(vectors, k), axis=0, return_inverse=True)
+    log_probs = np.full(len(partitions), -np.inf)
+    np.logaddexp.at(
+        log_probs, of_vector.ravel(), -np.asarray(model.cost(data, vectors)) / temperature
+    )
+    labels = heat_bath(
+        model, data, temperature, n_chains=HEAT_BATH_CHAINS, n_sweeps=HEAT_BATH_SWEEPS,
+        random_state=rng,
+    )  # fmt: skip
+    index = state_index(partitions, _canonical_rows(labels, k))
+    return with_stated_power(frequency_test(log_probs, index, name=name), HEAT_BATH_CHAINS)
+
+
 def _cost_exact(entry, recipe, model, data, settings, rng, progressbar=False):
-    """Exact level of a cost model: PyMC's reference (``pymc_model``, sampled by
-    ``CategoricalGibbsMetropolis``) against the Gibbs distribution enumerated over all ``K^N``
-    assignments (``gibbs_expectations``) at the critical temperature, on three tiny problems."""
+    """Exact level of a cost model, on three tiny problems (6 items, K = 2), against the Gibbs
+    distribution enumerated over all ``K^N`` assignments:
+
+    - the fast method's heat bath at fixed temperatures (``heat_bath``, the annealing's own cost
+      kernels: :func:`~latentzoo.inference.pairwise.pairwise_heat_bath`,
+      :func:`~latentzoo.inference.pairwise.central_heat_bath`) at ``T_c`` and ``T_c / 2``: the
+      frequencies of its final partitions (chi-square, stated power);
+    - PyMC's reference (``pymc_model``, sampled by ``CategoricalGibbsMetropolis``) at ``T_c``:
+      co-assignment probabilities in Monte Carlo standard errors (``gibbs_expectations``)."""
     import pandas as pd
 
     from latentzoo.models.pairwise import critical_temperature
 
     local = dataclasses.replace(model, n_components=2)
-    rows = []
+    heat_bath = recipe.problems["heat_bath"]
+    rows, heat_checks = [], []
     for problem in range(3):
         data_small, _ = local.simulate(rng, **recipe.problems["exact"])
         T = critical_temperature(data_small)
         if "temperature" in {f.name for f in dataclasses.fields(local)}:
             local = dataclasses.replace(local, temperature=T)
-        _log(progressbar, f"exact level: PyMC against enumeration, problem {problem + 1}")
+        _log(
+            progressbar,
+            f"exact level: heat bath and PyMC against enumeration, problem {problem + 1}",
+        )
+        for factor in HEAT_BATH_FACTORS:
+            heat_checks.append(_heat_bath_exact(
+                local, heat_bath, data_small, factor * T, rng,
+                f"fast heat bath = exact Gibbs distribution, problem {problem + 1} at {factor:g} T_c",
+            ))  # fmt: skip
         _, estimate, truth, z_scores = _pymc_against_enumeration(local, data_small, T, rng)
         rows.append({"problem": problem + 1, "items": data_small.n_items, "T": T,
                      "max z": float(z_scores.max()),
@@ -1307,12 +1365,13 @@ def _cost_exact(entry, recipe, model, data, settings, rng, progressbar=False):
         f"largest |PyMC - exact| = {worst:.2f} MCSE over {len(rows)} problems x "
         f"{truth.size} pairs (at most {PYMC_Z:g})", {"max_z": worst},
     )  # fmt: skip
-    result = Comparison(checks=[check])
+    result = Comparison(checks=[*heat_checks, check])
     result.tables["PyMC against enumeration (exact level)"] = pd.DataFrame(rows).round(4)
     result.problem = (
         f"3 tiny problems drawn by {type(local).__name__}.simulate "
-        f"({recipe.problems['exact']}), K=2, at the critical temperature T_c; all 2^N "
-        "assignments enumerated; PyMC CategoricalGibbsMetropolis, 2 chains x 1500 draws"
+        f"({recipe.problems['exact']}), K=2; all 2^N assignments enumerated; the fast heat bath "
+        f"({HEAT_BATH_CHAINS} chains x {HEAT_BATH_SWEEPS} sweeps) at T_c and T_c / 2, PyMC "
+        "CategoricalGibbsMetropolis (2 chains x 1500 draws) at T_c"
     )
     return result
 
@@ -1388,31 +1447,67 @@ def _annealing_optimality(entry, recipe, model, data, settings, rng, progressbar
     annealing cooled too fast or started below the critical temperature is a descent, and is
     beaten by 1-72% of them (measured on 12 instances; the correct one by at most 4.5%). On
     clustered data all descents tend to reach one cost, which is why the level does not use them.
-    Central clustering: no worse than the median K-means cost of 20 Lloyd runs on data drawn by
-    the model's simulator.
+    Central clustering: :func:`_central_optimality`, a Monte Carlo test of the annealing's rank
+    among Lloyd runs from random starts on simulated instances.
     """
     if "greedy" in recipe.problems:
         return _pairwise_optimality(entry, recipe, model, rng, progressbar)
-    from sklearn.cluster import KMeans
+    return _central_optimality(entry, recipe, model, rng, progressbar)
+
+
+CENTRAL_INSTANCES, LLOYD_RUNS = 10, 100
+"""Instances of the central optimality level (60 items, K = 4, drawn by the model's simulator)
+and Lloyd runs from random starts per instance."""
+
+CENTRAL_SHARE_MAX = 0.35
+"""Largest mean share of Lloyd runs ending strictly below the annealing (over the
+:data:`CENTRAL_INSTANCES` instances) that passes. Deterministic annealing is no global optimiser:
+on single instances the correct code ends above the median of Lloyd runs now and then (on 13% of
+2000 simulated instances; the former check, annealing at most the median of 20 runs on one
+instance, failed correct code on 7 of 33 seeds), so one instance cannot be a test. The share of
+correct code measured over 2000 instances (200 seeds of the level, issue 25): mean 0.155, sd
+0.234; the bootstrap distribution of a mean of 10 exceeds 0.35 with probability 0.0094, the
+level's nominal false-alarm rate (1%); the level's own mean exceeded 0.35 at none of the 200
+seeds (largest 0.342, 99th percentile 0.295). :data:`CENTRAL_SHARE_POWER` states its power."""
+
+CENTRAL_SHARE_POWER = 0.41
+"""The mean share (over instances) of an annealing that the level fails with probability 0.8,
+with the spread of the correct code's shares (normal approximation of the mean of 10)."""
+
+
+def _central_optimality(entry, recipe, model, rng, progressbar=False):
+    """The central branch of :func:`_annealing_optimality`: a Monte Carlo test of the annealing's
+    rank among Lloyd runs from random starts, over :data:`CENTRAL_INSTANCES` simulated instances,
+    against a threshold of stated false-alarm rate and power (:data:`CENTRAL_SHARE_MAX`)."""
+    import pandas as pd
 
     local = dataclasses.replace(model, n_components=4)
-    simulated, _ = local.simulate(rng, **recipe.problems["optimality"])
-    annealed = entry.methods["annealing"](local, simulated)  # deterministic: no seed
-    X = np.asarray(simulated.X, dtype=float)
-    costs = [
-        KMeans(4, n_init=1, init="random", random_state=int(rng.integers(2**31))).fit(X).inertia_
-        for _ in range(20)
-    ]
-    median = float(np.median(costs))
-    slack = 1e-9 * max(1.0, abs(median))
+    restarts = recipe.problems["restarts"]
+    rows = []
+    for index in range(CENTRAL_INSTANCES):
+        simulated, _ = local.simulate(rng, **recipe.problems["optimality"])
+        annealed = float(entry.methods["annealing"](local, simulated).cost)  # deterministic
+        costs = restarts(local, simulated, n_init=LLOYD_RUNS, random_state=rng)
+        slack = 1e-9 * max(1.0, abs(annealed))
+        rows.append({"instance": index + 1, "annealing": annealed, "best Lloyd": costs.min(),
+                     "median Lloyd": float(np.median(costs)),
+                     "share of Lloyd runs below annealing": float(np.mean(costs < annealed - slack))})  # fmt: skip
+    share = float(np.mean([row["share of Lloyd runs below annealing"] for row in rows]))
     check = Check(
-        "optimality", "annealing reaches the K-means median", annealed.cost <= median + slack,
-        f"annealing cost {annealed.cost:.6g}; K-means (Lloyd) from 20 random starts: median "
-        f"{median:.6g}, best {float(np.min(costs)):.6g}",
-        {"annealing": float(annealed.cost), "median": median},
+        "optimality", "annealing ranks among the best Lloyd runs (Monte Carlo test)",
+        share <= CENTRAL_SHARE_MAX,
+        f"on average {100 * share:.1f}% of {LLOYD_RUNS} Lloyd runs from random starts end below "
+        f"annealing over {CENTRAL_INSTANCES} simulated instances (at most "
+        f"{100 * CENTRAL_SHARE_MAX:g}%: false alarms at 1% on correct code; an annealing whose "
+        f"mean share is {100 * CENTRAL_SHARE_POWER:g}% fails with probability 0.8)",
+        {"share_below": share, "annealing": rows[-1]["annealing"]},
     )  # fmt: skip
     result = Comparison(checks=[check])
-    result.problem = f"{simulated} drawn by {type(local).__name__}(4).simulate"
+    result.tables["Annealing against Lloyd runs (optimality level)"] = pd.DataFrame(rows).round(6)
+    result.problem = (
+        f"{CENTRAL_INSTANCES} data sets of {recipe.problems['optimality']['n_items']} items drawn "
+        f"by {type(local).__name__}(4).simulate; {LLOYD_RUNS} Lloyd runs from random starts each"
+    )
     return result
 
 
@@ -1494,16 +1589,21 @@ def _cost_recipe(reference, **callables) -> ValidationRecipe:
     )
 
 
-def pairwise(greedy, mean_field_residual) -> ValidationRecipe:
-    """Pairwise clustering (Hofmann & Buhmann 1997): PyMC against enumeration, TAP against naive
-    mean field at exact expectations (section 4.2), annealing against greedy descent."""
-    return _cost_recipe(_pairwise_reference, greedy=greedy, mean_field_residual=mean_field_residual)
+def pairwise(greedy, mean_field_residual, heat_bath) -> ValidationRecipe:
+    """Pairwise clustering (Hofmann & Buhmann 1997): the annealing's heat bath and PyMC against
+    enumeration, TAP against naive mean field at exact expectations (section 4.2), annealing
+    against greedy descent."""
+    return _cost_recipe(
+        _pairwise_reference, greedy=greedy, mean_field_residual=mean_field_residual,
+        heat_bath=heat_bath,
+    )  # fmt: skip
 
 
-def central() -> ValidationRecipe:
-    """Central clustering: PyMC against enumeration, the first phase transition at
-    ``2 lambda_max``, annealing against K-means from random starts."""
-    return _cost_recipe(_central_reference)
+def central(heat_bath, restarts) -> ValidationRecipe:
+    """Central clustering: the heat bath of Hartigan's cost increments and PyMC against
+    enumeration, the first phase transition at ``2 lambda_max``, annealing against K-means from
+    random starts."""
+    return _cost_recipe(_central_reference, heat_bath=heat_bath, restarts=restarts)
 
 
 # ------------------------------------------------------------------ hierarchical cluster abstraction

@@ -559,3 +559,52 @@ def test_mean_field_at_an_extreme_scale_solves_the_equations_of_the_unit_scale()
     tiny = mean_field(model, Dissimilarities(np.ldexp(data.D, -1000)), np.ldexp(T, -1000),
                       random_state=0)  # fmt: skip
     np.testing.assert_allclose(tiny, unit, atol=1e-8)
+
+
+# --------------------------------------------------------------------------- heat bath (issue 25)
+def _partition_frequency_test(model, data, labels, temperature):
+    """The final labels' partitions against the enumerated Gibbs distribution (chi-square)."""
+    from latentzoo.inference.enumeration import frequency_test, label_vectors, state_index
+    from latentzoo.inference.recipes import _canonical_rows
+
+    k = model.n_components
+    vectors = label_vectors(data.n_items, k)
+    partitions, of_vector = np.unique(_canonical_rows(vectors, k), axis=0, return_inverse=True)
+    log_probs = np.full(len(partitions), -np.inf)
+    np.logaddexp.at(log_probs, of_vector.ravel(), -model.cost(data, vectors) / temperature)
+    return frequency_test(log_probs, state_index(partitions, _canonical_rows(labels, k)))
+
+
+@pytest.mark.parametrize(
+    ("model", "heat_bath"),
+    [(PairwiseClustering(3), pw.pairwise_heat_bath), (CentralClustering(3), pw.central_heat_bath)],
+)
+def test_heat_bath_samples_the_enumerated_gibbs_distribution(model, heat_bath):
+    # K = 3 on 5 items: empty clusters and singletons (the kernels' edge branches) are frequent.
+    rng = np.random.default_rng(seed())
+    data, _ = model.simulate(rng, n_items=5)
+    T = 0.5 * critical_temperature(data)
+    labels = heat_bath(model, data, T, n_chains=4000, n_sweeps=20, random_state=rng)
+    check = _partition_frequency_test(model, data, labels, T)
+    assert check.passed, check.detail
+
+
+def test_heat_bath_is_reproducible_and_checks_its_input():
+    model = CentralClustering(2)
+    data, _ = model.simulate(0, n_items=6)
+    first = pw.central_heat_bath(model, data, 1.0, n_chains=50, random_state=3)
+    assert np.array_equal(
+        first, pw.central_heat_bath(model, data, 1.0, n_chains=50, random_state=3)
+    )
+    with pytest.raises(ValueError, match="temperature"):
+        pw.central_heat_bath(model, data, 0.0)
+    with pytest.raises(ValueError, match="PairwiseClustering"):
+        pw.pairwise_heat_bath(model, data, 1.0)
+
+
+def test_lloyd_restarts_end_at_lloyd_fixed_points_no_better_than_the_annealing_on_blobs():
+    model = CentralClustering(3)
+    X = np.concatenate([np.random.default_rng(0).normal(c, 0.1, (10, 2)) for c in (0, 3, 6)])
+    costs = pw.lloyd_restarts(model, X, n_init=30, random_state=0)
+    assert costs.shape == (30,)
+    assert costs.min() >= central_annealing(model, X).cost - 1e-9

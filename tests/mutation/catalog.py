@@ -792,6 +792,44 @@ MUTATIONS: tuple[Mutation, ...] = (
         "EM kernel: log Z_i misses the shift it was computed with (free energy (10) wrong)",
         "annealing",
     ),
+    Mutation(
+        "pairwise-move-within-factor",
+        "pairwise",
+        _PAIR,
+        "within[v] += 2.0 * delta[v] * a_t[v, i]",
+        "within[v] += delta[v] * a_t[v, i]",
+        "_move_item: the within-cluster sum W_v gains the item's pairs once instead of twice "
+        "(D is symmetric)",
+        "annealing",
+    ),
+    Mutation(
+        "central-join-cost-lloyd",
+        "central",
+        _PAIR,
+        "return _squared_distance(X, i, centroids, b) * sizes[b] / (sizes[b] + 1.0)",
+        "return _squared_distance(X, i, centroids, b)",
+        "Hartigan's join cost ||x_i - y_b||^2 (Lloyd's) without the factor n_b / (n_b + 1) of "
+        "the moving centroid",
+        "annealing",
+    ),
+    Mutation(
+        "central-leave-cost-factor",
+        "central",
+        _PAIR,
+        "return _squared_distance(X, i, centroids, a) * sizes[a] / (sizes[a] - 1.0)",
+        "return _squared_distance(X, i, centroids, a) * sizes[a] / (sizes[a] + 1.0)",
+        "Hartigan's leave cost with the join factor n_a / (n_a + 1) instead of n_a / (n_a - 1)",
+        "annealing",
+    ),
+    Mutation(
+        "central-move-stale-source",
+        "central",
+        _PAIR,
+        "        if sizes[a] > 0.0:\n            centroids[a, j] = sums[a, j] / sizes[a]\n",
+        "",
+        "_move_point: the centroid of the cluster an item leaves is not updated (stale centroid)",
+        "annealing",
+    ),
     # ---------------------------------------------- hierarchical cluster-abstraction model (HACM)
     Mutation(
         "hacm-draw-tau-eta",
