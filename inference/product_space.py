@@ -6,6 +6,8 @@ Hofmann & Puzicha (1998), section 2.4, eq. (15)-(19); the model is
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numba as nb
 import numpy as np
 
@@ -30,7 +32,7 @@ from latentzoo.inference.family import (
 )
 from latentzoo.models.product_space import ProductSpaceMixture
 
-__all__ = ["ProductSpaceEM", "product_space_em", "product_space_pass"]
+__all__ = ["ProductSpaceBlocks", "ProductSpaceEM", "product_space_em", "product_space_pass"]
 
 
 # =================================================================== product-space mixture model
@@ -371,15 +373,6 @@ class ProductSpaceEM(EMProblem):
             tables.append(table / table.sum(axis=1, keepdims=True))
         return {"pi": pi, "p_row": tables[0], "q_col": tables[1]}
 
-    def _log_prior_terms(self, pi, p_row, q_col):
-        total = 0.0
-        with np.errstate(divide="ignore"):
-            if self.model.alpha != 1.0:
-                total += (self.model.alpha - 1.0) * np.log(pi).sum()
-            if self.model.eta != 1.0:
-                total += (self.model.eta - 1.0) * (np.log(p_row).sum() + np.log(q_col).sum())
-        return total
-
     def step(self, params, beta):
         kx, ky = self.model.n_row_clusters, self.model.n_col_clusters
         pi = np.asarray(params["pi"]).reshape(kx, ky)
@@ -388,21 +381,109 @@ class ProductSpaceEM(EMProblem):
             self.data, pi, p_row.T, q_col.T, beta, n_threads=self.n_threads, dtype=self.dtype,
             counts=self.counts,
         )  # fmt: skip
-        # The trace reports the conditional log-likelihood: joint minus sum_i n_i log p_i (over
-        # observed rows: with eta = 1 an empty row's p_i is 0).
-        observed = self.observed_rows
+        marginal = _row_marginal(self.data, self.observed_rows, p_row, pi)
         with np.errstate(divide="ignore"):
-            p_i = p_row[:, observed].T @ pi.sum(axis=1)
-            marginal = self.data.row_totals[observed] @ np.log(p_i)
-        free = -energy / beta - self._log_prior_terms(pi, p_row, q_col)
-        new = {
-            "pi": normalise_rows(n_pi.reshape(1, -1), self.model.alpha - 1.0, kx * ky)[0],
-            "p_row": normalise_rows(n_a.T, self.model.eta - 1.0, self.data.n_rows),
-            "q_col": normalise_rows(n_b.T, self.model.eta - 1.0, self.data.n_cols),
+            p_row_logs = np.log(p_row).sum() if self.model.eta != 1.0 else 0.0
+        new, stats = _m_step(self.model, pi, q_col, n_pi, n_b, energy, joint, marginal,
+                             p_row_logs, beta)  # fmt: skip
+        new["p_row"] = normalise_rows(n_a.T, self.model.eta - 1.0, self.data.n_rows)
+        return new, stats
+
+
+def _row_marginal(data: CoOccurrence, observed, p_row, pi) -> float:
+    """``sum_i n_i log p_i`` over the ``observed`` rows (with ``eta = 1`` an empty row's ``p_i``
+    is 0): what the joint log-likelihood loses to the trace's conditional one."""
+    with np.errstate(divide="ignore"):
+        p_i = p_row[:, observed].T @ pi.sum(axis=1)
+        return data.row_totals[observed] @ np.log(p_i)
+
+
+def _m_step(model, pi, q_col, n_pi, n_b, energy, joint, marginal, p_row_logs, beta):
+    """The M-step of the word side (``pi``, ``q_col``) and the :class:`EMStats` of the
+    parameters the E-step used; ``p_row_logs`` is ``sum log p_row`` (its prior's share)."""
+    kx, ky = pi.shape
+    prior = 0.0
+    with np.errstate(divide="ignore"):
+        if model.alpha != 1.0:
+            prior += (model.alpha - 1.0) * np.log(pi).sum()
+        if model.eta != 1.0:
+            prior += (model.eta - 1.0) * (p_row_logs + np.log(q_col).sum())
+    free = -energy / beta - prior
+    new = {
+        "pi": normalise_rows(n_pi.reshape(1, -1), model.alpha - 1.0, kx * ky)[0],
+        "q_col": normalise_rows(n_b.T, model.eta - 1.0, q_col.shape[1]),
+    }
+    with np.errstate(invalid="ignore"):  # -inf - -inf on an overshooting step the driver drops
+        return new, EMStats(float(free), float(joint - marginal))
+
+
+@dataclass(frozen=True)
+class ProductSpaceBlocks:
+    """The product-space mixture's :class:`~latentzoo.inference.dask_backend.BlockEM`: each
+    block holds its rows of ``p_row`` (as ``p_row_numer``, the M-step's numerators ``n_a + eta -
+    1``: ``p_row`` is normalised over all rows, so the word side carries the column sums,
+    ``p_row_total``, and a pass divides); ``pi`` and ``q_col`` are shared. The block pass is
+    :func:`product_space_pass`, the M-step that of :class:`ProductSpaceEM`. The start is the
+    in-memory one (no shards)."""
+
+    model: object
+    n_threads: int = 1
+    dtype: str = "float64"
+    row_names: tuple[str, ...] = ("p_row_numer",)
+
+    start_block = None
+
+    def start(self, data, rng):
+        params = ProductSpaceEM(self.model, data).init(rng)
+        p_row = params.pop("p_row")
+        # Divided by ones: the first pass sees p_row bit for bit.
+        return {**params, "p_row_numer": p_row.T, "p_row_total": np.ones(len(p_row)),
+                "n_rows": data.n_rows}  # fmt: skip
+
+    def globals_of(self, params):
+        kx, ky = self.model.n_row_clusters, self.model.n_col_clusters
+        return {
+            "pi": np.asarray(params["pi"]).reshape(kx, ky),
+            "b": np.ascontiguousarray(params["q_col"].T),
+            "p_row_total": params["p_row_total"],
+            "n_rows": params["n_rows"],
         }
-        with np.errstate(invalid="ignore"):  # -inf - -inf on an overshooting step the driver drops
-            conditional = float(joint - marginal)
-        return new, EMStats(float(free), conditional)
+
+    def block_pass(self, block, rows, shared, beta):
+        a = _p_row_t(rows["p_row_numer"], shared["p_row_total"], shared["n_rows"])
+        n_pi, n_a, n_b, energy, joint = product_space_pass(
+            block, shared["pi"], a, shared["b"], beta, n_threads=self.n_threads, dtype=self.dtype
+        )
+        with np.errstate(divide="ignore"):
+            p_row_logs = np.log(a).sum() if self.model.eta != 1.0 else 0.0
+        pseudo = self.model.eta - 1.0
+        numer = n_a + pseudo if pseudo else n_a
+        observed = np.flatnonzero(block.row_totals > 0)
+        stats = {"n_pi": n_pi, "n_b": n_b, "energy": energy, "p_row_logs": p_row_logs,
+                 "joint": joint, "marginal": _row_marginal(block, observed, a.T, shared["pi"]),
+                 "numer_sum": numer.sum(axis=0)}  # fmt: skip
+        return {"p_row_numer": numer}, stats
+
+    def m_step(self, params, stats, beta):
+        shared = self.globals_of(params)
+        new, em_stats = _m_step(
+            self.model, shared["pi"], params["q_col"], stats["n_pi"], stats["n_b"],
+            stats["energy"], stats["joint"], stats["marginal"], stats["p_row_logs"], beta,
+        )  # fmt: skip
+        return {**new, "p_row_total": stats["numer_sum"], "n_rows": params["n_rows"]}, em_stats
+
+    def finish(self, params):
+        """``p_row`` (``Kx x N``) from its numerators and ``pi`` as ``Kx x Ky``, as in memory."""
+        p_row = _p_row_t(params.pop("p_row_numer"), params.pop("p_row_total"), params.pop("n_rows"))
+        shape = (self.model.n_row_clusters, self.model.n_col_clusters)
+        return {**params, "pi": np.reshape(params["pi"], shape), "p_row": p_row.T}
+
+
+def _p_row_t(numer, total, n_rows):
+    """``p_row.T`` of a block from its numerators and the column sums over all rows (uniform
+    where a column has no mass, as :func:`normalise_rows`)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, numer / total, 1.0 / n_rows)
 
 
 def _reshape_pi(model, data, result):
@@ -461,6 +542,7 @@ FAMILY = Family(
         "annealed_em": Method(
             product_space_em,
             with_defaults((*SCHEDULE_OPTIONS, THREADS, DTYPE), product_space_em.defaults),
+            blocks=ProductSpaceBlocks,
         ),
     },
     recipe=validation_recipe,
