@@ -285,6 +285,50 @@ def _flip_log_ratio(x, p, q, logits_k, shrink_k, sign):
     return linear - log_products - math.log(product)
 
 
+@nb.njit(cache=True, inline="always")
+def _metropolis_accepts(log_ratio, rng_state):
+    """Metropolis-Hastings' test: a uniform is drawn only when ``log_ratio < 0``."""
+    return log_ratio >= 0.0 or next_uniform(rng_state) < math.exp(log_ratio)
+
+
+@nb.njit(cache=True, inline="always")
+def _ibp_flip_log_odds(z, others, n_items):
+    """The IBP prior odds (7.12) of flipping ``z_ik`` with ``m_-i,k = others``, in log space."""
+    if z == 1:
+        return math.log(n_items - others) - math.log(others)
+    return math.log(others) - math.log(n_items - others)
+
+
+@nb.njit(cache=True, inline="always")
+def _drop_singletons(Z, counts, i, n_columns):
+    """Item ``i`` leaves the clusters it alone belongs to (compaction then removes them)."""
+    for k in range(n_columns[0]):
+        if Z[i, k] == 1 and counts[k] == 1:
+            Z[i, k] = 0
+            counts[k] = 0
+
+
+@nb.njit(cache=True, inline="always")
+def _list_members(Z, k, members):
+    """The items of cluster ``k`` into the front of ``members``; returns their number."""
+    size = 0
+    for i in range(Z.shape[0]):
+        if Z[i, k] == 1:
+            members[size] = i
+            size += 1
+    return size
+
+
+@nb.njit(cache=True, inline="always")
+def _open_column(Z, counts, n_columns, i):
+    """A new cluster holding item ``i`` alone, in the next free column; returns the column."""
+    k = n_columns[0]
+    Z[i, k] = 1
+    counts[k] = 1
+    n_columns[0] += 1
+    return k
+
+
 @nb.njit(cache=True)
 def _sweep_assignments(
     X, Z, logits, theta, eta, counts, n_columns, new_counts, new_theta, rng_state, proposed, free
@@ -322,10 +366,7 @@ def _sweep_assignments(
                 continue  # empty, or item i's own singleton: the new-cluster move's business
             sign = 1.0 - 2.0 * z  # the flip adds the cluster's logits when z = 0
             log_odds_flip = _flip_log_ratio(x, p, q, logits[k], shrink[k], sign)
-            if z == 1:
-                log_odds_flip += math.log(n_items - others) - math.log(others)
-            else:
-                log_odds_flip += math.log(others) - math.log(n_items - others)
+            log_odds_flip += _ibp_flip_log_odds(z, others, n_items)
             # P(flip) = sigmoid(log_odds_flip)
             if next_uniform(rng_state) * (1.0 + math.exp(-log_odds_flip)) < 1.0:
                 Z[i, k] = 1 - z
@@ -353,21 +394,15 @@ def _sweep_assignments(
                 )
             next_new += 1
         log_ratio = _item_log_likelihood(x, proposed) - _item_log_likelihood(x, eta_i)
-        if log_ratio >= 0.0 or next_uniform(rng_state) < math.exp(log_ratio):
+        if _metropolis_accepts(log_ratio, rng_state):
             accepted += 1
-            for k in range(n_columns[0]):
-                if Z[i, k] == 1 and counts[k] == 1:
-                    Z[i, k] = 0
-                    counts[k] = 0
+            _drop_singletons(Z, counts, i, n_columns)
             for row in range(first_new, next_new):
-                k = n_columns[0]
+                k = _open_column(Z, counts, n_columns, i)
                 for d in range(n_features):
                     theta[k, d] = new_theta[row, d]
                     logits[k, d] = math.log(new_theta[row, d]) - math.log1p(-new_theta[row, d])
                     shrink[k, d] = math.exp(-abs(logits[k, d]))
-                Z[i, k] = 1
-                counts[k] = 1
-                n_columns[0] += 1
             for d in range(n_features):
                 eta_i[d] = proposed[d]
     return accepted, made
@@ -398,11 +433,7 @@ def _sweep_parameters(X, Z, logits, theta, eta, n_columns, proposals, omega, a, 
     accept = np.zeros(n_features, dtype=np.bool_)
     for k in range(n_columns[0]):
         # Only the cluster's members see theta_kd: list them once for all D features.
-        size = 0
-        for i in range(n_items):
-            if Z[i, k] == 1:
-                members[size] = i
-                size += 1
+        size = _list_members(Z, k, members)
         for d in range(n_features):
             new = proposals[k, d]
             step = 0.0
@@ -433,7 +464,7 @@ def _sweep_parameters(X, Z, logits, theta, eta, n_columns, proposals, omega, a, 
             # T(old | new) / T(new | old), T(y | x) = Beta(y; omega x, omega (1 - x))
             ratio += _log_beta_density(old, omega * new, omega * (1.0 - new))
             ratio -= _log_beta_density(new, omega * old, omega * (1.0 - old))
-            if ratio >= 0.0 or next_uniform(rng_state) < math.exp(ratio):
+            if _metropolis_accepts(ratio, rng_state):
                 accepted += 1
                 accept[d] = True
                 theta[k, d] = new
@@ -544,10 +575,7 @@ def _sweep_assignments_gaussian(
             log_odds_flip = _gaussian_flip_log_ratio(
                 x, shift_i, precision_i, tau[k], weighted[k], sign
             )
-            if z == 1:
-                log_odds_flip += math.log(n_items - others) - math.log(others)
-            else:
-                log_odds_flip += math.log(others) - math.log(n_items - others)
+            log_odds_flip += _ibp_flip_log_odds(z, others, n_items)
             if next_uniform(rng_state) * (1.0 + math.exp(-log_odds_flip)) < 1.0:
                 Z[i, k] = 1 - z
                 counts[k] += 1 - 2 * z
@@ -576,21 +604,15 @@ def _sweep_assignments_gaussian(
         log_ratio = _gaussian_item_log_likelihood(
             x, proposed_shift, proposed_precision
         ) - _gaussian_item_log_likelihood(x, shift_i, precision_i)
-        if log_ratio >= 0.0 or next_uniform(rng_state) < math.exp(log_ratio):
+        if _metropolis_accepts(log_ratio, rng_state):
             accepted += 1
-            for k in range(n_columns[0]):
-                if Z[i, k] == 1 and counts[k] == 1:
-                    Z[i, k] = 0
-                    counts[k] = 0
+            _drop_singletons(Z, counts, i, n_columns)
             for row in range(first_new, next_new):
-                k = n_columns[0]
+                k = _open_column(Z, counts, n_columns, i)
                 for d in range(n_features):
                     mu[k, d] = new_mu[row, d]
                     tau[k, d] = new_tau[row, d]
                     weighted[k, d] = new_tau[row, d] * new_mu[row, d]
-                Z[i, k] = 1
-                counts[k] = 1
-                n_columns[0] += 1
             shift_i[:] = proposed_shift
             precision_i[:] = proposed_precision
     return accepted, made
@@ -617,11 +639,7 @@ def _sweep_parameters_gaussian(
     accepted = 0
     members = np.empty(n_items, dtype=np.int64)
     for k in range(n_columns[0]):
-        size = 0
-        for i in range(n_items):
-            if Z[i, k] == 1:
-                members[size] = i
-                size += 1
+        size = _list_members(Z, k, members)
         for d in range(n_features):
             t, m = tau[k, d], mu[k, d]
             mean_precision = kappa0 * t
@@ -648,7 +666,7 @@ def _sweep_parameters_gaussian(
             log_ratio += (gamma_a - 1.0) * log_step - gamma_b * change
             log_ratio += 0.5 * log_step - 0.5 * kappa0 * change * (m - mu0) ** 2
             log_ratio += log_step
-            if log_ratio >= 0.0 or next_uniform(rng_state) < math.exp(log_ratio):
+            if _metropolis_accepts(log_ratio, rng_state):
                 accepted += 1
                 tau[k, d] = t + change
                 for j in range(size):

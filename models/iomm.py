@@ -104,6 +104,15 @@ def _binary_matrix(values, name: str) -> np.ndarray:
     return values.astype(np.float64)
 
 
+def _real_matrix(X) -> np.ndarray:
+    """``X`` as a 2-D float array of finite entries, or a ``ValueError`` naming the entry."""
+    X = np.asarray(X)
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-D array (items x features), got shape {X.shape}")
+    check_entries(X, "X")
+    return X.astype(np.float64)
+
+
 def _check_theta(theta, n_columns: int, n_features: int) -> np.ndarray:
     """``theta`` as a ``(K, D)`` float array with every entry in the open interval (0, 1)."""
     theta = np.asarray(theta, dtype=np.float64)
@@ -282,11 +291,7 @@ def gaussian_log_likelihood(Z, mu, cov, X) -> np.ndarray:
     >>> bool(np.isclose(value[0], -0.5 * np.log(2 * np.pi)))
     True
     """
-    X = np.asarray(X)
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array (items x features), got shape {X.shape}")
-    check_entries(X, "X")
-    X = X.astype(np.float64)
+    X = _real_matrix(X)
     mean, covariance = gaussian_product_parameters(Z, mu, cov)
     if X.shape != mean.shape:
         raise ValueError(f"X has shape {X.shape} but Z and mu give {mean.shape}")
@@ -391,11 +396,7 @@ def diagonal_gaussian_log_likelihood(
     >>> bool(np.isclose(value[0], -0.5 * np.log(2 * np.pi)))
     True
     """
-    X = np.asarray(X)
-    if X.ndim != 2:
-        raise ValueError(f"X must be a 2-D array (items x features), got shape {X.shape}")
-    check_entries(X, "X")
-    X = X.astype(np.float64)
+    X = _real_matrix(X)
     shift, precision = gaussian_natural_parameters(Z, mu, tau, base_precision, base_mean)
     if X.shape != shift.shape:
         raise ValueError(f"X has shape {X.shape} but Z and mu give {shift.shape}")
