@@ -39,6 +39,7 @@ Examples
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import NamedTuple
 
@@ -1384,6 +1385,21 @@ EXACT_PROBLEMS = (
 )
 """The exact level's enumerable problems (data, fixed cluster parameters)."""
 
+GAUSSIAN_EXACT_PROBLEMS = (
+    # Gaussian clusters: real data, every cluster at (mu0, tau0); one with sharp clusters.
+    (
+        "3 x 2 real, mu0 = (1, -0.5), tau0 = (2, 1.5)",
+        [[0.9, -1.2], [1.1, 0.3], [-0.4, 0.2]],
+        {"mu": [1.0, -0.5], "tau": [2.0, 1.5]},
+    ),
+    (
+        "3 x 1 real, mu0 = 2, tau0 = 8",
+        [[2.1], [0.2], [1.8]],
+        {"mu": [2.0], "tau": [8.0]},
+    ),
+)
+"""The exact level's problems for Gaussian clusters."""
+
 
 def exact_sampler_check(model, X, theta0, n_chains: int, n_sweeps: int, rng, name: str):
     """Algorithm 7.1 (its production kernels) against the enumerated class posterior.
@@ -1401,7 +1417,9 @@ def exact_sampler_check(model, X, theta0, n_chains: int, n_sweeps: int, rng, nam
     from latentzoo.inference.enumeration import frequency_test, lof_matrices, state_index
 
     X = np.asarray(X, dtype=np.float64)
-    if not model.gaussian:
+    if model.gaussian:
+        theta0 = {name: np.asarray(theta0[name], dtype=np.float64) for name in ("mu", "tau")}
+    else:
         theta0 = np.asarray(theta0, dtype=np.float64)
     space = lof_matrices(X.shape[0], EXACT_MAX_COLUMNS)
     log_post = exact_class_log_posterior(space, model.alpha, theta0, X, model)
@@ -1449,17 +1467,18 @@ def _exact_level(entry, recipe, model, data, settings, rng, progressbar=False):
     from latentzoo.inference.compare import Comparison
 
     alpha = model.alpha if model.alpha <= 1.2 else 1.0
-    tiny = OverlappingMixture(alpha=alpha, a=model.a, b=model.b)
+    tiny = dataclasses.replace(model, alpha=alpha)
+    problems = GAUSSIAN_EXACT_PROBLEMS if model.gaussian else EXACT_PROBLEMS
     n_chains, n_sweeps = settings.exact_chains // 2, 15
     checks = [culinary_check(alpha, 3, settings.exact_chains, rng)]
-    for label, X, theta0 in EXACT_PROBLEMS:
+    for label, X, theta0 in problems:
         if progressbar:
             print(f"exact level: {label}", flush=True)
         name = f"{label}: Algorithm 7.1 final states = P([Z] | X, theta0)"
         checks.append(exact_sampler_check(tiny, X, theta0, n_chains, n_sweeps, rng, name))
     problem = (
         f"synthetic tiny data, IBP(alpha={alpha:g}): {settings.exact_chains} culinary draws of 3 "
-        f"items; {len(EXACT_PROBLEMS)} problems with every cluster at a fixed theta0, per problem "
+        f"items; {len(problems)} problems with every cluster at a fixed theta0, per problem "
         f"{n_chains} independent chains x {n_sweeps} sweeps against all left-ordered classes of "
         f"up to {EXACT_MAX_COLUMNS} columns (no PyMC)"
     )
@@ -1472,33 +1491,45 @@ def geweke_states(model, n_items: int, n_features: int, n_runs: int, n_sweeps: i
 
     Each run draws ``(Z, Theta)`` from the prior and ``X`` from the likelihood, then alternates
     one sweep of every move of Algorithm 7.1 (Gibbs with (7.12), new clusters, the Beta proposal
-    (7.13)) with a fresh ``X ~ p(X | Z, Theta)``: a right sampler leaves the prior invariant.
+    (7.13); Gaussian clusters: the conjugate means and the precisions' MH) with a fresh ``X ~
+    p(X | Z, Theta)``: a right sampler leaves the prior invariant.
 
     Returns
     -------
     keys : numpy.ndarray of shape (n_runs, 1 + N * EXACT_MAX_COLUMNS)
         The left-ordered class of each run's final ``Z`` (:func:`lof_key`).
     first_theta : numpy.ndarray
-        ``theta[0, 0]`` of each final state with a cluster.
+        ``theta[0, 0]`` (Gaussian clusters: ``tau[0, 0]``) of each final state with a cluster.
     """
-    from latentzoo.models.iomm import product_probabilities
-
+    last = model.cluster_names[-1]
     keys, first_theta = [], []
     for _ in range(n_runs):
         Z0 = model.prior.draw(n_items, random_state=rng)
-        theta0 = rng.beta(model.a, model.b, size=(Z0.shape[1], n_features))
-        theta0 = np.clip(theta0, _EDGE, 1 - _EDGE)
-        X = (rng.random((n_items, n_features)) < product_probabilities(Z0, theta0)).astype(float)
-        state = init(model, X, rng)
+        params = {"Z": Z0, **_draw_prior_clusters(rng, model, Z0.shape[1], n_features)}
+        X = _fresh_data(model, params, rng)
+        state = init(model, X, rng, initial=params)  # the joint's draw: (Z, Theta) made X
         for _ in range(n_sweeps):
             state = advance(state, rng, model, X, 5.0)[0]
             params = draw(state)
-            probabilities = product_probabilities(params["Z"], params["theta"])
-            X[:] = rng.random((n_items, n_features)) < probabilities
+            X[:] = _fresh_data(model, params, rng)
         keys.append(lof_key(params["Z"]))
-        if params["theta"].shape[0]:
-            first_theta.append(params["theta"][0, 0])
+        if params[last].shape[0]:
+            first_theta.append(params[last][0, 0])
     return np.array(keys), np.array(first_theta)
+
+
+def _fresh_data(model, params, rng) -> np.ndarray:
+    """``X ~ p(X | Z, Theta)`` as floats: Bernoulli with the product probabilities (7.7), or
+    Gaussian with the product's natural parameters (7.5)."""
+    from latentzoo.models.iomm import gaussian_natural_parameters, product_probabilities
+
+    if not model.gaussian:
+        probabilities = product_probabilities(params["Z"], params["theta"])
+        return (rng.random(probabilities.shape) < probabilities).astype(float)
+    shift, precision = gaussian_natural_parameters(
+        params["Z"], params["mu"], params["tau"], model.base_precision, model.mu0
+    )
+    return shift / precision + rng.standard_normal(shift.shape) / np.sqrt(precision)
 
 
 def geweke_checks(model, n_runs: int, n_sweeps: int, rng) -> list:
@@ -1529,9 +1560,13 @@ def geweke_checks(model, n_runs: int, n_sweeps: int, rng) -> list:
         name=f"{label}: final classes = IBP prior",
     )  # fmt: skip
     classes = Check("calibrated", classes.name, classes.passed, classes.detail, classes.numbers)
-    result = stats.kstest(first_theta, stats.beta(model.a, model.b).cdf)
+    if model.gaussian:
+        prior, what = stats.gamma(model.gamma_a, scale=1 / model.gamma_b), "tau = Gamma prior"
+    else:
+        prior, what = stats.beta(model.a, model.b), "theta = Beta(a, b) prior"
+    result = stats.kstest(first_theta, prior.cdf)
     theta = Check(
-        "calibrated", f"{label}: theta = Beta(a, b) prior", bool(result.pvalue > 1e-3),
+        "calibrated", f"{label}: {what}", bool(result.pvalue > 1e-3),
         f"Kolmogorov-Smirnov p = {result.pvalue:.3g} (need > 0.001) over {first_theta.size} draws",
         {"p_value": float(result.pvalue)},
     )  # fmt: skip
@@ -1543,13 +1578,18 @@ def _calibrated_level(entry, recipe, model, data, settings, rng, progressbar=Fal
     from latentzoo.inference.compare import Comparison
 
     alpha = model.alpha if model.alpha <= 1.2 else 1.0
-    tiny = OverlappingMixture(alpha=alpha, a=model.a, b=model.b)
+    tiny = dataclasses.replace(model, alpha=alpha)
     n_runs = settings.sbc_sims * 2
     if progressbar:
         print(f"calibrated level: Geweke test, {n_runs} runs", flush=True)
+    clusters = (
+        f"Normal-Gamma({model.mu0:g}, {model.kappa0:g}, {model.gamma_a:g}, {model.gamma_b:g})"
+        if model.gaussian
+        else f"Beta({model.a:g}, {model.b:g})"
+    )
     problem = (
         f"synthetic: {n_runs} draws of (Z, Theta, X) from the prior, 3 items x 2 features, "
-        f"IBP(alpha={alpha:g}), Beta({model.a:g}, {model.b:g}); 12 sweeps of Algorithm 7.1 "
+        f"IBP(alpha={alpha:g}), {clusters}; 12 sweeps of Algorithm 7.1 "
         "alternating with fresh X (Geweke 2004)"
     )
     return Comparison(checks=geweke_checks(tiny, n_runs, 12, rng), problem=problem)
@@ -1559,7 +1599,8 @@ def validation_recipe():
     """How :func:`latentzoo.validate` checks the IOMM (a ``ValidationRecipe``).
 
     exact: the IBP's exchangeable class probability against culinary frequencies, and the
-    production sweeps against the enumerated class posterior with fixed parameters; density:
+    production sweeps against the enumerated class posterior with fixed parameters (the
+    model's clusters: Bernoulli or Gaussian problems); density:
     the PyMC finite truncation against :meth:`OverlappingMixture.log_prior` and the likelihood;
     calibrated: Geweke's joint-distribution test of every move.
     """

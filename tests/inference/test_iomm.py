@@ -189,12 +189,14 @@ def test_mcmc_inference_data_groups_and_scores(tmp_path):
 # Slow tier: the default tier runs the sampler against exact enumeration of Z instead.
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
-def test_full_sampler_passes_gewekes_joint_distribution_test(seed):
+@pytest.mark.parametrize("distribution", ["bernoulli", "gaussian"])
+def test_full_sampler_passes_gewekes_joint_distribution_test(seed, distribution):
     """Every move together (Gibbs with (7.12), new clusters with prior parameters, the Beta
-    proposal (7.13) on theta): alternating one sweep of Algorithm 7.1 with a fresh X ~ p(X | Z,
-    Theta) leaves the prior invariant (Geweke 2004), so the left-ordered Z of independent chains
-    follow the exact IBP class probabilities and a parameter follows Beta(a, b)."""
-    model = OverlappingMixture(alpha=1.2, a=1.5, b=0.8)
+    proposal (7.13) on theta; Gaussian clusters: the conjugate means and the precisions' MH):
+    alternating one sweep of Algorithm 7.1 with a fresh X ~ p(X | Z, Theta), from a draw of the
+    joint, leaves the prior invariant (Geweke 2004), so the left-ordered Z of independent chains
+    follow the exact IBP class probabilities and a parameter follows its prior."""
+    model = OverlappingMixture(alpha=1.2, a=1.5, b=0.8, distribution=distribution)
     for check in iomm.geweke_checks(model, 2000, 12, np.random.default_rng(seed)):
         assert check.passed, check.detail
 
@@ -409,15 +411,15 @@ def test_gaussian_sampler_agrees_with_pymc_nuts_given_Z():
     Z = truth["Z"]
     initial = {"Z": Z, "mu": truth["mu"], "tau": truth["tau"]}
     posterior, _, _ = iomm.sample(
-        model, data, initial=initial, clamped=np.ones(25, dtype=bool), chains=4, draws=1500,
-        tune=300, random_state=0, progressbar=False,
+        model, data, initial=initial, clamped=np.ones(25, dtype=bool), chains=2, draws=1500,
+        tune=200, random_state=0, progressbar=False,
     )  # fmt: skip
     fast = {name: posterior[name][:, :, : Z.shape[1]] for name in ("mu", "tau")}
     with pm.observe(model.pymc_model(data, truncation=Z.shape[1]), {"Z": Z}):
         reference = pm.sample(
-            1500,
-            tune=1000,
-            chains=4,
+            1000,
+            tune=500,
+            chains=2,
             random_seed=1,
             progressbar=False,
             compute_convergence_checks=False,
