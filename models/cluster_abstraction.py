@@ -43,12 +43,7 @@ from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
 )
-from latentzoo.models.cooccurrence import (
-    RowMixture,
-    draw_row_mixture,
-    row_mixture_log_prior,
-    simulated_corpus,
-)
+from latentzoo.models.cooccurrence import RowMixture, draw_row_mixture, simulated_corpus
 from latentzoo.models.invariants import coassignment_pairs, default_dyads
 
 __all__ = [
@@ -841,59 +836,13 @@ class ClusterAbstractionModel(RowMixture, RowClustering):
         >>> p.shape == (data.counts.nnz,), bool(np.all((p > 0) & (p <= 1)))
         (True, True)
         """
-        resp = params.get("resp")
-        if resp is None:
-            rho = np.asarray(params["rho"], dtype=float)
-            resp = np.broadcast_to(rho, (test.n_rows, len(rho)))
-        resp = np.asarray(resp, dtype=float)
-        rows, cols, _ = test.cells()
-        return np.einsum("ck,ck->c", resp[rows], self._cell_mixtures(params, rows, cols))
+        return self._heldout_cells(params, test)[2]
 
-    def heldout_log_likelihood(self, params, test) -> np.ndarray:
-        """Per-row log predictive probability of held-out observations, eq. (59).
-
-        ``sum_j n_ij log P(y_j | x_i)`` with ``P(y_j | x_i) = sum_nu p_{nu|i} q_{j|nu}``,
-        ``p_{nu|i} = sum_a <I_ia> tau_{nu|a,i}``, the memberships ``<I_ia>`` being those of the
-        *training* rows, ``params["resp"]`` (stored by the EM); without ``resp`` the prior ``rho``.
-        ``p_i`` is left out, so ``exp(-sum / test.total)`` is the perplexity.
-
-        Examples
-        --------
-        >>> model = ClusterAbstractionModel(1)
-        >>> data, truth = model.simulate(0, n_docs=3, n_words=5, doc_length=8)
-        >>> model.heldout_log_likelihood(truth, data).shape
-        (3,)
-        """
-        resp = params.get("resp")
-        if resp is None:
-            n_rows = test.n_rows
-            resp = np.broadcast_to(
-                np.asarray(params["rho"], dtype=float), (n_rows, len(params["rho"]))
-            )
-        resp = np.asarray(resp, dtype=float)
-        check_data_shape("test", test.shape, (resp.shape[0], np.shape(params["q"])[-1]))
-        rows, cols, counts = test.cells()
-        p = np.einsum("ck,ck->c", resp[rows], self._cell_mixtures(params, rows, cols))
-        with np.errstate(divide="ignore"):
-            terms = counts * np.log(p)
-        return np.bincount(rows, weights=terms, minlength=test.n_rows)
-
-    def predictive(self, params, data, dyads, resp=None) -> np.ndarray:
-        """``P(y_j | x_i) = sum_nu p_{nu|i} q_{j|nu}`` for the given dyads, eq. (59) without ``p_i``.
-
-        Examples
-        --------
-        >>> from latentzoo.data import load
-        >>> model = ClusterAbstractionModel(1, tau="constant")
-        >>> params = {"rho": [0.5, 0.5], "q": np.full((3, 8), 1 / 8), "tau": model.default_tau()}
-        >>> model.predictive(params, load("toy"), [[0, 0], [5, 7]])
-        array([0.125, 0.125])
-        """
-        dyads = np.asarray(dyads, dtype=np.int64).reshape(-1, 2)
-        if resp is None:
-            resp = self.responsibilities(params, data)
-        mix = self._cell_mixtures(params, dyads[:, 0], dyads[:, 1])
-        return np.einsum("ck,ck->c", resp[dyads[:, 0]], mix)
+    def _dyad_predictive(self, params, resp_rows, rows, cols) -> np.ndarray:
+        """``P(y_j | x_i) = sum_nu p_{nu|i} q_{j|nu}`` for cells ``(rows, cols)`` given the leaf
+        memberships of their rows (eq. (59) without ``p_i``): the family's part of
+        :meth:`predictive` and :meth:`heldout_log_likelihood`."""
+        return np.einsum("ck,ck->c", resp_rows, self._cell_mixtures(params, rows, cols))
 
     def invariants(self, params, data, dyads=None, pairs=None) -> dict[str, np.ndarray]:
         """Label-invariant quantities through which every method is compared.
@@ -935,7 +884,7 @@ class ClusterAbstractionModel(RowMixture, RowClustering):
         ...                        "tau": [[1.0]]}), 6)  # log 2!
         0.693147
         """
-        total = row_mixture_log_prior(params, self.alpha, self.eta)
+        total = super().log_prior(params)
         if self.tau == "constant":
             return total
         tau = np.asarray(params["tau"], dtype=float)

@@ -8,7 +8,6 @@ product-space mixture, the cluster abstraction model), written once.
   section 5); :func:`draw_profiles`, those or draws from the Dirichlet prior; :func:`draw_counts`,
   multinomial counts from unnormalised weights; :func:`draw_row_mixture`, the weights, profiles
   and labels of a mixture over whole rows; :func:`simulated_corpus`, the counts as data.
-- :func:`row_mixture_log_prior`: the Dirichlet priors of a mixture over whole rows.
 - :class:`RowMixture`: the members of a mixture over whole rows, ``P(S_i) = sum_k rho_k P(S_i | k)``
   (one-sided clustering, Hofmann & Puzicha 1998, eq. (29); the cluster abstraction model, eq. (55)),
   built on the family's own ``log P(S_i | k)``.
@@ -22,7 +21,12 @@ from __future__ import annotations
 import numpy as np
 
 from latentzoo.data import CoOccurrence
-from latentzoo.models._checks import check_fits_data, check_integer, check_positive
+from latentzoo.models._checks import (
+    check_data_shape,
+    check_fits_data,
+    check_integer,
+    check_positive,
+)
 from latentzoo.models.base import balanced_labels
 from latentzoo.models.conjugate import dirichlet_logpdf, log_multinomial_coefficient, row_logsumexp
 from latentzoo.models.invariants import coassignment_pairs, default_dyads
@@ -36,7 +40,6 @@ __all__ = [
     "draw_profiles",
     "draw_row_mixture",
     "grid_coords",
-    "row_mixture_log_prior",
     "separated_profiles",
     "simulated_corpus",
 ]
@@ -222,21 +225,6 @@ def simulated_corpus(counts) -> CoOccurrence:
     return CoOccurrence(counts)
 
 
-def row_mixture_log_prior(params, alpha: float, eta: float) -> float:
-    """Log density of the Dirichlet priors ``rho ~ Dir(alpha)`` and ``q[p] ~ Dir(eta)`` of a
-    mixture over whole rows (normalising constants included): the ACM's whole prior, the
-    cluster abstraction model's without ``tau``.
-
-    Examples
-    --------
-    >>> round(row_mixture_log_prior({"rho": [0.5, 0.5], "q": np.full((2, 3), 1 / 3)}, 1.0, 1.0), 6)
-    1.386294
-    """
-    rho = np.asarray(params["rho"], dtype=float)[None, :]
-    q = np.asarray(params["q"], dtype=float)
-    return dirichlet_logpdf(rho, alpha) + dirichlet_logpdf(q, eta)
-
-
 def checked_grid_data(data, n_row_clusters: int, n_col_clusters: int) -> CoOccurrence:
     """``data`` as a :class:`~latentzoo.data.CoOccurrence` for a family that clusters both rows
     and columns (two-sided clustering, the product-space mixture): ``ValueError`` when there are
@@ -321,7 +309,9 @@ class RowMixture(CountRows):
     - ``_per_cluster(params, data)``: ``log P(S_i | k)`` of every row and cluster (N x K), the
       multinomial coefficient left out;
     - ``_check_fit_shape(params, data, name="data")``: ``ValueError`` naming ``name`` when ``data``
-      does not have the shape the parameters were fitted to.
+      does not have the shape the parameters were fitted to;
+    - ``_dyad_predictive(params, resp_rows, rows, cols)``: ``P(y_j | x_i)`` of the cells
+      ``(rows, cols)`` given the memberships ``resp_rows`` of their rows.
     """
 
     def _joint(self, params, data, beta=1.0):
@@ -399,6 +389,103 @@ class RowMixture(CountRows):
         joint = self._joint(params, train)
         log_resp = joint - row_logsumexp(joint)[:, None]
         return row_logsumexp(log_resp + self._per_cluster(params, test))
+
+    def log_prior(self, params) -> float:
+        """Log density of the Dirichlet priors ``rho ~ Dir(alpha)`` and ``q[p] ~ Dir(eta)``
+        (normalising constants included): the ACM's whole prior, the cluster abstraction model's
+        without ``tau``.
+
+        Examples
+        --------
+        >>> from latentzoo.models import OneSidedClustering
+        >>> round(OneSidedClustering(2, alpha=1.0, eta=1.0).log_prior(
+        ...     {"rho": [0.5, 0.5], "q": np.full((2, 3), 1 / 3)}), 6)  # log(1! * 2! * 2!)
+        1.386294
+        """
+        rho = np.asarray(params["rho"], dtype=float)[None, :]
+        q = np.asarray(params["q"], dtype=float)
+        return dirichlet_logpdf(rho, self.alpha) + dirichlet_logpdf(q, self.eta)
+
+    def _training_memberships(self, params, test) -> np.ndarray:
+        """The memberships that predict the held-out rows of ``test`` (N x K): ``params["resp"]``,
+        the posteriors of the *training* rows stored by the EM algorithms, else the prior ``rho``
+        for every row (a row whose training tokens are unknown). ``ValueError`` when ``test`` or
+        ``resp`` do not have the rows and columns of the fit."""
+        q = np.asarray(params["q"], dtype=float)
+        resp = params.get("resp")
+        fit_rows = np.shape(resp)[0] if resp is not None and np.ndim(resp) == 2 else None
+        detail = f"resp has shape {np.shape(resp)}" if fit_rows is not None else None
+        check_data_shape("test", test.shape, (fit_rows, q.shape[-1]), detail=detail)
+        rho = np.asarray(params["rho"], dtype=float)
+        if resp is None:
+            resp = np.broadcast_to(rho, (test.n_rows, rho.shape[-1]))
+        resp = np.asarray(resp, dtype=float)
+        if resp.shape != (test.n_rows, rho.shape[-1]):
+            raise ValueError(
+                f"resp has shape {resp.shape}, expected {(test.n_rows, rho.shape[-1])} "
+                "(posteriors of the training rows)"
+            )
+        return resp
+
+    def _heldout_cells(self, params, test):
+        """Rows, counts and predictive ``P(y_j | x_i)`` of the non-zero cells of ``test`` (CSR
+        order), each row predicted from :meth:`_training_memberships`."""
+        resp = self._training_memberships(params, test)
+        rows, cols, counts = test.cells()
+        return rows, counts, self._dyad_predictive(params, resp[rows], rows, cols)
+
+    def heldout_log_likelihood(self, params, test) -> np.ndarray:
+        """Per-row log predictive probability of held-out observations, eq. (32) (eq. (59)).
+
+        ``sum_j n_ij log P(y_j | x_i)`` with ``P(y_j | x_i) = sum_k <I_ik> P(y_j | k)`` (for the
+        HACM, ``sum_nu p_{nu|i} q_{j|nu}``, ``p_{nu|i} = sum_a <I_ia> tau_{nu|a,i}``), where
+        ``<I_ik>`` are the posterior memberships of the *training* rows, ``params["resp"]`` (N x K,
+        stored by the EM algorithms). Each held-out observation of a row is predicted from the
+        training posterior of that row, as in the seed's perplexity experiments. Without ``resp``
+        the prior ``rho`` is used for every row (a row whose training tokens are unknown). The row
+        marginal ``p_i`` is left out, so ``exp(-sum / test.total)`` is the perplexity. ``params``
+        are the family's parameters and optionally ``resp``, ``test`` a
+        :class:`~latentzoo.data.CoOccurrence` of the training data's shape; the result has shape
+        (N,).
+
+        Examples
+        --------
+        >>> from latentzoo.data import load
+        >>> from latentzoo.models import OneSidedClustering
+        >>> q = np.array([[0.2] * 4 + [0.05] * 4, [0.05] * 4 + [0.2] * 4])
+        >>> resp = np.repeat([[1.0, 0.0], [0.0, 1.0]], 3, axis=0)
+        >>> ll = OneSidedClustering(2).heldout_log_likelihood(
+        ...     {"rho": [0.5, 0.5], "q": q, "resp": resp}, load("toy"))
+        >>> bool(np.allclose(ll, load("toy").row_totals * np.log(0.2)))
+        True
+        """
+        rows, counts, p = self._heldout_cells(params, test)
+        with np.errstate(divide="ignore"):
+            terms = counts * np.log(p)
+        return np.bincount(rows, weights=terms, minlength=test.n_rows)
+
+    def predictive(self, params, data, dyads, resp=None) -> np.ndarray:
+        """``P(y_j | x_i, S_i) = sum_k <I_ik> P(y_j | k)`` for the given dyads (eq. (32), (59)
+        without ``p_i``).
+
+        ``resp`` defaults to the posterior memberships :meth:`responsibilities` of ``data``.
+
+        Examples
+        --------
+        >>> from latentzoo.data import load
+        >>> from latentzoo.models import ClusterAbstractionModel, OneSidedClustering
+        >>> params = {"rho": [0.5, 0.5], "q": np.full((2, 8), 1 / 8)}
+        >>> OneSidedClustering(2).predictive(params, load("toy"), [[0, 0], [5, 7]])
+        array([0.125, 0.125])
+        >>> model = ClusterAbstractionModel(1, tau="constant")
+        >>> params = {"rho": [0.5, 0.5], "q": np.full((3, 8), 1 / 8), "tau": model.default_tau()}
+        >>> model.predictive(params, load("toy"), [[0, 0], [5, 7]])
+        array([0.125, 0.125])
+        """
+        dyads = np.asarray(dyads, dtype=np.int64).reshape(-1, 2)
+        if resp is None:
+            resp = self.responsibilities(params, data)
+        return self._dyad_predictive(params, resp[dyads[:, 0]], dyads[:, 0], dyads[:, 1])
 
     def _more_invariants(self, params, data, resp) -> dict:
         """Invariants of the family beyond ``loglik``, ``p_dyad`` and ``coassign`` (none here)."""

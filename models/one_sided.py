@@ -42,12 +42,7 @@ from latentzoo.models.conjugate import (
     dirichlet_multinomial_log,
     row_logsumexp,
 )
-from latentzoo.models.cooccurrence import (
-    RowMixture,
-    draw_row_mixture,
-    row_mixture_log_prior,
-    simulated_corpus,
-)
+from latentzoo.models.cooccurrence import RowMixture, draw_row_mixture, simulated_corpus
 from latentzoo.models.invariants import N_PAIR_ITEMS, coassignment_pairs, default_dyads
 from latentzoo.models.two_sided import cell_dots, one_hot
 
@@ -344,73 +339,12 @@ class OneSidedClustering(RowMixture, RowClustering):
             )
         return cell_dots(indptr, indices, np.ascontiguousarray(resp), np.ascontiguousarray(q.T))
 
-    def heldout_log_likelihood(self, params, test) -> np.ndarray:
-        """Per-row log predictive probability of held-out observations, eq. (32).
-
-        ``sum_j n_ij log sum_k q_kj <I_ik>``, where ``<I_ik>`` are the posterior memberships of the
-        *training* rows, ``params["resp"]`` (N x K, stored by the EM algorithms). Each held-out
-        observation of a row is predicted from the training posterior of that row, as in the seed's
-        perplexity experiments. Without ``resp`` the prior ``rho`` is used for every row (a row
-        whose training tokens are unknown). The row marginal ``p_i`` is left out, so
-        ``exp(-sum / test.total)`` is the perplexity.
-
-        Parameters
-        ----------
-        params : dict with ``rho``, ``q`` and optionally ``resp``
-        test : CoOccurrence of the same shape as the training data
-
-        Returns
-        -------
-        numpy.ndarray of shape (N,)
-
-        Examples
-        --------
-        >>> from latentzoo.data import load
-        >>> q = np.array([[0.2] * 4 + [0.05] * 4, [0.05] * 4 + [0.2] * 4])
-        >>> resp = np.repeat([[1.0, 0.0], [0.0, 1.0]], 3, axis=0)
-        >>> ll = OneSidedClustering(2).heldout_log_likelihood(
-        ...     {"rho": [0.5, 0.5], "q": q, "resp": resp}, load("toy"))
-        >>> bool(np.allclose(ll, load("toy").row_totals * np.log(0.2)))
-        True
-        """
+    def _dyad_predictive(self, params, resp_rows, rows, cols) -> np.ndarray:
+        """``sum_k <I_ik> q_kj`` for cells ``(rows, cols)`` given the memberships of their rows
+        (eq. (32) without ``p_i``): the family's part of :meth:`predictive` and
+        :meth:`heldout_log_likelihood`."""
         q = np.asarray(params["q"], dtype=float)
-        resp = params.get("resp")
-        fit_rows = np.shape(resp)[0] if resp is not None and np.ndim(resp) == 2 else None
-        detail = f"resp has shape {np.shape(resp)}" if fit_rows is not None else None
-        check_data_shape("test", test.shape, (fit_rows, q.shape[-1]), detail=detail)
-        if resp is None:
-            resp = np.broadcast_to(
-                np.asarray(params["rho"], dtype=float), (test.n_rows, q.shape[0])
-            )
-        resp = np.asarray(resp, dtype=float)
-        if resp.shape != (test.n_rows, q.shape[0]):
-            raise ValueError(
-                f"resp has shape {resp.shape}, expected {(test.n_rows, q.shape[0])} "
-                "(posteriors of the training rows)"
-            )
-        rows, cols, counts = test.cells()
-        p = np.einsum("nk,kn->n", resp[rows], q[:, cols])
-        with np.errstate(divide="ignore"):
-            terms = counts * np.log(p)
-        return np.bincount(rows, weights=terms, minlength=test.n_rows)
-
-    def predictive(self, params, data, dyads, resp=None) -> np.ndarray:
-        """``P(y_j | x_i, S_i) = sum_k <I_ik> q_kj`` for the given dyads (eq. (32) without ``p_i``).
-
-        ``resp`` defaults to the posterior memberships :meth:`responsibilities` of ``data``.
-
-        Examples
-        --------
-        >>> from latentzoo.data import load
-        >>> params = {"rho": [0.5, 0.5], "q": np.full((2, 8), 1 / 8)}
-        >>> OneSidedClustering(2).predictive(params, load("toy"), [[0, 0], [5, 7]])
-        array([0.125, 0.125])
-        """
-        dyads = np.asarray(dyads, dtype=np.int64)
-        q = np.asarray(params["q"], dtype=float)
-        if resp is None:
-            resp = self.responsibilities(params, data)
-        return np.einsum("nk,kn->n", resp[dyads[:, 0]], q[:, dyads[:, 1]])
+        return np.einsum("nk,kn->n", resp_rows, q[:, cols])
 
     def invariants(self, params, data, dyads=None, pairs=None) -> dict[str, np.ndarray]:
         """Label-invariant quantities through which every method is compared.
@@ -432,17 +366,6 @@ class OneSidedClustering(RowMixture, RowClustering):
         (['coassign', 'loglik', 'p_dyad'], (3,))
         """
         return self.evaluate(params, data, dyads, pairs)[1]
-
-    def log_prior(self, params) -> float:
-        """Log density of the Dirichlet priors of ``rho`` and ``q`` (with normalising constants).
-
-        Examples
-        --------
-        >>> round(OneSidedClustering(2, alpha=1.0, eta=1.0).log_prior(
-        ...     {"rho": [0.5, 0.5], "q": np.full((2, 3), 1 / 3)}), 6)  # log(1! * 2! * 2!)
-        1.386294
-        """
-        return row_mixture_log_prior(params, self.alpha, self.eta)
 
     # ---------------------------------------------------------- collapsed
     def collapsed_log_joint(self, assignments, data) -> np.ndarray:
