@@ -34,6 +34,7 @@ import numpy as np
 
 from latentzoo.data.checks import check_memory, check_random_state
 from latentzoo.inference._lazy import lazy_import
+from latentzoo.inference.family import GIBBS_OPTIONS
 from latentzoo.inference.progress import progress_bar
 from latentzoo.models._checks import check_integer
 from latentzoo.models.base import model_attrs, netcdf_attr  # noqa: F401 - re-exported
@@ -1406,8 +1407,9 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
 
     ``prepare(model, data, chains=..., draws=..., **options) -> GibbsSetup`` checks the data and
     the family's own options and builds the sampler and its draw; the returned
-    ``gibbs(model, data, chains=4, draws=500, tune=200, thin=1, random_state=None,
-    progressbar=True, initial_assignments=None, align_labels=True, **options)`` runs the chains
+    ``gibbs(model, data, **options)``, whose chain settings (``chains``, ``draws``, ``tune``,
+    ``thin``, ``random_state``, ``progressbar``, ``initial_assignments``, ``align_labels``) take
+    the defaults :data:`~latentzoo.inference.family.GIBBS_OPTIONS` declares, runs the chains
     through :func:`sample_to_inference_data`, the same way for every family, and then, with
     ``align_labels`` and at least 2 chains, relabels each chain to match chain 0
     (:func:`align_chains` on the family's ``GibbsSetup.label_axes``), warning (``UserWarning``)
@@ -1423,19 +1425,14 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
     ('latentzoo.inference.one_sided', 'gibbs')
     """
 
-    def gibbs(
-        model,
-        data,
-        chains: int = 4,
-        draws: int = 500,
-        tune: int = 200,
-        thin: int = 1,
-        random_state=None,
-        progressbar: bool = True,
-        initial_assignments=None,
-        align_labels: bool = True,
-        **options,
-    ):
+    def gibbs(model, data, **options):
+        # The chain settings' defaults are those GIBBS_OPTIONS declares for every family's
+        # method; what is left in ``options`` is the family's own (``prepare``'s).
+        settings = {
+            option.name: options.pop(option.name, option.default) for option in GIBBS_OPTIONS
+        }
+        chains, draws, tune, thin = (settings[name] for name in ("chains", "draws", "tune", "thin"))
+        random_state = settings["random_state"]
         # Refused before the sampler is built: a bad option must not wait for a costly setup.
         _check_counts(chains, draws, tune, thin)
         check_random_state(random_state)
@@ -1444,13 +1441,13 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
         setup = prepare(model, data, chains=chains, draws=draws, **options)
         idata = sample_to_inference_data(
             setup.sampler, setup.draw, chains=chains, draws=draws, tune=tune, thin=thin,
-            random_state=random_state, progressbar=progressbar, coords=setup.coords,
+            random_state=random_state, progressbar=settings["progressbar"], coords=setup.coords,
             dims=setup.dims, observed=setup.observed, observed_dims=setup.observed_dims,
-            initial_states=initial_assignments, start=setup.start, desc=setup.desc,
+            initial_states=settings["initial_assignments"], start=setup.start, desc=setup.desc,
             log_likelihood_name=setup.log_likelihood_name,
         )  # fmt: skip
         # Topics/clusters swapped between chains would make every per-label R-hat meaningless.
-        aligned = align_chain_labels(idata, setup.label_axes) if align_labels else 0
+        aligned = align_chain_labels(idata, setup.label_axes) if settings["align_labels"] else 0
         # What a reader of the saved file needs to know what it is: model, settings, seed.
         settings = {"chains": chains, "draws": draws, "tune": tune, "thin": thin,
                     "random_state": random_state if isinstance(random_state, int) else None,
