@@ -56,6 +56,7 @@ posteriors, so the posterior holds a draw-kind parameter dictionary.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numba as nb
@@ -135,12 +136,15 @@ class _Counts:
 
     def soft_log_likelihood(self, soft_i, soft_j, c) -> float:
         """``sum_ij n_ij log(p_i q_j sum <I><J> c)`` over the non-zeros (eq. (47) plug-in)."""
-        dots = cell_dots(
-            self.csr.indptr, self.csr.indices, np.ascontiguousarray(soft_i @ c), soft_j
-        )
-        cols = self.csr.indices
-        with np.errstate(divide="ignore"):
-            return float(np.sum(self.csr.data * np.log(self.p[self.rows] * self.q[cols] * dots)))
+        return _plug_in_log_likelihood(self.csr, self.rows, self.p, self.q, soft_i, soft_j, c)
+
+
+def _plug_in_log_likelihood(csr, rows, p, q, soft_i, soft_j, c) -> float:
+    """``sum_ij n_ij log(p_i q_j sum <I><J> c)`` over the non-zeros of the float ``csr`` (eq.
+    (47) plug-in), ``rows`` the row of each non-zero; of a row block with its rows' ``p``."""
+    dots = cell_dots(csr.indptr, csr.indices, np.ascontiguousarray(soft_i @ c), soft_j)
+    with np.errstate(divide="ignore"):
+        return float(np.sum(csr.data * np.log(p[rows] * q[csr.indices] * dots)))
 
 
 def _scores(mass, c):
@@ -408,17 +412,10 @@ class MeanFieldSCM:
 
     def free_energy(self, soft_i, soft_j, block, c, rho_x, rho_y, beta) -> float:
         """``F_beta`` of the module docstring at consistent ``c`` (``E_Q[H] = -(L MI + offset)``)."""
-        energy = -(self.counts.offset + float(xlogy(block, c).sum()))
-        kl = float(
-            xlogy(soft_i, soft_i).sum()
-            - xlogy(soft_i.sum(axis=0), rho_x).sum()
-            + xlogy(soft_j, soft_j).sum()
-            - xlogy(soft_j.sum(axis=0), rho_y).sum()
-        )
-        prior = 0.0
-        if self.model.alpha != 1.0:
-            prior = (self.model.alpha - 1.0) * float(np.log(rho_x).sum() + np.log(rho_y).sum())
-        return energy + (kl - prior) / beta
+        return _free_energy(
+            self.model, self.counts.offset, block, c, xlogy(soft_i, soft_i).sum(),
+            soft_i.sum(axis=0), soft_j, rho_x, rho_y, beta,
+        )  # fmt: skip
 
     def step(self, params, beta):
         counts = self.counts
@@ -439,10 +436,113 @@ class MeanFieldSCM:
             rho_x = self.model.map_weights(soft_i.sum(axis=0))
             # <J>, then (c, rho^y)
             col_mass = np.asarray(counts.csr_t @ soft_i)  # (M, Kx)
-            soft_j = _softmax_rows(np.log(rho_y)[None, :] + beta * _scores(col_mass, c.T))
+            soft_j = _column_posteriors(rho_y, col_mass, c, beta)
         block = col_mass.T @ soft_j
         new = counts.params(soft_i, soft_j, block)  # rho_x as above, rho_y from <J>
         return new, EMStats(float(free), float(loglik))
+
+
+def _free_energy(model, offset, block, c, i_entropy, i_sums, soft_j, rho_x, rho_y, beta):
+    """:meth:`MeanFieldSCM.free_energy` from what the row side contributes (``i_entropy`` =
+    ``sum <I> log <I>``, ``i_sums`` = ``sum_i <I_i>``), which a row block computes for its rows."""
+    energy = -(offset + float(xlogy(block, c).sum()))
+    kl = float(
+        i_entropy
+        - xlogy(i_sums, rho_x).sum()
+        + xlogy(soft_j, soft_j).sum()
+        - xlogy(soft_j.sum(axis=0), rho_y).sum()
+    )
+    prior = 0.0
+    if model.alpha != 1.0:
+        prior = (model.alpha - 1.0) * float(np.log(rho_x).sum() + np.log(rho_y).sum())
+    return energy + (kl - prior) / beta
+
+
+def _column_posteriors(rho_y, col_mass, c, beta):
+    """``<J>`` of eq. (49) from ``col_mass = n^T <I>`` (M x Kx)."""
+    with np.errstate(divide="ignore"):
+        return _softmax_rows(np.log(rho_y)[None, :] + beta * _scores(col_mass, c.T))
+
+
+@dataclass(frozen=True)
+class TwoSidedBlocks:
+    """The mean-field SCM's :class:`~latentzoo.inference.dask_backend.BlockEM`: each block keeps
+    its rows' ``<I>`` (and ``p``); ``<J>``, ``c`` and the weights are the shared side.
+
+    One pass per iteration: a block's pass takes ``<J>`` and ``c`` and returns its new ``<I>``
+    with its shares of the statistics the column side needs (``n^T <I>``, M x Kx, the block
+    counts, the row masses); the client then updates ``<J>`` as :meth:`MeanFieldSCM.step` does.
+    The block counts ``<I>^T n <J>`` of the next iteration are ``(n^T <I>)^T <J>``, so no second
+    pass is needed: the word side carries them (and the row side's entropy and sizes) to the next
+    free energy. Same iterates as in memory up to the order of the sums; the start is the
+    in-memory one (no shards). ``init`` and ``track_loglik`` as for :func:`mean_field`."""
+
+    model: object
+    init: object = field(default="acm", compare=False)
+    track_loglik: bool = True
+    row_names: tuple[str, ...] = ("I", "p")
+
+    start_block = None
+    carried = ("block", "i_entropy", "i_sums", "i_mass", "offset", "m_j")
+    """Word-side entries the iteration carries that are not the fit's parameters."""
+
+    def start(self, data, rng):
+        problem = MeanFieldSCM(self.model, data, self.init, self.track_loglik)
+        params = problem.init(rng)
+        counts, soft_i = problem.counts, params["I"]
+        return {**params, "block": soft_i.T @ np.asarray(counts.csr @ params["J"]),
+                "i_entropy": xlogy(soft_i, soft_i).sum(), "i_sums": soft_i.sum(axis=0),
+                "i_mass": counts.n_i @ soft_i, "offset": counts.offset,
+                "m_j": counts.m_j}  # fmt: skip
+
+    def globals_of(self, params):
+        return {name: params[name] for name in ("J", "c", "rho_x", "q")}
+
+    def block_pass(self, block, rows, shared, beta):
+        csr = block.counts.astype(np.float64)
+        soft_i, soft_j, c = rows["I"], shared["J"], shared["c"]
+        row_mass = np.asarray(csr @ soft_j)  # (rows, Ky)
+        loglik = np.nan
+        if self.track_loglik:
+            nonzero_rows = np.repeat(np.arange(block.n_rows), np.diff(csr.indptr))
+            loglik = _plug_in_log_likelihood(
+                csr, nonzero_rows, rows["p"], shared["q"], soft_i, soft_j, c
+            )
+        with np.errstate(divide="ignore"):
+            new_i = _softmax_rows(np.log(shared["rho_x"])[None, :] + beta * _scores(row_mass, c))
+        stats = {"block": new_i.T @ row_mass, "i_mass": block.row_totals.astype(float) @ new_i,
+                 "i_sums": new_i.sum(axis=0), "i_entropy": xlogy(new_i, new_i).sum(),
+                 "col_mass": np.asarray(csr.T @ new_i), "loglik": loglik}  # fmt: skip
+        return {"I": new_i, "p": rows["p"]}, stats
+
+    def m_step(self, params, stats, beta):
+        model, soft_j, m_j = self.model, params["J"], params["m_j"]
+        free = _free_energy(
+            model, params["offset"], params["block"], params["c"], params["i_entropy"],
+            params["i_sums"], soft_j, params["rho_x"], params["rho_y"], beta,
+        )  # fmt: skip
+        c = association(stats["block"], stats["i_mass"], m_j @ soft_j)
+        soft_j = _column_posteriors(params["rho_y"], stats["col_mass"], c, beta)
+        block = stats["col_mass"].T @ soft_j
+        total = float(params["n_obs"])
+        new = {
+            "J": soft_j,
+            "c": association(block, stats["i_mass"], m_j @ soft_j),
+            "pi": block / total,
+            "q": params["q"],
+            "rho_x": model.map_weights(stats["i_sums"]),
+            "rho_y": model.map_weights(soft_j.sum(axis=0)),
+            "n_obs": params["n_obs"],
+            "block": block,
+            "offset": params["offset"],
+            "m_j": m_j,
+            **{name: stats[name] for name in ("i_entropy", "i_sums", "i_mass")},
+        }
+        return new, EMStats(float(free), float(stats["loglik"]))
+
+    def finish(self, params):
+        """The fit's parameters, as in memory (the carried statistics dropped)."""
+        return {name: value for name, value in params.items() if name not in self.carried}
 
 
 # ------------------------------------------------------------------------------ entry points
@@ -885,6 +985,7 @@ _MEAN_FIELD = Method(
         ),
         mean_field.defaults,
     ),
+    blocks=TwoSidedBlocks,
 )
 FAMILY = Family(
     name="two_sided",
