@@ -54,6 +54,7 @@ from scipy.special import expit, gammaln, log_softmax, logit
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_integer, check_positive
+from latentzoo.models._pymc_normal_gamma import normal_gamma_clusters
 from latentzoo.models.base import LikelihoodModel
 
 __all__ = ["DISTRIBUTIONS", "BayesianPartialMembership", "log_dirichlet_rows"]
@@ -624,13 +625,7 @@ class BayesianPartialMembership:
                 eta = pt.dot(pi, theta)[rows, cols]
                 loglik = pt.sum(values * eta - pt.softplus(eta))
             else:
-                tau = pm.Gamma(
-                    "tau", alpha=self.gamma_a, beta=self.gamma_b, dims=("component", "feature")
-                )
-                mu = pm.Normal(
-                    "mu", mu=self.mu0, sigma=1.0 / pt.sqrt(self.kappa0 * tau),
-                    dims=("component", "feature"),
-                )  # fmt: skip
+                tau, mu = normal_gamma_clusters(self, ("component", "feature"))
                 A = pt.dot(pi, tau * mu)[rows, cols]
                 B = pt.dot(pi, tau)[rows, cols]
                 loglik = pt.sum(
