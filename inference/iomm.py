@@ -22,6 +22,12 @@ runs (none of them depends on the state the kernel changes). Columns that become
 at the end of the sweep, so the width of ``Z`` varies between draws; the chain runner pads it
 (``Z_shape``).
 
+Gaussian clusters (``OverlappingMixture(distribution="gaussian")``, (7.5) with axis-aligned
+covariances) run the same algorithm on their own state (:class:`GaussianIOMMState`): a flip adds
+or removes ``(tau_k mu_k, tau_k)`` from the item's summed natural parameters, still O(D); step 2
+draws every ``mu_kd`` from its Gaussian conditional (the item log density is quadratic in it) and
+moves ``tau_kd`` by Metropolis-Hastings with a log-normal random walk of variance ``1 / omega``.
+
 ``fixed_theta`` conditions on known parameters shared by every cluster (new clusters included):
 then the parameter move is skipped and the chain's target is ``P(Z | X, theta)`` under the IBP,
 which the tests enumerate exactly on tiny problems.
@@ -1133,9 +1139,10 @@ def sample(
     ----------
     model : OverlappingMixture
     data : Features or array-like of shape (N, D)
-        Binary data (a non-binary entry is refused by name).
+        Binary data (a non-binary entry is refused by name); real data for Gaussian clusters.
     omega : float, default 20.0
-        Concentration of the Beta proposal (7.13): larger is a narrower random walk.
+        Concentration of the Beta proposal (7.13): larger is a narrower random walk (Gaussian
+        clusters: ``log tau`` steps of variance ``1 / omega``).
     fixed_theta : array-like of shape (D,), optional
         Known parameters shared by every cluster: sample ``Z | X, theta`` only (Gaussian
         clusters: ``{"mu": (D,), "tau": (D,)}``).
