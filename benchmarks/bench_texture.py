@@ -94,13 +94,14 @@ def speed_factor(size: int, seed: int) -> tuple[str, float]:
     return row, factor
 
 
-def header(command: str) -> list[str]:
+def header(command: str, title: str = "Texture segmentation benchmark (issue 28)") -> list[str]:
+    """The markdown heading of a results file: title, date, commit, machine load, command."""
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
     ).stdout.strip()
     load_average = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     return [
-        "# Texture segmentation benchmark (issue 28)",
+        f"# {title}",
         "",
         f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, commit {commit}, "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, load average "
