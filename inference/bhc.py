@@ -43,6 +43,7 @@ import numba as nb
 import numpy as np
 
 from latentzoo.data.checks import as_rng
+from latentzoo.inference.declared_options import refuse_unknown, take_declared
 from latentzoo.inference.family import Family, Method, choice, integer, real, seed
 from latentzoo.models._checks import check_integer
 from latentzoo.models.bhc import (
@@ -479,14 +480,17 @@ def _local_merges(tree: Tree, items: np.ndarray, n_items: int, merges: list) -> 
     return int(ids[-1])
 
 
-def rbhc(
-    model: BayesianHierarchicalClustering,
-    data,
-    m: int = 100,
-    random_state=None,
-    filter_prior: str = "size",
-    min_fraction: float = 0.1,
-) -> Tree:
+RBHC_OPTIONS = (
+    integer("m", 100, "items in each random subsample (Algorithm 3.4)", low=2, quick=10),
+    seed(),
+    choice("filter_prior", "size", "prior of the filtering step", ("pi", "size")),
+    real("min_fraction", 0.1, "smallest share of a split that is recursed into", 0, 0.5),
+)
+"""The options of :func:`rbhc`, declared once: its defaults and checks, and the family's method.
+The quick ``m``: a subsample smaller than the common checks' data, else they are exact BHC."""
+
+
+def rbhc(model: BayesianHierarchicalClustering, data, **options) -> Tree:
     """Randomised BHC, Algorithms 3.4-3.5 (Heller 2007, section 3.6): ``O(n m log n)``.
 
     A set larger than ``m`` items is split by running :func:`bhc` on ``m`` of its items drawn at
@@ -511,7 +515,9 @@ def rbhc(
     ----------
     model : BayesianHierarchicalClustering
     data : Features or array_like (n, D)
-    m : int
+    **options
+        Those of :data:`RBHC_OPTIONS`, at their declared defaults when not given:
+    m : int, default 100
         Subsample size (at least 2).
     random_state : int or numpy.random.Generator, optional
     filter_prior : {"size", "pi"}
@@ -522,7 +528,7 @@ def rbhc(
         one cluster, and it shrinks like ``Gamma(n_c) / d_c`` with the subtree's size, so it pulls
         items towards small subtrees: splits are less balanced and the run is slower (about 5
         times on 20,000 synthetic binary items).
-    min_fraction : float
+    min_fraction : float, default 0.1
         In ``[0, 0.5]``; see above.
 
     Returns
@@ -537,14 +543,10 @@ def rbhc(
     (200, 1.0, np.int64(4))
     """
     data, X = _check_model_data(model, data)
-    check_integer("m", m, low=2)
-    if filter_prior not in ("pi", "size"):
-        raise ValueError(f"filter_prior must be 'pi' or 'size', got {filter_prior!r}")
-    if isinstance(min_fraction, bool) or not isinstance(min_fraction, int | float):
-        raise ValueError(f"min_fraction must be a number in [0, 0.5], got {min_fraction!r}")
-    if not 0.0 <= min_fraction <= 0.5:
-        raise ValueError(f"min_fraction must be a number in [0, 0.5], got {min_fraction!r}")
-    rng = as_rng(random_state)
+    chosen = take_declared(RBHC_OPTIONS, options)
+    refuse_unknown("rbhc", options)
+    m, filter_prior, min_fraction = (chosen[n] for n in ("m", "filter_prior", "min_fraction"))
+    rng = as_rng(chosen["random_state"])
     comp = model.component
     n = X.shape[0]
     merges: list = []
@@ -874,16 +876,7 @@ FAMILY = Family(
             time_order=2,  # every pair of items is scored
             faster="--method rbhc or embhc (--option m=100), O(N m)",
         ),
-        # quick m: a subsample smaller than the common checks' data, else they are exact BHC.
-        "rbhc": Method(
-            rbhc,
-            (
-                integer("m", 100, "items in each random subsample (Algorithm 3.4)", quick=10),
-                seed(),
-                choice("filter_prior", "size", "prior of the filtering step", ("pi", "size")),
-                real("min_fraction", 0.1, "smallest share of a split that is recursed into", 0, 1),
-            ),
-        ),
+        "rbhc": Method(rbhc, RBHC_OPTIONS),
         "embhc": Method(
             embhc,
             (

@@ -33,7 +33,8 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from latentzoo.inference.checks import Check
-from latentzoo.inference.family import Family, Method, Option, choice, integer, real
+from latentzoo.inference.declared_options import refuse_unknown, take_declared
+from latentzoo.inference.family import Family, Method, choice, integer, real
 from latentzoo.models.topic_tree import TopicTreeMixture, check_topic_matrix
 
 __all__ = [
@@ -736,15 +737,6 @@ PRUNING_OPTIONS = (
 """How :func:`reconstruct` prunes the vocabulary (:func:`prune_vocabulary`) before Algorithm 3.3."""
 
 
-def _take_declared(declared: tuple[Option, ...], options: dict) -> dict:
-    """The ``declared`` options taken out of ``options``: each given one checked (``ValueError``
-    naming it), the others at their declared default."""
-    return {
-        option.name: option.validate(options.pop(option.name, option.default))
-        for option in declared
-    }
-
-
 def _split_documents(counts, documents, split: dict) -> tuple[list, list]:
     """Steps 1-5 of Algorithm 3.3 on ``documents`` (rows of ``counts``) with the options of
     :data:`SPLIT_OPTIONS`: the clusters found, as ``(seed word, topic, member rows)``, and the
@@ -869,10 +861,9 @@ def reconstruct_tree(data, **options) -> ReconstructedTree:
     if counts.shape[0] < 2 or counts.shape[1] < 2:
         raise ValueError(f"data needs at least 2 documents and 2 words, got shape {counts.shape}")
     options = dict(options)
-    max_depth = MAX_DEPTH.validate(options.pop("max_depth", MAX_DEPTH.default))
-    split = _take_declared((*SPLIT_OPTIONS, SOLVER), options)
-    if options:
-        raise TypeError(f"reconstruct_tree got unknown options {sorted(options)}")
+    max_depth = take_declared((MAX_DEPTH,), options)["max_depth"]
+    split = take_declared((*SPLIT_OPTIONS, SOLVER), options)
+    refuse_unknown("reconstruct_tree", options)
     lengths = np.asarray(counts.sum(axis=1)).ravel()
     labels = np.zeros(counts.shape[0], dtype=int)
     parent, topics, seeds, depth, rejected = [-1], [_histogram(counts)], [-1], [0], []
@@ -1184,7 +1175,7 @@ def reconstruct(model, data, **options) -> ReconstructedTree:
     """
     data = model.check_data(data)
     options = dict(options)
-    pruning = _take_declared(PRUNING_OPTIONS, options)
+    pruning = take_declared(PRUNING_OPTIONS, options)
     vocabulary = prune_vocabulary(data, **pruning)
     if vocabulary.size < 2:
         raise ValueError(
