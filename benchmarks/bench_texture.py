@@ -111,6 +111,14 @@ def header(command: str, title: str = "Texture segmentation benchmark (issue 28)
     ]
 
 
+def emit(lines: list[str], out: Path | None) -> None:
+    """Print the markdown ``lines`` and write them to ``out`` (none for a quick run)."""
+    text = "\n".join(lines)
+    print(text)
+    if out is not None:
+        out.write_text(text)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="one 256 x 256 mosaic per section")
@@ -149,11 +157,7 @@ def main(argv=None) -> int:
         lines.append(row)
         factors.append(factor)
     lines += ["", f"Median speed factor: {np.median(factors):.1f} (target: at least 10).", ""]
-    text = "\n".join(lines)
-    print(text)
-    out = args.out or (None if args.quick else RESULTS)
-    if out is not None:
-        out.write_text(text)
+    emit(lines, args.out or (None if args.quick else RESULTS))
     return 0
 
 

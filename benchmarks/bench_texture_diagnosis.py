@@ -54,7 +54,7 @@ from latentzoo.inference.texture_segmentation import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_texture import header  # noqa: E402
+from bench_texture import emit, header  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS_texture_diagnosis.md"
 N_TEXTURES = 5
@@ -227,11 +227,7 @@ def main(argv=None) -> int:
             runs.append(diagnose(seed, size))
             print(f"mosaic {seed} done", flush=True)
         lines += table(runs, f"{title}, {size} x {size}")
-    text = "\n".join(lines)
-    print(text)
-    out = args.out or (None if args.quick else RESULTS)
-    if out is not None:
-        out.write_text(text)
+    emit(lines, args.out or (None if args.quick else RESULTS))
     return 0
 
 
