@@ -125,7 +125,7 @@ def _drain_logs(total, m, values, weights):
     return total
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _longest_row(indptr, first, last):
     """The most non-zeros of a row in ``first:last`` (the capacity of the logarithm queues)."""
     longest = 0
@@ -167,7 +167,7 @@ def _queue_plain_log(i, j, n, theta, phi_t, product, values, weights, queued):
     return _queue_log_factor(product, n, plain, values, weights, queued)
 
 
-@nb.njit(cache=True, fastmath=True, error_model="numpy")
+@nb.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
 def _em_rows(
     first, last, indptr, indices, counts, t_theta, t_phi, theta, phi_t, n_theta, acc_phi, floor,
     fallback,
@@ -229,7 +229,7 @@ def _em_rows(
     return energy + np.log(product), loglik + np.log(plain_product)
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, nogil=True, parallel=True)
 def _em_parallel(
     bounds, indptr, indices, counts, t_theta, t_phi, theta, phi_t, n_theta, buffers, fallback,
     floor, rounding,
@@ -261,7 +261,7 @@ def _em_parallel(
     return energies.sum(), logliks.sum()
 
 
-@nb.njit(cache=True, fastmath=FINITE_FASTMATH, error_model="numpy")
+@nb.njit(cache=True, nogil=True, fastmath=FINITE_FASTMATH, error_model="numpy")
 def _table_terms(i, j, t_theta, t_phi, theta, phi_t, beta, weights, out):
     """The terms ``out[k] = t_theta[i, k] t_phi[j, k]`` of the tempered tables of ``theta`` and
     ``phi_t`` and their sum, ``P(k | i, j) = out[k] / sum``; returns ``(sum, log sum)``.
@@ -282,7 +282,7 @@ def _table_terms(i, j, t_theta, t_phi, theta, phi_t, beta, weights, out):
     return 1.0, log_posterior(weights, out)
 
 
-@nb.njit(cache=True, fastmath=FINITE_FASTMATH, error_model="numpy")
+@nb.njit(cache=True, nogil=True, fastmath=FINITE_FASTMATH, error_model="numpy")
 def _predictive_fallback(
     i, j, n, old, total_old, c_theta, c_phi, c_topic, a1, e1, m_e1, beta, t_theta, t_phi, theta,
     phi_t, weights, new, n_theta, acc_phi,
@@ -308,7 +308,7 @@ def _predictive_fallback(
     return n * log_s
 
 
-@nb.njit(cache=True, fastmath=FINITE_FASTMATH, error_model="numpy")
+@nb.njit(cache=True, nogil=True, fastmath=FINITE_FASTMATH, error_model="numpy")
 def _predictive_rows(
     indptr, indices, counts, old_t_theta, old_t_phi, old_theta, old_phi_t, t_theta, t_phi,
     theta, phi_t, c_theta, c_phi, c_topic, a1, e1, m_e1, beta, n_theta, acc_phi,
@@ -391,7 +391,7 @@ _F32_TINY = 2.0**-40
 _NO_SHIFT = np.zeros(0)
 
 
-@nb.njit(cache=True, fastmath=True)
+@nb.njit(cache=True, nogil=True, fastmath=True)
 def _to_float32(exact, out):
     """``out = float32(exact)``, with 0 for the values below float32's smallest normal number
     (subnormal operands are slow, and the correction of the energy covers them to first order)."""
@@ -434,7 +434,7 @@ def _f32_table(x, beta):
     return table, exact, shift
 
 
-@nb.njit(cache=True, fastmath=True, error_model="numpy")
+@nb.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
 def _em_rows32(
     first, last, indptr, indices, counts, t_theta, t_phi, exact_theta, shift_theta, theta,
     phi_t, n_theta, acc_phi, fallback,
@@ -499,7 +499,7 @@ def _em_rows32(
     return energy + np.log(product) + correction, loglik + np.log(plain_product)
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _finish_phi32(t_phi, acc_phi, exact_phi):
     """``n_phi = t_phi * acc_phi`` in float64 and the first-order energy correction for the
     rounding of ``t_phi``, ``sum acc_phi * (exact_phi - t_phi)``."""
@@ -514,7 +514,7 @@ def _finish_phi32(t_phi, acc_phi, exact_phi):
     return n_phi, correction
 
 
-@nb.njit(cache=True)
+@nb.njit(cache=True, nogil=True)
 def _em_fallback(positions, rows, indices, counts, log_theta, log_phi, n_theta, n_phi):
     """The non-zeros flagged by the EM kernels, in float64 log space (max-shifted).
 

@@ -136,7 +136,7 @@ _FORM_CODE = {"constant": 0, "leaf": 1, "object": 2}
 
 
 # ---------------------------------------------------------------------------- EM kernels
-@nb.njit(cache=True, fastmath=FASTMATH)
+@nb.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _object_pass(indptr, indices, counts, q_t, paths, lengths, tau, log_rho, beta, resp, acc_q,
                  n_tau, mix):  # fmt: skip
     """Fused E/M over all rows for the object-specific ``tau``.
@@ -184,7 +184,7 @@ def _object_pass(indptr, indices, counts, q_t, paths, lengths, tau, log_rho, bet
     return energy, loglik
 
 
-@nb.njit(cache=True, fastmath=FASTMATH)
+@nb.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _leaf_mixtures(q, tau, paths, lengths):
     """``mix[a, j] = sum_l tau[a, l] q[path(a, l), j]`` (K x M): the bracket of eq. (55).
 
@@ -204,7 +204,7 @@ def _leaf_mixtures(q, tau, paths, lengths):
     return mix
 
 
-@nb.njit(cache=True, fastmath=FASTMATH)
+@nb.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _shared_counts(q, tau, paths, lengths, mix, c_leaf):
     """Node and level counts from the per-(leaf, word) expected counts ``c_leaf`` (K x M).
 

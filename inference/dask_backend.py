@@ -13,11 +13,14 @@ sum of those shares. So:
   an actor would forbid. Only the ``K x V`` tables travel: out, once per iteration, and back
   through the reduction.
 - **Same kernels.** A block's pass calls the family's own in-memory pass (the aspect model's
-  :func:`~latentzoo.inference.aspect.em_pass`, the mixture pass of :mod:`~latentzoo.inference.em`)
-  on the block, with ``n_threads`` threads (1 per task by default).
+  :func:`~latentzoo.inference.aspect.em_pass`, the mixture pass of :mod:`~latentzoo.inference.em`
+  for the one-sided model, the cluster-abstraction and product-space passes, the mean-field
+  row update of the two-sided model) on the block, with ``n_threads`` threads (1 per task by
+  default); the numba kernels release the GIL (``nogil``).
 - **Fixed reduction tree.** The statistics are summed pairwise in block order (``(0+1)+(2+3)``,
   ...), whatever the workers, so results are bit-identical with 1 or 10 workers. They differ
-  from the in-memory fit only by the order of the floating-point sums (about 1e-15 relative).
+  from the in-memory fit only by the order of the floating-point sums (about 1e-15 relative
+  on the word side; a mixture's posteriors, sums of hundreds of ``n log q``, within ~1e-13).
 - **Driver unchanged.** :class:`DaskEM` is an :class:`~latentzoo.inference.annealing.EMProblem`:
   :func:`~latentzoo.inference.annealing.run_schedule` runs it like any other, beta a scalar.
 - **Out of core.** :func:`write_shards` stores the rows as ``.npz`` CSR shards (never pickles)

@@ -114,7 +114,7 @@ def row_e_step(s, log_rho, beta, resp_row, energy, loglik):
     return energy + row_energy, loglik + row_loglik, row_energy != -np.inf
 
 
-@nb.njit(cache=True, fastmath=FASTMATH)
+@nb.njit(cache=True, nogil=True, fastmath=FASTMATH)
 def _mixture_rows(first, last, indptr, indices, counts, log_q_t, log_rho, beta, resp, acc):
     """Fused E/M over rows ``first:last``; returns (sum_i log sum_k rho L**beta, sum_i log P(S_i)).
 
@@ -144,7 +144,7 @@ def _mixture_rows(first, last, indptr, indices, counts, log_q_t, log_rho, beta, 
     return energy, loglik
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, nogil=True, parallel=True)
 def _mixture_parallel(bounds, indptr, indices, counts, log_q_t, log_rho, beta, resp, buffers):
     n_chunks = bounds.shape[0] - 1
     energies = np.zeros(n_chunks)
@@ -297,7 +297,7 @@ def accumulate_log(energy, product, n, s):
     return energy, product
 
 
-@nb.njit(cache=True, fastmath=FINITE_FASTMATH, error_model="numpy")
+@nb.njit(cache=True, nogil=True, fastmath=FINITE_FASTMATH, error_model="numpy")
 def log_posterior(weights, out):
     """Normalise the log weights ``weights`` (K) into ``out`` (max-shifted); returns the log of
     their sum, -inf (and ``out`` all 0) when every weight is -inf.

@@ -49,7 +49,7 @@ __all__ = ["ProductSpaceBlocks", "ProductSpaceEM", "product_space_em", "product_
 #     N_pi[nu, mu]   = P[nu, mu] sum_i A[i, nu] acc_i[mu]
 #
 # Cost per pass: 3 Ky multiply-adds per non-zero plus 3 Kx Ky per row, i.e. O(nnz Ky + N Kx Ky).
-@nb.njit(cache=True, fastmath=True, error_model="numpy")
+@nb.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
 def _pmm_rows(
     first, last, indptr, indices, counts, t_pi, t_a, t_b, pi, a, b, n_a, acc_b, acc_pi, floor,
     grad_a, fallback, tiny,
@@ -121,7 +121,7 @@ def _pmm_rows(
     return energy + np.log(product), loglik
 
 
-@nb.njit(cache=True, parallel=True)
+@nb.njit(cache=True, nogil=True, parallel=True)
 def _pmm_parallel(
     bounds, indptr, indices, counts, t_pi, t_a, t_b, pi, a, b, n_a, buffers_b, buffers_pi, floor,
     grad_a, fallback, tiny,
@@ -141,7 +141,7 @@ def _pmm_parallel(
     return energies.sum(), logliks.sum()
 
 
-@nb.njit(cache=True, error_model="numpy")
+@nb.njit(cache=True, nogil=True, error_model="numpy")
 def _pmm_fallback(positions, rows, indices, counts, lt_pi, lt_a, lt_b, n_pi, n_a, n_b):
     """The non-zeros flagged by :func:`_pmm_rows`, in float64 log space (max-shifted).
 

@@ -47,9 +47,10 @@ def fit(
         ``target_accept``.
     backend : {"memory", "dask"}
         ``"dask"`` runs the annealed EM of the co-occurrence families that declare a block pass
-        (aspect, one-sided) over row blocks on a Dask cluster, with an explicit schedule
-        (``betas=[...]``, default ``[1.0]``): same parameters as in memory to about 1e-15
-        relative, identical whatever the number of workers. ``data`` may then also be a folder
+        (aspect, one-sided, two-sided mean field, product-space, cluster-abstraction) over row
+        blocks on a Dask cluster, with an explicit schedule (``betas=[...]``, default
+        ``[1.0]``): same parameters as in memory to about 1e-15 relative (posteriors to ~1e-13),
+        identical whatever the number of workers. ``data`` may then also be a folder
         of ``.npz`` shards (:func:`latentzoo.inference.dask_backend.write_shards`), streamed
         from disk (more data than memory).
     client : distributed.Client, optional
