@@ -307,12 +307,20 @@ def _ibp_flip_log_odds(z, others, n_items):
 
 
 @nb.njit(cache=True, inline="always")
-def _drop_singletons(Z, counts, i, n_columns):
-    """Item ``i`` leaves the clusters it alone belongs to (compaction then removes them)."""
+def _swap_singletons(Z, counts, n_columns, i, n_new):
+    """The accepted new-cluster move's memberships: item ``i`` leaves the clusters it alone
+    belongs to (compaction then removes them) and alone joins ``n_new`` new clusters in the next
+    free columns; returns the first of them (their parameters are the caller's)."""
     for k in range(n_columns[0]):
         if Z[i, k] == 1 and counts[k] == 1:
             Z[i, k] = 0
             counts[k] = 0
+    first = n_columns[0]
+    for k in range(first, first + n_new):
+        Z[i, k] = 1
+        counts[k] = 1
+    n_columns[0] += n_new
+    return first
 
 
 @nb.njit(cache=True, inline="always")
@@ -324,16 +332,6 @@ def _list_members(Z, k, members):
             members[size] = i
             size += 1
     return size
-
-
-@nb.njit(cache=True, inline="always")
-def _open_column(Z, counts, n_columns, i):
-    """A new cluster holding item ``i`` alone, in the next free column; returns the column."""
-    k = n_columns[0]
-    Z[i, k] = 1
-    counts[k] = 1
-    n_columns[0] += 1
-    return k
 
 
 @nb.njit(cache=True)
@@ -403,9 +401,9 @@ def _sweep_assignments(
         log_ratio = _item_log_likelihood(x, proposed) - _item_log_likelihood(x, eta_i)
         if _metropolis_accepts(log_ratio, rng_state):
             accepted += 1
-            _drop_singletons(Z, counts, i, n_columns)
+            first_column = _swap_singletons(Z, counts, n_columns, i, next_new - first_new)
             for row in range(first_new, next_new):
-                k = _open_column(Z, counts, n_columns, i)
+                k = first_column + row - first_new
                 for d in range(n_features):
                     theta[k, d] = new_theta[row, d]
                     logits[k, d] = math.log(new_theta[row, d]) - math.log1p(-new_theta[row, d])
@@ -613,9 +611,9 @@ def _sweep_assignments_gaussian(
         ) - _gaussian_item_log_likelihood(x, shift_i, precision_i)
         if _metropolis_accepts(log_ratio, rng_state):
             accepted += 1
-            _drop_singletons(Z, counts, i, n_columns)
+            first_column = _swap_singletons(Z, counts, n_columns, i, next_new - first_new)
             for row in range(first_new, next_new):
-                k = _open_column(Z, counts, n_columns, i)
+                k = first_column + row - first_new
                 for d in range(n_features):
                     mu[k, d] = new_mu[row, d]
                     tau[k, d] = new_tau[row, d]
