@@ -159,6 +159,26 @@ def test_backends_and_options_are_checked_before_any_cluster_starts():
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    "model",
+    [
+        OneSidedClustering(4),
+        ClusterAbstractionModel(2, tau="object"),
+        ProductSpaceMixture(2, 3, eta=1.2),
+        TwoSidedClustering(3, 2),
+    ],
+    ids=lambda model: type(model).__name__,
+)
+def test_every_family_is_bit_identical_with_one_and_two_workers(client, reuters, model):
+    two = latentzoo.fit(model, reuters, backend="dask", client=client, blocks=7, **SCHEDULE)
+    with _cluster(1) as cluster, distributed.Client(cluster) as alone:
+        one = latentzoo.fit(model, reuters, backend="dask", client=alone, blocks=7, **SCHEDULE)
+    for name in two.params:
+        assert np.array_equal(one.params[name], two.params[name]), name
+    assert one.trace["free_energy"].tolist() == two.trace["free_energy"].tolist()
+
+
+@pytest.mark.slow
 def test_without_a_client_a_local_cluster_of_processes_is_started_and_closed():
     # Slow: two worker processes take 10-20 s to start, import and stop on a loaded machine.
     toy = load("toy")
