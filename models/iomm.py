@@ -681,7 +681,17 @@ class OverlappingMixture(LikelihoodHeldout):
         True
         """
         Z = _binary_matrix(params["Z"], "Z")
+        self._check_cluster_rows(params, Z.shape[1])
         return self.prior.log_prob_matrix(Z) + self.log_cluster_prior(params, Z.any(axis=0))
+
+    def _check_cluster_rows(self, params, n_columns: int) -> None:
+        """The clusters' first parameter as a ``(K, D)`` array with one row per column of Z."""
+        first = np.asarray(params[self.cluster_names[0]])
+        if first.ndim != 2 or first.shape[0] != n_columns:
+            raise ValueError(
+                f"{self.cluster_names[0]} must have shape (K, D) with K = {n_columns} to match "
+                f"Z, got {first.shape}"
+            )
 
     def log_cluster_prior(self, params, columns=slice(None)) -> float:
         """``log p`` of the clusters' parameters in ``params`` (rows ``columns``): ``sum log
@@ -743,12 +753,7 @@ class OverlappingMixture(LikelihoodHeldout):
         """
         Z = _binary_matrix(params["Z"], "Z")
         pi = np.asarray(params["pi"], dtype=np.float64)
-        first = np.asarray(params[self.cluster_names[0]])
-        if first.ndim != 2 or first.shape[0] != Z.shape[1]:
-            raise ValueError(
-                f"{self.cluster_names[0]} must have shape (K, D) with K = {Z.shape[1]} to match "
-                f"Z, got {first.shape}"
-            )
+        self._check_cluster_rows(params, Z.shape[1])
         if pi.shape != (Z.shape[1],):
             raise ValueError(f"pi must have shape ({Z.shape[1]},), one per column of Z")
         rate = self.alpha / Z.shape[1]

@@ -344,6 +344,8 @@ def test_gaussian_options_are_checked():
         OverlappingMixture(mu0=float("nan"))
     with pytest.raises(ValueError, match="base_precision must be a positive"):
         OverlappingMixture(base_precision=0.0)
+    with pytest.raises(ValueError, match=r"mu must have shape \(K, D\) with K = 2"):
+        GAUSSIAN.ibp_log_prior({"Z": [[1, 1]], "mu": [[0.0]], "tau": [[1.0]]})
     with pytest.raises(ValueError, match=r"tau\[0, 1\] = -1.0 is not a positive"):
         diagonal_gaussian_log_likelihood([[1]], [[0.0, 0.0]], [[1.0, -1.0]], [[0.0, 0.0]], 1, 0)
 
