@@ -510,6 +510,12 @@ class ClusterAbstractionBlocks(RowMixtureBlocks):
     def globals_of(self, params):
         return {name: params[name] for name in ("rho", "q", "tau") if name in params}
 
+    @staticmethod
+    def finish_result(result):
+        """The tree's plot, as :func:`annealed_em`'s result draws it."""
+        result.plot = plot_tree
+        return result
+
     def pass_of(self, block, rows, shared, beta):
         per_row = self.model.tau == "object"
         tau = rows["tau"] if per_row else shared["tau"]
@@ -559,8 +565,8 @@ def _check_em_options(model, data, schedule, problem_options):
 def _final_responsibilities(model, data, result):
     """:func:`~latentzoo.inference.one_sided.final_responsibilities`, and the tree's plot."""
     result = final_responsibilities(model, data, result)
-    result.plot = plot_tree  # what the fit's figure() draws: the top levels of the tree (Fig. 9)
-    return result
+    # What the fit's figure() draws: the top levels of the tree (Fig. 9).
+    return ClusterAbstractionBlocks.finish_result(result)
 
 
 annealed_em = em_entry(

@@ -655,7 +655,7 @@ def annealed_em(
         "backend": "dask",
         "blocks": len(rows),
     }
-    return EMResult(
+    result = EMResult(
         coords=model.coords(coords_data),
         settings=settings,
         model=model,
@@ -667,3 +667,6 @@ def annealed_em(
         method="annealed_em",
         stages=run.stages,
     )
+    # What the in-memory fit's result carries besides its parameters (the HACM's tree plot).
+    finish_result = getattr(blocks_em, "finish_result", None)
+    return result if finish_result is None else finish_result(result)

@@ -75,6 +75,7 @@ def test_cluster_abstraction_on_7_blocks_gives_the_in_memory_parameters(client, 
     dask = latentzoo.fit(model, part, backend="dask", client=client, blocks=7, **SCHEDULE)
     # Measured: q, tau, rho within 3e-14 relative, the posteriors within 3e-13.
     _assert_same(dask, memory, atol=1e-12)
+    assert dask.plot is memory.plot
     np.testing.assert_allclose(dask.trace["free_energy"], memory.trace["free_energy"], rtol=1e-12)
 
 
