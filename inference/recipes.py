@@ -1739,6 +1739,17 @@ PyMC; at 8 tokens Gibbs ESS 1150-1800 with R-hat at most 1.006, PyMC ESS 950-133
 most 1.0044 (three seeds), the shares as uncertain (sd 0.33)."""
 
 
+HACM_RHAT_MAX = 1.015
+"""Largest max R-hat (rank-normalised split R-hat, over the compared quantities) with which either
+side of the HACM's reference level counts as converged. Taken from the recipe's own measurement:
+the slowest quantities (the level shares) have bulk ESS 950-1800 per side (see
+:data:`HACM_REFERENCE_DATA`), and the max over 19 quantities of the R-hat of 4 AR(1) chains of
+2000 draws at ESS 950 (independent quantities, the least favourable case) has 99th percentile
+1.0144 and exceeds 1.01 in 27% of runs (1000 simulations, ``tests/false_alarms.py:
+max_rhat_quantile``, issue 25): the former 1.01 was a false alarm in a quarter of correct runs
+(seed 0 once failed at 1.021 with 15 tokens per document), 1.015 holds them near 1% per side."""
+
+
 HACM_MODE_MATCHING = (
     "an EM mode does not identify the HACM's posterior mode: within the leaf assignments of one "
     "EM solution the tracked words' tokens settle at the root or at a leaf (level sub-modes), and "
@@ -1777,7 +1788,7 @@ def _hacm_reference(entry, recipe, model, data, settings, rng, progressbar=False
         random_state=rng, progressbar=progressbar,
     )  # fmt: skip
     result = compare(local, simulated, fast, reference, names=("gibbs", "pymc"),
-                     var_names=["loglik", "p_dyad", "level_share"])  # fmt: skip
+                     var_names=["loglik", "p_dyad", "level_share"], rhat_max=HACM_RHAT_MAX)  # fmt: skip
     result.problem = (
         f"synthetic: {simulated} drawn from a depth-1 tree (K=2 leaves, separated), "
         f"tau={local.tau}; "

@@ -16,6 +16,8 @@ import argparse
 import time
 import warnings
 
+import numpy as np
+
 FAMILIES = {
     "aspect": "AspectModel(2)",
     "one_sided": "OneSidedClustering(2)",
@@ -75,3 +77,59 @@ def main(argv=None) -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def _basic_rhat(x):
+    """Gelman-Rubin R-hat of chains ``x`` (..., chains, draws)."""
+    n = x.shape[-1]
+    within = x.var(axis=-1, ddof=1).mean(axis=-1)
+    between = x.mean(axis=-1).var(axis=-1, ddof=1)
+    return np.sqrt(((n - 1) / n * within + between) / within)
+
+
+def _rank_normal(x):
+    """Draws (..., chains, draws) replaced by normal scores of their pooled ranks."""
+    from scipy import stats
+
+    pooled = x.reshape(x.shape[:-2] + (-1,))
+    ranks = stats.rankdata(pooled, axis=-1)
+    return stats.norm.ppf((ranks - 0.375) / (pooled.shape[-1] + 0.25)).reshape(x.shape)
+
+
+def split_rank_rhat(x):
+    """ArviZ's rank-normalised split R-hat (``az.rhat(method="rank")``), vectorised over the
+    leading axes of ``x`` (..., chains, draws): the larger of the bulk and the folded (tail)
+    R-hat of the half-chains (an even number of draws)."""
+    half = x.shape[-1] // 2
+    halves = np.concatenate([x[..., :half], x[..., half : 2 * half]], axis=-2)
+    median = np.median(halves.reshape(halves.shape[:-2] + (-1,)), axis=-1)[..., None, None]
+    bulk = _basic_rhat(_rank_normal(halves))
+    tail = _basic_rhat(_rank_normal(np.abs(halves - median)))
+    return np.maximum(bulk, tail)
+
+
+def max_rhat_quantile(draws, ess, n_quantities, q=0.99, n_runs=1000, chains=4, seed=0):
+    """The ``q`` quantile of the max R-hat over ``n_quantities`` independent quantities of
+    converged chains with effective sample size ``ess`` (AR(1) chains of ``draws`` draws each):
+    the convergence threshold a level of that size can use at false-alarm rate ``1 - q``.
+
+    Returns
+    -------
+    quantile : float
+    exceed_1_01 : float
+        Share of runs whose max R-hat exceeds the customary 1.01.
+    """
+    rng = np.random.default_rng(seed)
+    ratio = ess / (chains * draws)
+    phi = (1 - ratio) / (1 + ratio)
+    scale = np.sqrt(1 - phi**2)
+    maxima = []
+    for _ in range(max(1, n_runs // 50)):
+        noise = rng.standard_normal((50, n_quantities, chains, draws))
+        chain = np.empty_like(noise)
+        chain[..., 0] = noise[..., 0]
+        for t in range(1, draws):
+            chain[..., t] = phi * chain[..., t - 1] + scale * noise[..., t]
+        maxima.append(split_rank_rhat(chain).max(axis=-1))
+    maxima = np.concatenate(maxima)
+    return float(np.quantile(maxima, q)), float(np.mean(maxima > 1.01))

@@ -14,7 +14,7 @@ model where it is not.
 (an EM M-step), ``"pymc"`` (the PyMC reference declaration), ``"model"`` (the model's own exact
 quantities or simulator, which the levels use as their truth), ``"tree"`` (BHC's tree builders),
 ``"score"`` (Bayesian Sets' scores), ``"annealing"`` (deterministic annealing of pairwise and
-central clustering).
+central clustering), ``"lp"`` (the topic trees' linear programs and Algorithm 3.2).
 """
 
 from __future__ import annotations
@@ -47,10 +47,11 @@ FAMILIES = {
     "pairwise": "PairwiseClustering(2)",
     "central": "CentralClustering(2)",
     "cluster_abstraction": "ClusterAbstractionModel(1)",
+    "topic_tree": "TopicTreeMixture()",
 }
 """Family -> the model ``validate`` is run with (evaluated with ``latentzoo.models``' names)."""
 
-KINDS = ("gibbs", "em", "pymc", "model", "tree", "score", "annealing")
+KINDS = ("gibbs", "em", "pymc", "model", "tree", "score", "annealing", "lp")
 
 RELEVANT_LEVELS = {
     "gibbs": ("exact", "reference", "mode-matched", "calibrated"),
@@ -60,12 +61,14 @@ RELEVANT_LEVELS = {
     "tree": ("exact", "reference"),
     "score": ("exact", "reference"),
     "annealing": ("exact", "reference", "optimality"),
+    "lp": ("reference",),
 }
 """Kind -> the levels that execute the mutated code (None: every level), for ``--relevant``: a
 sampler bug cannot change the density or optimality levels, which never run the sampler, nor a
 PyMC bug the exact or calibrated levels, which never run PyMC. ``tree`` (a BHC tree builder),
-``score`` (Bayesian Sets' closed-form scores) and ``annealing`` (pairwise or central deterministic
-annealing) are the point estimators of the families without a sampler. A mutation's own
+``score`` (Bayesian Sets' closed-form scores), ``annealing`` (pairwise or central deterministic
+annealing) and ``lp`` (the topic trees' minimax pseudo-inverse and Algorithm 3.2, whose one level
+is the reference) are the point estimators of the families without a sampler. A mutation's own
 ``levels`` overrides its kind's when the family's levels differ (the HACM's reference level runs
 PyMC and Gibbs, never its EM)."""
 
@@ -162,6 +165,7 @@ _BHC = "inference/bhc.py"
 _SETS = "inference/bayesian_sets.py"
 _PAIR = "inference/pairwise.py"
 _HACM = "inference/cluster_abstraction.py"
+_TREE = "inference/topic_tree.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ aspect model (LDA)
@@ -829,6 +833,45 @@ MUTATIONS: tuple[Mutation, ...] = (
         "",
         "_move_point: the centroid of the cluster an item leaves is not updated (stale centroid)",
         "annealing",
+    ),
+    # ------------------------------------------------------------------- topic trees (seed 003)
+    Mutation(
+        "topic-tree-dual-marginal-sign",
+        "topic_tree",
+        _TREE,
+        "multipliers = -result.ineqlin.marginals",
+        "multipliers = result.ineqlin.marginals",
+        "minimax pseudo-inverse by the dual: HiGHS' marginals taken as the multipliers without "
+        "their sign (scipy reports them <= 0 for <= constraints)",
+        "lp",
+    ),
+    Mutation(
+        "topic-tree-relevance-distinct-words",
+        "topic_tree",
+        _TREE,
+        "result = np.asarray(counts @ inverse.T) / lengths[:, None]",
+        "result = np.asarray(counts @ inverse.T) / counts.getnnz(axis=1)[:, None]",
+        "relevance r~ = V D~ with the counts divided by the number of distinct words, not the length",
+        "lp",
+    ),
+    Mutation(
+        "topic-tree-dual-feasibility-max-norm",
+        "topic_tree",
+        _TREE,
+        "if np.abs(image).sum() <= 1.0 + _FEASIBILITY or new_cut.tobytes() in seen:",
+        "if np.abs(image).max() <= 1.0 + _FEASIBILITY or new_cut.tobytes() in seen:",
+        "constraint generation stops when ||W y||_inf <= 1 (not ||W y||_1): an infeasible dual "
+        "point, so a left inverse that is not the minimax one",
+        "lp",
+    ),
+    Mutation(
+        "topic-tree-related-baseline-row",
+        "topic_tree",
+        _TREE,
+        "related[leaf] |= (inverse[0] @ matrix) >= tau",
+        "related[leaf] |= (inverse[1] @ matrix) >= tau",
+        "Algorithm 3.2 step 2a thresholds the topics' relevance to the baseline T(0), not to T(c)",
+        "lp",
     ),
     # ---------------------------------------------- hierarchical cluster-abstraction model (HACM)
     Mutation(
