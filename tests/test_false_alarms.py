@@ -34,8 +34,9 @@ def test_split_rank_rhat_is_arviz_rank_rhat():
 
 @pytest.mark.slow
 def test_hacm_reference_rhat_threshold_is_the_99th_percentile_at_its_measured_ess():
-    """The HACM reference level's convergence threshold (issue 25): the max R-hat over its 19
-    quantities at the slowest measured ESS (950) stays below it in 99% of converged runs."""
+    """The HACM reference level's convergence threshold (issue 25): the max R-hat over 19
+    quantities (it compares 17) at the slowest measured ESS (950) stays below it in 99% of
+    converged runs."""
     from latentzoo.inference.recipes import HACM_RHAT_MAX
     from tests.false_alarms import max_rhat_quantile
 
