@@ -1567,23 +1567,25 @@ def _pairwise_heat_bath(D, labels, k, temperature, uniforms):
                     z[i] = b
 
 
-def _heat_bath_chains(kernel, matrix, n_components, temperature, n_chains, n_sweeps, rng):
-    """Final labels (n_chains, N) of ``kernel``'s chains from uniform random labels, run in blocks
-    of chains so that the uniforms stay small."""
-    n_items = matrix.shape[0]
-    labels = rng.integers(n_components, size=(n_chains, n_items)).astype(np.int64)
-    block = max(1, 2_000_000 // max(1, n_sweeps * n_items))
-    for start in range(0, n_chains, block):
-        part = labels[start : start + block]
-        uniforms = rng.random((part.shape[0], n_sweeps, n_items))
-        kernel(matrix, part, n_components, float(temperature), uniforms)
-    return labels
-
-
-def _check_heat_bath(temperature, n_chains, n_sweeps):
+def _heat_bath(model, kind, kernel, matrix_of, data, temperature, n_chains, n_sweeps, rng):
+    """Check the arguments and run ``kernel``'s chains from uniform random labels on
+    ``matrix_of(data)``, in blocks of chains so that the uniforms stay small; returns the final
+    labels (n_chains, N)."""
+    _check_model(model, kind)
+    data = model.check_data(data)
     check_positive("temperature", temperature)
     check_integer("n_chains", n_chains, low=1)
     check_integer("n_sweeps", n_sweeps, low=1)
+    matrix = np.ascontiguousarray(matrix_of(data), dtype=np.float64)
+    rng = as_rng(rng)
+    n_items, k = matrix.shape[0], model.n_components
+    labels = rng.integers(k, size=(n_chains, n_items)).astype(np.int64)
+    block = max(1, 2_000_000 // (n_sweeps * n_items))
+    for start in range(0, n_chains, block):
+        part = labels[start : start + block]
+        uniforms = rng.random((part.shape[0], n_sweeps, n_items))
+        kernel(matrix, part, k, float(temperature), uniforms)
+    return labels
 
 
 def pairwise_heat_bath(
@@ -1622,13 +1624,9 @@ def pairwise_heat_bath(
     >>> pairwise_heat_bath(PairwiseClustering(2), data, 1.0, n_chains=3, random_state=0).shape
     (3, 5)
     """
-    _check_model(model, PairwiseClustering)
-    data = model.check_data(data)
-    _check_heat_bath(temperature, n_chains, n_sweeps)
-    D = np.ascontiguousarray(data.D, dtype=np.float64)
-    return _heat_bath_chains(
-        _pairwise_heat_bath, D, model.n_components, temperature, n_chains, n_sweeps,
-        as_rng(random_state),
+    return _heat_bath(
+        model, PairwiseClustering, _pairwise_heat_bath, lambda checked: checked.D, data,
+        temperature, n_chains, n_sweeps, random_state,
     )  # fmt: skip
 
 
@@ -1663,13 +1661,9 @@ def central_heat_bath(
     >>> bool(np.all((labels[:, 0] == labels[:, 1]) & (labels[:, 0] != labels[:, 2])))
     True
     """
-    _check_model(model, CentralClustering)
-    data = model.check_data(data)
-    _check_heat_bath(temperature, n_chains, n_sweeps)
-    X = np.ascontiguousarray(data.X, dtype=np.float64)
-    return _heat_bath_chains(
-        _central_heat_bath, X, model.n_components, temperature, n_chains, n_sweeps,
-        as_rng(random_state),
+    return _heat_bath(
+        model, CentralClustering, _central_heat_bath, lambda checked: checked.X, data,
+        temperature, n_chains, n_sweeps, random_state,
     )  # fmt: skip
 
 
