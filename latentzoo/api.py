@@ -119,8 +119,13 @@ def fit(
         from latentzoo.inference import dask_backend
 
         block_em = dask_backend.block_em_for(entry, method)  # refuses before any cluster starts
-        entry.methods[method].validate(options)
+        declared = entry.methods[method]
+        declared.validate(options)
         options.setdefault("betas", [1.0])
+        for name in ("tol", "max_iter"):
+            # The method's own defaults (the product-space EM's tighter tol), as in memory.
+            if name in declared.options:
+                options.setdefault(name, declared.options[name].default)
         return dask_backend.annealed_em(
             model, data, block_em=block_em, client=client, blocks=blocks, **options
         )

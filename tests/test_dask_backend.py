@@ -89,6 +89,12 @@ def test_product_space_on_7_blocks_gives_the_in_memory_parameters(client, reuter
     np.testing.assert_allclose(dask.trace["free_energy"], memory.trace["free_energy"], rtol=1e-12)
 
 
+def test_the_method_s_own_defaults_apply_on_dask(client):
+    fitted = latentzoo.fit(ProductSpaceMixture(2, 2), load("toy"), backend="dask", client=client,
+                           blocks=2, max_iter=2, progressbar=False)  # fmt: skip
+    assert fitted.settings["tol"] == 1e-8  # the product-space EM's declared default
+
+
 def test_two_sided_mean_field_on_7_blocks_gives_the_in_memory_parameters(client, reuters):
     # One pass per iteration: the next block counts come from n^T <I> and the new <J> on the
     # client. Measured: <I>, <J> within 1e-13, c, pi, the weights within 5e-15 relative.
