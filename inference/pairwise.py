@@ -2235,6 +2235,25 @@ def _spread(indptr, indices, values, a, b, i, v, delta):
 
 
 @nb.njit(cache=True)
+def _partner_couplings(indptr, indices, values, resp, i, slope, centre, temperature, gap, coupling):
+    """TAP couplings of item ``i`` (eq. (29)) over its observed partners, written into
+    ``coupling``: ``J_xy = Cov(E_ix, E_iy) / T^2`` over independent partners' assignments, with
+    ``d E_ix / d <M_jx> = slope[x] (D_ij - centre[x])``."""
+    k = coupling.shape[0]
+    for x in range(k):
+        for y in range(k):
+            coupling[x, y] = 0.0
+    for e in range(indptr[i], indptr[i + 1]):
+        j = indices[e]
+        for x in range(k):
+            gap[x] = slope[x] * (values[e] - centre[x]) / temperature
+        for x in range(k):
+            coupling[x, x] += gap[x] * gap[x] * resp[j, x]
+            for y in range(k):
+                coupling[x, y] -= gap[x] * gap[y] * resp[j, x] * resp[j, y]
+
+
+@nb.njit(cache=True)
 def _sparse_sweep(indptr, indices, values, resp, a, b, sizes, within, temperature, order, tap,
                   shift):  # fmt: skip
     """One sequential mean-field sweep of the sparse pairwise cost over the items in ``order``.
@@ -2249,24 +2268,18 @@ def _sparse_sweep(indptr, indices, values, resp, a, b, sizes, within, temperatur
     n, k = resp.shape
     bias = np.empty(k)
     new = np.empty(k)
+    # d E_iv / d <M_jv> = D_ij - shift for every cluster v.
+    slope = np.ones(k)
+    centre = np.full(k, shift)
+    gap = np.empty(k)
     coupling = np.zeros((k, k))
     biggest = 0.0
     for i in order:
         for v in range(k):
             bias[v] = -(a[i, v] - shift * b[i, v]) / temperature
         if tap:
-            # J_ab = Cov(E_ia, E_ib) / T^2 over independent partners' assignments (eq. (29)).
-            for x in range(k):
-                for y in range(k):
-                    coupling[x, y] = 0.0
-            for e in range(indptr[i], indptr[i + 1]):
-                j = indices[e]
-                # d E_iv / d <M_jv> = D_ij - shift for every cluster v.
-                gap = (values[e] - shift) / temperature
-                for x in range(k):
-                    coupling[x, x] += gap * gap * resp[j, x]
-                    for y in range(k):
-                        coupling[x, y] -= gap * gap * resp[j, x] * resp[j, y]
+            _partner_couplings(indptr, indices, values, resp, i, slope, centre, temperature, gap,
+                               coupling)  # fmt: skip
             _solve_capped(bias, coupling, resp[i], new)
         else:
             _softmax(bias, new)
@@ -2315,17 +2328,8 @@ def _normalised_sweep(indptr, indices, values, resp, a, b, sizes, within, inner,
             slope[v] = (others + 1.0) / pairs_with if pairs_with > 1e-12 else 0.0
             centre[v] = mean_with
         if tap:
-            for x in range(k):
-                for y in range(k):
-                    coupling[x, y] = 0.0
-            for e in range(indptr[i], indptr[i + 1]):
-                j = indices[e]
-                for x in range(k):
-                    gap[x] = slope[x] * (values[e] - centre[x]) / temperature
-                for x in range(k):
-                    coupling[x, x] += gap[x] * gap[x] * resp[j, x]
-                    for y in range(k):
-                        coupling[x, y] -= gap[x] * gap[y] * resp[j, x] * resp[j, y]
+            _partner_couplings(indptr, indices, values, resp, i, slope, centre, temperature, gap,
+                               coupling)  # fmt: skip
             _solve_capped(bias, coupling, resp[i], new)
         else:
             _softmax(bias, new)
