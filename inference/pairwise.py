@@ -2254,6 +2254,25 @@ def _partner_couplings(indptr, indices, values, resp, i, slope, centre, temperat
 
 
 @nb.njit(cache=True)
+def _set_item(indptr, indices, values, resp, a, b, sizes, within, inner, i, new, shift):
+    """Set item ``i``'s assignments to ``new`` and keep the sparse sums current: ``a``, ``b``
+    (:func:`_spread`), the sizes, the within sums of ``D - shift`` and the inner pair counts.
+    Returns the largest change of a probability."""
+    biggest = 0.0
+    for v in range(resp.shape[1]):
+        delta = new[v] - resp[i, v]
+        if abs(delta) > biggest:
+            biggest = abs(delta)
+        if delta != 0.0:
+            within[v] += delta * (a[i, v] - shift * b[i, v])
+            inner[v] += delta * b[i, v]
+            sizes[v] += delta
+            _spread(indptr, indices, values, a, b, i, v, delta)
+            resp[i, v] = new[v]
+    return biggest
+
+
+@nb.njit(cache=True)
 def _sparse_sweep(indptr, indices, values, resp, a, b, sizes, within, temperature, order, tap,
                   shift):  # fmt: skip
     """One sequential mean-field sweep of the sparse pairwise cost over the items in ``order``.
@@ -2273,6 +2292,7 @@ def _sparse_sweep(indptr, indices, values, resp, a, b, sizes, within, temperatur
     centre = np.full(k, shift)
     gap = np.empty(k)
     coupling = np.zeros((k, k))
+    unused = np.zeros(k)  # the inner pair counts, which only the normalised cost needs
     biggest = 0.0
     for i in order:
         for v in range(k):
@@ -2283,15 +2303,9 @@ def _sparse_sweep(indptr, indices, values, resp, a, b, sizes, within, temperatur
             _solve_capped(bias, coupling, resp[i], new)
         else:
             _softmax(bias, new)
-        for v in range(k):
-            delta = new[v] - resp[i, v]
-            if abs(delta) > biggest:
-                biggest = abs(delta)
-            if delta != 0.0:
-                within[v] += delta * (a[i, v] - shift * b[i, v])
-                sizes[v] += delta
-                _spread(indptr, indices, values, a, b, i, v, delta)
-                resp[i, v] = new[v]
+        change = _set_item(indptr, indices, values, resp, a, b, sizes, within, unused, i, new,
+                           shift)  # fmt: skip
+        biggest = max(biggest, change)
     return biggest
 
 
@@ -2333,16 +2347,8 @@ def _normalised_sweep(indptr, indices, values, resp, a, b, sizes, within, inner,
             _solve_capped(bias, coupling, resp[i], new)
         else:
             _softmax(bias, new)
-        for v in range(k):
-            delta = new[v] - resp[i, v]
-            if abs(delta) > biggest:
-                biggest = abs(delta)
-            if delta != 0.0:
-                within[v] += delta * a[i, v]
-                inner[v] += delta * b[i, v]
-                sizes[v] += delta
-                _spread(indptr, indices, values, a, b, i, v, delta)
-                resp[i, v] = new[v]
+        change = _set_item(indptr, indices, values, resp, a, b, sizes, within, inner, i, new, 0.0)
+        biggest = max(biggest, change)
     return biggest
 
 
