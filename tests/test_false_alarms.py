@@ -43,3 +43,49 @@ def test_hacm_reference_rhat_threshold_is_the_99th_percentile_at_its_measured_es
     quantile, exceed = max_rhat_quantile(draws=2000, ess=950, n_quantities=19, n_runs=400)
     assert quantile <= HACM_RHAT_MAX
     assert exceed > 0.1  # the former 1.01 was a false alarm in a good share of correct runs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["pairwise", "central"])
+def test_heat_bath_exact_checks_fail_correct_code_at_their_nominal_rate(family):
+    """The six heat-bath checks of the pairwise and central exact levels (issue 25) at 50 seeds:
+    nominal 1e-3 each, so 3 or more failures of 300 has probability 0.004 (measured at seeds
+    0-99: 2 of 600 for pairwise, 1 of 600 for central)."""
+    import numpy as np
+
+    from latentzoo.inference.pairwise import central_heat_bath, pairwise_heat_bath
+    from latentzoo.inference.recipes import HEAT_BATH_FACTORS, _heat_bath_exact
+    from latentzoo.models import CentralClustering, PairwiseClustering
+    from latentzoo.models.pairwise import critical_temperature
+
+    model, heat_bath = {
+        "pairwise": (PairwiseClustering(2), pairwise_heat_bath),
+        "central": (CentralClustering(2), central_heat_bath),
+    }[family]
+    failed = 0
+    for seed in range(50):
+        rng = np.random.default_rng(seed)
+        for _ in range(3):
+            data, _ = model.simulate(rng, n_items=6)
+            T = critical_temperature(data)
+            for factor in HEAT_BATH_FACTORS:
+                check = _heat_bath_exact(model, heat_bath, data, factor * T, rng, "heat bath")
+                failed += not check.passed
+    assert failed <= 2
+
+
+@pytest.mark.slow
+def test_central_optimality_fails_correct_code_at_its_nominal_rate():
+    """The central optimality level's Monte Carlo test (nominal 1%; 0 of 200 seeds failed when
+    its threshold was set) at 30 seeds: 3 or more failures have probability 0.003."""
+    import latentzoo
+    from latentzoo.models import CentralClustering
+
+    failures = [
+        seed
+        for seed in range(30)
+        if not latentzoo.validate(
+            CentralClustering(2), quick=True, levels=["optimality"], random_state=seed
+        ).passed
+    ]
+    assert len(failures) <= 2, failures
