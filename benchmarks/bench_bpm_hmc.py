@@ -14,8 +14,12 @@ shorter chains: they spend several times more gradients per draw). Reported per 
 wall time (tuning included, compilation excluded and shown apart), divergences, and the bulk ESS
 of the label-free quantities: the total log-likelihood, the membership scale ``a`` and every
 senator's ``U_nn = sum_k pi_nk^2`` (the diagonal of ``U = Pi Pi^T``: 1 at a vertex, 1/2 halfway);
-ESS/s is the smallest of those ESS (and their median) per second. The table is printed and, for
-a full run, written to ``benchmarks/RESULTS_bpm.md``.
+ESS/s is the smallest of those ESS (and their median) per CPU second of the sampling process
+(the machine is shared by several jobs: CPU seconds, unlike wall seconds, compare samplers run
+under different loads; the wall seconds and the load average are shown beside them). The table is
+printed and, for a full run, written to ``benchmarks/RESULTS_bpm.md``; ``--samplers`` and
+``--rows`` run the samplers in separate processes (at once, on a shared machine) and collect
+their rows in one JSON file, which a run with ``--samplers none`` renders.
 """
 
 from __future__ import annotations
