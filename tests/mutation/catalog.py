@@ -48,6 +48,8 @@ FAMILIES = {
     "central": "CentralClustering(2)",
     "cluster_abstraction": "ClusterAbstractionModel(1)",
     "topic_tree": "TopicTreeMixture()",
+    "iomm": "OverlappingMixture()",
+    "bpm": "BayesianPartialMembership(2)",
 }
 """Family -> the model ``validate`` is run with (evaluated with ``latentzoo.models``' names)."""
 
@@ -166,6 +168,8 @@ _SETS = "inference/bayesian_sets.py"
 _PAIR = "inference/pairwise.py"
 _HACM = "inference/cluster_abstraction.py"
 _TREE = "inference/topic_tree.py"
+_IOMM = "inference/iomm.py"
+_BPM = "inference/bpm.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ aspect model (LDA)
@@ -872,6 +876,67 @@ MUTATIONS: tuple[Mutation, ...] = (
         "related[leaf] |= (inverse[1] @ matrix) >= tau",
         "Algorithm 3.2 step 2a thresholds the topics' relevance to the baseline T(0), not to T(c)",
         "lp",
+    ),
+    # ------------------------------------- IOMM and BPM (anchored on their code at 15:20, issue 25)
+    Mutation(
+        "iomm-ibp-odds-self-count",
+        "iomm",
+        _IOMM,
+        "    return math.log(others) - math.log(n_items - others)",
+        "    return math.log(others + 1) - math.log(n_items - others)",
+        "IBP prior odds (7.12) of joining cluster k with m_-i,k + 1 (the item counted itself)",
+        "gibbs",
+        levels=("exact", "calibrated"),
+    ),
+    Mutation(
+        "iomm-flip-stale-probabilities",
+        "iomm",
+        _IOMM,
+        "                    eta_i[d] += sign * logits[k, d]\n                _set_probabilities(eta_i, p, q)\n",
+        "                    eta_i[d] += sign * logits[k, d]\n",
+        "after a membership flip the item's p = sigmoid(eta) is not refreshed (stale in the next flips)",
+        "gibbs",
+        levels=("exact", "calibrated"),
+    ),
+    Mutation(
+        "iomm-theta-hastings-missing",
+        "iomm",
+        _IOMM,
+        "            ratio -= _log_beta_density(new, omega * old, omega * (1.0 - old))\n",
+        "",
+        "theta's MH step misses the forward Beta proposal density T(new | old) (Hastings ratio)",
+        "gibbs",
+        levels=("exact", "calibrated"),
+    ),
+    Mutation(
+        "bpm-scale-move-drops-jacobian",
+        "bpm",
+        _BPM,
+        "log_ratio = lp - state.log_density + log_jacobian",
+        "log_ratio = lp - state.log_density",
+        "the scale move of log a and the tail memberships misses its log-Jacobian",
+        "gibbs",
+        levels=("reference",),
+    ),
+    Mutation(
+        "bpm-leapfrog-full-first-kick",
+        "bpm",
+        _BPM,
+        "    for i in range(q.size):\n        p[i] += 0.5 * step_size * grad[i]\n",
+        "    for i in range(q.size):\n        p[i] += step_size * grad[i]\n",
+        "leapfrog starts with a full momentum kick instead of a half one (not reversible)",
+        "gibbs",
+        levels=("reference",),
+    ),
+    Mutation(
+        "bpm-energy-error-sign",
+        "bpm",
+        _BPM,
+        "energy_error = (new_kinetic - lp) - (kinetic - state.log_density)",
+        "energy_error = (new_kinetic + lp) - (kinetic + state.log_density)",
+        "HMC accept: the potential energy taken as +log density (inverted acceptance ratio)",
+        "gibbs",
+        levels=("reference",),
     ),
     # ---------------------------------------------- hierarchical cluster-abstraction model (HACM)
     Mutation(
