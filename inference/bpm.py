@@ -14,9 +14,9 @@ checked against finite differences in the tests); it touches each cell once per 
 0/1 weight, so missing cells (NaN) drop out, which integrates them out (section 8.7), and it
 allocates nothing (a work buffer per target). A transition is a
 leapfrog trajectory of ``n_leapfrog`` steps (also one numba kernel) and a Metropolis accept,
-optionally followed by ``scale_moves`` Metropolis-Hastings moves of ``log a`` that carry the
-memberships the prior rules along the funnel between ``a`` and the ``pi``'s (:func:`_scale_move`).
-During
+followed by ``scale_moves`` Metropolis-Hastings moves of ``log a`` that carry the memberships the
+prior rules along the funnel between ``a`` and the ``pi``'s (:func:`_scale_move`; without them the
+HMC is not calibrated on small data, see the SBC test). During
 the ``tune`` transitions the step size is adapted by dual averaging (Hoffman & Gelman 2014) towards
 ``target_accept`` and a diagonal inverse mass matrix is estimated from the positions in Stan's
 doubling windows; after tuning the step size is jittered by +-10 % to break periodic trajectories.
@@ -726,7 +726,7 @@ def step(
     n_leapfrog: int,
     target_accept: float,
     windows: tuple[int, np.ndarray],
-    scale_moves: int = 0,
+    scale_moves: int = 2,
 ) -> tuple[HMCState, HMCInfo]:
     """One HMC transition (a leapfrog trajectory and its Metropolis accept), then ``scale_moves``
     Metropolis-Hastings updates of ``a`` with the tail memberships (:func:`_scale_move`), with the
@@ -754,7 +754,10 @@ def step(
     else:
         energy = kinetic - state.log_density
     scale_accepts = []
-    for _ in range(scale_moves):
+    # Not before the first mass-matrix window: moving a far from the typical set, the moves left
+    # chains with a step size adapted 5x too small (benchmarks/RESULTS_bpm.md).
+    settled = not tuning or state.iteration >= windows[0]
+    for _ in range(scale_moves if settled else 0):
         state, scale_accept = _scale_move(state, rng, target, tuning)
         scale_accepts.append(scale_accept)
     adaptation = state.adaptation
@@ -849,13 +852,13 @@ def hmc(model: BayesianPartialMembership, data, **options):
         (``benchmarks/RESULTS_bpm.md``); larger data want longer trajectories.
     target_accept : float, default 0.8
         Mean acceptance probability the step-size adaptation aims at, in (0, 1).
-    scale_moves : int, default 0
+    scale_moves : int, default 2
         Metropolis-Hastings updates of ``a`` with the memberships the prior rules
-        (:func:`_scale_move`) after each trajectory, one density evaluation each. On the Senate
-        (K=2, 4 x (500 + 500) transitions of 64 steps) 2 moves raised the ESS of ``a`` 2.2x
-        (290 vs 130), but the step size of one chain in four adapted 5x smaller than the others'
-        and that chain lagged (total log-likelihood 40 nats lower): off by default until that
-        is understood (``benchmarks/RESULTS_bpm.md``).
+        (:func:`_scale_move`) after each trajectory, one density evaluation each; they start
+        after the first tuning window. Without them the HMC fails simulation-based calibration
+        on a tiny BPM (it misses the funnel's neck: min p 1e-35 over 300 simulations; with them
+        0.002); on the Senate (K=2) they raised the ESS of ``a`` per draw about 2.5x
+        (``benchmarks/RESULTS_bpm.md``). 0 gives plain HMC.
     random_state : int, Generator or None
     progressbar : bool, default False
     initial_params : dict, optional
@@ -1023,7 +1026,7 @@ def _options():
                 quick=20),
         integer("thin", 1, "transitions per kept draw"),
         integer("n_leapfrog", 16, "leapfrog steps per trajectory"),
-        integer("scale_moves", 0, "Metropolis-Hastings moves of a with the prior-ruled memberships "
+        integer("scale_moves", 2, "Metropolis-Hastings moves of a with the prior-ruled memberships "
                 "per transition", low=0),
         real("target_accept", 0.8, "mean acceptance the step size aims at", 0, 1, True, True),
         seed(),

@@ -177,7 +177,7 @@ def test_hmc_agrees_with_pymc_nuts_on_a_tiny_bpm():
     assert table["agree"].all(), table.to_string()
 
 
-def _sbc_of_the_hand_hmc(n_sims: int, seed: int):
+def _sbc_of_the_hand_hmc(n_sims: int, seed: int, scale_moves: int = 2):
     """SBC (Talts et al. 2018) of the hand HMC on a tiny Bernoulli BPM (3 items, 4 features,
     K=2): ranks of the true ``U = Pi Pi^T`` and log-likelihood among 49 thinned draws."""
     from latentzoo.inference.calibration import sbc
@@ -187,7 +187,7 @@ def _sbc_of_the_hand_hmc(n_sims: int, seed: int):
     def sampler(data, rng, n_draws):
         idata = bpm.hmc(
             model, data, chains=1, draws=n_draws, tune=150, thin=4, n_leapfrog=8,
-            random_state=rng,
+            scale_moves=scale_moves, random_state=rng,
         )  # fmt: skip
         stats = idata.sample_stats
         # What the sampler reports is recorded per draw (the chain runner's info).
