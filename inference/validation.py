@@ -302,7 +302,7 @@ def exact_level(
             posterior, _, _ = run_chains(
                 sampler.init, sampler.step, record, chains=settings.exact_chains, draws=1,
                 tune=settings.exact_sweeps, random_state=rng, progressbar=progressbar,
-                desc=f"exact: {problem.label}",
+                desc=f"exact: {problem.label}", advance=getattr(sampler, "advance", None),
             )  # fmt: skip
         except Exception as error:  # noqa: BLE001 - a sampler that crashes here is wrong here
             detail = f"the sampler raised {type(error).__name__}: {error}"
