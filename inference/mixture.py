@@ -918,6 +918,19 @@ class MixtureGibbs:
         >>> info._fields, info.split_merge_accept in (0.0, 0.25, 0.5, 0.75, 1.0)
         (('lp', 'split_merge_accept'), True)
         """
+        state, accepted = self._transition(state)
+        if not self.n_moves:
+            return state, GibbsInfo(self.log_joint(state))
+        return state, SplitMergeInfo(self.log_joint(state), accepted / self.n_moves)
+
+    def advance(self, state: MixtureGibbsState, rng: np.random.Generator) -> MixtureGibbsState:
+        """The transition of :meth:`step` without its ``info``, for the sweeps whose info
+        :func:`~latentzoo.inference.mcmc.run_chains` would discard (tuning, thinning): they skip
+        the log joint, which costs as much as a sweep on small data."""
+        return self._transition(state)[0]
+
+    def _transition(self, state: MixtureGibbsState) -> tuple[MixtureGibbsState, int]:
+        """Split-merge moves, a Gibbs sweep and the alpha update; the number of accepted moves."""
         a0, b0 = self.alpha_prior
         sizes, stats, alpha, accepted = _run(
             self.X, state.z, state.sizes, state.stats, self.prior, self.prior_pred, self.kind,
@@ -927,9 +940,7 @@ class MixtureGibbs:
         state = MixtureGibbsState(
             state.z, sizes, stats, int(np.count_nonzero(sizes)), float(alpha), state.rng_state
         )
-        if not self.n_moves:
-            return state, GibbsInfo(self.log_joint(state))
-        return state, SplitMergeInfo(self.log_joint(state), accepted / self.n_moves)
+        return state, accepted
 
     # -------------------------------------------------------------------- draws
     def clusters(self, state) -> tuple[np.ndarray, np.ndarray]:
