@@ -221,6 +221,19 @@ def test_exact_level_catches_a_step_that_does_nothing(monkeypatch):
     assert frequencies and not any(c.passed for c in frequencies), comparison.verdict()
 
 
+def test_exact_level_catches_an_advance_that_is_not_the_step(monkeypatch):
+    """The burn-in runs through advance() only where it makes step()'s transition: an advance
+    that does nothing (the production tuning sweeps) fails the state-frequency checks by name."""
+    from latentzoo.inference.one_sided import OneSidedGibbs
+
+    monkeypatch.setattr(OneSidedGibbs, "advance", lambda self, state, rng: state)
+    settings = dataclasses.replace(validation.QUICK, exact_chains=200)
+    comparison = latentzoo.validate(OneSidedClustering(2), levels=["exact"], settings=settings)
+    frequencies = [c for c in comparison.checks if "state frequencies" in c.name]
+    assert frequencies and not any(c.passed for c in frequencies), comparison.verdict()
+    assert all("advance() and step() make different transitions" in c.detail for c in frequencies)
+
+
 def test_exact_level_catches_a_wrong_dirichlet_draw(monkeypatch):
     """``theta ~ Dir(n + alpha - 1)`` in ``draw`` leaves the states right and the moments wrong."""
     from latentzoo.inference import aspect
