@@ -849,7 +849,7 @@ def hmc(model: BayesianPartialMembership, data, **options):
     n_leapfrog : int, default 16
         Leapfrog steps per trajectory (gradient evaluations per transition). On the Senate roll
         calls (K=2, about 1100 unknowns) 64 steps mixed about 3x better per gradient than 16
-        (``benchmarks/RESULTS_bpm.md``); larger data want longer trajectories.
+        (``benchmarks/RESULTS_bpm.md`` at commit 301e4a4); larger data want longer trajectories.
     target_accept : float, default 0.8
         Mean acceptance probability the step-size adaptation aims at, in (0, 1).
     scale_moves : int, default 2
