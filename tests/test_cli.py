@@ -44,7 +44,7 @@ def test_fit_bayesian_sets_takes_its_query_as_an_option(capsys, tmp_path):
 def test_list_options_shows_the_declared_options(capsys):
     code, out, _ = _run(capsys, "list", "--options", "bhc")
     assert code == 0
-    assert "bhc rbhc:" in out and "  m (default 100; an integer >= 1)" in out
+    assert "bhc rbhc:" in out and "  m (default 100; an integer >= 2)" in out
     code, _, err = _run(capsys, "list", "--options", "nope")
     assert code == 2 and err.startswith("latentzoo: error: unknown model 'nope'")
 
@@ -517,7 +517,7 @@ def test_list_fits_the_terminal_and_keeps_the_rest_reachable(capsys, monkeypatch
     assert "the fgl data frame of the R package MASS" in flat and "CC BY 4.0" in flat
     code, out, _ = _run(capsys, "list", "--options")
     assert code == 0 and max(map(len, out.splitlines())) <= columns
-    assert "  m (default 100; an integer >= 1)" in out
+    assert "  m (default 100; an integer >= 2)" in out
     code, out, _ = _run(capsys, "list", "--wide")
     assert code == 0 and "notebooks/aspect_model.ipynb" in out and "licence" in out
     code, _, err = _run(capsys, "list", "--dataset", "nope")
