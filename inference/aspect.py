@@ -37,6 +37,7 @@ from scipy.special import gammaln
 
 from latentzoo.data import CoOccurrence
 from latentzoo.data.checks import check_memory
+from latentzoo.inference._log_space_fallback import redo_pairs_in_log_space
 from latentzoo.inference.ad_lda import AD_LDA_OPTIONS, ad_lda_entry
 from latentzoo.inference.annealing import (
     EMStats,
@@ -176,7 +177,7 @@ def _em_rows(
 
     Non-zeros with ``s < _F64_TINY`` (far from ``beta = 1`` the powers underflow, and ``n / s``
     would divide by zero) are flagged in ``fallback`` and left out of the energy and the M-step
-    sums, for :func:`_em_fallback`; their ``log p`` is still tracked.
+    sums, for :func:`_redo_in_log_space`; their ``log p`` is still tracked.
 
     :func:`em_pass` runs it on float64 tables; float32 tables go through :func:`_em_rows32`,
     which keeps float64 accuracy (the generic dtype and ``floor`` remain for direct callers). The
@@ -385,7 +386,7 @@ def _predictive_rows(
 #   (``P(k | i, j)`` is unchanged; ``log s`` shifts by per-row and per-column constants, added
 #   back), so the best terms stay near 1;
 # - hands a non-zero whose ``s`` is below _F32_TINY (its terms may have underflowed) to
-#   _em_fallback, which redoes it in float64 log space.
+#   _redo_in_log_space, which redoes it in float64 log space.
 _F32_MIN = float(np.finfo(np.float32).tiny)
 _F32_TINY = 2.0**-40
 _NO_SHIFT = np.zeros(0)
@@ -514,44 +515,23 @@ def _finish_phi32(t_phi, acc_phi, exact_phi):
     return n_phi, correction
 
 
-@nb.njit(cache=True, nogil=True)
-def _em_fallback(positions, rows, indices, counts, log_theta, log_phi, n_theta, n_phi):
-    """The non-zeros flagged by the EM kernels, in float64 log space (max-shifted).
-
-    ``log_theta``/``log_phi`` are the logs of the unscaled tempered tables, ``beta log theta``
-    and ``beta log phi``. A non-zero whose every term is 0 has probability 0: it adds ``-inf``
-    and no expected counts.
-    """
-    n_topics = log_theta.shape[1]
-    weights = np.empty(n_topics)
-    posterior = np.empty(n_topics)
-    energy = 0.0
-    for q in range(positions.shape[0]):
-        p = positions[q]
-        i = rows[q]
-        j = indices[p]
-        n = np.float64(counts[p])
-        for k in range(n_topics):
-            weights[k] = log_theta[i, k] + log_phi[j, k]
-        log_s = log_posterior(weights, posterior)
-        energy += n * log_s if log_s > -np.inf else -np.inf
-        for k in range(n_topics):
-            value = n * posterior[k]
-            n_theta[i, k] += value
-            n_phi[j, k] += value
-    return energy
-
-
 def _redo_in_log_space(csr, fallback, theta, phi_t, beta, n_theta, n_phi):
     """Energy of the non-zeros flagged in ``fallback``, their expected counts added to
-    ``n_theta`` and ``n_phi`` (:func:`_em_fallback`); 0 when none is flagged."""
+    ``n_theta`` and ``n_phi``; 0 when none is flagged.
+
+    The aspect model is the pair family in which aspect ``k`` pairs with itself, so the redo is
+    :func:`~latentzoo.inference._log_space_fallback.redo_pairs_in_log_space` on the diagonal
+    pairs with no pair weight of their own.
+    """
     positions = np.flatnonzero(fallback)
     if not positions.size:
         return 0.0
     rows = np.searchsorted(csr.indptr, positions, side="right") - 1
-    return _em_fallback(
-        positions, rows, csr.indices, csr.data, _tempered_log_table(theta, beta, False)[0],
-        _tempered_log_table(phi_t, beta, False)[0], n_theta, n_phi,
+    aspects = np.arange(theta.shape[1])
+    return redo_pairs_in_log_space(
+        positions, rows, csr.indices, csr.data, aspects, aspects, np.zeros(aspects.size),
+        _tempered_log_table(theta, beta, False)[0], _tempered_log_table(phi_t, beta, False)[0],
+        np.empty(aspects.size), n_theta, n_phi,
     )  # fmt: skip
 
 

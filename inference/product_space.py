@@ -12,6 +12,7 @@ import numba as nb
 import numpy as np
 
 from latentzoo.data import CoOccurrence
+from latentzoo.inference._log_space_fallback import redo_pairs_in_log_space
 from latentzoo.inference.annealing import (
     EMProblem,
     EMStats,
@@ -21,7 +22,7 @@ from latentzoo.inference.annealing import (
     normalise_rows,
     numba_threads,
 )
-from latentzoo.inference.em import accumulate_log, kernel_dtype, kernel_floor, log_posterior
+from latentzoo.inference.em import accumulate_log, kernel_dtype, kernel_floor
 from latentzoo.inference.family import (
     DTYPE,
     SCHEDULE_OPTIONS,
@@ -62,7 +63,7 @@ def _pmm_rows(
     summed in float64 whatever the tables' dtype; with a non-empty ``grad_a`` (N x Kx, float32
     tables) it also stores ``d energy / d t_a``, for the first-order rounding correction.
     Non-zeros with ``s < tiny`` (their terms underflowed) are flagged in ``fallback`` and left
-    out of the energy and the sums, for :func:`_pmm_fallback`.
+    out of the energy and the sums, for the log-space redo below.
     """
     kx, ky = t_pi.shape
     u = np.empty(ky)
@@ -139,38 +140,6 @@ def _pmm_parallel(
         energies[c] = e
         logliks[c] = ll
     return energies.sum(), logliks.sum()
-
-
-@nb.njit(cache=True, nogil=True, error_model="numpy")
-def _pmm_fallback(positions, rows, indices, counts, lt_pi, lt_a, lt_b, n_pi, n_a, n_b):
-    """The non-zeros flagged by :func:`_pmm_rows`, in float64 log space (max-shifted).
-
-    ``lt_*`` are the logs of the tempered tables (scaled like them, so the energy shifts added
-    by the caller apply here too). Adds each non-zero's expected counts over the ``(nu, mu)``
-    pairs into ``n_pi``, ``n_a``, ``n_b`` and returns its ``sum n log s``; a non-zero whose every
-    term is 0 has probability 0 and adds ``-inf``.
-    """
-    kx, ky = lt_pi.shape
-    weights = np.empty(kx * ky)
-    posterior = np.empty(kx * ky)
-    energy = 0.0
-    for q in range(positions.shape[0]):
-        p = positions[q]
-        i = rows[q]
-        j = indices[p]
-        n = np.float64(counts[p])
-        for nu in range(kx):
-            for mu in range(ky):
-                weights[nu * ky + mu] = lt_a[i, nu] + lt_pi[nu, mu] + lt_b[j, mu]
-        log_s = log_posterior(weights, posterior)
-        energy += n * log_s if log_s > -np.inf else -np.inf
-        for nu in range(kx):
-            for mu in range(ky):
-                value = n * posterior[nu * ky + mu]
-                n_pi[nu, mu] += value
-                n_a[i, nu] += value
-                n_b[j, mu] += value
-    return energy
 
 
 def product_space_pass(
@@ -294,7 +263,13 @@ def product_space_pass(
                 for x, top in zip((pi, a, b), tops, strict=True)
             ]
         rows = np.searchsorted(csr.indptr, positions, side="right") - 1
-        energy += _pmm_fallback(positions, rows, csr.indices, counts, *logs, n_pi, n_a, n_b)
+        # Every row cluster pairs with every column cluster, pair nu * Ky + mu weighted by pi.
+        log_pi, log_a, log_b = logs
+        pair_row, pair_col = (x.ravel() for x in np.indices(log_pi.shape))
+        energy += redo_pairs_in_log_space(
+            positions, rows, csr.indices, counts, pair_row, pair_col, log_pi.ravel(),
+            log_a, log_b, n_pi.reshape(-1), n_a, n_b,
+        )  # fmt: skip
     energy = energy + log_scale
     if not track_loglik:
         loglik = energy if beta == 1.0 else np.nan
