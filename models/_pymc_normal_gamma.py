@@ -1,13 +1,44 @@
-"""The Normal-Gamma prior of axis-aligned Gaussian clusters, declared in PyMC.
+"""The Normal-Gamma prior of axis-aligned Gaussian clusters: its hyperparameters' checks and its
+PyMC declaration.
 
-Shared by the PyMC references of the families whose Gaussian clusters have independent
-features with a conjugate prior per cluster and feature (the BPM, the IOMM):
-``tau ~ Gamma(gamma_a, gamma_b)`` (shape, rate) and ``mu | tau ~ N(mu0, 1 / (kappa0 tau))``.
+Shared by the families whose Gaussian clusters have independent features with a conjugate prior
+per cluster and feature (the BPM, the IOMM): ``tau ~ Gamma(gamma_a, gamma_b)`` (shape, rate) and
+``mu | tau ~ N(mu0, 1 / (kappa0 tau))``. Each model keeps ``mu0``, ``kappa0``, ``gamma_a`` and
+``gamma_b`` as constructor arguments of its own (their order and repr are part of its API).
 """
 
 from __future__ import annotations
 
-__all__ = ["normal_gamma_clusters"]
+import numbers
+
+import numpy as np
+
+from latentzoo.models._checks import check_positive
+
+__all__ = ["NORMAL_GAMMA_FIELDS", "check_normal_gamma_prior", "normal_gamma_clusters"]
+
+#: The model fields that hold the prior's hyperparameters.
+NORMAL_GAMMA_FIELDS = ("mu0", "kappa0", "gamma_a", "gamma_b")
+
+
+def check_normal_gamma_prior(model) -> None:
+    """Raise ``ValueError`` unless ``model``'s ``kappa0``, ``gamma_a`` and ``gamma_b`` are positive
+    finite numbers and its ``mu0`` a finite real number (not a bool).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> check_normal_gamma_prior(SimpleNamespace(mu0=0, kappa0=0.1, gamma_a=2.0, gamma_b=1.0))
+    >>> check_normal_gamma_prior(SimpleNamespace(mu0=True, kappa0=0.1, gamma_a=2.0, gamma_b=1.0))
+    Traceback (most recent call last):
+    ...
+    ValueError: mu0 must be a finite number, got True
+    """
+    for name in NORMAL_GAMMA_FIELDS[1:]:
+        check_positive(name, getattr(model, name))
+    mu0 = model.mu0
+    if isinstance(mu0, bool) or not isinstance(mu0, numbers.Real) or not np.isfinite(mu0):
+        raise ValueError(f"mu0 must be a finite number, got {mu0!r}")
 
 
 def normal_gamma_clusters(model, dims: tuple[str, str]):

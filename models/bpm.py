@@ -45,7 +45,6 @@ Examples
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,7 +53,7 @@ from scipy.special import expit, gammaln, log_softmax, logit
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_integer, check_positive
-from latentzoo.models._pymc_normal_gamma import normal_gamma_clusters
+from latentzoo.models._pymc_normal_gamma import check_normal_gamma_prior, normal_gamma_clusters
 from latentzoo.models.base import LikelihoodModel
 
 __all__ = ["DISTRIBUTIONS", "BayesianPartialMembership", "log_dirichlet_rows"]
@@ -63,10 +62,6 @@ DISTRIBUTIONS = ("bernoulli", "gaussian")
 """The exponential-family components of the BPM."""
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def log_dirichlet_rows(rng: np.random.Generator, concentration, size: int) -> np.ndarray:
@@ -158,10 +153,9 @@ class BayesianPartialMembership:
             raise ValueError(
                 f"distribution must be one of 'bernoulli', 'gaussian', got {self.distribution!r}"
             )
-        for name in ("alpha", "b", "beta_a", "beta_b", "kappa0", "gamma_a", "gamma_b"):
+        for name in ("alpha", "b", "beta_a", "beta_b"):
             check_positive(name, getattr(self, name))
-        if not (_is_number(self.mu0) and np.isfinite(self.mu0)):
-            raise ValueError(f"mu0 must be a finite number, got {self.mu0!r}")
+        check_normal_gamma_prior(self)
 
     # ----------------------------------------------------------------------- structure
     @property

@@ -62,6 +62,7 @@ from scipy.special import betaln, expit, gammaln, logit
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng, check_entries
 from latentzoo.models._checks import check_integer, check_positive
+from latentzoo.models._pymc_normal_gamma import NORMAL_GAMMA_FIELDS, check_normal_gamma_prior
 from latentzoo.models.base import LikelihoodHeldout, LikelihoodModel
 from latentzoo.models.ibp import IndianBuffetProcess
 
@@ -476,19 +477,18 @@ class OverlappingMixture(LikelihoodHeldout):
     )
 
     def __post_init__(self):
-        for name in ("alpha", "a", "b", "kappa0", "gamma_a", "gamma_b", "base_precision"):
+        for name in ("alpha", "a", "b", "base_precision"):
             check_positive(name, getattr(self, name))
-            object.__setattr__(self, name, float(getattr(self, name)))
+        check_normal_gamma_prior(self)
         check_integer("truncation", self.truncation)
-        object.__setattr__(self, "truncation", int(self.truncation))
         if self.distribution not in DISTRIBUTIONS:
             raise ValueError(
                 f"distribution must be one of 'bernoulli', 'gaussian', got {self.distribution!r}"
             )
-        number = isinstance(self.mu0, int | float | np.integer | np.floating)
-        if isinstance(self.mu0, bool) or not number or not np.isfinite(self.mu0):
-            raise ValueError(f"mu0 must be a finite number, got {self.mu0!r}")
-        object.__setattr__(self, "mu0", float(self.mu0))
+        # Plain Python numbers from here on (the kernels and the repr see floats and an int).
+        for name in ("alpha", "a", "b", "base_precision", *NORMAL_GAMMA_FIELDS):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        object.__setattr__(self, "truncation", int(self.truncation))
 
     @property
     def gaussian(self) -> bool:
