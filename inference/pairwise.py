@@ -1651,8 +1651,8 @@ def central_heat_bath(
 
     Returns
     -------
-    numpy.ndarray of shape (n_chains, N)
-        Each chain's final labels.
+    labels : numpy.ndarray
+        As :func:`pairwise_heat_bath`'s.
 
     Examples
     --------
