@@ -10,15 +10,56 @@ per cluster and feature (the BPM, the IOMM): ``tau ~ Gamma(gamma_a, gamma_b)`` (
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 from latentzoo.models._checks import check_positive
 
-__all__ = ["NORMAL_GAMMA_FIELDS", "check_normal_gamma_prior", "normal_gamma_clusters"]
+__all__ = [
+    "DEFAULT_NORMAL_GAMMA",
+    "NORMAL_GAMMA_FIELDS",
+    "NormalGammaPrior",
+    "check_normal_gamma_prior",
+    "normal_gamma_clusters",
+]
+
+
+@dataclass(frozen=True)
+class NormalGammaPrior:
+    """The prior's hyperparameters, their defaults and their checks, declared once.
+
+    The models copy the defaults into fields of their own (``mu0: float = DEFAULT.mu0``) and
+    check them with :func:`check_normal_gamma_prior`.
+
+    Examples
+    --------
+    >>> NormalGammaPrior()
+    NormalGammaPrior(mu0=0.0, kappa0=0.1, gamma_a=2.0, gamma_b=1.0)
+    >>> NormalGammaPrior(kappa0=0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: kappa0 must be a positive finite number, got 0.0
+    """
+
+    mu0: float = 0.0
+    kappa0: float = 0.1
+    gamma_a: float = 2.0
+    gamma_b: float = 1.0
+
+    def __post_init__(self):
+        for name in NORMAL_GAMMA_FIELDS[1:]:
+            check_positive(name, getattr(self, name))
+        mu0 = self.mu0
+        if isinstance(mu0, bool) or not isinstance(mu0, numbers.Real) or not np.isfinite(mu0):
+            raise ValueError(f"mu0 must be a finite number, got {mu0!r}")
+
 
 #: The model fields that hold the prior's hyperparameters.
-NORMAL_GAMMA_FIELDS = ("mu0", "kappa0", "gamma_a", "gamma_b")
+NORMAL_GAMMA_FIELDS = tuple(field.name for field in fields(NormalGammaPrior))
+
+#: The default prior of the BPM's and the IOMM's Gaussian clusters.
+DEFAULT_NORMAL_GAMMA = NormalGammaPrior()
 
 
 def check_normal_gamma_prior(model) -> None:
@@ -34,11 +75,7 @@ def check_normal_gamma_prior(model) -> None:
     ...
     ValueError: mu0 must be a finite number, got True
     """
-    for name in NORMAL_GAMMA_FIELDS[1:]:
-        check_positive(name, getattr(model, name))
-    mu0 = model.mu0
-    if isinstance(mu0, bool) or not isinstance(mu0, numbers.Real) or not np.isfinite(mu0):
-        raise ValueError(f"mu0 must be a finite number, got {mu0!r}")
+    NormalGammaPrior(*(getattr(model, name) for name in NORMAL_GAMMA_FIELDS))
 
 
 def normal_gamma_clusters(model, dims: tuple[str, str]):

@@ -53,7 +53,11 @@ from scipy.special import expit, gammaln, log_softmax, logit
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_integer, check_positive
-from latentzoo.models._pymc_normal_gamma import check_normal_gamma_prior, normal_gamma_clusters
+from latentzoo.models._pymc_normal_gamma import (
+    DEFAULT_NORMAL_GAMMA,
+    check_normal_gamma_prior,
+    normal_gamma_clusters,
+)
 from latentzoo.models.base import LikelihoodModel
 
 __all__ = ["DISTRIBUTIONS", "BayesianPartialMembership", "log_dirichlet_rows"]
@@ -130,10 +134,10 @@ class BayesianPartialMembership:
     b: float = 1.0
     beta_a: float = 1.0
     beta_b: float = 1.0
-    mu0: float = 0.0
-    kappa0: float = 0.1
-    gamma_a: float = 2.0
-    gamma_b: float = 1.0
+    mu0: float = DEFAULT_NORMAL_GAMMA.mu0
+    kappa0: float = DEFAULT_NORMAL_GAMMA.kappa0
+    gamma_a: float = DEFAULT_NORMAL_GAMMA.gamma_a
+    gamma_b: float = DEFAULT_NORMAL_GAMMA.gamma_b
 
     name = "bpm"
     data_type = Features

@@ -62,7 +62,11 @@ from scipy.special import betaln, expit, gammaln, logit
 from latentzoo.data import Features
 from latentzoo.data.checks import as_rng, check_entries
 from latentzoo.models._checks import check_integer, check_positive
-from latentzoo.models._pymc_normal_gamma import NORMAL_GAMMA_FIELDS, check_normal_gamma_prior
+from latentzoo.models._pymc_normal_gamma import (
+    DEFAULT_NORMAL_GAMMA,
+    NORMAL_GAMMA_FIELDS,
+    check_normal_gamma_prior,
+)
 from latentzoo.models.base import LikelihoodHeldout, LikelihoodModel
 from latentzoo.models.ibp import IndianBuffetProcess
 
@@ -461,10 +465,10 @@ class OverlappingMixture(LikelihoodHeldout):
     b: float = 1.0
     truncation: int = 10
     distribution: str = "bernoulli"
-    mu0: float = 0.0
-    kappa0: float = 0.1
-    gamma_a: float = 2.0
-    gamma_b: float = 1.0
+    mu0: float = DEFAULT_NORMAL_GAMMA.mu0
+    kappa0: float = DEFAULT_NORMAL_GAMMA.kappa0
+    gamma_a: float = DEFAULT_NORMAL_GAMMA.gamma_a
+    gamma_b: float = DEFAULT_NORMAL_GAMMA.gamma_b
     base_precision: float = 0.01
 
     name = "iomm"
