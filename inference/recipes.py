@@ -1303,7 +1303,7 @@ def _canonical_rows(labels, n_labels: int) -> np.ndarray:
     return np.take_along_axis(rank, labels, axis=1)
 
 
-def _heat_bath_exact(model, heat_bath, data, temperature, rng, name):
+def _heat_bath_exact(model, heat_bath, data, temperature, name):
     """The fast method's fixed-temperature heat bath against the enumerated Gibbs distribution
     ``exp(-H / T)``, over partitions (the cost is invariant to relabelling the clusters): a
     chi-square test of the final states of :data:`HEAT_BATH_CHAINS` independent chains, with its
@@ -1313,13 +1313,18 @@ def _heat_bath_exact(model, heat_bath, data, temperature, rng, name):
     k = model.n_components
     vectors = label_vectors(data.n_items, k)
     partitions, of_vector = np.unique(_canonical_rows(vectors, k), axis=0, return_inverse=True)
+    costs = np.asarray(model.cost(data, vectors), dtype=np.float64)
     log_probs = np.full(len(partitions), -np.inf)
-    np.logaddexp.at(
-        log_probs, of_vector.ravel(), -np.asarray(model.cost(data, vectors)) / temperature
+    np.logaddexp.at(log_probs, of_vector.ravel(), -costs / temperature)
+    # The chains draw from a stream seeded by the problem (its enumerated costs and temperature),
+    # not from the level's: the checks and levels after this one see the random stream they saw
+    # before the heat baths were added, so their results are unchanged.
+    own_stream = np.random.SeedSequence(
+        np.frombuffer(np.append(costs, temperature).tobytes(), dtype=np.uint32)
     )
     labels = heat_bath(
         model, data, temperature, n_chains=HEAT_BATH_CHAINS, n_sweeps=HEAT_BATH_SWEEPS,
-        random_state=rng,
+        random_state=np.random.default_rng(own_stream),
     )  # fmt: skip
     index = state_index(partitions, _canonical_rows(labels, k))
     return with_stated_power(frequency_test(log_probs, index, name=name), HEAT_BATH_CHAINS)
@@ -1353,7 +1358,7 @@ def _cost_exact(entry, recipe, model, data, settings, rng, progressbar=False):
         )
         for factor in HEAT_BATH_FACTORS:
             heat_checks.append(_heat_bath_exact(
-                local, heat_bath, data_small, factor * T, rng,
+                local, heat_bath, data_small, factor * T,
                 f"fast heat bath = exact Gibbs distribution, problem {problem + 1} at {factor:g} T_c",
             ))  # fmt: skip
         _, estimate, truth, z_scores = _pymc_against_enumeration(local, data_small, T, rng)

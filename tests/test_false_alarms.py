@@ -69,7 +69,7 @@ def test_heat_bath_exact_checks_fail_correct_code_at_their_nominal_rate(family):
             data, _ = model.simulate(rng, n_items=6)
             T = critical_temperature(data)
             for factor in HEAT_BATH_FACTORS:
-                check = _heat_bath_exact(model, heat_bath, data, factor * T, rng, "heat bath")
+                check = _heat_bath_exact(model, heat_bath, data, factor * T, "heat bath")
                 failed += not check.passed
     assert failed <= 2
 
