@@ -1441,19 +1441,38 @@ def _pairwise_reference(entry, recipe, model, data, settings, rng, progressbar=F
     return result
 
 
-DESCENTS_BETTER = 0.1
-"""Largest share of the greedy descents that may end strictly below annealing (optimality)."""
+PAIRWISE_INSTANCES, GREEDY_DESCENTS = 5, 200
+"""Instances of the pairwise optimality level (``D`` uniform on [0, 1], 60 items, K = 5) and greedy
+descents from random starts per instance."""
+
+DESCENTS_SHARE_MAX = 0.045
+"""Largest mean share of greedy descents ending strictly below the annealing (over the
+:data:`PAIRWISE_INSTANCES` instances) that passes. On single instances the correct annealing is
+beaten by more than 10% of 200 descents now and then (on 1.25% of 1203 random instances, largest
+share 0.19), so the former check, the worst of 3 instances at most 10%, failed correct code at 2
+of 40 seeds. The share of correct code measured over 1203 instances (issue 25): mean 0.0127, sd
+0.0220, 99th percentile 0.110; the bootstrap distribution of a mean of 5 exceeds 0.045 with
+probability 0.0098, the level's nominal false-alarm rate (1%); the level's own mean exceeded
+0.045 at 1 of 200 seeds (seed 77: 0.083; 99th percentile 0.043). :data:`DESCENTS_SHARE_POWER`
+states its power."""
+
+DESCENTS_SHARE_POWER = 0.053
+"""The mean share (over instances) of an annealing that the level fails with probability 0.8,
+with the spread of the correct code's shares (normal approximation of the mean of 5). The broken
+schedules of the tests (started at 0.05 T_c, or cooled by eta = 0.3) have mean shares 0.33 (200
+instances each; median 0.26-0.30, at most 0.045 on 12-13% of instances): the bootstrap mean of 5
+exceeds 0.045 with probability 0.9994 or more."""
 
 
 def _annealing_optimality(entry, recipe, model, data, settings, rng, progressbar=False):
     """Optimality level of a cost model.
 
-    Pairwise clustering, the seed's Fig. 1 in small: on 3 random instances (``D`` uniform, 60
-    items, K = 5) annealing must end at a cost that at most 10% of 200 greedy descents from random
-    starts beat. Greedy descents on random instances spread widely, so the level can fail: an
-    annealing cooled too fast or started below the critical temperature is a descent, and is
-    beaten by 1-72% of them (measured on 12 instances; the correct one by at most 4.5%). On
-    clustered data all descents tend to reach one cost, which is why the level does not use them.
+    Pairwise clustering, the seed's Fig. 1 in small: :func:`_pairwise_optimality`, a Monte Carlo
+    test of the share of greedy descents from random starts that end below the annealing, over
+    random instances (``D`` uniform). Greedy descents on random instances spread widely, so the
+    level can fail: an annealing cooled too fast or started below the critical temperature is a
+    descent, and is beaten by a third of them on average. On clustered data all descents tend to
+    reach one cost, which is why the level does not use them.
     Central clustering: :func:`_central_optimality`, a Monte Carlo test of the annealing's rank
     among Lloyd runs from random starts on simulated instances.
     """
@@ -1518,39 +1537,47 @@ def _central_optimality(entry, recipe, model, rng, progressbar=False):
     return result
 
 
-def _pairwise_optimality(entry, recipe, model, rng, progressbar=False, n_instances=3):
-    """The pairwise branch of :func:`_annealing_optimality` (see there)."""
+def _pairwise_optimality(entry, recipe, model, rng, progressbar=False):
+    """The pairwise branch of :func:`_annealing_optimality`: a Monte Carlo test of the share of
+    greedy descents from random starts ending below the annealing, over
+    :data:`PAIRWISE_INSTANCES` random instances, against a threshold of stated false-alarm rate
+    and power (:data:`DESCENTS_SHARE_MAX`)."""
     import pandas as pd
 
     from latentzoo.models.pairwise import uniform_dissimilarities
 
     local = dataclasses.replace(model, n_components=5)
-    n_items, n_descents = recipe.problems["optimality"]["n_items"], 200
+    n_items = recipe.problems["optimality"]["n_items"]
     rows = []
-    for index in range(n_instances):
+    for index in range(PAIRWISE_INSTANCES):
         _log(progressbar, f"optimality level: annealing against descents, instance {index + 1}")
         instance = uniform_dissimilarities(rng, n_items)
         annealed = entry.methods["annealing"](local, instance, random_state=rng).cost
-        descents = recipe.problems["greedy"](local, instance, n_init=n_descents, random_state=rng)
+        descents = recipe.problems["greedy"](
+            local, instance, n_init=GREEDY_DESCENTS, random_state=rng
+        )
         costs = descents.run_costs
         better = float(np.mean(costs < annealed - 1e-9 * abs(annealed)))
         rows.append({"instance": index + 1, "annealing": annealed, "best descent": costs.min(),
                      "median descent": float(np.median(costs)),
                      "share of descents below annealing": better})  # fmt: skip
-    worst = max(row["share of descents below annealing"] for row in rows)
+    share = float(np.mean([row["share of descents below annealing"] for row in rows]))
     check = Check(
-        "optimality", "annealing beats all but a few of many descents", worst <= DESCENTS_BETTER,
-        f"at most {100 * worst:.1f}% of {n_descents} greedy descents from random starts end below "
-        f"annealing on {n_instances} random instances (at most {100 * DESCENTS_BETTER:g}% allowed)",
-        {"share_below": worst, "annealing": float(rows[-1]["annealing"])},
+        "optimality", "annealing beats all but a few of many descents (Monte Carlo test)",
+        share <= DESCENTS_SHARE_MAX,
+        f"on average {100 * share:.1f}% of {GREEDY_DESCENTS} greedy descents from random starts "
+        f"end below annealing over {PAIRWISE_INSTANCES} random instances (at most "
+        f"{100 * DESCENTS_SHARE_MAX:g}%: false alarms at 1% on correct code; an annealing whose "
+        f"mean share is {100 * DESCENTS_SHARE_POWER:g}% fails with probability 0.8)",
+        {"share_below": share, "annealing": float(rows[-1]["annealing"])},
     )  # fmt: skip
     result = Comparison(checks=[check])
     result.tables["Annealing against greedy descents (optimality level)"] = pd.DataFrame(
         rows
     ).round(6)
     result.problem = (
-        f"{n_instances} random instances of {n_items} items (D uniform on [0, 1]), K=5; "
-        f"{n_descents} greedy descents from random starts each"
+        f"{PAIRWISE_INSTANCES} random instances of {n_items} items (D uniform on [0, 1]), K=5; "
+        f"{GREEDY_DESCENTS} greedy descents from random starts each"
     )
     return result
 

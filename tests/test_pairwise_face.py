@@ -10,6 +10,7 @@ import pytest
 import latentzoo
 from latentzoo.cli import main
 from latentzoo.inference import pairwise as pairwise_inference
+from latentzoo.inference.recipes import DESCENTS_SHARE_MAX
 from latentzoo.models import CentralClustering, PairwiseClustering
 from latentzoo.zoo import ZOO
 
@@ -101,7 +102,8 @@ def test_optimality_level_catches_an_annealing_that_stops_early(monkeypatch):
 def test_optimality_level_catches_an_annealing_with_a_broken_schedule(monkeypatch, broken):
     """With the zero-temperature quench kept, a broken schedule still ends at a local minimum, so
     it reaches the cost most descents reach; on random instances many of 200 descents beat it
-    (measured: 1-72% on 12 instances; correct annealing at most 4.5%, 10% allowed)."""
+    (measured: a third of them on average over 200 instances each, where the level allows a
+    mean of 4.5% over 5 instances; power 0.999, see ``DESCENTS_SHARE_POWER``)."""
     options = dict(broken)
     factor = options.pop("T0_factor", None)
 
@@ -117,4 +119,4 @@ def test_optimality_level_catches_an_annealing_with_a_broken_schedule(monkeypatc
         PairwiseClustering(2), "globins", levels=["optimality"], quick=True, random_state=0
     )
     assert not result.passed, result.verdict()
-    assert result.checks[0].numbers["share_below"] > 0.1
+    assert result.checks[0].numbers["share_below"] > DESCENTS_SHARE_MAX
