@@ -630,7 +630,7 @@ def embhc(
     cluster statistics (clusters left empty are dropped); finally :func:`bhc` clusters the clusters:
     each is a leaf with ``pi = 1``, ``d = alpha Gamma(n_c)`` and evidence ``p(D_c | H_1)``
     (Algorithm 3.3 with clusters as atoms, so Theorem 3.1 and Corollary 3.1 still hold over the
-    partitions that keep each cluster whole). ``Tree.leaf_of`` maps items to leaves.
+    partitions that keep each cluster whole).
 
     Parameters
     ----------
@@ -647,6 +647,7 @@ def embhc(
     Returns
     -------
     Tree
+        Its leaves are the clusters of the last EM step; ``leaf_of`` maps each item to its leaf.
 
     Examples
     --------

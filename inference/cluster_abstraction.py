@@ -1605,8 +1605,6 @@ def plot_tree(
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
     >>> from latentzoo.data import load
     >>> result = annealed_em(ClusterAbstractionModel(1), load("toy"), betas=[1.0], random_state=0)
     >>> ax = plot_tree(result.model, result, load("toy"), n_words=2)

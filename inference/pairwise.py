@@ -3008,6 +3008,8 @@ _COST_CHECKS = {
     " memory of large inputs is checked by memory:huge_k",
 }
 _REAL_VALUED = "the model takes real values: negative and fractional entries are valid data"
+# Pairwise and central clustering are shown side by side in one notebook.
+_NOTEBOOK = "notebooks/pairwise_clustering.ipynb"
 FAMILIES = (
     Family(
         name="pairwise",
@@ -3068,7 +3070,7 @@ FAMILIES = (
         recipe=validation_recipe,
         sizes=("n_components",),
         dataset="globins",
-        notebook="notebooks/pairwise_clustering.ipynb",
+        notebook=_NOTEBOOK,
         description="pairwise clustering by deterministic annealing (Hofmann & Buhmann 1997)",
         skipped_checks={
             **_COST_CHECKS,
@@ -3083,7 +3085,7 @@ FAMILIES = (
         recipe=central_validation_recipe,
         sizes=("n_components",),
         dataset="glass",
-        notebook="notebooks/pairwise_clustering.ipynb",
+        notebook=_NOTEBOOK,
         description="central clustering (K-means) by deterministic annealing (Rose et al.; H&B"
         " 1997)",
         skipped_checks={
