@@ -35,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -576,6 +577,21 @@ def _git_description() -> str:
     return f"{head}{' + uncommitted changes' if dirty else ''}"
 
 
+def _resolve_ref(ref: str) -> str:
+    """The full commit hash ``ref`` names now."""
+    return subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--verify", f"{ref}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+def _record(outcome: Outcome) -> dict:
+    """``outcome`` as a JSON-ready dict, with its verdict and failed levels."""
+    return asdict(outcome) | {"verdict": outcome.verdict, "failed_levels": outcome.failed_levels}
+
+
 def main(argv=None) -> int:
     """Command line of the mutation suite (see the module docstring); returns the exit status.
 
@@ -604,6 +620,10 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=None, help="seconds per case")
     parser.add_argument("--ref", default=None, help="copy this git commit, not the working tree")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copies")
+    parser.add_argument(
+        "--first", nargs="+", metavar="ID", default=(),
+        help="start these mutations before everything else (the long ones, so --jobs packs well)",
+    )  # fmt: skip
     parser.add_argument("--list", action="store_true", help="list the selected mutations and exit")
     args = parser.parse_args(argv)
     if args.jobs < 1:
@@ -613,6 +633,11 @@ def main(argv=None) -> int:
     if args.no_mutations and not args.control:
         parser.error("--no-mutations needs --control")
     mutations = _select(args.only, args.family)
+    first = [m for m in mutations if m.id in args.first]
+    mutations = first + [m for m in mutations if m.id not in args.first]
+    if args.ref is not None:
+        # Pin the commit once: other people's commits move HEAD while the cases run.
+        args.ref = _resolve_ref(args.ref)
     if args.list:
         for m in mutations:
             print(f"{m.id}  {m.family}  {m.kind}  {model_for(m)}")
@@ -626,10 +651,14 @@ def main(argv=None) -> int:
         seed=args.seed, levels=args.levels, each_level=args.each_level, timeout=args.timeout,
         ref=args.ref, keep=args.keep,
     )  # fmt: skip
-    jobs = []
+    jobs = [("mutation", m) for m in first]
     if args.control:
         jobs += [("control", (family, model)) for family, model in control_keys]
-    jobs += [("mutation", m) for m in mutations]
+    jobs += [("mutation", m) for m in mutations[len(first) :]]
+    # Each finished case is appended here at once, so a stopped run keeps what it has done.
+    partial = Path(args.out).with_suffix(".partial.jsonl")
+    partial.write_text("")
+    partial_lock = threading.Lock()
 
     def work(job):
         what, item = job
@@ -647,6 +676,8 @@ def main(argv=None) -> int:
             file=sys.stderr,
             flush=True,
         )
+        with partial_lock, partial.open("a") as stream:
+            stream.write(json.dumps({"what": what, **_record(outcome)}) + "\n")
         return what, outcome
 
     started = time.strftime("%Y-%m-%d %H:%M")
@@ -673,11 +704,8 @@ def main(argv=None) -> int:
         json.dumps(
             {
                 "settings": settings,
-                "controls": [asdict(o) | {"verdict": o.verdict} for o in controls],
-                "mutations": [
-                    asdict(o) | {"verdict": o.verdict, "failed_levels": o.failed_levels}
-                    for o in outcomes
-                ],
+                "controls": [_record(o) for o in controls],
+                "mutations": [_record(o) for o in outcomes],
             },
             indent=1,
         )
