@@ -160,8 +160,7 @@ def numpy_sweep(X, z, sizes, ones, alpha, a, b, rng):
     n_items, d = X.shape
     log_one, log_zero = np.log(a / (a + b)), np.log(b / (a + b))
     uniforms = rng.random(n_items)
-    for i in range(n_items):
-        x = X[i]
+    for i, x in enumerate(X):
         old = z[i]
         sizes[old] -= 1
         ones[old] -= x
