@@ -70,12 +70,14 @@ __all__ = [
     "PAIRWISE_BLOCK",
     "PAIRWISE_RANDOM",
     "Segmentation",
+    "coarse_groups",
     "matched_error",
     "segment_kmeans",
     "segment_normalized_cut",
     "segment_one_sided",
     "segment_pairwise",
     "segment_spectral",
+    "tied_counts",
     "tied_sites",
 ]
 
@@ -183,6 +185,56 @@ def tied_sites(grid_shape, level: int) -> tuple[np.ndarray, tuple[int, int]]:
     coarse_shape = (-(-n_rows // step), -(-n_cols // step))
     rows, cols = np.divmod(np.arange(n_rows * n_cols, dtype=np.int64), n_cols)
     return (rows >> level) * coarse_shape[1] + (cols >> level), coarse_shape
+
+
+def tied_counts(counts: CoOccurrence, parent) -> CoOccurrence:
+    """The coarse co-occurrence of tied sites: each group's row is the sum of its sites' rows.
+
+    Under the ACM a tied group's likelihood ``prod_{i in group} L_ik`` is the multinomial
+    likelihood of the summed counts (the multinomial coefficients cancel in the posteriors), so
+    the E-step on these rows is the posterior of the group's one assignment variable.
+
+    Parameters
+    ----------
+    counts : CoOccurrence
+        One row per site.
+    parent : array_like of int
+        The group of every site (:func:`tied_sites`), ``0..G-1``.
+
+    Returns
+    -------
+    CoOccurrence
+        ``G`` rows.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> sites = CoOccurrence(sp.csr_matrix(np.array([[1, 0], [2, 1], [0, 3]])))
+    >>> tied_counts(sites, [0, 0, 1]).counts.toarray().tolist()
+    [[3, 1], [0, 3]]
+    """
+    parent = np.asarray(parent, dtype=np.int64)
+    tie = sp.csr_matrix(
+        (np.ones(parent.size), (parent, np.arange(parent.size))),
+        shape=(parent.max() + 1, parent.size),
+    )
+    return CoOccurrence((tie @ counts.counts).tocsr())
+
+
+def coarse_groups(grid_shape, level: int) -> np.ndarray:
+    """The group at ``level`` of every group at ``level - 1``: where the multiscale
+    optimisation prolongates a level's posteriors to the next finer one.
+
+    Examples
+    --------
+    >>> coarse_groups((4, 4), 1).tolist()
+    [0, 0, 1, 1, 0, 0, 1, 1, 2, 2, 3, 3, 2, 2, 3, 3]
+    """
+    parent, _ = tied_sites(grid_shape, level)
+    finer, _ = tied_sites(grid_shape, level - 1)
+    # A finer group's first site decides (all its sites share one coarse group).
+    first_site = np.unique(finer, return_index=True)[1]
+    return parent[first_site]
 
 
 def _pixel_labels(site_labels: np.ndarray, stride: int, shape) -> np.ndarray:
@@ -300,14 +352,7 @@ def segment_one_sided(
         for level in range(n_levels, -1, -1):
             level_start = time.perf_counter()
             parent, _ = tied_sites(grid_shape, level)
-            if level:
-                tie = sp.csr_matrix(
-                    (np.ones(parent.size), (parent, np.arange(parent.size))),
-                    shape=(parent.max() + 1, parent.size),
-                )
-                data = CoOccurrence((tie @ counts.counts).tocsr())
-            else:
-                data = counts
+            data = tied_counts(counts, parent) if level else counts
             problem = OneSidedEM(model, data)
             if params is None:
                 mean_total = float(data.total) / data.shape[0]
@@ -331,10 +376,7 @@ def segment_one_sided(
                          "seconds": time.perf_counter() - level_start,
                          "log_likelihood": stats.log_likelihood})  # fmt: skip
             if level:
-                finer, _ = tied_sites(grid_shape, level - 1)
-                # The coarse group of every finer group: a finer group's first site decides.
-                first_site = np.unique(finer, return_index=True)[1]
-                coarse_of_child = parent[first_site]
+                coarse_of_child = coarse_groups(grid_shape, level)
     site_labels = params["resp"].argmax(axis=1).astype(np.int64).reshape(grid_shape)
     end = time.perf_counter()
     return Segmentation(
@@ -615,3 +657,18 @@ def segment_normalized_cut(
     site_labels = labels.reshape(_grid_shape(features, stride))
     return _baseline_result(site_labels, stride, features, "normalized_cut", total, start,
                             feature_seconds, optimisation, {"block": block, "stride": stride})  # fmt: skip
+
+
+# ------------------------------------------------------------------------------ validation
+def validation_recipe():
+    """How :func:`latentzoo.validate` checks texture segmentation (a ``ValidationRecipe``)."""
+    from latentzoo.inference.one_sided import OneSidedEM as one_sided_em
+    from latentzoo.inference.pairwise import sparse_pairwise_cost
+    from latentzoo.inference.recipes import texture
+
+    return texture(
+        tied_sites=tied_sites, tied_counts=tied_counts, coarse_groups=coarse_groups,
+        one_sided_em=one_sided_em, one_sided_model=OneSidedClustering,
+        sparse_cost=sparse_pairwise_cost, sparse_annealing=sparse_pairwise_annealing,
+        pairwise_model=PairwiseClustering,
+    )  # fmt: skip
