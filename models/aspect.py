@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from latentzoo.data import CoOccurrence
-from latentzoo.data.checks import as_rng, check_memory
+from latentzoo.data.checks import check_memory
 from latentzoo.models._checks import (
     check_data_shape,
     check_fits_data,
@@ -41,7 +41,12 @@ from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
 )
-from latentzoo.models.cooccurrence import DyadPredictive, draw_counts, draw_profiles
+from latentzoo.models.cooccurrence import (
+    CorpusSimulator,
+    DyadPredictive,
+    draw_counts,
+    draw_profiles,
+)
 from latentzoo.models.invariants import default_dyads
 from latentzoo.models.two_sided import cell_dots
 
@@ -142,7 +147,7 @@ def row_log_likelihoods(indptr, indices, counts, left, right, row_norm):
 
 
 @dataclass(frozen=True)
-class AspectModel(DyadPredictive, CorpusFamily, LikelihoodHeldout):
+class AspectModel(DyadPredictive, CorpusFamily, LikelihoodHeldout, CorpusSimulator):
     """Aspect model / PLSA with Dirichlet priors (Hofmann & Puzicha 1998, eq. (1), (11)).
 
     Parameters
@@ -353,21 +358,15 @@ class AspectModel(DyadPredictive, CorpusFamily, LikelihoodHeldout):
         return model
 
     # --------------------------------------------------------------- simulator
-    def simulate(
-        self,
-        random_state=None,
-        n_docs: int = 30,
-        n_words: int = 60,
-        doc_length: int = 200,
-        separated: bool = False,
-        separation: float = 0.9,
-    ):
+    simulation_sizes = {"n_docs": 30, "n_words": 60, "doc_length": 200}
+
+    def _draw(self, rng, separated, separation, n_docs, n_words, doc_length):
         """Draw a corpus from the generative process (seed 000, section 2.3, steps 1-3).
 
         ``theta[i] ~ Dir(alpha)``, ``phi[k] ~ Dir(eta)`` and ``n_i = doc_length`` tokens per document.
         With ``separated=True`` the topics are instead made well separated: topic ``k`` puts mass
         ``separation`` uniformly on its own block of ``n_words // K`` words and the rest uniformly on
-        all words (used where PyMC's chains must agree; not a draw from the prior, so not for SBC).
+        all words.
 
         Returns
         -------
@@ -380,7 +379,6 @@ class AspectModel(DyadPredictive, CorpusFamily, LikelihoodHeldout):
         >>> data.total
         40
         """
-        rng = as_rng(random_state)
         k = self.n_components
         if n_words < k:
             raise ValueError(f"n_words={n_words} must be at least n_components={k}")

@@ -36,14 +36,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from latentzoo.data import CoOccurrence
-from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import check_data_shape, check_nonnegative, check_positive
 from latentzoo.models.base import LikelihoodModel, RowClustering
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
     dirichlet_multinomial_log,
 )
-from latentzoo.models.cooccurrence import RowMixture, draw_row_mixture, simulated_corpus
+from latentzoo.models.cooccurrence import (
+    CorpusSimulator,
+    RowMixture,
+    draw_row_mixture,
+    simulated_corpus,
+)
 from latentzoo.models.invariants import coassignment_pairs, default_dyads
 
 __all__ = [
@@ -319,7 +323,7 @@ def _as_tree(tree) -> TopicTree:
 
 
 @dataclass(frozen=True)
-class ClusterAbstractionModel(RowMixture, RowClustering):
+class ClusterAbstractionModel(RowMixture, RowClustering, CorpusSimulator):
     """The HACM with Dirichlet priors (Hofmann & Puzicha 1998, section 4, eq. (50)-(51)).
 
     Parameters
@@ -624,15 +628,9 @@ class ClusterAbstractionModel(RowMixture, RowClustering):
         return pm.Deterministic("tau", full, dims=dims)
 
     # --------------------------------------------------------------- simulator
-    def simulate(
-        self,
-        random_state=None,
-        n_docs: int = 40,
-        n_words: int = 60,
-        doc_length: int = 100,
-        separated: bool = False,
-        separation: float = 0.9,
-    ):
+    simulation_sizes = {"n_docs": 40, "n_words": 60, "doc_length": 100}
+
+    def _draw(self, rng, separated, separation, n_docs, n_words, doc_length):
         """Draw a corpus from the HACM's generative process (seed 000, section 4.1, Fig. 5).
 
         ``rho ~ Dir(alpha)``, ``q_nu ~ Dir(eta)``, ``tau`` per the model's form (``Dir(gamma)`` over
@@ -641,8 +639,7 @@ class ClusterAbstractionModel(RowMixture, RowClustering):
         ``q`` of the depth-``l`` node above ``z_i``. With ``separated=True`` the nodes are well
         separated: node ``nu`` puts mass ``separation`` uniformly on its own block of
         ``n_words // n_nodes`` words and the rest uniformly on all words, ``rho`` and ``tau`` are
-        uniform, and the documents are dealt to the leaves in turn, then shuffled (not a draw from
-        the prior).
+        uniform, and the documents are dealt to the leaves in turn, then shuffled.
 
         Returns
         -------
@@ -658,7 +655,6 @@ class ClusterAbstractionModel(RowMixture, RowClustering):
         >>> data.total, sorted(truth)
         (80, ['level_counts', 'q', 'rho', 'tau', 'z'])
         """
-        rng = as_rng(random_state)
         tree = self.tree
         k = tree.n_leaves
         rho, q, z = draw_row_mixture(

@@ -8,6 +8,8 @@ product-space mixture, the cluster abstraction model), written once.
   section 5); :func:`draw_profiles`, those or draws from the Dirichlet prior; :func:`draw_counts`,
   multinomial counts from unnormalised weights; :func:`draw_row_mixture`, the weights, profiles
   and labels of a mixture over whole rows; :func:`simulated_corpus`, the counts as data.
+- :class:`CorpusSimulator`: the ``simulate`` interface of the co-occurrence families (sizes with
+  per-family defaults, ``separated``, ``separation``), declared once; a family draws in ``_draw``.
 - :class:`RowMixture`: the members of a mixture over whole rows, ``P(S_i) = sum_k rho_k P(S_i | k)``
   (one-sided clustering, Hofmann & Puzicha 1998, eq. (29); the cluster abstraction model, eq. (55)),
   built on the family's own ``log P(S_i | k)``.
@@ -18,9 +20,14 @@ product-space mixture, the cluster abstraction model), written once.
 
 from __future__ import annotations
 
+import inspect
+import textwrap
+from typing import ClassVar
+
 import numpy as np
 
 from latentzoo.data import CoOccurrence
+from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import (
     check_data_shape,
     check_fits_data,
@@ -32,6 +39,7 @@ from latentzoo.models.conjugate import dirichlet_logpdf, log_multinomial_coeffic
 from latentzoo.models.invariants import coassignment_pairs, default_dyads
 
 __all__ = [
+    "CorpusSimulator",
     "CountRows",
     "DyadPredictive",
     "RowMixture",
@@ -223,6 +231,110 @@ def simulated_corpus(counts) -> CoOccurrence:
     if counts.sum() == 0:
         raise ValueError("the simulated data hold no observations (doc_length = 0)")
     return CoOccurrence(counts)
+
+
+SIMULATION_SIZE_DOCS = {
+    "n_docs": "Documents (rows).",
+    "n_words": "Vocabulary size (columns).",
+    "doc_length": "Tokens drawn for every document.",
+    "n_rows": "Row objects.",
+    "n_cols": "Column objects.",
+    "n_tokens": "Tokens (co-occurring pairs) drawn in all.",
+}
+"""What each size a co-occurrence simulator may take means (the ``Parameters`` of its docstring)."""
+
+_SIMULATION_OPTIONS_DOC = """\
+separated : bool, default False
+    Draw a well-identified problem instead of a draw from the prior: clusters that each put mass
+    ``separation`` on their own block (as described above), the data on which PyMC's chains agree
+    (``shared/DESIGN.md`` section 5); not for SBC.
+separation : float, default 0.9
+    With ``separated=True``, the mass of a cluster's own block."""
+
+
+class CorpusSimulator:
+    """The ``simulate`` of the co-occurrence families, declared once.
+
+    ``simulate(random_state=None, <sizes>, separated=False, separation=0.9)`` draws
+    ``(data, truth)``: ``data`` a :class:`~latentzoo.data.CoOccurrence`, ``truth`` the family's
+    parameters (and latent labels). A family declares
+
+    - ``simulation_sizes``: its size parameters in order with their defaults (names from
+      :data:`SIMULATION_SIZE_DOCS`);
+    - ``_draw(rng, separated, separation, **sizes)``: the draw, whose docstring (the generative
+      process, ``Returns``, ``Examples``) becomes that of ``simulate``.
+
+    Each subclass that declares ``simulation_sizes`` gets its own ``simulate`` whose signature
+    (``inspect.signature``, ``help()``) and docstring show its sizes and their defaults.
+    """
+
+    simulation_sizes: ClassVar[dict[str, int | None]] = {}
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if "simulation_sizes" not in vars(cls):
+            return
+        signature = _simulation_signature(cls.simulation_sizes)
+
+        def simulate(self, *args, **kwargs):
+            arguments = signature.bind(self, *args, **kwargs)
+            arguments.apply_defaults()
+            options = dict(arguments.arguments)
+            del options["self"]
+            rng = as_rng(options.pop("random_state"))
+            return self._draw(rng, **options)
+
+        simulate.__signature__ = signature
+        simulate.__doc__ = _simulation_doc(cls._draw.__doc__, cls.simulation_sizes)
+        simulate.__qualname__ = f"{cls.__qualname__}.simulate"
+        simulate.__module__ = cls.__module__
+        cls.simulate = simulate
+
+
+def _simulation_signature(sizes: dict) -> inspect.Signature:
+    """``(self, random_state=None, <sizes with their defaults>, separated=False,
+    separation=0.9)``, every parameter positional-or-keyword, in that order."""
+    keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    parameters = [
+        inspect.Parameter("self", keyword),
+        inspect.Parameter("random_state", keyword, default=None),
+        *(
+            inspect.Parameter(name, keyword, default=default, annotation=_size_type(default))
+            for name, default in sizes.items()
+        ),
+        inspect.Parameter("separated", keyword, default=False, annotation="bool"),
+        inspect.Parameter("separation", keyword, default=0.9, annotation="float"),
+    ]
+    return inspect.Signature(parameters)
+
+
+def _size_type(default) -> str:
+    """``"int"``, or ``"int | None"`` for a size whose default ``None`` the family derives."""
+    return "int" if default is not None else "int | None"
+
+
+def _simulation_doc(draw_doc: str, sizes: dict) -> str:
+    """The docstring of a family's ``simulate``: its ``_draw`` docstring with the ``Parameters``
+    section (shared descriptions, the family's defaults) before ``Returns``."""
+    size_lines = [
+        f"{name} : {_size_type(default)}, default {default}\n    {SIMULATION_SIZE_DOCS[name]}"
+        for name, default in sizes.items()
+    ]
+    parameters = "\n".join(
+        [
+            "Parameters",
+            "----------",
+            "random_state : int, numpy.random.Generator or None\n    Seed or generator of the draws.",
+            *size_lines,
+            _SIMULATION_OPTIONS_DOC,
+        ]
+    )
+    first, _, rest = draw_doc.partition("\n")
+    body = textwrap.dedent(rest)
+    head, returns, tail = body.partition("Returns\n-------")
+    if not returns:
+        return f"{first}\n{body.rstrip()}\n\n{parameters}\n"
+    return f"{first}\n{head}{parameters}\n\n{returns}{tail}"
 
 
 def checked_grid_data(data, n_row_clusters: int, n_col_clusters: int) -> CoOccurrence:

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from latentzoo.data import CoOccurrence
-from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import (
     check_data_shape,
     check_fits_data,
@@ -42,7 +41,12 @@ from latentzoo.models.conjugate import (
     dirichlet_multinomial_log,
     row_logsumexp,
 )
-from latentzoo.models.cooccurrence import RowMixture, draw_row_mixture, simulated_corpus
+from latentzoo.models.cooccurrence import (
+    CorpusSimulator,
+    RowMixture,
+    draw_row_mixture,
+    simulated_corpus,
+)
 from latentzoo.models.invariants import N_PAIR_ITEMS, coassignment_pairs, default_dyads
 from latentzoo.models.two_sided import cell_dots, one_hot
 
@@ -80,7 +84,7 @@ def default_pairs(data: CoOccurrence, n_rows: int = N_PAIR_ITEMS) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class OneSidedClustering(RowMixture, RowClustering):
+class OneSidedClustering(RowMixture, RowClustering, CorpusSimulator):
     """Asymmetric clustering model with Dirichlet priors (Hofmann & Puzicha 1998, eq. (27)-(29)).
 
     Parameters
@@ -258,23 +262,16 @@ class OneSidedClustering(RowMixture, RowClustering):
         return model
 
     # --------------------------------------------------------------- simulator
-    def simulate(
-        self,
-        random_state=None,
-        n_docs: int = 30,
-        n_words: int = 60,
-        doc_length: int = 200,
-        separated: bool = False,
-        separation: float = 0.9,
-    ):
+    simulation_sizes = {"n_docs": 30, "n_words": 60, "doc_length": 200}
+
+    def _draw(self, rng, separated, separation, n_docs, n_words, doc_length):
         """Draw data from the generative process (seed 000, eq. (27)-(28); seed 001, eq. (5)).
 
         ``rho ~ Dir(alpha)``, ``q[k] ~ Dir(eta)``, ``z_i ~ Cat(rho)`` and the ``doc_length`` tokens
         of row ``i`` from ``Mult(doc_length, q[z_i])``. With ``separated=True`` the clusters are
         instead well separated and balanced: cluster ``k`` puts mass ``separation`` uniformly on its
         own block of ``n_words // K`` words and the rest uniformly on all words, ``rho`` is uniform
-        and the rows are dealt to the clusters in turn, then shuffled (used where PyMC's chains must
-        agree; not a draw from the prior, so not for SBC).
+        and the rows are dealt to the clusters in turn, then shuffled.
 
         Returns
         -------
@@ -287,7 +284,6 @@ class OneSidedClustering(RowMixture, RowClustering):
         >>> data.total, truth["z"].shape
         (40, (4,))
         """
-        rng = as_rng(random_state)
         k = self.n_clusters
         rho, q, z = draw_row_mixture(
             rng, k, k, n_docs, n_words, doc_length, self.alpha, self.eta, separated, separation

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from latentzoo.data import CoOccurrence
-from latentzoo.data.checks import as_rng, check_memory
+from latentzoo.data.checks import check_memory
 from latentzoo.models._checks import (
     check_data_shape,
     check_integer,
@@ -26,6 +26,7 @@ from latentzoo.models.conjugate import (
     dirichlet_logpdf,
 )
 from latentzoo.models.cooccurrence import (
+    CorpusSimulator,
     DyadPredictive,
     checked_grid_data,
     draw_counts,
@@ -38,7 +39,7 @@ __all__ = ["ProductSpaceMixture"]
 
 
 @dataclass(frozen=True)
-class ProductSpaceMixture(DyadPredictive, CorpusFamily, LikelihoodHeldout):
+class ProductSpaceMixture(DyadPredictive, CorpusFamily, LikelihoodHeldout, CorpusSimulator):
     """Product-space mixture model, PMM (Hofmann & Puzicha 1998, section 2.4, eq. (15)-(19)).
 
     The aspects of the separable mixture model (eq. (1)) are constrained to pairs ``(nu, mu)`` of a row
@@ -297,38 +298,24 @@ class ProductSpaceMixture(DyadPredictive, CorpusFamily, LikelihoodHeldout):
         return model
 
     # --------------------------------------------------------------- simulator
-    def simulate(
-        self,
-        random_state=None,
-        n_docs: int = 30,
-        n_words: int = 60,
-        n_tokens: int | None = None,
-        separated: bool = False,
-        separation: float = 0.9,
-    ):
+    simulation_sizes = {"n_docs": 30, "n_words": 60, "n_tokens": None}
+
+    def _draw(self, rng, separated, separation, n_docs, n_words, n_tokens):
         """Draw co-occurrence data from the generative process of eq. (16) (seed section 2.4).
 
         ``pi ~ Dir(alpha)`` over the ``Kx*Ky`` pairs, ``p_row[nu] ~ Dir(eta)``,
         ``q_col[mu] ~ Dir(eta)``, then ``n_tokens`` pairs i.i.d. from ``p_ij``: draw a class pair
         ``(nu, mu)`` from ``pi``, a row from ``p_{.|nu}`` and a column from ``q_{.|mu}``, i.e.
         ``counts ~ Multinomial(n_tokens, p)``. Row totals are random (a row may get no pair).
+        ``n_docs`` and ``n_words`` (``N`` and ``M``) must be at least ``Kx`` and ``Ky``;
+        ``n_tokens`` (``L``) defaults to ``200 * n_docs``.
 
         With ``separated=True`` the clusters are instead well separated: row cluster ``nu`` puts
         mass ``separation`` uniformly on its block of ``n_docs // Kx`` rows and the rest uniformly
         on all rows, column clusters likewise on blocks of ``n_words // Ky`` columns, and ``pi``
         puts mass ``separation`` uniformly on the pairs with ``nu mod Ky == mu mod Kx`` (the
-        diagonal when ``Kx == Ky``; every cluster takes part) and the rest uniformly. Not a draw
-        from the prior, so not for SBC.
-
-        Parameters
-        ----------
-        random_state : int, Generator or None
-        n_docs, n_words : int
-            ``N`` and ``M``; at least ``Kx`` and ``Ky``.
-        n_tokens : int, optional
-            ``L``, the number of pairs (default ``200 * n_docs``).
-        separated : bool
-        separation : float in (0, 1)
+        diagonal when ``Kx == Ky``; every cluster takes part) and the rest uniformly; ``separation``
+        must lie in (0, 1).
 
         Returns
         -------
@@ -341,7 +328,6 @@ class ProductSpaceMixture(DyadPredictive, CorpusFamily, LikelihoodHeldout):
         >>> data.total
         40
         """
-        rng = as_rng(random_state)
         kx, ky = self.n_row_clusters, self.n_col_clusters
         if n_docs < kx:
             raise ValueError(f"n_docs={n_docs} must be at least n_row_clusters={kx}")

@@ -97,7 +97,6 @@ import numpy as np
 from scipy.special import digamma, gammaln, xlogy
 
 from latentzoo.data import CoOccurrence
-from latentzoo.data.checks import as_rng
 from latentzoo.models._checks import (
     check_data_shape,
     check_integer,
@@ -112,7 +111,12 @@ from latentzoo.models.base import (
     TwoSidedLabels,
     balanced_labels,
 )
-from latentzoo.models.cooccurrence import checked_grid_data, draw_counts, grid_coords
+from latentzoo.models.cooccurrence import (
+    CorpusSimulator,
+    checked_grid_data,
+    draw_counts,
+    grid_coords,
+)
 from latentzoo.models.invariants import coassignment_pairs as default_pairs
 from latentzoo.models.invariants import default_dyads
 
@@ -235,7 +239,7 @@ def association(block_counts, row_mass, col_mass) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class TwoSidedClustering(CellHeldout, TrainConditionedHeldout, PlainPyMCValues):
+class TwoSidedClustering(CellHeldout, TrainConditionedHeldout, PlainPyMCValues, CorpusSimulator):
     """Symmetric clustering model (SCM) with Dirichlet priors (Hofmann & Puzicha 1998, eq. (34)).
 
     Parameters
@@ -847,15 +851,9 @@ class TwoSidedClustering(CellHeldout, TrainConditionedHeldout, PlainPyMCValues):
         }
 
     # --------------------------------------------------------------- simulator
-    def simulate(
-        self,
-        random_state=None,
-        n_rows: int = 12,
-        n_cols: int = 15,
-        n_tokens: int = 200,
-        separated: bool = False,
-        separation: float = 0.9,
-    ):
+    simulation_sizes = {"n_rows": 12, "n_cols": 15, "n_tokens": 200}
+
+    def _draw(self, rng, separated, separation, n_rows, n_cols, n_tokens):
         """Draw data from the Bayesian SCM (module docstring, steps 1-3).
 
         ``rho ~ Dir(alpha)``, ``I_i ~ Cat(rho^x)``, ``J_j ~ Cat(rho^y)``, ``pi ~ Dir(eta)`` over the
@@ -863,8 +861,7 @@ class TwoSidedClustering(CellHeldout, TrainConditionedHeldout, PlainPyMCValues):
         ``p_ij = pi[I_i, J_j] psi_x[i] psi_y[j]`` (a dense N x M table: for small sizes). With
         ``separated=True`` the partitions are instead balanced (objects dealt to clusters in turn,
         then shuffled), ``psi`` uniform within clusters, and ``pi`` puts mass ``separation`` on the
-        blocks ``nu % Ky == mu`` or ``mu % Kx == nu`` and the rest uniformly on all blocks (a
-        well-identified problem for comparisons; not a draw from the prior, so not for SBC).
+        blocks ``nu % Ky == mu`` or ``mu % Kx == nu`` and the rest uniformly on all blocks.
 
         Returns
         -------
@@ -878,7 +875,6 @@ class TwoSidedClustering(CellHeldout, TrainConditionedHeldout, PlainPyMCValues):
         >>> data.total, truth["I"].shape, truth["pi"].shape
         (40, (4,), (2, 2))
         """
-        rng = as_rng(random_state)
         kx, ky = self.shape
         check_integer("n_rows", n_rows)
         check_integer("n_cols", n_cols)
