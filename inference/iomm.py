@@ -307,6 +307,30 @@ def _ibp_flip_log_odds(z, others, n_items):
 
 
 @nb.njit(cache=True, inline="always")
+def _gibbs_flip(Z, counts, i, k, z, log_odds_flip, rng_state):
+    """Flip ``z_ik`` (currently ``z``) with probability ``sigmoid(log_odds_flip)``, one uniform;
+    returns whether it flipped (the caller then updates the item's natural parameters)."""
+    if next_uniform(rng_state) * (1.0 + math.exp(-log_odds_flip)) < 1.0:
+        Z[i, k] = 1 - z
+        counts[k] += 1 - 2 * z
+        return True
+    return False
+
+
+@nb.njit(cache=True, inline="always")
+def _remove_singletons(Z, counts, n_columns, i, cluster_rows, proposed):
+    """Subtract from ``proposed`` the rows of ``cluster_rows`` of the clusters item ``i`` alone
+    belongs to (the new-cluster move's proposal drops them); returns their number."""
+    singletons = 0
+    for k in range(n_columns[0]):
+        if Z[i, k] == 1 and counts[k] == 1:
+            singletons += 1
+            for d in range(proposed.shape[0]):
+                proposed[d] -= cluster_rows[k, d]
+    return singletons
+
+
+@nb.njit(cache=True, inline="always")
 def _swap_singletons(Z, counts, n_columns, i, n_new):
     """The accepted new-cluster move's memberships: item ``i`` leaves the clusters it alone
     belongs to (compaction then removes them) and alone joins ``n_new`` new clusters in the next
@@ -372,22 +396,13 @@ def _sweep_assignments(
             sign = 1.0 - 2.0 * z  # the flip adds the cluster's logits when z = 0
             log_odds_flip = _flip_log_ratio(x, p, q, logits[k], shrink[k], sign)
             log_odds_flip += _ibp_flip_log_odds(z, others, n_items)
-            # P(flip) = sigmoid(log_odds_flip)
-            if next_uniform(rng_state) * (1.0 + math.exp(-log_odds_flip)) < 1.0:
-                Z[i, k] = 1 - z
-                counts[k] += 1 - 2 * z
+            if _gibbs_flip(Z, counts, i, k, z, log_odds_flip, rng_state):
                 for d in range(n_features):
                     eta_i[d] += sign * logits[k, d]
                 _set_probabilities(eta_i, p, q)
         # MH: replace item i's singletons by new_counts[i] new clusters from the prior.
-        for d in range(n_features):
-            proposed[d] = eta_i[d]
-        singletons = 0
-        for k in range(n_columns[0]):
-            if Z[i, k] == 1 and counts[k] == 1:
-                singletons += 1
-                for d in range(n_features):
-                    proposed[d] -= logits[k, d]
+        proposed[:] = eta_i
+        singletons = _remove_singletons(Z, counts, n_columns, i, logits, proposed)
         if singletons == 0 and new_counts[i] == 0:
             continue  # the proposal is the current state: nothing to decide or count
         made += 1
@@ -402,14 +417,13 @@ def _sweep_assignments(
         if _metropolis_accepts(log_ratio, rng_state):
             accepted += 1
             first_column = _swap_singletons(Z, counts, n_columns, i, next_new - first_new)
-            for row in range(first_new, next_new):
-                k = first_column + row - first_new
+            last_column = first_column + next_new - first_new
+            theta[first_column:last_column] = new_theta[first_new:next_new]
+            for k in range(first_column, last_column):
                 for d in range(n_features):
-                    theta[k, d] = new_theta[row, d]
-                    logits[k, d] = math.log(new_theta[row, d]) - math.log1p(-new_theta[row, d])
+                    logits[k, d] = math.log(theta[k, d]) - math.log1p(-theta[k, d])
                     shrink[k, d] = math.exp(-abs(logits[k, d]))
-            for d in range(n_features):
-                eta_i[d] = proposed[d]
+            eta_i[:] = proposed
     return accepted, made
 
 
@@ -581,22 +595,15 @@ def _sweep_assignments_gaussian(
                 x, shift_i, precision_i, tau[k], weighted[k], sign
             )
             log_odds_flip += _ibp_flip_log_odds(z, others, n_items)
-            if next_uniform(rng_state) * (1.0 + math.exp(-log_odds_flip)) < 1.0:
-                Z[i, k] = 1 - z
-                counts[k] += 1 - 2 * z
+            if _gibbs_flip(Z, counts, i, k, z, log_odds_flip, rng_state):
                 for d in range(n_features):
                     shift_i[d] += sign * weighted[k, d]
                     precision_i[d] += sign * tau[k, d]
         # MH: replace item i's singletons by new_counts[i] new clusters from the prior.
         proposed_shift[:] = shift_i
         proposed_precision[:] = precision_i
-        singletons = 0
-        for k in range(n_columns[0]):
-            if Z[i, k] == 1 and counts[k] == 1:
-                singletons += 1
-                for d in range(n_features):
-                    proposed_shift[d] -= weighted[k, d]
-                    proposed_precision[d] -= tau[k, d]
+        singletons = _remove_singletons(Z, counts, n_columns, i, weighted, proposed_shift)
+        _remove_singletons(Z, counts, n_columns, i, tau, proposed_precision)
         if singletons == 0 and new_counts[i] == 0:
             continue
         made += 1
@@ -612,12 +619,12 @@ def _sweep_assignments_gaussian(
         if _metropolis_accepts(log_ratio, rng_state):
             accepted += 1
             first_column = _swap_singletons(Z, counts, n_columns, i, next_new - first_new)
-            for row in range(first_new, next_new):
-                k = first_column + row - first_new
+            last_column = first_column + next_new - first_new
+            mu[first_column:last_column] = new_mu[first_new:next_new]
+            tau[first_column:last_column] = new_tau[first_new:next_new]
+            for k in range(first_column, last_column):
                 for d in range(n_features):
-                    mu[k, d] = new_mu[row, d]
-                    tau[k, d] = new_tau[row, d]
-                    weighted[k, d] = new_tau[row, d] * new_mu[row, d]
+                    weighted[k, d] = tau[k, d] * mu[k, d]
             shift_i[:] = proposed_shift
             precision_i[:] = proposed_precision
     return accepted, made
