@@ -241,6 +241,39 @@ MUTATIONS: tuple[Mutation, ...] = (
         "em",
     ),
     Mutation(
+        "aspect-em-phi-eta",
+        "aspect",
+        _ASPECT,
+        "new_phi = normalise_rows(n_phi.T, self.model.eta - 1.0, phi_t.shape[0])",
+        "new_phi = normalise_rows(n_phi.T, self.model.eta, phi_t.shape[0])",
+        "MAP M-step of phi with pseudo-count eta instead of eta - 1",
+        "em",
+    ),
+    Mutation(
+        "aspect-em-theta-counts-drop-theta",
+        "aspect",
+        _ASPECT,
+        "                acc_phi[j, k] += r * t_theta[i, k]\n"
+        "        for k in range(n_topics):\n            n_theta[i, k] = t_theta[i, k] * acc[k]\n",
+        "                acc_phi[j, k] += r * t_theta[i, k]\n"
+        "        for k in range(n_topics):\n            n_theta[i, k] = acc[k]\n",
+        "float64 E/M kernel: a document's expected topic counts miss the factor theta_dk of the "
+        "posterior (only the word side's sum)",
+        "em",
+    ),
+    Mutation(
+        "aspect-em-phi-counts-wrong-table",
+        "aspect",
+        _ASPECT,
+        "            for k in range(n_topics):\n                acc_phi[j, k] += r * t_theta[i, k]\n"
+        "        for k in range(n_topics):\n            n_theta[i, k] = t_theta[i, k] * acc[k]\n",
+        "            for k in range(n_topics):\n                acc_phi[j, k] += r * t_phi[j, k]\n"
+        "        for k in range(n_topics):\n            n_theta[i, k] = t_theta[i, k] * acc[k]\n",
+        "float64 E/M kernel: the word side's expected counts multiply by phi (the loop above's "
+        "table), not theta",
+        "em",
+    ),
+    Mutation(
         "aspect-pymc-theta-eta",
         "aspect",
         "models/aspect.py",
@@ -353,6 +386,25 @@ MUTATIONS: tuple[Mutation, ...] = (
         "em",
     ),
     Mutation(
+        "one-sided-em-counts-drop-n",
+        "one_sided",
+        "inference/em.py",
+        "acc[j, k] += n * resp[i, k]",
+        "acc[j, k] += resp[i, k]",
+        "E/M kernel of the multinomial mixture: expected word counts add resp per cell, not "
+        "n_ij resp (a cell of count 3 counts once)",
+        "em",
+    ),
+    Mutation(
+        "one-sided-em-loglik-distinct-words",
+        "one_sided",
+        "inference/em.py",
+        "s[k] += n * log_q_t[j, k]",
+        "s[k] += log_q_t[j, k]",
+        "E-step: a row's log-likelihood sums log q over its distinct words, not its tokens",
+        "em",
+    ),
+    Mutation(
         "one-sided-pymc-rho-eta",
         "one_sided",
         "models/one_sided.py",
@@ -445,6 +497,33 @@ MUTATIONS: tuple[Mutation, ...] = (
         "step() returns the state without sweeping",
         "gibbs",
     ),
+    Mutation(
+        "two-sided-em-rho-alpha",
+        "two_sided",
+        "models/two_sided.py",
+        "weights = np.maximum(np.asarray(sizes, dtype=float) + (self.alpha - 1.0), 0.0)",
+        "weights = np.maximum(np.asarray(sizes, dtype=float) + self.alpha, 0.0)",
+        "mean-field EM: MAP cluster weights with pseudo-count alpha instead of alpha - 1",
+        "em",
+    ),
+    Mutation(
+        "two-sided-em-column-scores-untransposed",
+        "two_sided",
+        _TWO,
+        "beta * _scores(col_mass, c.T))",
+        "beta * _scores(col_mass, c))",
+        "mean-field EM: column scores use c, not its transpose (right shape at Kx = Ky)",
+        "em",
+    ),
+    Mutation(
+        "two-sided-em-column-weights-rho-x",
+        "two_sided",
+        _TWO,
+        "soft_j = _column_posteriors(rho_y, col_mass, c, beta)",
+        "soft_j = _column_posteriors(rho_x, col_mass, c, beta)",
+        "mean-field EM: column posteriors weighted by the row clusters' weights rho_x",
+        "em",
+    ),
     # ------------------------------------------------------------ product-space mixture
     Mutation(
         "product-space-em-pi-alpha",
@@ -453,6 +532,24 @@ MUTATIONS: tuple[Mutation, ...] = (
         '"pi": normalise_rows(n_pi.reshape(1, -1), model.alpha - 1.0, kx * ky)[0]',
         '"pi": normalise_rows(n_pi.reshape(1, -1), model.alpha, kx * ky)[0]',
         "MAP M-step of pi with pseudo-count alpha instead of alpha - 1",
+        "em",
+    ),
+    Mutation(
+        "product-space-em-q-eta",
+        "product_space",
+        _PMM,
+        '"q_col": normalise_rows(n_b.T, model.eta - 1.0, q_col.shape[1])',
+        '"q_col": normalise_rows(n_b.T, model.eta, q_col.shape[1])',
+        "MAP M-step of q_col with pseudo-count eta instead of eta - 1",
+        "em",
+    ),
+    Mutation(
+        "product-space-em-p-row-eta",
+        "product_space",
+        _PMM,
+        'new["p_row"] = normalise_rows(n_a.T, self.model.eta - 1.0, self.data.n_rows)',
+        'new["p_row"] = normalise_rows(n_a.T, self.model.eta, self.data.n_rows)',
+        "MAP M-step of p_row with pseudo-count eta instead of eta - 1",
         "em",
     ),
     Mutation(
