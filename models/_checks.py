@@ -15,6 +15,7 @@ __all__ = [
     "check_fits_data",
     "check_integer",
     "check_interval",
+    "check_label_range",
     "check_nonnegative",
     "check_positive",
     "check_simplex_rows",
@@ -176,6 +177,23 @@ def check_nonnegative(name: str, array) -> None:
     """
     if not np.all(np.isfinite(array)) or np.any(array < 0):
         raise ValueError(f"{name} must be finite and non-negative")
+
+
+def check_label_range(name: str, labels: np.ndarray, n_labels: int) -> None:
+    """Raise ``ValueError`` unless every entry of the integer array ``labels`` lies in
+    ``0..n_labels - 1`` (an empty array passes): cluster labels, leaves or levels of enumerated
+    states.
+
+    Examples
+    --------
+    >>> check_label_range("leaves", np.array([[0, 1], [1, 1]]), 2)
+    >>> check_label_range("assignments", np.array([0, 2]), 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: assignments must lie in 0..1
+    """
+    if labels.size and (labels.min() < 0 or labels.max() >= n_labels):
+        raise ValueError(f"{name} must lie in 0..{n_labels - 1}")
 
 
 def check_simplex_rows(name: str, array) -> None:

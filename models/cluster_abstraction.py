@@ -36,7 +36,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from latentzoo.data import CoOccurrence
-from latentzoo.models._checks import check_data_shape, check_nonnegative, check_positive
+from latentzoo.models._checks import (
+    check_data_shape,
+    check_label_range,
+    check_nonnegative,
+    check_positive,
+)
 from latentzoo.models.base import LikelihoodModel, RowClustering
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
@@ -928,10 +933,8 @@ class ClusterAbstractionModel(RowMixture, RowClustering, CorpusSimulator):
                 f"leaves must be (S, {data.n_rows}) and levels (S, {rows.size}), got {z.shape} "
                 f"and {v.shape}"
             )
-        if z.size and (z.min() < 0 or z.max() >= k):
-            raise ValueError(f"leaves must lie in 0..{k - 1}")
-        if v.size and (v.min() < 0 or v.max() >= n_levels):
-            raise ValueError(f"levels must lie in 0..{n_levels - 1}")
+        check_label_range("leaves", z, k)
+        check_label_range("levels", v, n_levels)
         n_states = z.shape[0]
         token_leaf = z[:, rows]  # (S, T)
         nodes = tree.paths[token_leaf, v]  # -1: past the leaf's depth

@@ -33,6 +33,7 @@ from latentzoo.models._checks import (
     check_data_shape,
     check_fits_data,
     check_integer,
+    check_label_range,
     check_positive,
     check_simplex_rows,
 )
@@ -404,8 +405,7 @@ class OneSidedClustering(RowMixture, RowClustering, CorpusSimulator):
         n_states, n_rows = z.shape
         if n_rows != data.n_rows:
             raise ValueError(f"assignments have {n_rows} columns, expected {data.n_rows} (rows)")
-        if z.size and (z.min() < 0 or z.max() >= k):
-            raise ValueError(f"assignments must lie in 0..{k - 1}")
+        check_label_range("assignments", z, k)
         onehot = np.zeros((n_rows, n_states, k))
         onehot[np.arange(n_rows)[None, :], np.arange(n_states)[:, None], z] = 1.0
         sizes = onehot.sum(axis=0)  # (S, K)

@@ -100,6 +100,7 @@ from latentzoo.data import CoOccurrence
 from latentzoo.models._checks import (
     check_data_shape,
     check_integer,
+    check_label_range,
     check_positive,
     check_simplex_rows,
 )
@@ -179,8 +180,7 @@ def _labels(values, n, k, name) -> np.ndarray:
         if labels.dtype.kind != "f" or not np.all(labels == np.round(labels)):
             raise ValueError(f"{name} must hold integer cluster labels")
     labels = labels.astype(np.int64)
-    if n and (labels.min() < 0 or labels.max() >= k):
-        raise ValueError(f"{name} labels must lie in 0..{k - 1}")
+    check_label_range(f"{name} labels", labels, k)
     return labels
 
 
@@ -960,8 +960,7 @@ class TwoSidedClustering(CellHeldout, TrainConditionedHeldout, PlainPyMCValues, 
         for name, labels, n, k in (("I", labels_i, n_rows, kx), ("J", labels_j, n_cols, ky)):
             if labels.shape[1] != n:
                 raise ValueError(f"{name} has {labels.shape[1]} columns, expected {n}")
-            if labels.size and (labels.min() < 0 or labels.max() >= k):
-                raise ValueError(f"{name} labels must lie in 0..{k - 1}")
+            check_label_range(f"{name} labels", labels, k)
         states = np.arange(n_states)[:, None]
         onehot_i = np.zeros((n_states, n_rows, kx))
         onehot_i[states, np.arange(n_rows)[None, :], labels_i] = 1.0
