@@ -43,8 +43,16 @@ import numba as nb
 import numpy as np
 
 from latentzoo.data.checks import as_rng
-from latentzoo.inference.declared_options import refuse_unknown, take_declared
-from latentzoo.inference.family import Family, Method, choice, integer, real, seed
+from latentzoo.inference.family import (
+    Family,
+    Method,
+    choice,
+    integer,
+    real,
+    refuse_unknown,
+    seed,
+    take_declared,
+)
 from latentzoo.models._checks import check_integer
 from latentzoo.models.bhc import (
     BayesianHierarchicalClustering,

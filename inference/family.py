@@ -43,6 +43,8 @@ __all__ = [
     "seed",
     "anything",
     "with_defaults",
+    "take_declared",
+    "refuse_unknown",
     "THREADS",
     "DTYPE",
     "GIBBS_TEST",
@@ -311,6 +313,44 @@ def anything(name, default, doc, constraint: str = "", quick=NOTSET) -> Option:
     {'theta': 1}
     """
     return Option(name, object, default, doc, constraint, None, (), quick)
+
+
+def take_declared(declared, options: dict) -> dict:
+    """The ``declared`` options taken out of ``options`` (which keeps the rest): each given one
+    checked against its declaration (``ValueError`` naming it), the others at their declared
+    default; a function that takes ``**options`` reads its keywords through the same
+    declarations as its family's method.
+
+    Parameters
+    ----------
+    declared : iterable of Option
+    options : dict
+        The keyword options given; the declared ones are removed from it.
+
+    Returns
+    -------
+    dict
+        Option name -> value, in the declared order.
+
+    Examples
+    --------
+    >>> options = {"m": 5, "other": 1}
+    >>> take_declared((integer("m", 100, "subsample"), integer("k", 2, "clusters")), options)
+    {'m': 5, 'k': 2}
+    >>> options
+    {'other': 1}
+    """
+    return {
+        option.name: option.validate(options.pop(option.name, option.default))
+        for option in declared
+    }
+
+
+def refuse_unknown(function: str, options: dict) -> None:
+    """``TypeError`` naming what is left in ``options`` after the declared ones were taken, as
+    Python says of an unexpected keyword."""
+    if options:
+        raise TypeError(f"{function}() got unexpected keyword arguments {sorted(options)}")
 
 
 # ---------------------------------------------------------------- options several families share

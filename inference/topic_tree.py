@@ -33,8 +33,15 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from latentzoo.inference.checks import Check
-from latentzoo.inference.declared_options import refuse_unknown, take_declared
-from latentzoo.inference.family import Family, Method, choice, integer, real
+from latentzoo.inference.family import (
+    Family,
+    Method,
+    choice,
+    integer,
+    real,
+    refuse_unknown,
+    take_declared,
+)
 from latentzoo.models.topic_tree import TopicTreeMixture, check_topic_matrix
 
 __all__ = [
