@@ -29,6 +29,7 @@ from latentzoo.inference.validation import (
     _gibbs_label,
     _log,
     _pymc_label,
+    _synthetic_label,
     calibration_level,
     calibration_problem,
     cooccurrence_checks,
@@ -41,6 +42,7 @@ from latentzoo.inference.validation import (
 __all__ = [
     "aspect",
     "bhc",
+    "bpm_calibration",
     "central",
     "cluster_abstraction",
     "dpm",
@@ -2110,3 +2112,46 @@ def texture(**callables) -> ValidationRecipe:
         },
         problems=dict(callables),
     )
+
+
+# ------------------------------------------------------------------ Bayesian partial membership
+BPM_SBC_DATA = {"n_items": 3, "n_features": 4}
+"""Simulator sizes of the BPM's SBC: tiny data sets, where the hand HMC's posterior is wide."""
+
+BPM_SBC_QUICK = 300
+"""Simulations of the BPM's SBC under ``--quick`` (about 30 CPU seconds at 0.1 s each); the
+report sizes run ``settings.sbc_sims`` (1000)."""
+
+BPM_SBC_DRAWS, BPM_SBC_TUNE, BPM_SBC_THIN, BPM_SBC_LEAPFROG = 49, 150, 4, 8
+"""Kept draws (ranks on ``0..49``, 10 bins), tuning transitions, transitions per kept draw and
+leapfrog steps of each simulation's single chain: the settings of the slow SBC test of the
+hand HMC (``tests/inference/test_bpm.py``), which pass there."""
+
+
+def bpm_calibration(entry, recipe, model, data, settings, rng, progressbar=False):
+    """Calibrated level of the BPM: SBC (Talts et al. 2018) of the hand HMC, called through the
+    family's public ``hmc`` method, on tiny data sets drawn from the prior of the user's model
+    at K = 2 (:data:`BPM_SBC_DATA`): the ranks of the true ``U = Pi Pi^T``, ``a`` and
+    log-likelihood among the thinned draws must be uniform. :data:`BPM_SBC_QUICK` simulations
+    under ``--quick`` (about a minute), ``settings.sbc_sims`` otherwise; the result states the
+    test's power."""
+    small = dataclasses.replace(model, n_components=2)
+    hmc = entry.methods["hmc"]
+    n_sims = settings.sbc_sims if settings.full else min(settings.sbc_sims, BPM_SBC_QUICK)
+
+    def sampler(simulated, generator, n_draws):
+        return hmc(
+            small, simulated, chains=1, draws=n_draws, tune=BPM_SBC_TUNE, thin=BPM_SBC_THIN,
+            n_leapfrog=BPM_SBC_LEAPFROG, random_state=generator,
+        )  # fmt: skip
+
+    result = sbc(
+        small, sampler, n_sims, random_state=rng, n_draws=BPM_SBC_DRAWS, bins=10,
+        progressbar=progressbar, **BPM_SBC_DATA,
+    )  # fmt: skip
+    result.problem = (
+        f"synthetic: {n_sims} data sets drawn from the prior ({_synthetic_label(BPM_SBC_DATA)}), "
+        f"K=2; per data set 1 hand-HMC chain, {BPM_SBC_TUNE} tuning transitions, "
+        f"{BPM_SBC_DRAWS} draws thinned by {BPM_SBC_THIN}, {BPM_SBC_LEAPFROG} leapfrog steps"
+    )
+    return result

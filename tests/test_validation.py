@@ -296,3 +296,37 @@ def test_concentration_integrals_match_adaptive_quadrature():
 def test_distinct_modes_keeps_solutions_apart_by_half_a_nat():
     kept = validation.distinct_modes(list("abcde"), [-3.0, -3.2, -3.9, -10.0, -3.8], limit=3)
     assert kept == ["a", "e", "d"]  # best first; c is within half a nat of e
+
+
+def _bpm_calibration(sbc_sims: int, seed: int = 0, full: bool = False, hmc=None):
+    from latentzoo.inference.recipes import bpm_calibration
+    from latentzoo.models import BayesianPartialMembership
+
+    entry = ZOO["bpm"]
+    if hmc is not None:
+        entry = dataclasses.replace(entry, methods={**entry.methods, "hmc": hmc})
+    settings = dataclasses.replace(validation.QUICK, sbc_sims=sbc_sims, full=full)
+    model = BayesianPartialMembership(3)
+    return bpm_calibration(entry, None, model, None, settings, np.random.default_rng(seed))
+
+
+def test_bpm_calibrated_level_runs_the_hand_hmc_through_its_method():
+    """The default run's small version: 20 simulations, K set to 2 whatever the user's K."""
+    result = _bpm_calibration(20)
+    assert result.ranks.shape[0] == 20 and result.check.passed, result.check.detail
+    assert "20 data sets" in result.problem and "K=2" in result.problem
+
+
+@pytest.mark.slow
+def test_bpm_calibrated_level_passes_quick_and_fails_a_likelihood_of_the_wrong_data():
+    """The quick level (300 simulations) passes on the hand HMC; an HMC that conditions on a
+    data set of zeros instead of the data (a likelihood that ignores the data) fails it."""
+    from latentzoo.data import Features
+    from latentzoo.inference import bpm
+
+    assert _bpm_calibration(1000, seed=1).check.passed
+    flipped = _bpm_calibration(
+        1000, seed=1,
+        hmc=lambda model, data, **options: bpm.hmc(model, Features(np.zeros_like(data.X)), **options),
+    )  # fmt: skip
+    assert not flipped.check.passed, flipped.check.detail
