@@ -38,10 +38,18 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
-from tests.mutation.catalog import FAMILIES, MUTATIONS, Mutation, model_for, relevant_levels
+from tests.mutation.catalog import (
+    FAMILIES,
+    KNOWN_REACH,
+    LEVELS_KEPT,
+    MUTATIONS,
+    Mutation,
+    model_for,
+    relevant_levels,
+)
 
 __all__ = [
     "Outcome",
@@ -521,19 +529,32 @@ def render_report(outcomes: list[Outcome], controls: list[Outcome], settings: di
             "",
             f"Caught {caught} of {len(outcomes)} (crashes with a recorded message count).",
         ]
-        missed = [o.id for o in outcomes if not o.caught]
+        missed = [o for o in outcomes if not o.caught]
         if missed:
-            lines.append(f"Not caught: {', '.join(missed)}.")
+            lines.append(f"Not caught: {', '.join(o.id for o in missed)}.")
+            lines += ["", "## Not caught, and why", ""]
+            lines += [
+                f"- `{o.id}` ({o.verdict}): {KNOWN_REACH.get(o.id, 'no reason recorded')}"
+                for o in missed
+            ]
+        level_rows = [_level_row(level, outcomes) for level in _levels_of(outcomes)]
         lines += _table(
             "Per level",
             ["level", "ran in", "caught", "caught alone", "of which crashed"],
-            [_level_row(level, outcomes) for level in _levels_of(outcomes)],
+            level_rows,
         )
         lines += [
             "",
             "'ran in': mutations whose run reached the level (or skipped it as not applicable); "
             "'caught alone': no other level caught that mutation.",
         ]
+        never_alone = [row[0] for row in level_rows if row[3] == 0]
+        if never_alone:
+            lines += ["", "Levels that catch no mutation alone, and why each is kept:", ""]
+            lines += [
+                f"- {level}: {LEVELS_KEPT.get(level, 'no reason recorded')}"
+                for level in never_alone
+            ]
         lines += _table(
             "Details",
             ["mutation", "model", "seconds", "failed checks"],
@@ -543,6 +564,69 @@ def render_report(outcomes: list[Outcome], controls: list[Outcome], settings: di
             ],
         )
     return "\n".join(lines) + "\n"
+
+
+def _outcome_from(record: dict) -> Outcome:
+    """The :class:`Outcome` a run's JSON record (:func:`_record`) was written from."""
+    names = {f.name for f in fields(Outcome)}
+    return Outcome(**{name: value for name, value in record.items() if name in names})
+
+
+def load_run(path) -> tuple[dict, list[Outcome], list[Outcome]]:
+    """``(settings, controls, mutations)`` of one run: its ``.json``, or the ``.partial.jsonl``
+    of a run that is still going or was stopped (settings ``{}`` when it has none)."""
+    path = Path(path)
+    if path.suffix == ".jsonl":
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        settings = next((r["settings"] for r in records if r["what"] == "settings"), {})
+        cases = [r for r in records if r["what"] != "settings"]
+        controls = [_outcome_from(r) for r in cases if r["what"] == "control"]
+        mutations = [_outcome_from(r) for r in cases if r["what"] == "mutation"]
+        return settings, controls, mutations
+    run = json.loads(path.read_text())
+    return (
+        run["settings"],
+        [_outcome_from(r) for r in run["controls"]],
+        [_outcome_from(r) for r in run["mutations"]],
+    )
+
+
+def merge_runs(paths) -> tuple[dict, list[Outcome], list[Outcome]]:
+    """One report's ``(settings, controls, mutations)`` from several runs' JSON files.
+
+    A case (a mutation id, or a control's id) that several runs hold is taken from the last of
+    ``paths``; mutations come in catalog order, controls in family order. ``settings`` names
+    each run's source and the cases it contributed.
+    """
+    order = {m.id: i for i, m in enumerate(MUTATIONS)}
+    family_order = {f: i for i, f in enumerate(FAMILIES)}
+    controls, mutations, origin = {}, {}, {}
+    runs = [(Path(path), *load_run(path)) for path in paths]
+    for number, (_, _, run_controls, run_mutations) in enumerate(runs, start=1):
+        for outcome in run_controls:
+            controls[outcome.id] = outcome
+            origin[("control", outcome.id)] = number
+        for outcome in run_mutations:
+            mutations[outcome.id] = outcome
+            origin[("mutation", outcome.id)] = number
+    settings = {}
+    for number, (path, run_settings, _, _) in enumerate(runs, start=1):
+        kept = [key for key, run in origin.items() if run == number]
+        families = sorted(
+            {mutations[i].family for what, i in kept if what == "mutation"}
+            | {controls[i].family for what, i in kept if what == "control"},
+            key=family_order.get,
+        )
+        n_mutations = sum(what == "mutation" for what, _ in kept)
+        settings[f"run {number}"] = (
+            f"{path.name}: source {run_settings.get('source', 'unknown')}, started "
+            f"{run_settings.get('started', '?')}, levels {run_settings.get('levels', '?')}; "
+            f"{n_mutations} mutations and {len(kept) - n_mutations} controls of "
+            f"{', '.join(families) or 'no family'}"
+        )
+    ordered_mutations = sorted(mutations.values(), key=lambda o: order.get(o.id, len(order)))
+    ordered_controls = sorted(controls.values(), key=lambda o: (family_order[o.family], o.id))
+    return settings, ordered_controls, ordered_mutations
 
 
 # --------------------------------------------------------------------------------- command line
@@ -621,6 +705,10 @@ def main(argv=None) -> int:
     parser.add_argument("--ref", default=None, help="copy this git commit, not the working tree")
     parser.add_argument("--keep", action="store_true", help="keep the temporary copies")
     parser.add_argument(
+        "--merge", nargs="+", metavar="JSON",
+        help="write one report (--out) from these runs' .json or .partial.jsonl files and exit",
+    )  # fmt: skip
+    parser.add_argument(
         "--first", nargs="+", metavar="ID", default=(),
         help="start these mutations before everything else (the long ones, so --jobs packs well)",
     )  # fmt: skip
@@ -632,6 +720,10 @@ def main(argv=None) -> int:
         parser.error(f"--timeout must be positive, got {args.timeout}")
     if args.no_mutations and not args.control:
         parser.error("--no-mutations needs --control")
+    if args.merge:
+        settings, controls, outcomes = merge_runs(args.merge)
+        Path(args.out).write_text(render_report(outcomes, controls, settings))
+        return 0
     mutations = _select(args.only, args.family)
     first = [m for m in mutations if m.id in args.first]
     mutations = first + [m for m in mutations if m.id not in args.first]
@@ -657,7 +749,6 @@ def main(argv=None) -> int:
     jobs += [("mutation", m) for m in mutations[len(first) :]]
     # Each finished case is appended here at once, so a stopped run keeps what it has done.
     partial = Path(args.out).with_suffix(".partial.jsonl")
-    partial.write_text("")
     partial_lock = threading.Lock()
 
     def work(job):
@@ -680,13 +771,8 @@ def main(argv=None) -> int:
             stream.write(json.dumps({"what": what, **_record(outcome)}) + "\n")
         return what, outcome
 
-    started = time.strftime("%Y-%m-%d %H:%M")
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(work, jobs))
-    controls = [o for what, o in results if what == "control"]
-    outcomes = [o for what, o in results if what == "mutation"]
     settings = {
-        "started": started,
+        "started": time.strftime("%Y-%m-%d %H:%M"),
         "source": args.ref or f"working tree ({_git_description()})",
         "seed": args.seed,
         "levels": ", ".join(args.levels)
@@ -697,6 +783,11 @@ def main(argv=None) -> int:
         "validate calls": "one per level" if args.each_level else "one per case",
         "quick": True,
     }
+    partial.write_text(json.dumps({"what": "settings", "settings": settings}) + "\n")
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(work, jobs))
+    controls = [o for what, o in results if what == "control"]
+    outcomes = [o for what, o in results if what == "mutation"]
     report = render_report(outcomes, controls, settings)
     out = Path(args.out)
     out.write_text(report)
