@@ -67,12 +67,14 @@ def _loglik_draws(model, data, pi, params_of_draw) -> np.ndarray:
     return out
 
 
-def run_hand(model, data, chains, draws, tune, seed, n_leapfrog=64, scale_moves=2) -> dict:
+def run_hand(
+    model, data, chains, draws, tune, seed, n_leapfrog=64, scale_moves=2, membership_sweeps=1
+) -> dict:
     bpm.hmc(model, data, chains=1, draws=2, tune=2, random_state=0)  # numba compile, excluded
     start, cpu = time.perf_counter(), time.process_time()
     idata = bpm.hmc(
         model, data, chains=chains, draws=draws, tune=tune, random_state=seed,
-        n_leapfrog=n_leapfrog, scale_moves=scale_moves,
+        n_leapfrog=n_leapfrog, scale_moves=scale_moves, membership_sweeps=membership_sweeps,
     )  # fmt: skip
     seconds = time.perf_counter() - start
     post = idata.posterior
@@ -85,7 +87,15 @@ def run_hand(model, data, chains, draws, tune, seed, n_leapfrog=64, scale_moves=
             post["pi"].values, post["a"].values, idata.log_likelihood["x"].values.sum(axis=-1)
         ),
         "grads_per_draw": float(idata.sample_stats["n_steps"].mean()),
+        **_slice_statistics(idata.sample_stats),
     }
+
+
+def _slice_statistics(stats) -> dict:
+    """The membership slice sweeps' density evaluations per item and draw (none without them)."""
+    if "slice_evaluations" not in stats:
+        return {}
+    return {"slice_evaluations": float(stats["slice_evaluations"].mean())}
 
 
 def _from_trace(model, data, trace, seconds, cpu_seconds, compile_seconds, divergences, steps):
@@ -203,6 +213,10 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--scale-moves", type=int, default=2, help="hand HMC moves of a per transition"
     )
+    parser.add_argument(
+        "--membership-sweeps", type=int, default=1,
+        help="hand HMC slice-sampling sweeps over the memberships per transition",
+    )  # fmt: skip
     parser.add_argument("--peer-chains", type=int, default=2, help="chains of nutpie and PyMC")
     parser.add_argument(
         "--peer-draws", type=int, default=None, help="tune and draws of nutpie and PyMC each"
@@ -221,7 +235,8 @@ def main(argv=None) -> None:
     rows = json.loads(args.rows.read_text()) if args.rows and args.rows.exists() else {}
     runs = {
         "hand": ("hand HMC", lambda: run_hand(
-            model, data, chains, draws, tune, args.seed, args.n_leapfrog, args.scale_moves)),
+            model, data, chains, draws, tune, args.seed, args.n_leapfrog, args.scale_moves,
+            args.membership_sweeps)),
         "nutpie": ("nutpie", lambda: run_nutpie(
             model, data, args.peer_chains, peer, peer, args.seed)),
         "pymc": ("PyMC NUTS", lambda: run_pymc(

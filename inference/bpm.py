@@ -63,6 +63,8 @@ __all__ = [
     "Layout",
     "Sampler",
     "ScaledHMCInfo",
+    "ScaledSlicedHMCInfo",
+    "SlicedHMCInfo",
     "constrain",
     "draw",
     "hmc",
@@ -438,6 +440,146 @@ def _trajectory(
     return lp
 
 
+# ------------------------------------------------------------------------- membership slices
+SLICE_WIDTH = 2.0
+"""Initial width of a membership logit's slice interval, in posterior standard deviations (the
+diagonal inverse mass matrix's estimate): about the width of a Gaussian's slice at a typical
+height (Neal 2003, section 4)."""
+
+SLICE_MAX_STEPS = 16
+"""Stepping-out limit per coordinate (Neal's ``m``): the interval grows to at most this many
+widths, split at random between both sides (which keeps the move reversible)."""
+
+_SLICE_MAX_SHRINKS = 200
+"""Shrinkage proposals before a coordinate is left where it is: reached only when the density
+is not finite at the current point, which the chain never accepts."""
+
+
+@nb.njit(cache=True)
+def _uniform():
+    """A uniform draw on ``[0, 1)`` from numba's generator (seeded per call of the sweeps)."""
+    return np.random.random()  # noqa: NPY002 (numba's generator, not NumPy's global one)
+
+
+@nb.njit(cache=True)
+def _standard_exponential():
+    """A standard exponential draw from numba's generator (seeded per call of the sweeps)."""
+    return np.random.exponential()  # noqa: NPY002 (numba's generator, not NumPy's global one)
+
+
+@nb.njit(cache=True, error_model="numpy", fastmath=_FAST)
+def _item_log_density(free, n, X, observed, D, K, component, weights, means, log_rho_a, log_pi, pi):
+    """The log density of item ``n``'s membership logits ``free`` (``K - 1``) given everything
+    else, up to a constant: ``sum_k a rho_k log pi_k`` (the Dirichlet prior with the softmax's
+    Jacobian) plus the item's log likelihood. ``weights`` are the Bernoulli clusters' ``theta``
+    or the Gaussian ones' ``tau`` (flat ``K x D``), ``means`` the Gaussian ``mu``;
+    ``log_rho_a[k] = a rho_k``."""
+    _log_softmax_into(free, 0, K, log_pi, pi)
+    lp = 0.0
+    for k in range(K):
+        lp += log_rho_a[k] * log_pi[k]
+    if component == 0:
+        for d in range(D):
+            value = 0.0
+            for k in range(K):
+                value += pi[k] * weights[k * D + d]
+            x = X[n, d]
+            lp += observed[n, d] * (x * value - max(value, 0.0) - math.log1p(math.exp(-abs(value))))
+    else:
+        for d in range(D):
+            A = 0.0
+            B = 0.0
+            for k in range(K):
+                precision = pi[k] * weights[k * D + d]
+                A += precision * means[k * D + d]
+                B += precision
+            x = X[n, d]
+            lp += observed[n, d] * (0.5 * (math.log(B) - B * x * x) + A * x - 0.5 * A * A / B)
+    return lp
+
+
+@nb.njit(cache=True, error_model="numpy")
+def _membership_slice_sweeps(q, widths, X, observed, N, D, K, component, sweeps, seed):
+    """``sweeps`` sweeps of univariate slice sampling (stepping out and shrinkage, Neal 2003,
+    figs. 3 and 5) over every item's membership logits in place; returns the number of density
+    evaluations.
+
+    Given ``a``, ``rho`` and the clusters the items' memberships are independent, so one sweep
+    updates coordinate ``j`` of item ``n`` from its exact conditional, each evaluation costing
+    ``O(K D)``: the whole sweep costs a few gradients. ``widths`` (``N (K - 1)``) are the initial
+    interval widths; the random numbers come from numba's generator seeded with ``seed``.
+    """
+    np.random.seed(seed)  # noqa: NPY002 (numba's generator, seeded from the chain's Generator)
+    a = math.exp(q[K - 1])
+    log_rho = np.empty(K)
+    rho = np.empty(K)
+    _log_softmax_into(q, 0, K, log_rho, rho)
+    rho_a = a * rho
+    c0 = K + N * (K - 1)
+    if component == 0:
+        weights = q[c0 : c0 + K * D]
+        means = weights
+    else:
+        means = q[c0 : c0 + K * D]
+        weights = np.exp(q[c0 + K * D : c0 + 2 * K * D])
+    free = np.empty(K - 1)
+    log_pi = np.empty(K)
+    pi = np.empty(K)
+    evaluations = 0
+    for _ in range(sweeps):
+        for n in range(N):
+            start = K + n * (K - 1)
+            for j in range(K - 1):
+                free[j] = q[start + j]
+            for j in range(K - 1):
+                origin = free[j]
+                current = _item_log_density(
+                    free, n, X, observed, D, K, component, weights, means, rho_a, log_pi, pi
+                )
+                evaluations += 1
+                level = current - _standard_exponential()
+                width = widths[start - K + j]
+                left = origin - width * _uniform()
+                right = left + width
+                left_steps = int(SLICE_MAX_STEPS * _uniform())
+                right_steps = SLICE_MAX_STEPS - 1 - left_steps
+                while left_steps > 0:
+                    free[j] = left
+                    evaluations += 1
+                    if not level < _item_log_density(
+                        free, n, X, observed, D, K, component, weights, means, rho_a, log_pi, pi
+                    ):
+                        break
+                    left -= width
+                    left_steps -= 1
+                while right_steps > 0:
+                    free[j] = right
+                    evaluations += 1
+                    if not level < _item_log_density(
+                        free, n, X, observed, D, K, component, weights, means, rho_a, log_pi, pi
+                    ):
+                        break
+                    right += width
+                    right_steps -= 1
+                free[j] = origin
+                for _ in range(_SLICE_MAX_SHRINKS):
+                    candidate = left + (right - left) * _uniform()
+                    free[j] = candidate
+                    evaluations += 1
+                    if level < _item_log_density(
+                        free, n, X, observed, D, K, component, weights, means, rho_a, log_pi, pi
+                    ):
+                        break
+                    if candidate < origin:
+                        left = candidate
+                    else:
+                        right = candidate
+                    free[j] = origin
+            for j in range(K - 1):
+                q[start + j] = free[j]
+    return evaluations
+
+
 class _Target(NamedTuple):
     """The data and constants the kernels read, and their work buffer (:func:`scratch_size`):
     the chains of one target run one after the other, never at once."""
@@ -617,6 +759,26 @@ ScaledHMCInfo = NamedTuple(
 """:class:`HMCInfo` and ``scale_accept``, the mean acceptance probability of the transition's
 :func:`_scale_move` proposals of ``a`` (when ``scale_moves`` > 0)."""
 
+SlicedHMCInfo = NamedTuple(
+    "SlicedHMCInfo", [*HMCInfo.__annotations__.items(), ("slice_evaluations", float)]
+)
+""":class:`HMCInfo` and ``slice_evaluations``, the density evaluations per membership coordinate
+of the transition's :func:`_membership_slice_sweeps` (when ``membership_sweeps`` > 0)."""
+
+ScaledSlicedHMCInfo = NamedTuple(
+    "ScaledSlicedHMCInfo",
+    [*ScaledHMCInfo.__annotations__.items(), ("slice_evaluations", float)],
+)
+""":class:`HMCInfo` with both ``scale_accept`` and ``slice_evaluations``."""
+
+_INFO_TYPES = {
+    (): HMCInfo,
+    ("scale_accept",): ScaledHMCInfo,
+    ("slice_evaluations",): SlicedHMCInfo,
+    ("scale_accept", "slice_evaluations"): ScaledSlicedHMCInfo,
+}
+"""The info type of a transition by the optional moves it made."""
+
 
 def _fresh_adaptation(step_size: float, size: int) -> _Adaptation:
     return _Adaptation(
@@ -717,6 +879,26 @@ def _scale_move(
     return state, accept
 
 
+def _membership_sweeps(
+    state: HMCState, rng: np.random.Generator, target: _Target, sweeps: int
+) -> tuple[HMCState, float]:
+    """``sweeps`` slice-sampling sweeps over the memberships (:func:`_membership_slice_sweeps`),
+    the initial widths :data:`SLICE_WIDTH` posterior standard deviations as the mass matrix
+    estimates them; returns the new state and the density evaluations per coordinate."""
+    L = target.layout
+    memberships = slice(L.n_components, L.n_components + L.n_items * (L.n_components - 1))
+    widths = SLICE_WIDTH * np.sqrt(state.inverse_mass[memberships])
+    position = state.position.copy()
+    evaluations = _membership_slice_sweeps(
+        position, widths, target.X, target.observed, L.n_items, L.n_features, L.n_components,
+        L.component, sweeps, int(rng.integers(2**32)),
+    )  # fmt: skip
+    gradient = np.empty_like(position)
+    lp = _evaluate(target, position, gradient)
+    state = state._replace(position=position, log_density=lp, gradient=gradient)
+    return state, evaluations / max(sweeps * (widths.size), 1)
+
+
 def step(
     state: HMCState,
     rng: np.random.Generator,
@@ -727,10 +909,13 @@ def step(
     target_accept: float,
     windows: tuple[int, np.ndarray],
     scale_moves: int = 2,
+    membership_sweeps: int = 1,
 ) -> tuple[HMCState, HMCInfo]:
     """One HMC transition (a leapfrog trajectory and its Metropolis accept), then ``scale_moves``
-    Metropolis-Hastings updates of ``a`` with the tail memberships (:func:`_scale_move`), with the
-    step-size, mass-matrix and scale adaptation while ``state.iteration < tune``."""
+    Metropolis-Hastings updates of ``a`` with the tail memberships (:func:`_scale_move`), then
+    ``membership_sweeps`` slice-sampling sweeps over the memberships
+    (:func:`_membership_slice_sweeps`), with the step-size, mass-matrix and scale adaptation
+    while ``state.iteration < tune``."""
     L = target.layout
     tuning = state.iteration < tune
     step_size = state.step_size
@@ -760,6 +945,9 @@ def step(
     for _ in range(scale_moves if settled else 0):
         state, scale_accept = _scale_move(state, rng, target, tuning)
         scale_accepts.append(scale_accept)
+    slice_evaluations = None
+    if membership_sweeps:
+        state, slice_evaluations = _membership_sweeps(state, rng, target, membership_sweeps)
     adaptation = state.adaptation
     inverse_mass = state.inverse_mass
     new_step = state.step_size
@@ -792,9 +980,10 @@ def step(
         n_steps=n_leapfrog,
     )
     if scale_accepts:
-        info = ScaledHMCInfo(**fields, scale_accept=float(np.mean(scale_accepts)))
-    else:
-        info = HMCInfo(**fields)
+        fields["scale_accept"] = float(np.mean(scale_accepts))
+    if slice_evaluations is not None:
+        fields["slice_evaluations"] = slice_evaluations
+    info = _INFO_TYPES[tuple(fields)[len(HMCInfo._fields) :]](**fields)
     return (
         state._replace(
             step_size=new_step,
@@ -827,6 +1016,7 @@ def sampler(model: BayesianPartialMembership, target: _Target, *, tune: int, **o
     initial_params = options.pop("initial_params", None)
     options.setdefault("n_leapfrog", 16)
     options.setdefault("target_accept", 0.8)
+    options.setdefault("membership_sweeps", 1)
     windows = _adaptation_windows(tune)
     return Sampler(
         lambda rng: init(model, target, rng, initial_params=initial_params),
@@ -891,6 +1081,7 @@ def hmc(model: BayesianPartialMembership, data, **options):
     runner = {name: settings.pop(name) for name in _RUNNER_OPTIONS}
     check_integer("n_leapfrog", settings["n_leapfrog"])
     check_integer("scale_moves", settings["scale_moves"], low=0)
+    check_integer("membership_sweeps", settings["membership_sweeps"], low=0)
     check_interval("target_accept", settings["target_accept"], 0.0, 1.0)
     for name in ("chains", "draws"):
         check_integer(name, runner[name])
@@ -1027,6 +1218,8 @@ def _options():
         integer("thin", 1, "transitions per kept draw"),
         integer("n_leapfrog", 16, "leapfrog steps per trajectory"),
         integer("scale_moves", 2, "Metropolis-Hastings moves of a with the prior-ruled memberships "
+                "per transition", low=0),
+        integer("membership_sweeps", 1, "slice-sampling sweeps over every item's memberships "
                 "per transition", low=0),
         real("target_accept", 0.8, "mean acceptance the step size aims at", 0, 1, True, True),
         seed(),

@@ -205,3 +205,45 @@ def test_hand_hmc_is_calibrated_by_sbc():
     the hand HMC's draws are uniform (chi-square and mean-rank z, Bonferroni over statistics)."""
     result = _sbc_of_the_hand_hmc(300, seed=5)
     assert result.check.passed, result.check.detail
+
+
+@pytest.mark.parametrize(("n_components", "component"), [(2, "bernoulli"), (3, "gaussian")])
+def test_membership_slice_move_leaves_one_items_conditional_invariant(n_components, component):
+    """The slice sweeps alone (clusters, ``a`` and ``rho`` fixed) sample an item's memberships
+    from their conditional: the draws' means of ``pi_0k`` and ``pi_0k^2`` match numerical
+    integration of ``Dir(pi | a rho) p(x_0 | pi, clusters)`` over the item's logits (a grid in
+    1 or 2 dimensions) within 4.5 Monte Carlo standard errors."""
+    import arviz as az
+
+    model = BayesianPartialMembership(n_components, distribution=component)
+    data, truth = _data_with_missing(model, 5, n_items=5, n_features=4)
+    truth["a"] = 1.5
+    target = bpm.target_of(model, data)
+    L = target.layout
+    position = bpm.unconstrain(model, truth)
+    memberships = slice(n_components, n_components + L.n_items * (n_components - 1))
+    widths = np.full(L.n_items * (n_components - 1), bpm.SLICE_WIDTH)
+    rng = np.random.default_rng(0)
+    kept = []
+    for _ in range(4000):
+        bpm._membership_slice_sweeps(
+            position, widths, target.X, target.observed, L.n_items, L.n_features, n_components,
+            L.component, 1, int(rng.integers(2**32)),
+        )  # fmt: skip
+        kept.append(position[memberships][: n_components - 1].copy())
+    pi = np.exp(bpm._log_softmax_pinned(np.array(kept)))
+    # The conditional on a grid of item 0's logits, from the model's own likelihood.
+    axis = np.linspace(-25.0, 25.0, 2001 if n_components == 2 else 401)
+    grid = np.stack(np.meshgrid(*[axis] * (n_components - 1), indexing="ij"), axis=-1)
+    grid_pi = np.exp(bpm._log_softmax_pinned(grid.reshape(-1, n_components - 1)))
+    row = Features(np.repeat(np.asarray(data.X)[:1], len(grid_pi), axis=0), allow_missing=True)
+    log_density = model.log_likelihood({**truth, "pi": grid_pi}, row)
+    log_density += (truth["a"] * truth["rho"] * np.log(grid_pi)).sum(axis=1)
+    weights = np.exp(log_density - log_density.max())
+    weights /= weights.sum()
+    for k in range(n_components):
+        for power in (1, 2):
+            values = pi[:, k] ** power
+            exact = float(weights @ grid_pi[:, k] ** power)
+            mcse = float(np.asarray(az.mcse(values[None], method="mean")).reshape(-1)[0])
+            assert abs(values.mean() - exact) < 4.5 * mcse, (k, power, values.mean(), exact, mcse)
