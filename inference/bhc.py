@@ -43,16 +43,7 @@ import numba as nb
 import numpy as np
 
 from latentzoo.data.checks import as_rng
-from latentzoo.inference.family import (
-    Family,
-    Method,
-    choice,
-    integer,
-    real,
-    refuse_unknown,
-    seed,
-    take_declared,
-)
+from latentzoo.inference.family import Family, Method, choice, integer, real, seed, take_declared
 from latentzoo.models._checks import check_integer
 from latentzoo.models.bhc import (
     BayesianHierarchicalClustering,
@@ -551,8 +542,7 @@ def rbhc(model: BayesianHierarchicalClustering, data, **options) -> Tree:
     (200, 1.0, np.int64(4))
     """
     data, X = _check_model_data(model, data)
-    chosen = take_declared(RBHC_OPTIONS, options)
-    refuse_unknown("rbhc", options)
+    chosen = take_declared(RBHC_OPTIONS, options, "rbhc")
     m, filter_prior, min_fraction = (chosen[n] for n in ("m", "filter_prior", "min_fraction"))
     rng = as_rng(chosen["random_state"])
     comp = model.component

@@ -44,7 +44,6 @@ __all__ = [
     "anything",
     "with_defaults",
     "take_declared",
-    "refuse_unknown",
     "THREADS",
     "DTYPE",
     "GIBBS_TEST",
@@ -315,7 +314,7 @@ def anything(name, default, doc, constraint: str = "", quick=NOTSET) -> Option:
     return Option(name, object, default, doc, constraint, None, (), quick)
 
 
-def take_declared(declared, options: dict) -> dict:
+def take_declared(declared, options: dict, function: str | None = None) -> dict:
     """The ``declared`` options taken out of ``options`` (which keeps the rest): each given one
     checked against its declaration (``ValueError`` naming it), the others at their declared
     default; a function that takes ``**options`` reads its keywords through the same
@@ -326,6 +325,9 @@ def take_declared(declared, options: dict) -> dict:
     declared : iterable of Option
     options : dict
         The keyword options given; the declared ones are removed from it.
+    function : str, optional
+        The caller's name: given, what is left in ``options`` is refused with the ``TypeError``
+        Python raises for an unexpected keyword (the caller takes no other options).
 
     Returns
     -------
@@ -339,18 +341,18 @@ def take_declared(declared, options: dict) -> dict:
     {'m': 5, 'k': 2}
     >>> options
     {'other': 1}
+    >>> take_declared((), options, "f")
+    Traceback (most recent call last):
+    ...
+    TypeError: f() got unexpected keyword arguments ['other']
     """
-    return {
+    taken = {
         option.name: option.validate(options.pop(option.name, option.default))
         for option in declared
     }
-
-
-def refuse_unknown(function: str, options: dict) -> None:
-    """``TypeError`` naming what is left in ``options`` after the declared ones were taken, as
-    Python says of an unexpected keyword."""
-    if options:
+    if function is not None and options:
         raise TypeError(f"{function}() got unexpected keyword arguments {sorted(options)}")
+    return taken
 
 
 # ---------------------------------------------------------------- options several families share

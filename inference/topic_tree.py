@@ -33,15 +33,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from latentzoo.inference.checks import Check
-from latentzoo.inference.family import (
-    Family,
-    Method,
-    choice,
-    integer,
-    real,
-    refuse_unknown,
-    take_declared,
-)
+from latentzoo.inference.family import Family, Method, choice, integer, real, take_declared
 from latentzoo.models.topic_tree import TopicTreeMixture, check_topic_matrix
 
 __all__ = [
@@ -869,8 +861,7 @@ def reconstruct_tree(data, **options) -> ReconstructedTree:
         raise ValueError(f"data needs at least 2 documents and 2 words, got shape {counts.shape}")
     options = dict(options)
     max_depth = take_declared((MAX_DEPTH,), options)["max_depth"]
-    split = take_declared((*SPLIT_OPTIONS, SOLVER), options)
-    refuse_unknown("reconstruct_tree", options)
+    split = take_declared((*SPLIT_OPTIONS, SOLVER), options, "reconstruct_tree")
     lengths = np.asarray(counts.sum(axis=1)).ravel()
     labels = np.zeros(counts.shape[0], dtype=int)
     parent, topics, seeds, depth, rejected = [-1], [_histogram(counts)], [-1], [0], []
