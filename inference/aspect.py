@@ -1568,15 +1568,8 @@ gibbs = gibbs_entry(
     two and a half sweeps' work (Reuters, K = 20), whether or not the parameters are kept;
     ``"conditional_mean"`` skips the variates (under half a sweep per draw), and ``thin`` keeps
     fewer draws for the same number of sweeps (``benchmarks/RESULTS_gibbs_end_to_end.md``).
-
-    Examples
-    --------
-    >>> from latentzoo.data import load
-    >>> idata = gibbs(AspectModel(2), load("toy"), chains=2, draws=20, tune=10, random_state=0,
-    ...               progressbar=False)
-    >>> idata.posterior["loglik"].shape
-    (2, 20)
     """,
+    toy_example=("AspectModel(2)", "loglik", "(2, 20)"),
 )
 
 

@@ -1559,15 +1559,8 @@ gibbs = gibbs_entry(
     predictive density of its held-out counts. ``sample_stats`` holds ``lp``, the collapsed log
     joint of leaves and levels. The tree fixes the labels up to swaps of sibling subtrees, which
     the invariants do not see: chains are not relabelled.
-
-    Examples
-    --------
-    >>> from latentzoo.data import load
-    >>> idata = gibbs(ClusterAbstractionModel(1), load("toy"), chains=2, draws=20, tune=10,
-    ...               random_state=0, progressbar=False)
-    >>> idata.posterior["level_share"].shape
-    (2, 20, 4, 2)
     """,
+    toy_example=("ClusterAbstractionModel(1)", "level_share", "(2, 20, 4, 2)"),
 )
 
 

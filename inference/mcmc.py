@@ -1402,7 +1402,17 @@ def _convergence_advice(prepare: Callable, options: dict) -> str:
     return advice
 
 
-def gibbs_entry(prepare: Callable, doc: str) -> Callable:
+_TOY_EXAMPLE = """Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> idata = gibbs({model}, load("toy"), chains=2, draws=20, tune=10,
+    ...               random_state=0, progressbar=False)
+    >>> idata.posterior["{variable}"].shape
+    {shape}
+    """
+
+
+def gibbs_entry(prepare: Callable, doc: str, toy_example: tuple | None = None) -> Callable:
     """The one collapsed-Gibbs entry point, specialised to a family: its ``gibbs`` function.
 
     ``prepare(model, data, chains=..., draws=..., **options) -> GibbsSetup`` checks the data and
@@ -1416,7 +1426,9 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
     when the aligned parameters still disagree (max R-hat above ``RHAT_DISAGREE``). ``doc`` is
     its docstring; the function reports the module of ``prepare`` as its own and keeps
     ``prepare`` as its ``prepare`` attribute, so validation can run the production sampler and draw through
-    :func:`run_chains` directly.
+    :func:`run_chains` directly. ``toy_example``, ``(model, variable, shape)``, ends ``doc`` with the
+    Examples section the co-occurrence families share: two chains of 20 draws on ``toy`` with
+    ``model`` (its constructor call, as text), and the ``shape`` of the posterior's ``variable``.
 
     Examples
     --------
@@ -1473,6 +1485,10 @@ def gibbs_entry(prepare: Callable, doc: str) -> Callable:
         )  # fmt: skip
         return idata
 
+    if toy_example is not None:
+        model, variable, shape = toy_example
+        example = _TOY_EXAMPLE.format(model=model, variable=variable, shape=shape)
+        doc = f"{doc.rstrip()}\n\n    {example}"
     gibbs.__doc__ = _with_notes(doc, _GIBBS_NOTES)
     gibbs.__module__ = prepare.__module__
     # The validation levels drive the same sampler and draw without building InferenceData.

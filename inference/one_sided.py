@@ -812,15 +812,8 @@ gibbs = gibbs_entry(
     density of each row's held-out counts given the draw and that row's training observations,
     ``log sum_k <I_ik> prod_j q_kj^{test_ij}`` plus the multinomial coefficient (averaged over draws
     it is ``p(test_i | data)``). ``sample_stats`` holds ``lp``, the collapsed log joint.
-
-    Examples
-    --------
-    >>> from latentzoo.data import load
-    >>> idata = gibbs(OneSidedClustering(2), load("toy"), chains=2, draws=20, tune=10,
-    ...               random_state=0, progressbar=False)
-    >>> idata.posterior["coassign"].shape
-    (2, 20, 15)
     """,
+    toy_example=("OneSidedClustering(2)", "coassign", "(2, 20, 15)"),
 )
 
 

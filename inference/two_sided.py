@@ -955,15 +955,8 @@ gibbs = gibbs_entry(
     ----------
     initial_assignments : list of (I, J) label pairs, optional
         One start per chain (overrides ``chains``).
-
-    Examples
-    --------
-    >>> from latentzoo.data import load
-    >>> idata = gibbs(TwoSidedClustering(2, 2), load("toy"), chains=2, draws=20, tune=10,
-    ...               random_state=0, progressbar=False)
-    >>> idata.posterior["coassign_rows"].shape
-    (2, 20, 15)
     """,
+    toy_example=("TwoSidedClustering(2, 2)", "coassign_rows", "(2, 20, 15)"),
 )
 
 
