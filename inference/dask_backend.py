@@ -10,8 +10,13 @@ sum of those shares. So:
   the scheduler runs it where they (and, in memory, the block's scattered data) already live.
   Persisted futures were chosen over actors or ``workers=`` pins: the scheduler may still move a
   block when its worker dies (it recomputes the lost futures from their lineage), which a pin or
-  an actor would forbid. Only the ``K x V`` tables travel: out, once per iteration, and back
-  through the reduction.
+  an actor would forbid.
+- **Word side on the workers.** The M-step of the word side is a task too, run where the root
+  of the reduction lands; its output (a :class:`WordSide`: the parameters and what the passes
+  read of them) is what the next passes take. Per iteration only the blocks' statistics travel
+  between workers (none on one worker) and only the step's :class:`EMStats` (two floats) reach
+  the client: the ``K x V`` tables never round-trip through it. The data are scattered once, the
+  start's word side sent once.
 - **Same kernels.** A block's pass calls the family's own in-memory pass (the aspect model's
   :func:`~latentzoo.inference.aspect.em_pass`, the mixture pass of :mod:`~latentzoo.inference.em`
   for the one-sided model, the cluster-abstraction and product-space passes, the mean-field
@@ -61,7 +66,9 @@ from latentzoo.inference.progress import progress_bar
 __all__ = [
     "BlockEM",
     "DaskEM",
+    "PassResult",
     "ShardSet",
+    "WordSide",
     "annealed_em",
     "block_em_for",
     "local_cluster",
@@ -344,16 +351,56 @@ def _load_block(source, n_rows: int, n_cols: int) -> CoOccurrence:
     return source
 
 
-def _block_task(blocks: BlockEM, source, n_rows, n_cols, rows: dict, shared: dict, beta):
-    return blocks.block_pass(_load_block(source, n_rows, n_cols), rows, shared, float(beta))
+@dataclass(frozen=True)
+class WordSide:
+    """The word side of one iteration as a worker holds it: the family's parameters, what every
+    block's pass reads of them (:meth:`BlockEM.globals_of`, computed once where they are) and the
+    :class:`EMStats` of the previous iterate (the one thing the client fetches)."""
+
+    params: dict
+    shared: dict
+    stats: EMStats | None = None
 
 
-def _rows_of(result):
-    return result[0]
+@dataclass(frozen=True)
+class PassResult:
+    """One block's pass: its new document side and its share of the statistics; or a node of
+    the reduction tree, the statistics of several blocks summed (``rows`` None)."""
+
+    rows: dict | None
+    stats: dict
 
 
-def _stats_of(result):
-    return result[1]
+def _word_side_task(blocks: BlockEM, params: dict) -> WordSide:
+    return WordSide(params, blocks.globals_of(params))
+
+
+def _block_task(blocks: BlockEM, source, n_rows, n_cols, rows: dict, word: WordSide, beta):
+    block = _load_block(source, n_rows, n_cols)
+    return PassResult(*blocks.block_pass(block, rows, word.shared, float(beta)))
+
+
+def _rows_of(result: PassResult) -> dict:
+    return result.rows
+
+
+def _add_partials(left: PassResult, right: PassResult) -> PassResult:
+    return PassResult(None, _add_stats(left.stats, right.stats))
+
+
+def _m_step_task(blocks: BlockEM, word: WordSide, total, beta) -> WordSide:
+    """The M-step of the word side where the reduced statistics landed: the next passes read its
+    output there, so the word side never travels through the client."""
+    params, stats = blocks.m_step(word.params, total.stats, float(beta))
+    return WordSide(params, blocks.globals_of(params), stats)
+
+
+def _em_stats_of(word: WordSide) -> EMStats:
+    return word.stats
+
+
+def _word_params_of(word: WordSide) -> dict:
+    return word.params
 
 
 def _start_task(blocks, n_rows, state):
@@ -362,10 +409,6 @@ def _start_task(blocks, n_rows, state):
 
 def _col_totals_task(source, n_rows, n_cols):
     return _load_block(source, n_rows, n_cols).col_totals.astype(np.float64)
-
-
-def _shared_task(shared):
-    return shared
 
 
 def _sum_task(left, right):
@@ -384,9 +427,11 @@ class DaskEM:
     """A family's annealed EM over row blocks on a Dask cluster, as an
     :class:`~latentzoo.inference.annealing.EMProblem`.
 
-    The parameters the driver carries are the word side (arrays, on the client) and
-    ``"rows"``, a :class:`RowFutures` of the document side (on the workers). :meth:`gather`
-    brings the document side back once, at the end.
+    The parameters the driver carries are two kinds of futures, both on the workers: ``"word"``,
+    the :class:`WordSide` (the word-side parameters, what the passes read of them, and the
+    :class:`EMStats` of the step that made them), and ``"rows"``, a :class:`RowFutures` of the
+    document side. A step returns only its :class:`EMStats` to the client; :meth:`gather` brings
+    the parameters back once, at the end.
 
     Parameters
     ----------
@@ -398,8 +443,6 @@ class DaskEM:
     rows : list of int
         Rows per block.
     n_cols : int
-    progress : tqdm-like, optional
-        Shown the iteration's blocks as they finish.
     """
 
     monotone = True
@@ -418,6 +461,15 @@ class DaskEM:
         where = "" if block is None else f"-b{block:05d}"
         return f"latentzoo-{what}-{self.run}-i{self.iteration:05d}{where}"
 
+    def _start_word_side(self, params: dict):
+        """The start's word side, sent once as a task (not scattered) so that the scheduler can
+        recompute it, and everything after it, when every worker holding it dies."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
+            return self.client.submit(
+                _word_side_task, self.blocks, params, key=self._key("word-start")
+            )
+
     def scatter_start(self, params: dict) -> dict:
         """The in-memory start with its document side split into blocks on the workers."""
         edges = np.cumsum([0, *self.rows])
@@ -426,7 +478,7 @@ class DaskEM:
             part = {name: params[name][first:last] for name in self.blocks.row_names}
             futures.append(self.client.scatter([part], workers=self._owner(b), hash=False)[0])
         shared = {k: v for k, v in params.items() if k not in self.blocks.row_names}
-        return {**shared, "rows": RowFutures(futures)}
+        return {"word": self._start_word_side(shared), "rows": RowFutures(futures)}
 
     def shard_start(self, rng: np.random.Generator) -> dict:
         """The start of a sharded corpus: each block's document side drawn on its worker from the
@@ -446,7 +498,7 @@ class DaskEM:
         ]
         col_totals = self.client.gather(self._tree(totals, "cols-sum"))
         shared = self.blocks.start_globals(rng, col_totals)
-        return {**shared, "rows": RowFutures(futures)}
+        return {"word": self._start_word_side(shared), "rows": RowFutures(futures)}
 
     def _owner(self, block: int):
         workers = sorted(self.client.scheduler_info()["workers"])
@@ -463,43 +515,40 @@ class DaskEM:
         return tree_sum(futures, submit)
 
     def step(self, params: dict, beta: float):
-        new_rows, stats = self._passes(params, beta)
-        total = self.client.gather(self._tree(stats, "sum", _add_stats))
-        word_side = {k: v for k, v in params.items() if k != "rows"}
-        new_params, em_stats = self.blocks.m_step(word_side, total, float(beta))
-        return {**new_params, "rows": RowFutures(new_rows)}, em_stats
+        new_rows, passes = self._passes(params, beta)
+        total = self._tree(passes, "sum", _add_partials)
+        # The M-step runs where the sum lands; the next passes read its output there.
+        word = self.client.submit(
+            _m_step_task, self.blocks, params["word"], total, beta, key=self._key("m-step")
+        )
+        stats = self.client.submit(_em_stats_of, word, key=self._key("em-stats")).result()
+        return {"word": word, "rows": RowFutures(new_rows)}, stats
 
     def _passes(self, params: dict, beta: float) -> tuple[list, list]:
-        """Every block's pass on ``params``: the futures of its new rows and of its statistics."""
+        """Every block's pass on ``params``: the futures of its new rows and of the whole pass."""
         self.iteration += 1
-        shared = self.blocks.globals_of(params)
-        if any(isinstance(source, str) for source in self.sources):
-            # Shards: sent as a task, not scattered, so that it can be recomputed when every
-            # worker holding it dies: the lineage of the document side stays recomputable.
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", "Sending large graph", UserWarning)
-                shared_future = self.client.submit(_shared_task, shared, key=self._key("shared"))
-        else:
-            # Scattered blocks die with their worker anyway: the cheaper broadcast.
-            shared_future = self.client.scatter([shared], broadcast=True, hash=False)[0]
-        new_rows, stats = [], []
+        new_rows, passes = [], []
         for b, (source, n, rows) in enumerate(
             zip(self.sources, self.rows, params["rows"].futures, strict=True)
         ):
             result = self.client.submit(
-                _block_task, self.blocks, source, n, self.n_cols, rows, shared_future, beta,
+                _block_task, self.blocks, source, n, self.n_cols, rows, params["word"], beta,
                 key=self._key("pass", b),
             )  # fmt: skip
+            # The rows on their own: the pass's statistics are freed once the tree has read them.
             new_rows.append(self.client.submit(_rows_of, result, key=self._key("rows", b)))
-            stats.append(self.client.submit(_stats_of, result, key=self._key("stats", b)))
-        return new_rows, stats
+            passes.append(result)
+        return new_rows, passes
 
     def gather(self, params: dict, beta: float | None = None) -> dict:
-        """``params`` with the document side brought back and stacked in row order.
+        """``params`` brought back: the word side, and the document side stacked in row order.
 
         With ``beta``, the rows the block class names in ``final_e_step`` (a mixture's posteriors
         ``resp``) come from one more E-step on the final parameters at ``beta``, as the
         in-memory fit's: those of the last pass belong to the previous iterate."""
+        word_side = self.client.submit(
+            _word_params_of, params["word"], key=self._key("word-params")
+        ).result()
         parts = self.client.gather(params["rows"].futures)
         refreshed = getattr(self.blocks, "final_e_step", ())
         if refreshed and beta is not None:
@@ -509,7 +558,7 @@ class DaskEM:
                 for part, new in zip(parts, final, strict=True)
             ]
         rows = {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
-        params = {**{k: v for k, v in params.items() if k != "rows"}, **rows}
+        params = {**word_side, **rows}
         finish = getattr(self.blocks, "finish", None)
         return params if finish is None else finish(params)
 
@@ -560,7 +609,7 @@ def annealed_em(
     client : distributed.Client, optional
         None starts a ``LocalCluster`` (2 worker processes of 1 thread) for this fit.
     blocks : int, optional
-        In-memory data: the number of row blocks (default: 2 per worker).
+        In-memory data: the number of row blocks (default: one per worker).
     betas : list of float
         An explicit schedule (the tempered ``"auto"`` schedules need a validation split of the
         whole corpus and are not supported).
@@ -629,7 +678,8 @@ def annealed_em(
     else:
         data = model.check_data(data)
         n_workers = max(len(client.scheduler_info()["workers"]), 1)
-        ranges = row_blocks(data.n_rows, 2 * n_workers if blocks is None else blocks)
+        # One block per worker unless asked: the fewest tasks and statistics tables to sum.
+        ranges = row_blocks(data.n_rows, n_workers if blocks is None else blocks)
         rows = [last - first for first, last in ranges]
         problem = DaskEM(blocks_em, client, [], rows, data.n_cols)
         sources = [
