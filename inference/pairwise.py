@@ -2272,82 +2272,64 @@ def _set_item(indptr, indices, values, resp, a, b, sizes, within, inner, i, new,
     return biggest
 
 
+@nb.njit(cache=True, inline="always")
+def _normalised_potentials(resp, a, b, sizes, within, inner, i, temperature, bias, slope, centre):
+    """Item ``i``'s potentials under the normalised cost, into ``bias`` (as ``-E_iv / T``), with
+    the slopes and centres of its TAP couplings (see :func:`_sparse_sweep`)."""
+    for v in range(resp.shape[1]):
+        others = sizes[v] - resp[i, v]
+        sum_without = within[v] - resp[i, v] * a[i, v]
+        pairs_without = inner[v] - resp[i, v] * b[i, v]
+        mean_without = sum_without / pairs_without if pairs_without > 1e-12 else 0.0
+        pairs_with = pairs_without + b[i, v]
+        mean_with = (sum_without + a[i, v]) / pairs_with if pairs_with > 1e-12 else 0.0
+        bias[v] = -((others + 1.0) * mean_with - others * mean_without) / temperature
+        slope[v] = (others + 1.0) / pairs_with if pairs_with > 1e-12 else 0.0
+        centre[v] = mean_with
+
+
 @nb.njit(cache=True)
-def _sparse_sweep(indptr, indices, values, resp, a, b, sizes, within, temperature, order, tap,
-                  shift):  # fmt: skip
+def _sparse_sweep(indptr, indices, values, resp, a, b, sizes, within, inner, temperature, order,
+                  tap, shift, normalised):  # fmt: skip
     """One sequential mean-field sweep of the sparse pairwise cost over the items in ``order``.
 
     ``a[i, v] = sum_{j ~ i} <M_jv> D_ij`` and ``b[i, v] = sum_{j ~ i} <M_jv>`` over item ``i``'s
-    observed partners, ``sizes`` and the centred within sums ``within`` (``W_v``, of
-    ``D - shift``) are kept current after every item (O(degree K)). Item ``i``'s potential of
-    cluster ``v`` is its cost increment ``a[i, v] - shift b[i, v]``. With ``tap`` each item
-    solves its TAP equation (:func:`_solve_item`) with the covariance of its potentials over its
-    partners' assignment fluctuations. Returns the largest change of a probability.
+    observed partners, ``sizes``, the within sums ``within`` (``W_v``) and the inner pair counts
+    ``inner`` (``P_v``) are kept current after every item (O(degree K)). With ``normalised`` the
+    cost of cluster ``v`` is ``n_v W_v / P_v`` (:func:`sparse_pairwise_cost`), ``W_v`` the within
+    sum of ``D``, and item ``i``'s potential of cluster ``v`` is the exact change of that cost
+    when ``i`` joins ``v``, its own share first taken out; its TAP couplings are the covariance
+    of the potentials over the partners' fluctuations, ``d E_iv / d <M_jv> = (n_v + 1) (D_ij -
+    mean_v) / P_v``. Otherwise ``W_v`` sums ``D - shift`` and the potential is the increment
+    ``a[i, v] - shift b[i, v]``. With ``tap`` each item solves its TAP equation
+    (:func:`_solve_item`). Returns the largest change of a probability.
     """
     n, k = resp.shape
     bias = np.empty(k)
     new = np.empty(k)
-    # d E_iv / d <M_jv> = D_ij - shift for every cluster v.
+    # Centred cost: d E_iv / d <M_jv> = D_ij - shift for every cluster v (the normalised cost
+    # sets both per item).
     slope = np.ones(k)
     centre = np.full(k, shift)
+    within_shift = 0.0 if normalised else shift
     gap = np.empty(k)
     coupling = np.zeros((k, k))
-    unused = np.zeros(k)  # the inner pair counts, which only the normalised cost needs
     biggest = 0.0
     for i in order:
-        for v in range(k):
-            bias[v] = -(a[i, v] - shift * b[i, v]) / temperature
+        if normalised:
+            _normalised_potentials(resp, a, b, sizes, within, inner, i, temperature, bias, slope,
+                                   centre)  # fmt: skip
+        else:
+            for v in range(k):
+                bias[v] = -(a[i, v] - shift * b[i, v]) / temperature
         if tap:
             _partner_couplings(indptr, indices, values, resp, i, slope, centre, temperature, gap,
                                coupling)  # fmt: skip
             _solve_capped(bias, coupling, resp[i], new)
         else:
             _softmax(bias, new)
-        change = _set_item(indptr, indices, values, resp, a, b, sizes, within, unused, i, new,
-                           shift)  # fmt: skip
-        biggest = max(biggest, change)
-    return biggest
-
-
-@nb.njit(cache=True)
-def _normalised_sweep(indptr, indices, values, resp, a, b, sizes, within, inner, temperature,
-                      order, tap):  # fmt: skip
-    """One sequential mean-field sweep of the normalised sparse cost over the items in ``order``.
-
-    The cost of cluster ``v`` is ``n_v W_v / P_v`` (:func:`sparse_pairwise_cost`), ``W_v`` the
-    within sum of ``D`` and ``P_v`` the number of observed pairs inside ``v`` (``inner``). Item
-    ``i``'s potential of cluster ``v`` is the exact change of that cost when ``i`` joins ``v``,
-    its own share first taken out (``a[i, v]`` and ``b[i, v]`` as :func:`_sparse_sweep`). With
-    ``tap`` the couplings are the covariance of the potentials over the partners' fluctuations,
-    ``d E_iv / d <M_jv> = (n_v + 1) (D_ij - mean_v) / P_v``. Returns the largest change of a
-    probability.
-    """
-    n, k = resp.shape
-    bias = np.empty(k)
-    new = np.empty(k)
-    slope = np.empty(k)
-    centre = np.empty(k)
-    gap = np.empty(k)
-    coupling = np.zeros((k, k))
-    biggest = 0.0
-    for i in order:
-        for v in range(k):
-            others = sizes[v] - resp[i, v]
-            sum_without = within[v] - resp[i, v] * a[i, v]
-            pairs_without = inner[v] - resp[i, v] * b[i, v]
-            mean_without = sum_without / pairs_without if pairs_without > 1e-12 else 0.0
-            pairs_with = pairs_without + b[i, v]
-            mean_with = (sum_without + a[i, v]) / pairs_with if pairs_with > 1e-12 else 0.0
-            bias[v] = -((others + 1.0) * mean_with - others * mean_without) / temperature
-            slope[v] = (others + 1.0) / pairs_with if pairs_with > 1e-12 else 0.0
-            centre[v] = mean_with
-        if tap:
-            _partner_couplings(indptr, indices, values, resp, i, slope, centre, temperature, gap,
-                               coupling)  # fmt: skip
-            _solve_capped(bias, coupling, resp[i], new)
-        else:
-            _softmax(bias, new)
-        change = _set_item(indptr, indices, values, resp, a, b, sizes, within, inner, i, new, 0.0)
+        change = _set_item(indptr, indices, values, resp, a, b, sizes, within, inner, i, new,
+                           within_shift)  # fmt: skip
         biggest = max(biggest, change)
     return biggest
 
@@ -2473,7 +2455,7 @@ def sparse_pairwise_annealing(
     sequentially in a random order, ``<M_iv> ∝ exp(-E_iv / T)`` with ``E_iv`` the exact cost
     increment of adding item ``i`` to cluster ``v`` under the current assignments (the analogue
     of eq. (24)-(26)): for the normalised cost (default) the change of ``n_v W_v / P_v``
-    (:func:`_normalised_sweep`), for the centred one ``E_iv = sum_{j ~ i} <M_jv> (D_ij -
+    (:func:`_sparse_sweep`), for the centred one ``E_iv = sum_{j ~ i} <M_jv> (D_ij -
     shift)``; both kept current in O(degree K) per item, so a sweep costs O(pairs K). With ``tap=True`` each item solves the TAP equation
     (28)-(29) with ``J(i)`` the covariance, over ``T^2``, of its potentials under independent
     fluctuations of its partners' assignments, scaled so that no variance exceeds 1 (as
@@ -2552,12 +2534,8 @@ def sparse_pairwise_annealing(
         while sweeps < max_iter:
             sweeps += 1
             order = rng.permutation(items)
-            if normalised:
-                change = _normalised_sweep(indptr, indices, values, resp, a, b, sizes, within,
-                                           inner, temperature, order, bool(tap))  # fmt: skip
-            else:
-                change = _sparse_sweep(indptr, indices, values, resp, a, b, sizes, within,
-                                       temperature, order, bool(tap), shift)  # fmt: skip
+            change = _sparse_sweep(indptr, indices, values, resp, a, b, sizes, within, inner,
+                                   temperature, order, bool(tap), shift, bool(normalised))  # fmt: skip
             if progress is not None:
                 progress.update(1)
             if change <= tol:
