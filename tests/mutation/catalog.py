@@ -28,6 +28,7 @@ __all__ = [
     "LEVELS_KEPT",
     "MUTATIONS",
     "RELEVANT_LEVELS",
+    "UNREACHED_METHODS",
     "Mutation",
     "by_id",
     "model_for",
@@ -1148,3 +1149,25 @@ LEVELS_KEPT = {
     "reference": ("the only level that runs every family on data of realistic size against PyMC"),
 }
 """Level -> why it is kept although no mutation of the run is caught by it alone."""
+
+UNREACHED_METHODS = {
+    (
+        "aspect",
+        "ad_lda",
+    ): "no level runs it: the recipe samples with `gibbs` and fits `annealed_em`",
+    ("one_sided", "hard"): "no level runs it: the optimality level checks `annealed_em`",
+    ("two_sided", "hard"): "no level runs it: the optimality level checks `annealed_em` "
+    "(= `mean_field`, the same method)",
+    ("pairwise", "greedy"): (
+        "runs only as the optimality level's comparator, and its local search (`_quench`, "
+        "`_greedy_sweeps`) as the annealing's final zero-temperature quench: a bug there moves the "
+        "annealing and its comparator alike; no mutation of it is catalogued"
+    ),
+    ("pairwise", "ward"): "no level runs it (scipy's linkage, a baseline of the benchmark)",
+    ("pairwise", "mds"): "no level runs it (structure-preserving MDS, Algorithm II)",
+    ("cluster_abstraction", "three_stage"): "no level runs it: the recipe samples with `gibbs` and "
+    "fits `annealed_em`",
+}
+"""Registered fast methods (``latentzoo list``) that no ``validate`` level runs, so that no
+mutation of their own code can be caught: (family, method) -> why. A level for each needs its
+family's recipe (``inference/recipes.py``) to run it."""

@@ -46,6 +46,7 @@ from tests.mutation.catalog import (
     KNOWN_REACH,
     LEVELS_KEPT,
     MUTATIONS,
+    UNREACHED_METHODS,
     Mutation,
     model_for,
     relevant_levels,
@@ -548,13 +549,17 @@ def render_report(outcomes: list[Outcome], controls: list[Outcome], settings: di
             "'ran in': mutations whose run reached the level (or skipped it as not applicable); "
             "'caught alone': no other level caught that mutation.",
         ]
-        never_alone = [row[0] for row in level_rows if row[3] == 0]
+        never_alone = [row[0] for row in level_rows if row[1] and row[3] == 0]
         if never_alone:
             lines += ["", "Levels that catch no mutation alone, and why each is kept:", ""]
             lines += [
                 f"- {level}: {LEVELS_KEPT.get(level, 'no reason recorded')}"
                 for level in never_alone
             ]
+        lines += ["", "## Fast methods no level runs", ""]
+        lines += [
+            f"- {family} `{method}`: {why}" for (family, method), why in UNREACHED_METHODS.items()
+        ]
         lines += _table(
             "Details",
             ["mutation", "model", "seconds", "failed checks"],
@@ -709,8 +714,12 @@ def main(argv=None) -> int:
         help="write one report (--out) from these runs' .json or .partial.jsonl files and exit",
     )  # fmt: skip
     parser.add_argument(
+        "--by-family", action="store_true",
+        help="run family by family in the order of --family, each control first",
+    )  # fmt: skip
+    parser.add_argument(
         "--first", nargs="+", metavar="ID", default=(),
-        help="start these mutations before everything else (the long ones, so --jobs packs well)",
+        help="start these mutations first, in this order (the long ones, so --jobs packs well)",
     )  # fmt: skip
     parser.add_argument("--list", action="store_true", help="list the selected mutations and exit")
     args = parser.parse_args(argv)
@@ -725,7 +734,8 @@ def main(argv=None) -> int:
         Path(args.out).write_text(render_report(outcomes, controls, settings))
         return 0
     mutations = _select(args.only, args.family)
-    first = [m for m in mutations if m.id in args.first]
+    by_id = {m.id: m for m in mutations}
+    first = [by_id[i] for i in dict.fromkeys(args.first) if i in by_id]
     mutations = first + [m for m in mutations if m.id not in args.first]
     if args.ref is not None:
         # Pin the commit once: other people's commits move HEAD while the cases run.
@@ -744,9 +754,21 @@ def main(argv=None) -> int:
         ref=args.ref, keep=args.keep,
     )  # fmt: skip
     jobs = [("mutation", m) for m in first]
-    if args.control:
-        jobs += [("control", (family, model)) for family, model in control_keys]
-    jobs += [("mutation", m) for m in mutations[len(first) :]]
+    rest = [("mutation", m) for m in mutations[len(first) :]]
+    controls = [("control", key) for key in control_keys] if args.control else []
+    if args.by_family:
+        # Family by family in the order of --family (its control first), so that a run stopped
+        # early has whole families.
+        order = list(dict.fromkeys([*(args.family or ()), *FAMILIES]))
+        jobs += sorted(
+            [*controls, *rest],
+            key=lambda job: (
+                order.index(job[1][0] if job[0] == "control" else job[1].family),
+                job[0] != "control",
+            ),
+        )
+    else:
+        jobs += controls + rest
     # Each finished case is appended here at once, so a stopped run keeps what it has done.
     partial = Path(args.out).with_suffix(".partial.jsonl")
     partial_lock = threading.Lock()
