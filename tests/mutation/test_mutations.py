@@ -12,6 +12,8 @@ quick level, i.e. minutes per case; run them one at a time, or choose with ``-k`
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.mutation.catalog import FAMILIES, KINDS, MUTATIONS, model_for
@@ -57,6 +59,12 @@ def test_catalog_covers_what_the_issue_asks():
     ]:
         assert count(kind, {family}) >= 3, (family, kind)
     assert any(m.id == "hacm-draw-tau-eta" for m in MUTATIONS), "the issue's missed HACM draw"
+
+
+def test_readme_lists_the_catalog():
+    readme = (ROOT / "tests/mutation/README.md").read_text()
+    listed = re.findall(r"^\| ([a-z0-9-]+) \| [a-z_]+ \| [a-z]+ \| `", readme, flags=re.M)
+    assert listed == IDS, "README's catalog table differs from catalog.MUTATIONS"
 
 
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=IDS)
