@@ -1361,6 +1361,18 @@ def _move_item(D, resp, a_t, sizes, within, i, new, delta, skip):
 
 
 @nb.njit(cache=True)
+def _softmax(bias, out):
+    """``out = softmax(bias)``, shifted by the largest entry."""
+    top = bias.max()
+    total = 0.0
+    for v in range(bias.size):
+        out[v] = np.exp(bias[v] - top)
+        total += out[v]
+    for v in range(bias.size):
+        out[v] /= total
+
+
+@nb.njit(cache=True)
 def _mf_sweep(D, resp, a_t, sizes, within, fields, temperature, order, skip):
     """One sequential sweep of Algorithm I over the items in ``order``; returns max |change|.
 
@@ -1377,18 +1389,10 @@ def _mf_sweep(D, resp, a_t, sizes, within, fields, temperature, order, skip):
     delta = np.empty(k)
     biggest = 0.0
     for i in order:
-        top = -np.inf
         for v in range(k):
             potential = _potential(a_t, resp, sizes, within, i, v)
             logits[v] = -(potential - fields[i, v]) / temperature
-            if logits[v] > top:
-                top = logits[v]
-        total = 0.0
-        for v in range(k):
-            new[v] = np.exp(logits[v] - top)
-            total += new[v]
-        for v in range(k):
-            new[v] /= total
+        _softmax(logits, new)
         change = _move_item(D, resp, a_t, sizes, within, i, new, delta, skip)
         if change > biggest:
             biggest = change
@@ -2196,18 +2200,6 @@ def pairwise_annealing(
 
 
 # -------------------------------------------------------------- sparse neighbourhoods (sec. 6.3)
-@nb.njit(cache=True)
-def _softmax(bias, out):
-    """``out = softmax(bias)``, shifted by the largest entry."""
-    top = bias.max()
-    total = 0.0
-    for v in range(bias.size):
-        out[v] = np.exp(bias[v] - top)
-        total += out[v]
-    for v in range(bias.size):
-        out[v] /= total
-
-
 @nb.njit(cache=True)
 def _solve_capped(bias, coupling, start, out):
     """One item's TAP equation (:func:`_solve_item`) with its couplings scaled so that no
