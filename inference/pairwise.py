@@ -2487,6 +2487,7 @@ def sparse_pairwise_annealing(
     Returns
     -------
     SparsePairwiseFit
+        The hard labels, the final assignment probabilities, the cost and a row per temperature.
 
     Examples
     --------
