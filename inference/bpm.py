@@ -16,7 +16,11 @@ allocates nothing (a work buffer per target). A transition is a
 leapfrog trajectory of ``n_leapfrog`` steps (also one numba kernel) and a Metropolis accept,
 followed by ``scale_moves`` Metropolis-Hastings moves of ``log a`` that carry the memberships the
 prior rules along the funnel between ``a`` and the ``pi``'s (:func:`_scale_move`; without them the
-HMC is not calibrated on small data, see the SBC test). During
+HMC is not calibrated on small data, see the SBC test) and by ``membership_sweeps`` sweeps of
+univariate slice sampling (Neal 2003) over every item's membership logits, which given ``a``,
+``rho`` and the clusters are independent across items (:func:`_membership_slice_sweeps`, one
+numba kernel; a membership whose posterior is wide or skewed in logit space, which a fixed step
+size crosses slowly, is redrawn from its exact conditional at each transition). During
 the ``tune`` transitions the step size is adapted by dual averaging (Hoffman & Gelman 2014) towards
 ``target_accept`` and a diagonal inverse mass matrix is estimated from the positions in Stan's
 doubling windows; after tuning the step size is jittered by +-10 % to break periodic trajectories.
@@ -1049,6 +1053,13 @@ def hmc(model: BayesianPartialMembership, data, **options):
         on a tiny BPM (it misses the funnel's neck: min p 1e-35 over 300 simulations; with them
         0.002); on the Senate (K=2) they raised the ESS of ``a`` per draw about 2.5x
         (``benchmarks/RESULTS_bpm.md``). 0 gives plain HMC.
+    membership_sweeps : int, default 1
+        Slice-sampling sweeps (:func:`_membership_slice_sweeps`) over every item's membership
+        logits after each trajectory and its scale moves: given ``a``, ``rho`` and the clusters
+        the items are independent, so each is updated from its exact conditional at a cost of a
+        few ``O(K D)`` likelihood evaluations (``sample_stats["slice_evaluations"]``, per
+        coordinate). On the Senate (K=2, 64 leapfrog steps) the slowest senator's ESS per CPU
+        second rose about 30x (``benchmarks/RESULTS_bpm.md``). 0 leaves them out.
     random_state : int, Generator or None
     progressbar : bool, default False
     initial_params : dict, optional
