@@ -503,6 +503,27 @@ def _item_log_density(free, n, X, observed, D, K, component, weights, means, log
 
 
 @nb.njit(cache=True, error_model="numpy")
+def _step_out(
+    free, j, edge, step, steps, level, n, X, observed, D, K, component, weights, means, rho_a,
+    log_pi, pi,
+):  # fmt: skip
+    """Move a slice interval's ``edge`` (coordinate ``j`` of ``free``) by ``step`` while the
+    density there is above ``level``, at most ``steps`` times; returns the edge and the density
+    evaluations."""
+    evaluations = 0
+    while steps > 0:
+        free[j] = edge
+        evaluations += 1
+        if not level < _item_log_density(
+            free, n, X, observed, D, K, component, weights, means, rho_a, log_pi, pi
+        ):
+            break
+        edge += step
+        steps -= 1
+    return edge, evaluations
+
+
+@nb.njit(cache=True, error_model="numpy")
 def _membership_slice_sweeps(q, widths, X, observed, N, D, K, component, sweeps, seed):
     """``sweeps`` sweeps of univariate slice sampling (stepping out and shrinkage, Neal 2003,
     figs. 3 and 5) over every item's membership logits in place; returns the number of density
@@ -547,24 +568,15 @@ def _membership_slice_sweeps(q, widths, X, observed, N, D, K, component, sweeps,
                 right = left + width
                 left_steps = int(SLICE_MAX_STEPS * _uniform())
                 right_steps = SLICE_MAX_STEPS - 1 - left_steps
-                while left_steps > 0:
-                    free[j] = left
-                    evaluations += 1
-                    if not level < _item_log_density(
-                        free, n, X, observed, D, K, component, weights, means, rho_a, log_pi, pi
-                    ):
-                        break
-                    left -= width
-                    left_steps -= 1
-                while right_steps > 0:
-                    free[j] = right
-                    evaluations += 1
-                    if not level < _item_log_density(
-                        free, n, X, observed, D, K, component, weights, means, rho_a, log_pi, pi
-                    ):
-                        break
-                    right += width
-                    right_steps -= 1
+                left, left_evaluations = _step_out(
+                    free, j, left, -width, left_steps, level, n, X, observed, D, K, component,
+                    weights, means, rho_a, log_pi, pi,
+                )  # fmt: skip
+                right, right_evaluations = _step_out(
+                    free, j, right, width, right_steps, level, n, X, observed, D, K, component,
+                    weights, means, rho_a, log_pi, pi,
+                )  # fmt: skip
+                evaluations += left_evaluations + right_evaluations
                 free[j] = origin
                 for _ in range(_SLICE_MAX_SHRINKS):
                     candidate = left + (right - left) * _uniform()
