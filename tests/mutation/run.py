@@ -596,6 +596,12 @@ def load_run(path) -> tuple[dict, list[Outcome], list[Outcome]]:
     )
 
 
+def _short(source: str) -> str:
+    """A run's source with a full commit hash cut to 7 characters."""
+    is_hash = len(source) == 40 and all(ch in "0123456789abcdef" for ch in source)
+    return source[:7] if is_hash else source
+
+
 def merge_runs(paths) -> tuple[dict, list[Outcome], list[Outcome]]:
     """One report's ``(settings, controls, mutations)`` from several runs' JSON files.
 
@@ -614,7 +620,8 @@ def merge_runs(paths) -> tuple[dict, list[Outcome], list[Outcome]]:
         for outcome in run_mutations:
             mutations[outcome.id] = outcome
             origin[("mutation", outcome.id)] = number
-    settings = {}
+    levels = {run_settings.get("levels") for _, run_settings, _, _ in runs} - {None}
+    settings = {"levels": "; ".join(sorted(levels)) or "?"}
     for number, (path, run_settings, _, _) in enumerate(runs, start=1):
         kept = [key for key, run in origin.items() if run == number]
         families = sorted(
@@ -624,8 +631,8 @@ def merge_runs(paths) -> tuple[dict, list[Outcome], list[Outcome]]:
         )
         n_mutations = sum(what == "mutation" for what, _ in kept)
         settings[f"run {number}"] = (
-            f"{path.name}: source {run_settings.get('source', 'unknown')}, started "
-            f"{run_settings.get('started', '?')}, levels {run_settings.get('levels', '?')}; "
+            f"{path.name}: source {_short(run_settings.get('source', 'unknown'))}, started "
+            f"{run_settings.get('started', '?')}, seed {run_settings.get('seed', '?')}; "
             f"{n_mutations} mutations and {len(kept) - n_mutations} controls of "
             f"{', '.join(families) or 'no family'}"
         )
