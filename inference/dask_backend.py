@@ -288,8 +288,11 @@ class BlockEM(Protocol):
     generator's state at its first row (None: the family needs the data in memory to start), and
     then ``advance(block, state)``, the generator's state after those draws, and
     ``start_globals(rng, col_totals)``, the word side.
-    ``globals_of(params)``: what every block's pass reads of the word side (sent once per
-    iteration). ``block_pass(block, rows, shared, beta)``: ``(new_rows, stats)``, ``stats`` a
+    ``globals_of(params)``: what every block's pass reads of the word side (computed once per
+    iteration, with the M-step, where it runs). Optionally ``prepare(block)``: what the passes
+    read of a block that no iteration changes (e.g. its counts in the kernel's float type), built
+    once per block in memory (at every pass for shards) and given to ``block_pass`` as its
+    ``block``. ``block_pass(block, rows, shared, beta)``: ``(new_rows, stats)``, ``stats`` a
     dict of arrays and floats that add across blocks (``energy``, ``loglik``, ``prior`` and the
     family's tables). ``m_step(params, stats, beta)``: the new word side and the
     :class:`EMStats` of ``params``.
@@ -375,8 +378,22 @@ def _word_side_task(blocks: BlockEM, params: dict) -> WordSide:
     return WordSide(params, blocks.globals_of(params))
 
 
+def _prepared(blocks: BlockEM, block):
+    """What the family's pass reads of a block (its optional ``prepare``), or the block."""
+    prepare = getattr(blocks, "prepare", None)
+    return block if prepare is None else prepare(block)
+
+
+def _prepare_task(blocks: BlockEM, block):
+    return _prepared(blocks, block)
+
+
 def _block_task(blocks: BlockEM, source, n_rows, n_cols, rows: dict, word: WordSide, beta):
-    block = _load_block(source, n_rows, n_cols)
+    if isinstance(source, str):
+        # A shard is read, and prepared, at every pass: a worker holds one at a time.
+        block = _prepared(blocks, read_shard(source, n_rows, n_cols))
+    else:
+        block = source  # prepared once, when it was scattered
     return PassResult(*blocks.block_pass(block, rows, word.shared, float(beta)))
 
 
@@ -687,6 +704,12 @@ def annealed_em(
                            hash=False)
             for b, (first, last) in enumerate(ranges)
         ]  # fmt: skip
+        if getattr(blocks_em, "prepare", None) is not None:
+            # Once per block, where it lives: what every pass would otherwise redo.
+            sources = [
+                client.submit(_prepare_task, blocks_em, source, key=problem._key("prepare", b))
+                for b, source in enumerate(sources)
+            ]
         problem.sources = sources
         params = problem.scatter_start(blocks_em.start(data, rng))
         coords_data = data

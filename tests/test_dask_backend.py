@@ -3,6 +3,7 @@ number of workers, shards on disk checked and streamed, workers that die survive
 
 import os
 import signal
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import pytest
 import latentzoo
 from latentzoo.data import load
 from latentzoo.inference import dask_backend
+from latentzoo.inference.aspect import AspectBlocks
 from latentzoo.models import (
     AspectModel,
     BayesianHierarchicalClustering,
@@ -102,6 +104,35 @@ def test_two_sided_mean_field_on_7_blocks_gives_the_in_memory_parameters(client,
     _assert_same(dask, memory, rtol=1e-12, atol=1e-12)
     for column in ("free_energy", "log_likelihood"):
         np.testing.assert_allclose(dask.trace[column], memory.trace[column], rtol=1e-12)
+
+
+@dataclass(frozen=True)
+class _PreparedAspectBlocks(AspectBlocks):
+    """The aspect model's blocks with a ``prepare``: the counts converted to float once."""
+
+    def prepare(self, block):
+        return block, block.counts.data.astype(np.float64)
+
+    def block_pass(self, prepared, rows, shared, beta):
+        block, counts = prepared
+        assert counts.dtype == np.float64  # built by prepare, not by the pass
+        return super().block_pass(block, rows, shared, beta)
+
+
+def test_a_block_class_s_prepare_runs_once_per_block_and_its_output_feeds_the_passes(
+    client, tmp_path
+):
+    toy, model = load("toy"), AspectModel(2).for_method("annealed_em")
+    plain = dask_backend.annealed_em(model, toy, block_em=AspectBlocks, client=client, blocks=3,
+                                     **SCHEDULE)  # fmt: skip
+    prepared = dask_backend.annealed_em(model, toy, block_em=_PreparedAspectBlocks,
+                                        client=client, blocks=3, **SCHEDULE)  # fmt: skip
+    dask_backend.write_shards(toy, tmp_path, 2)
+    shards = dask_backend.annealed_em(model, tmp_path, block_em=_PreparedAspectBlocks,
+                                      client=client, **SCHEDULE)  # fmt: skip
+    for name in plain.params:
+        assert np.array_equal(plain.params[name], prepared.params[name]), name
+        np.testing.assert_allclose(shards.params[name], plain.params[name], rtol=1e-12)
 
 
 def test_one_and_two_workers_give_bit_identical_fits(client, reuters):
@@ -217,7 +248,6 @@ def test_between_passes_workers_hold_the_document_side_not_the_shards(client, tm
 
     shards = dask_backend.write_shards(_stacked(load("reuters"), 4), tmp_path, 200)
     shard_bytes = sum(os.path.getsize(path) for path in shards.paths)
-    from latentzoo.inference.aspect import AspectBlocks
 
     blocks = AspectBlocks(AspectModel(5).for_method("annealed_em"))
     problem = dask_backend.DaskEM(blocks, client, shards.paths, list(shards.rows), shards.n_cols)
