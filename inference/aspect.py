@@ -74,7 +74,8 @@ from latentzoo.inference.mcmc import (
     next_uniform,
     uniform_labels,
 )
-from latentzoo.models.aspect import AspectModel, add_log_term
+from latentzoo.models._kernels import add_log_term
+from latentzoo.models.aspect import AspectModel
 from latentzoo.models.invariants import default_dyads
 
 __all__ = [

@@ -87,14 +87,13 @@ from latentzoo.inference.mcmc import (
     next_uniform,
     uniform_labels,
 )
+from latentzoo.models._kernels import cell_dots, one_hot
 from latentzoo.models.invariants import default_dyads
 from latentzoo.models.two_sided import (
     TwoSidedClustering,
     association,
-    cell_dots,
     collapsed_from_tables,
     default_pairs,
-    one_hot,
     soft_assignments,
     within_cluster,
 )

@@ -37,6 +37,7 @@ from latentzoo.models._checks import (
     check_positive,
     check_simplex_rows,
 )
+from latentzoo.models._kernels import cell_dots, one_hot
 from latentzoo.models.base import LikelihoodModel, RowClustering
 from latentzoo.models.conjugate import (
     dirichlet_multinomial_log,
@@ -49,7 +50,6 @@ from latentzoo.models.cooccurrence import (
     simulated_corpus,
 )
 from latentzoo.models.invariants import N_PAIR_ITEMS, coassignment_pairs, default_dyads
-from latentzoo.models.two_sided import cell_dots, one_hot
 
 __all__ = [
     "OneSidedClustering",

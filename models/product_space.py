@@ -20,7 +20,7 @@ from latentzoo.models._checks import (
     check_positive,
     check_table,
 )
-from latentzoo.models.aspect import NO_ROW_NORM, row_log_likelihoods
+from latentzoo.models._kernels import NO_ROW_NORM, cell_dots, row_log_likelihoods
 from latentzoo.models.base import CorpusFamily, LikelihoodHeldout, LikelihoodModel, TwoSidedLabels
 from latentzoo.models.conjugate import (
     dirichlet_logpdf,
@@ -33,7 +33,6 @@ from latentzoo.models.cooccurrence import (
     draw_profiles,
     grid_coords,
 )
-from latentzoo.models.two_sided import cell_dots
 
 __all__ = ["ProductSpaceMixture"]
 
@@ -354,7 +353,7 @@ class ProductSpaceMixture(DyadPredictive, CorpusFamily, LikelihoodHeldout, Corpu
         """Per-row ``sum_j n_ij log p_ij`` (joint) or ``log(p_ij / p_i)`` (conditional), fused.
 
         ``p_ij = sum_mu w[i, mu] q_col[mu, j]`` with ``w = p_row.T @ pi`` (``N x Ky``), summed by
-        :func:`~latentzoo.models.aspect.row_log_likelihoods` on the non-zeros only: no
+        :func:`~latentzoo.models._kernels.row_log_likelihoods` on the non-zeros only: no
         ``nnz x Ky`` array is formed.
         """
         pi, p_row, q_col = self._unpack(params)

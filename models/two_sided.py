@@ -92,7 +92,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numba as nb
 import numpy as np
 from scipy.special import digamma, gammaln, xlogy
 
@@ -104,6 +103,7 @@ from latentzoo.models._checks import (
     check_positive,
     check_simplex_rows,
 )
+from latentzoo.models._kernels import cell_dots, one_hot
 from latentzoo.models.base import (
     CellHeldout,
     LikelihoodModel,
@@ -124,52 +124,11 @@ from latentzoo.models.invariants import default_dyads
 __all__ = [
     "TwoSidedClustering",
     "association",
-    "cell_dots",
     "collapsed_from_tables",
     "default_pairs",
-    "one_hot",
     "soft_assignments",
     "within_cluster",
 ]
-
-
-@nb.njit(cache=True)
-def cell_dots(indptr, indices, left, right):
-    """``sum_k left[i, k] right[j, k]`` for every stored cell ``(i, j)`` of a CSR pattern.
-
-    The mixing term of eq. (47) on the non-zeros only (``left = <I> c``, ``right = <J>``), in CSR
-    order; no ``N x M`` array is formed.
-
-    Examples
-    --------
-    >>> import scipy.sparse as sp
-    >>> csr = sp.csr_matrix(np.array([[1, 0], [0, 2]]))
-    >>> cell_dots(csr.indptr, csr.indices, np.array([[1.0, 2.0], [3.0, 4.0]]), np.eye(2)).tolist()
-    [1.0, 4.0]
-    """
-    out = np.empty(indices.shape[0])
-    width = left.shape[1]
-    for i in range(indptr.shape[0] - 1):
-        for p in range(indptr[i], indptr[i + 1]):
-            j = indices[p]
-            s = 0.0
-            for k in range(width):
-                s += left[i, k] * right[j, k]
-            out[p] = s
-    return out
-
-
-def one_hot(labels, k) -> np.ndarray:
-    """Integer labels ``(n,)`` as an ``(n, k)`` float matrix of indicator rows.
-
-    Examples
-    --------
-    >>> one_hot(np.array([1, 0]), 3).tolist()
-    [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
-    """
-    out = np.zeros((labels.shape[0], k))
-    out[np.arange(labels.shape[0]), labels] = 1.0
-    return out
 
 
 def _labels(values, n, k, name) -> np.ndarray:
