@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -54,7 +55,14 @@ from .dissimilarities import Dissimilarities
 from .features import Features
 from .texture_mosaic import TextureMosaic, compose_mosaic
 
-__all__ = ["DatasetUnavailableError", "list_datasets", "load", "load_labels", "tokenize"]
+__all__ = [
+    "DatasetOptionError",
+    "DatasetUnavailableError",
+    "list_datasets",
+    "load",
+    "load_labels",
+    "tokenize",
+]
 
 
 class DatasetUnavailableError(ImportError, ValueError):
@@ -63,6 +71,16 @@ class DatasetUnavailableError(ImportError, ValueError):
     An :class:`ImportError` (a missing optional dependency) that is also a :class:`ValueError`,
     so callers that report bad user input as one line (the CLI) handle it too. The message
     names the command that installs the source.
+    """
+
+
+class DatasetOptionError(ValueError, TypeError):
+    """A keyword option that the dataset passed to :func:`load` does not take.
+
+    A :class:`ValueError`, like the other refusals of user input (the CLI reports those as one
+    line), and also a :class:`TypeError`, the error Python raises for an unexpected keyword
+    argument, so code that catches either one still catches it. The message names the options
+    the dataset accepts.
     """
 
 
@@ -538,12 +556,7 @@ def _load_senate(filename: str, missing: str = "fill") -> Features:
 def _senate_with_options(filename: str) -> Callable[..., Features]:
     """The loader of a Senate's options: ``missing`` (``"fill"`` or ``"keep"``)."""
 
-    def load_senate(missing: str = "fill", **unknown) -> Features:
-        if unknown:
-            name = filename.removesuffix(".npz")
-            raise TypeError(
-                f"dataset {name!r} takes only the option 'missing', got {sorted(unknown)}"
-            )
+    def load_senate(missing: str = "fill") -> Features:
         return _load_senate(filename, missing=missing)
 
     return load_senate
@@ -934,6 +947,31 @@ def _check_name(name) -> str:
     return name
 
 
+def _check_options(name: str, options: dict) -> None:
+    """Refuse (:class:`DatasetOptionError`) the ``options`` the loader of dataset ``name`` does
+    not take, naming those it does.
+
+    Examples
+    --------
+    >>> _check_options("toy", {"size": 3})
+    Traceback (most recent call last):
+    ...
+    latentzoo.data.datasets.DatasetOptionError: dataset 'toy' takes no options, got ['size']
+    """
+    loader = _GENERATED.get(name) or _WITH_OPTIONS.get(name)
+    parameters = inspect.signature(loader).parameters.values() if loader else ()
+    accepted = [p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    unknown = sorted(set(options) - set(accepted))
+    if not unknown:
+        return
+    if not accepted:
+        takes = "no options"
+    else:
+        plural = "s" if len(accepted) > 1 else ""
+        takes = f"only the option{plural} " + ", ".join(repr(option) for option in accepted)
+    raise DatasetOptionError(f"dataset {name!r} takes {takes}, got {unknown}")
+
+
 def load(name: str, **options) -> CoOccurrence | Features | Dissimilarities | TextureMosaic:
     """Load a bundled dataset by name.
 
@@ -965,8 +1003,10 @@ def load(name: str, **options) -> CoOccurrence | Features | Dissimilarities | Te
     ------
     ValueError
         If ``name`` is not a known dataset, or an option is out of range.
-    TypeError
-        If options are given to a dataset that takes none, or an option is unknown.
+    DatasetOptionError
+        (a ``ValueError`` and a ``TypeError``) if an option is one the dataset does not take,
+        options given to a dataset that takes none included; the message names the options it
+        accepts.
     DatasetUnavailableError
         (an ``ImportError`` and a ``ValueError``) if the package or file the dataset is read
         from is not installed; the message names the install command.
@@ -987,13 +1027,15 @@ def load(name: str, **options) -> CoOccurrence | Features | Dissimilarities | Te
     >>> load("texture-mosaic", n_textures=5, size=256, random_state=0)
     TextureMosaic(256 x 256, 5 textures)
     """
-    if isinstance(name, str) and name in _GENERATED:
+    generated = isinstance(name, str) and name in _GENERATED
+    if not generated:
+        name = _check_name(name)
+    _check_options(name, options)
+    if generated:
         return _GENERATED[name](**options)
-    if options and isinstance(name, str) and name in _WITH_OPTIONS:
-        return _WITH_OPTIONS[name](**options)
     if options:
-        raise TypeError(f"dataset {name!r} takes no options, got {sorted(options)}")
-    cached = _load_cached(_check_name(name))
+        return _WITH_OPTIONS[name](**options)
+    cached = _load_cached(name)
     # The cache holds one shared object; hand out a copy so callers cannot corrupt it.
     return cached.copy()
 

@@ -57,3 +57,19 @@ def test_list_datasets():
     assert "lda" in rows.loc["reuters", "source"]
     assert "MPL-2.0" in rows.loc["reuters", "licence"]
     assert np.issubdtype(table["observations"].dtype, np.integer)
+
+
+def test_an_option_the_dataset_does_not_take_is_refused_in_one_line_naming_what_it_takes():
+    from latentzoo.data.datasets import DatasetOptionError
+
+    with pytest.raises(ValueError, match=r"^dataset 'toy' takes no options, got \['size'\]$"):
+        load("toy", size=3)
+    with pytest.raises(DatasetOptionError, match="'n_textures', 'size', 'random_state', got"):
+        load("texture-mosaic", colour=True)
+    with pytest.raises(
+        TypeError, match=r"'senate106' takes only the option 'missing', got \['x'\]"
+    ):
+        load("senate106", x=1)
+    # An unknown name is reported as such, whatever the options.
+    with pytest.raises(ValueError, match="unknown dataset 'nope'"):
+        load("nope", size=3)
