@@ -388,13 +388,13 @@ def _prepare_task(blocks: BlockEM, block):
     return _prepared(blocks, block)
 
 
-def _block_task(blocks: BlockEM, source, n_rows, n_cols, rows: dict, word: WordSide, beta):
+def _block_task(blocks: BlockEM, source, n_rows, n_cols, rows: dict, shared: dict, beta):
     if isinstance(source, str):
         # A shard is read, and prepared, at every pass: a worker holds one at a time.
         block = _prepared(blocks, read_shard(source, n_rows, n_cols))
     else:
         block = source  # prepared once, when it was scattered
-    return PassResult(*blocks.block_pass(block, rows, word.shared, float(beta)))
+    return PassResult(*blocks.block_pass(block, rows, shared, float(beta)))
 
 
 def _rows_of(result: PassResult) -> dict:
@@ -410,6 +410,10 @@ def _m_step_task(blocks: BlockEM, word: WordSide, total, beta) -> WordSide:
     output there, so the word side never travels through the client."""
     params, stats = blocks.m_step(word.params, total.stats, float(beta))
     return WordSide(params, blocks.globals_of(params), stats)
+
+
+def _shared_of(word: WordSide) -> dict:
+    return word.shared
 
 
 def _em_stats_of(word: WordSide) -> EMStats:
@@ -444,10 +448,10 @@ class DaskEM:
     """A family's annealed EM over row blocks on a Dask cluster, as an
     :class:`~latentzoo.inference.annealing.EMProblem`.
 
-    The parameters the driver carries are two kinds of futures, both on the workers: ``"word"``,
-    the :class:`WordSide` (the word-side parameters, what the passes read of them, and the
-    :class:`EMStats` of the step that made them), and ``"rows"``, a :class:`RowFutures` of the
-    document side. A step returns only its :class:`EMStats` to the client; :meth:`gather` brings
+    The parameters the driver carries are futures on the workers: ``"word"``, the
+    :class:`WordSide` (the word-side parameters, what the passes read of them, and the
+    :class:`EMStats` of the step that made them), ``"shared"``, its part that the passes read,
+    and ``"rows"``, a :class:`RowFutures` of the document side. A step returns only its :class:`EMStats` to the client; :meth:`gather` brings
     the parameters back once, at the end.
 
     Parameters
@@ -495,7 +499,7 @@ class DaskEM:
             part = {name: params[name][first:last] for name in self.blocks.row_names}
             futures.append(self.client.scatter([part], workers=self._owner(b), hash=False)[0])
         shared = {k: v for k, v in params.items() if k not in self.blocks.row_names}
-        return {"word": self._start_word_side(shared), "rows": RowFutures(futures)}
+        return {**self._word_futures(self._start_word_side(shared)), "rows": RowFutures(futures)}
 
     def shard_start(self, rng: np.random.Generator) -> dict:
         """The start of a sharded corpus: each block's document side drawn on its worker from the
@@ -515,7 +519,15 @@ class DaskEM:
         ]
         col_totals = self.client.gather(self._tree(totals, "cols-sum"))
         shared = self.blocks.start_globals(rng, col_totals)
-        return {"word": self._start_word_side(shared), "rows": RowFutures(futures)}
+        return {**self._word_futures(self._start_word_side(shared)), "rows": RowFutures(futures)}
+
+    def _word_futures(self, word) -> dict:
+        """The :class:`WordSide` future and, as a future of its own, what the passes read of it:
+        a worker without the word side fetches only that."""
+        return {
+            "word": word,
+            "shared": self.client.submit(_shared_of, word, key=word.key + "-shared"),
+        }
 
     def _owner(self, block: int):
         workers = sorted(self.client.scheduler_info()["workers"])
@@ -539,7 +551,7 @@ class DaskEM:
             _m_step_task, self.blocks, params["word"], total, beta, key=self._key("m-step")
         )
         stats = self.client.submit(_em_stats_of, word, key=self._key("em-stats")).result()
-        return {"word": word, "rows": RowFutures(new_rows)}, stats
+        return {**self._word_futures(word), "rows": RowFutures(new_rows)}, stats
 
     def _passes(self, params: dict, beta: float) -> tuple[list, list]:
         """Every block's pass on ``params``: the futures of its new rows and of the whole pass."""
@@ -549,7 +561,7 @@ class DaskEM:
             zip(self.sources, self.rows, params["rows"].futures, strict=True)
         ):
             result = self.client.submit(
-                _block_task, self.blocks, source, n, self.n_cols, rows, params["word"], beta,
+                _block_task, self.blocks, source, n, self.n_cols, rows, params["shared"], beta,
                 key=self._key("pass", b),
             )  # fmt: skip
             # The rows on their own: the pass's statistics are freed once the tree has read them.
