@@ -341,6 +341,11 @@ REFIT_ADVICE = (
 )
 """What to do when a sample of a co-occurrence model kept no parameter draws."""
 
+REPLICATE_BYTES_PER_CELL = 72
+"""Peak bytes per cell of :meth:`CellHeldout.replicate_probabilities`: the every-cell counts,
+their scores and the normalised matrix (measured with tracemalloc: 40 for the aspect and
+one-sided models, 69 for the two-sided and product-space ones)."""
+
 
 class CellHeldout:
     """Held-out scoring shared by the co-occurrence families, whose held-out units are tokens of
@@ -369,9 +374,28 @@ class CellHeldout:
     def replicate_probabilities(self, params, data) -> np.ndarray:
         """``P(y_j | x_i)`` of one draw for every cell, ``(N, M)``, rows summing to one: the
         family's ``heldout_cell_probabilities`` on all cells, the training rows conditioning a
-        clustering family's memberships where the draw has none."""
-        from latentzoo.data import CoOccurrence
+        clustering family's memberships where the draw has none.
 
+        Dense by necessity: a replicate's tokens may fall on any cell, observed or not, so each
+        row needs its whole predictive distribution. What would not fit in memory is refused up
+        front (:data:`REPLICATE_BYTES_PER_CELL`).
+
+        Raises
+        ------
+        ValueError
+            If the ``N x M`` cells would take more than half of the machine's memory; the
+            message names the shape and the estimate.
+        """
+        from latentzoo.data import CoOccurrence
+        from latentzoo.data.checks import check_memory
+
+        n_rows, n_cols = (int(size) for size in data.shape)
+        check_memory(
+            n_rows * n_cols * REPLICATE_BYTES_PER_CELL,
+            f"the replicate probabilities of {type(self).__name__}",
+            detail=f"for {n_rows} x {n_cols} = {n_rows * n_cols:,} cells",
+            hint="replicate a subset of the rows (data.subset)",
+        )
         every_cell = CoOccurrence(np.ones(data.shape, dtype=np.int64))
         cells = self.heldout_cell_probabilities(params, every_cell, data)
         probabilities = np.clip(np.asarray(cells, dtype=float).reshape(data.shape), 0.0, None)
