@@ -981,7 +981,7 @@ def _normalised_gammas(gammas, base, concentrations, out, transpose):
 
 @nb.njit(cache=True)
 def _row_log_likelihoods(indptr, indices, counts, theta, phi_t):
-    """:func:`~latentzoo.models.aspect.row_log_likelihoods` (no row norm) bit for bit (tested),
+    """:func:`~latentzoo.models._kernels.row_log_likelihoods` (no row norm) bit for bit (tested),
     about 1.5 times faster.
 
     Each probability is still summed over ``k = 0..K-1`` in order without ``fastmath``, but eight

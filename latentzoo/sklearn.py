@@ -107,7 +107,8 @@ from latentzoo.models import (
     TwoSidedClustering,
 )
 from latentzoo.models._checks import check_integer, check_interval
-from latentzoo.models.aspect import NO_ROW_NORM, row_log_likelihoods, top_words
+from latentzoo.models._kernels import NO_ROW_NORM, row_log_likelihoods
+from latentzoo.models.aspect import top_words
 from latentzoo.models.conjugate import component_named
 
 __all__ = [

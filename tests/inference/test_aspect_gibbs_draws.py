@@ -23,7 +23,7 @@ from latentzoo.inference.aspect import (
 )
 from latentzoo.inference.mcmc import dirichlet_rows
 from latentzoo.models import AspectModel
-from latentzoo.models.aspect import NO_ROW_NORM, row_log_likelihoods
+from latentzoo.models._kernels import NO_ROW_NORM, row_log_likelihoods
 from latentzoo.models.conjugate import dirichlet_multinomial_log
 from latentzoo.models.invariants import default_dyads
 

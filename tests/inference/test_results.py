@@ -22,8 +22,8 @@ from latentzoo.inference.results import (
     perplexity,
 )
 from latentzoo.models import AspectModel, BayesianMixture, OneSidedClustering
+from latentzoo.models._kernels import one_hot
 from latentzoo.models.base import model_attrs
-from latentzoo.models.two_sided import one_hot
 from tests.helpers import EM_FAMILIES, SMALL_MODELS
 
 EM_MODELS = [SMALL_MODELS[name] for name in EM_FAMILIES]
