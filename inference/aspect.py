@@ -1420,11 +1420,19 @@ class AspectBlocks:
     def globals_of(self, params):
         return {"phi_t": np.ascontiguousarray(params["phi"].T)}
 
-    def block_pass(self, block, rows, shared, beta):
+    def prepare(self, block):
+        """The block and its counts in float64, converted once (as :class:`AspectEM` keeps
+        them), not at every pass; the float32 kernel reads the integer counts."""
+        float64 = kernel_dtype(self.dtype) is np.float64
+        return block, (block.counts.data.astype(np.float64) if float64 else None)
+
+    def block_pass(self, prepared, rows, shared, beta):
+        block, counts = prepared
         theta = np.ascontiguousarray(rows["theta"])
         n_theta, n_phi, energy, loglik = em_pass(
-            block, theta, shared["phi_t"], beta, n_threads=self.n_threads, dtype=self.dtype
-        )
+            block, theta, shared["phi_t"], beta, n_threads=self.n_threads, dtype=self.dtype,
+            counts=counts,
+        )  # fmt: skip
         prior = 0.0
         if self.model.alpha != 1.0:
             with np.errstate(divide="ignore"):

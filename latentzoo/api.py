@@ -57,7 +57,7 @@ def fit(
         With ``backend="dask"``: the cluster to use; None starts a local one (2 worker
         processes) for this fit and closes it after.
     blocks : int, optional
-        With ``backend="dask"`` and data in memory: the number of row blocks (default 2 per
+        With ``backend="dask"`` and data in memory: the number of row blocks (default one per
         worker).
 
     Returns
