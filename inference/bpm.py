@@ -841,6 +841,14 @@ TAIL_LOGIT = 3.0
 """Membership logits beyond this magnitude (a membership under ``e^-3``, about 5 %) are taken as
 ruled by the prior ``Dir(a rho)`` rather than by the data in :func:`_scale_move`."""
 
+N_LEAPFROG = 64
+"""Default leapfrog steps per trajectory (issue 26, ``benchmarks/RESULTS_bpm.md``). Minimum-ESS
+per CPU second with the membership sweep, 2 chains x 300 + 300, by 16/32/64/96 steps: senate109
+(101 x 520, K=2) 0.47/1.40/1.41/3.43, senate106 (102 x 540, K=2) 0.87/1.13/0.84/3.33, the
+notebook's synthetic BPM (50 x 32, K=3; 2 x 1000 + 1000) 1.5/9.8/5.9/3.8. Sixteen steps barely
+move the clusters at either size (loglik ESS 5-12); 64 is within 0.25-0.8x of the best at both
+sizes, 96 within 0.4x (the small set wants 32, the Senate 96)."""
+
 SCALE_TARGET_ACCEPT = 0.44
 """Acceptance the shift of ``log a`` adapts towards (the optimum of a one-dimensional random walk)."""
 
@@ -1030,7 +1038,7 @@ def sampler(model: BayesianPartialMembership, target: _Target, *, tune: int, **o
     transitions; ``options`` are :func:`hmc`'s ``n_leapfrog``, ``target_accept``,
     ``scale_moves`` and ``initial_params``."""
     initial_params = options.pop("initial_params", None)
-    options.setdefault("n_leapfrog", 16)
+    options.setdefault("n_leapfrog", N_LEAPFROG)
     options.setdefault("target_accept", 0.8)
     options.setdefault("membership_sweeps", 1)
     windows = _adaptation_windows(tune)
@@ -1052,10 +1060,12 @@ def hmc(model: BayesianPartialMembership, data, **options):
     chains, draws, tune, thin : int, default 4, 1000, 1000, 1
         Independent chains, kept transitions per chain, tuning (discarded) transitions per chain,
         transitions per kept draw.
-    n_leapfrog : int, default 16
-        Leapfrog steps per trajectory (gradient evaluations per transition). On the Senate roll
-        calls (K=2, about 1100 unknowns) 64 steps mixed about 3x better per gradient than 16
-        (``benchmarks/RESULTS_bpm.md`` at commit 301e4a4); larger data want longer trajectories.
+    n_leapfrog : int, default 64 (:data:`N_LEAPFROG`)
+        Leapfrog steps per trajectory (gradient evaluations per transition). Measured with the
+        membership sweep, minimum ESS per CPU second: on the Senate roll calls (K=2, about 1100
+        unknowns) 64 steps gave 3x (short runs) to 20x (2000 draws, ``benchmarks/RESULTS_bpm.md``)
+        what 16 gave, 96 about 2x more again; on a 50 x 32 BPM at K=3, 32 steps were best and 64
+        gave 0.6x of it. Larger data want longer trajectories.
     target_accept : float, default 0.8
         Mean acceptance probability the step-size adaptation aims at, in (0, 1).
     scale_moves : int, default 2
@@ -1207,22 +1217,26 @@ def validation_recipe():
     """How :func:`latentzoo.validate` checks the BPM's HMC (a ``ValidationRecipe``).
 
     density: PyMC's log density against :meth:`BayesianPartialMembership.log_prior` and the
-    likelihood; reference: the hand HMC against PyMC's NUTS on the label-free ``U`` and ``a``.
+    likelihood; reference: the hand HMC against PyMC's NUTS on the label-free ``U`` and ``a``;
+    calibrated: simulation-based calibration of the hand HMC through the family's ``hmc`` method
+    on tiny BPMs drawn from the prior (:func:`~latentzoo.inference.recipes.bpm_calibration`).
     The exact check (the HMC leaves the prior invariant: ``target_of(likelihood=False)``) is a
     test, ``tests/inference/test_bpm.py``.
     """
+    from latentzoo.inference.recipes import bpm_calibration
     from latentzoo.inference.validation import ValidationRecipe, density_level
 
     return ValidationRecipe(
-        checks={"density": density_level, "reference": _reference_level},
+        checks={
+            "density": density_level,
+            "reference": _reference_level,
+            "calibrated": bpm_calibration,
+        },
         not_applicable={
             "exact": "continuous unknowns, nothing to enumerate; the prior-invariance check of "
             "the tests is the exact one",
             "optimality": "no EM (point estimator)",
             "mode-matched": "no EM modes to start PyMC and the sampler from",
-            "calibrated": "SBC of the hand HMC on a tiny BPM is the slow test "
-            "tests/inference/test_bpm.py::test_hand_hmc_is_calibrated_by_sbc (300 simulations, "
-            "a few minutes; the shared level's 1000 would be too long for validate)",
         },
         small=lambda model, sizes: model,
         problems={"reference": {"n_items": 6, "n_features": 30}},
@@ -1239,7 +1253,7 @@ def _options():
         integer("tune", 1000, "tuning transitions per chain (step size, mass matrix)", low=0,
                 quick=20),
         integer("thin", 1, "transitions per kept draw"),
-        integer("n_leapfrog", 16, "leapfrog steps per trajectory"),
+        integer("n_leapfrog", N_LEAPFROG, "leapfrog steps per trajectory"),
         integer("scale_moves", 2, "Metropolis-Hastings moves of a with the prior-ruled memberships "
                 "per transition", low=0),
         integer("membership_sweeps", 1, "slice-sampling sweeps over every item's memberships "
