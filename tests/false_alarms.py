@@ -70,7 +70,8 @@ has no sampler: its exact and Monte Carlo optimality levels)."""
 
 def level_passes(family: str, level: str, seed: int) -> tuple[bool, list]:
     """Whether ``family``'s ``level`` passes at ``seed`` (``latentzoo.validate(..., quick=True)``),
-    and the names of the checks that failed. Texture segmentation is not a registered family: its
+    and the names of the checks that failed (an inconclusive check, which does not fail the
+    level, is named with `` (inconclusive)``). Texture segmentation is not a registered family: its
     recipe's levels are called directly, as is the BPM's calibrated level while its recipe does not
     list it yet."""
     import latentzoo
@@ -96,7 +97,11 @@ def level_passes(family: str, level: str, seed: int) -> tuple[bool, list]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         comparison = latentzoo.validate(model, quick=True, levels=[level], random_state=seed)
-    return comparison.passed, [c.name for c in comparison.checks if not c.passed]
+    return comparison.passed, [
+        c.name + (" (inconclusive)" if c.inconclusive else "")
+        for c in comparison.checks
+        if not c.passed
+    ]
 
 
 def newer_study(seeds, pairs=None, budget: float = float("inf"), log=None) -> dict:
