@@ -1018,7 +1018,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "log_ratio = lp - state.log_density",
         "the scale move of log a and the tail memberships misses its log-Jacobian",
         "gibbs",
-        levels=("reference",),
+        levels=("reference", "calibrated"),
     ),
     Mutation(
         "bpm-leapfrog-full-first-kick",
@@ -1028,7 +1028,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    for i in range(q.size):\n        p[i] += step_size * grad[i]\n",
         "leapfrog starts with a full momentum kick instead of a half one (not reversible)",
         "gibbs",
-        levels=("reference",),
+        levels=("reference", "calibrated"),
     ),
     Mutation(
         "bpm-energy-error-sign",
@@ -1038,7 +1038,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "energy_error = (new_kinetic + lp) - (kinetic + state.log_density)",
         "HMC accept: the potential energy taken as +log density (inverted acceptance ratio)",
         "gibbs",
-        levels=("reference",),
+        levels=("reference", "calibrated"),
     ),
     # ---------------------------------------------- hierarchical cluster-abstraction model (HACM)
     Mutation(

@@ -602,11 +602,31 @@ def _short(source: str) -> str:
     return source[:7] if is_hash else source
 
 
+def _other_levels(earlier: Outcome, later: Outcome) -> bool:
+    """Both runs named their levels and share none."""
+    return bool(earlier.levels and later.levels) and not set(earlier.levels) & set(later.levels)
+
+
+def _joined(earlier: Outcome, later: Outcome) -> Outcome:
+    """One outcome holding the checks of two runs of a case at disjoint levels."""
+    joined = Outcome(**{f.name: getattr(earlier, f.name) for f in fields(Outcome)})
+    joined.levels = [*earlier.levels, *later.levels]
+    joined.checks = [*earlier.checks, *later.checks]
+    joined.skipped = [*earlier.skipped, *later.skipped]
+    joined.seconds = earlier.seconds + later.seconds
+    joined.timed_out = earlier.timed_out or later.timed_out
+    if later.error:
+        joined.error = "; ".join(filter(None, [earlier.error, later.error]))
+        joined.error_level = ", ".join(filter(None, [earlier.error_level, later.error_level]))
+    return joined
+
+
 def merge_runs(paths) -> tuple[dict, list[Outcome], list[Outcome]]:
     """One report's ``(settings, controls, mutations)`` from several runs' JSON files.
 
     A case (a mutation id, or a control's id) that several runs hold is taken from the last of
-    ``paths``; mutations come in catalog order, controls in family order. ``settings`` names
+    ``paths``, except that runs of a mutation at disjoint levels join their checks; mutations
+    come in catalog order, controls in family order. ``settings`` names
     each run's source and the cases it contributed.
     """
     order = {m.id: i for i, m in enumerate(MUTATIONS)}
@@ -618,6 +638,11 @@ def merge_runs(paths) -> tuple[dict, list[Outcome], list[Outcome]]:
             controls[outcome.id] = outcome
             origin[("control", outcome.id)] = number
         for outcome in run_mutations:
+            earlier = mutations.get(outcome.id)
+            if earlier is not None and _other_levels(earlier, outcome):
+                # A run at other levels of the same case adds its checks (e.g. a level the
+                # family's recipe gained after the case's first run).
+                outcome = _joined(earlier, outcome)
             mutations[outcome.id] = outcome
             origin[("mutation", outcome.id)] = number
     levels = {run_settings.get("levels") for _, run_settings, _, _ in runs} - {None}
