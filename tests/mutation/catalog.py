@@ -1132,6 +1132,13 @@ KNOWN_REACH = {
         "one instance of the mean-field check, as for two-sided-em-rho-alpha: 1.2e-05 after the "
         "reference level, caught run alone (0.169); rho_x and rho_y nearly equal on that instance"
     ),
+    "bpm-leapfrog-full-first-kick": (
+        "caught before the sampler changed (e74015a: reference z 4.5-6.0 against 4.08); since "
+        "be6c86e every HMC transition is followed by exact slice-sampling sweeps of all membership "
+        "logits and since cac3d3a it takes 64 leapfrog steps, and the irreversible first kick's "
+        "bias is below both levels' power: reference worst z 2.55 (threshold 4.08), SBC min p "
+        "0.008 (need > 1e-4; stated power 0.53 against a 0.25-sd bias)"
+    ),
     "central-log-partition-drops-largest": (
         "log Z_i only feeds the over-relaxation's overshoot test in `_central_em` (the trace "
         "recomputes the free energy): it changes how fast EM converges, not its fixed points"
