@@ -1162,7 +1162,8 @@ LEVELS_KEPT = {
     ),
     "density": (
         "the only level that reads the PyMC declaration's log density point by point against the "
-        "model's; a wrong prior there also moves the reference and optimality levels"
+        "model's; a wrong prior there also moves the reference and optimality levels (in the "
+        "previous round it alone caught one-sided-pymc-rho-eta)"
     ),
     "calibrated": (
         "SBC runs the sampler over the prior (hyperparameters alternated), where the exact level's "
