@@ -384,10 +384,6 @@ def _prepared(blocks: BlockEM, block):
     return block if prepare is None else prepare(block)
 
 
-def _prepare_task(blocks: BlockEM, block):
-    return _prepared(blocks, block)
-
-
 def _block_task(blocks: BlockEM, source, n_rows, n_cols, rows: dict, shared: dict, beta):
     if isinstance(source, str):
         # A shard is read, and prepared, at every pass: a worker holds one at a time.
@@ -719,7 +715,7 @@ def annealed_em(
         if getattr(blocks_em, "prepare", None) is not None:
             # Once per block, where it lives: what every pass would otherwise redo.
             sources = [
-                client.submit(_prepare_task, blocks_em, source, key=problem._key("prepare", b))
+                client.submit(_prepared, blocks_em, source, key=problem._key("prepare", b))
                 for b, source in enumerate(sources)
             ]
         problem.sources = sources

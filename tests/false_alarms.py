@@ -87,13 +87,6 @@ def level_passes(family: str, level: str, seed: int) -> tuple[bool, list]:
         comparison = recipe.checks[level](None, recipe, None, None, QUICK, rng)
         return comparison.passed, [c.name for c in comparison.checks if not c.passed]
     model = eval(expression, vars(models))
-    from latentzoo.zoo import ZOO
-
-    if level not in ZOO[family].recipe().checks and (family, level) == ("bpm", "calibrated"):
-        from latentzoo.inference.recipes import bpm_calibration
-
-        result = bpm_calibration(ZOO[family], None, model, None, QUICK, rng)
-        return result.check.passed, [] if result.check.passed else [result.check.name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         comparison = latentzoo.validate(model, quick=True, levels=[level], random_state=seed)
