@@ -472,16 +472,16 @@ def _standard_exponential():
 
 
 @nb.njit(cache=True, error_model="numpy", fastmath=_FAST)
-def _item_log_density(free, n, X, observed, D, K, component, weights, means, log_rho_a, log_pi, pi):
+def _item_log_density(free, n, X, observed, D, K, component, weights, means, rho_a, log_pi, pi):
     """The log density of item ``n``'s membership logits ``free`` (``K - 1``) given everything
     else, up to a constant: ``sum_k a rho_k log pi_k`` (the Dirichlet prior with the softmax's
     Jacobian) plus the item's log likelihood. ``weights`` are the Bernoulli clusters' ``theta``
     or the Gaussian ones' ``tau`` (flat ``K x D``), ``means`` the Gaussian ``mu``;
-    ``log_rho_a[k] = a rho_k``."""
+    ``rho_a[k] = a rho_k``."""
     _log_softmax_into(free, 0, K, log_pi, pi)
     lp = 0.0
     for k in range(K):
-        lp += log_rho_a[k] * log_pi[k]
+        lp += rho_a[k] * log_pi[k]
     if component == 0:
         for d in range(D):
             value = 0.0
