@@ -18,13 +18,14 @@ Examples
 
 from .cooccurrence import CoOccurrence
 from .dataset import Dataset
-from .datasets import DatasetUnavailableError, list_datasets, load, load_labels
+from .datasets import DatasetOptionError, DatasetUnavailableError, list_datasets, load, load_labels
 from .dissimilarities import Dissimilarities, DissimilarityRows
 from .features import Features
 
 __all__ = [
     "CoOccurrence",
     "Dataset",
+    "DatasetOptionError",
     "DatasetUnavailableError",
     "Dissimilarities",
     "DissimilarityRows",

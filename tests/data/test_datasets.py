@@ -60,7 +60,7 @@ def test_list_datasets():
 
 
 def test_an_option_the_dataset_does_not_take_is_refused_in_one_line_naming_what_it_takes():
-    from latentzoo.data.datasets import DatasetOptionError
+    from latentzoo.data import DatasetOptionError
 
     with pytest.raises(ValueError, match=r"^dataset 'toy' takes no options, got \['size'\]$"):
         load("toy", size=3)
