@@ -31,6 +31,7 @@ __all__ = [
     "UNREACHED_METHODS",
     "Mutation",
     "by_id",
+    "fast_method",
     "model_for",
     "relevant_levels",
 ]
@@ -56,7 +57,7 @@ FAMILIES = {
 }
 """Family -> the model ``validate`` is run with (evaluated with ``latentzoo.models``' names)."""
 
-KINDS = ("gibbs", "em", "pymc", "model", "tree", "score", "annealing", "lp")
+KINDS = ("gibbs", "em", "pymc", "model", "tree", "score", "annealing", "lp", "baseline")
 
 RELEVANT_LEVELS = {
     "gibbs": ("exact", "reference", "mode-matched", "calibrated"),
@@ -67,13 +68,16 @@ RELEVANT_LEVELS = {
     "score": ("exact", "reference"),
     "annealing": ("exact", "reference", "optimality"),
     "lp": ("reference",),
+    "baseline": ("optimality",),
 }
 """Kind -> the levels that execute the mutated code (None: every level), for ``--relevant``: a
 sampler bug cannot change the density or optimality levels, which never run the sampler, nor a
 PyMC bug the exact or calibrated levels, which never run PyMC. ``tree`` (a BHC tree builder),
 ``score`` (Bayesian Sets' closed-form scores), ``annealing`` (pairwise or central deterministic
 annealing) and ``lp`` (the topic trees' minimax pseudo-inverse and Algorithm 3.2, whose one level
-is the reference) are the point estimators of the families without a sampler. A mutation's own
+is the reference) are the point estimators of the families without a sampler; ``baseline`` a
+deterministic baseline (pairwise clustering's linkage), which only an optimality level could
+compare. A mutation's own
 ``levels`` overrides its kind's when the family's levels differ (the HACM's reference level runs
 PyMC and Gibbs, never its EM)."""
 
@@ -102,6 +106,9 @@ class Mutation:
     levels : tuple of str
         The levels that run the mutated code, for ``--relevant`` (empty: its kind's,
         :data:`RELEVANT_LEVELS`).
+    method : str
+        The registered fast method (``latentzoo list``) whose code it mutates (empty: the one
+        its family and kind give, :func:`fast_method`).
 
     Examples
     --------
@@ -119,6 +126,7 @@ class Mutation:
     kind: str
     model: str = ""
     levels: tuple[str, ...] = ()
+    method: str = ""
 
 
 def relevant_levels(mutation: Mutation):
@@ -132,6 +140,47 @@ def relevant_levels(mutation: Mutation):
     ('reference', 'optimality', 'mode-matched')
     """
     return mutation.levels or RELEVANT_LEVELS[mutation.kind]
+
+
+_KIND_METHODS = {
+    ("aspect", "gibbs"): "gibbs",
+    ("aspect", "em"): "annealed_em",
+    ("one_sided", "gibbs"): "gibbs",
+    ("one_sided", "em"): "annealed_em",
+    ("two_sided", "gibbs"): "gibbs",
+    ("two_sided", "em"): "annealed_em",
+    ("product_space", "em"): "annealed_em",
+    ("dpm", "gibbs"): "gibbs",
+    ("finite_mixture", "gibbs"): "gibbs",
+    ("bayesian_sets", "score"): "query",
+    ("pairwise", "annealing"): "annealing",
+    ("central", "annealing"): "annealing",
+    ("cluster_abstraction", "gibbs"): "gibbs",
+    ("cluster_abstraction", "em"): "annealed_em",
+    ("topic_tree", "lp"): "reconstruct",
+    ("iomm", "gibbs"): "mcmc",
+    ("bpm", "gibbs"): "hmc",
+}
+"""(family, kind) -> the fast method a mutation of that kind mutates, unless it names its own;
+the ``pymc`` and ``model`` kinds mutate the reference or the model, no fast method."""
+
+
+def fast_method(mutation: Mutation) -> str:
+    """The registered fast method whose code ``mutation`` changes ("" for the PyMC reference and
+    the model's own quantities). BHC's builders are told apart by the id's prefix.
+
+    Examples
+    --------
+    >>> fast_method(by_id("aspect-em-phi-eta")), fast_method(by_id("rbhc-filter-drops-prior"))
+    ('annealed_em', 'rbhc')
+    >>> fast_method(by_id("pairwise-ward-cut-off-by-one")), fast_method(by_id("dpm-pymc-stick-log-v"))
+    ('ward', '')
+    """
+    if mutation.method:
+        return mutation.method
+    if mutation.family == "bhc":
+        return mutation.id.split("-")[0]
+    return _KIND_METHODS.get((mutation.family, mutation.kind), "")
 
 
 def model_for(mutation: Mutation) -> str:
@@ -173,6 +222,7 @@ _HACM = "inference/cluster_abstraction.py"
 _TREE = "inference/topic_tree.py"
 _IOMM = "inference/iomm.py"
 _BPM = "inference/bpm.py"
+_ADLDA = "inference/ad_lda.py"
 
 MUTATIONS: tuple[Mutation, ...] = (
     # ------------------------------------------------------------------ aspect model (LDA)
@@ -1107,6 +1157,245 @@ MUTATIONS: tuple[Mutation, ...] = (
         "em",
         levels=("optimality",),
     ),
+    # ------------------------- fast methods that no level runs (issue 25: 3 mutations per method)
+    # Their reasons are in ``UNREACHED_METHODS``; ``levels`` names the level that would run each
+    # (the optimality level, for the point estimators) so that ``--relevant`` is cheap.
+    Mutation(
+        "ad-lda-merge-drops-topic-totals",
+        "aspect",
+        _ADLDA,
+        "        np.add(state.n_topic, local_topic - topic, out=state.n_topic)\n",
+        "",
+        "AD-LDA merge: the shards' changes of the topic totals n_k are not added (a stale cache "
+        "of n_word_topic's column sums)",
+        "gibbs",
+        method="ad_lda",
+    ),
+    Mutation(
+        "ad-lda-shards-share-counts",
+        "aspect",
+        _ADLDA,
+        "local_word_topic, local_topic = word_topic.copy(), topic.copy()",
+        "local_word_topic, local_topic = word_topic, topic",
+        "AD-LDA: every shard sweeps the round's one copy of the global counts, so each merge "
+        "adds that copy's difference from itself (zero): the global counts never change",
+        "gibbs",
+        method="ad_lda",
+    ),
+    Mutation(
+        "ad-lda-shard-last-document",
+        "aspect",
+        _ADLDA,
+        "doc_ptr[first : last + 1] - start,",
+        "doc_ptr[first:last] - start,",
+        "AD-LDA: a shard's token pointer stops one document early (the shard's last document is "
+        "never swept)",
+        "gibbs",
+        method="ad_lda",
+    ),
+    Mutation(
+        "one-sided-hard-centroid-pseudo-count",
+        "one_sided",
+        _ONE,
+        "q = normalise_rows((indicator @ counts).toarray().astype(float), eta1, data.n_cols)",
+        "q = normalise_rows((indicator @ counts).toarray().astype(float), model.eta, data.n_cols)",
+        "hard ACM: centroid update (24) with pseudo-count eta instead of eta - 1",
+        "em",
+        levels=("optimality",),
+        method="hard",
+    ),
+    Mutation(
+        "one-sided-hard-rho-pseudo-count",
+        "one_sided",
+        _ONE,
+        "rho = normalise_rows(np.bincount(z, minlength=k)[None, :].astype(float), alpha1, k)[0]",
+        "rho = normalise_rows(np.bincount(z, minlength=k)[None, :].astype(float), model.alpha, "
+        "k)[0]",
+        "hard ACM: MAP weights of the final partition with pseudo-count alpha instead of alpha - 1",
+        "em",
+        levels=("optimality",),
+        method="hard",
+    ),
+    Mutation(
+        "one-sided-hard-objective-drops-prior",
+        "one_sided",
+        _ONE,
+        "penalty = eta1 * log_q.sum() if eta1 else 0.0",
+        "penalty = 0.0",
+        "hard ACM: the objective misses the prior term (eta - 1) sum log q, so n_init keeps the "
+        "start of best likelihood, not of best objective",
+        "em",
+        levels=("optimality",),
+        method="hard",
+    ),
+    Mutation(
+        "two-sided-hard-stale-block",
+        "two_sided",
+        _TWO,
+        "        block = _indicator(labels_i, kx).T @ row_mass\n        col_mass",
+        "        col_mass",
+        "hard SCM: the block counts are not recomputed after the I-step (the J-step's c mixes the "
+        "old row partition's blocks with the new one's margins)",
+        "em",
+        levels=("optimality",),
+        method="hard",
+    ),
+    Mutation(
+        "two-sided-hard-column-scores-untransposed",
+        "two_sided",
+        _TWO,
+        "labels_j = self._assign(_scores(col_mass, c.T), labels_j)",
+        "labels_j = self._assign(_scores(col_mass, c), labels_j)",
+        "hard SCM: J-step scores use c, not its transpose (right shape at Kx = Ky)",
+        "em",
+        levels=("optimality",),
+        method="hard",
+    ),
+    Mutation(
+        "two-sided-hard-ties-move",
+        "two_sided",
+        _TWO,
+        "keep = h[np.arange(h.shape[0]), current] >= best",
+        "keep = h[np.arange(h.shape[0]), current] > best",
+        "hard SCM: a tie moves the item to the lowest label instead of keeping its cluster (the "
+        "objective can stall while the partition cycles)",
+        "em",
+        levels=("optimality",),
+        method="hard",
+    ),
+    Mutation(
+        "pairwise-greedy-keeps-worst-start",
+        "pairwise",
+        _PAIR,
+        "        if costs[run] < best_cost:\n            best, best_cost = labels, costs[run]\n",
+        "        if best is None or costs[run] > best_cost:\n"
+        "            best, best_cost = labels, costs[run]\n",
+        "greedy: of n_init starts the one of highest cost is returned (comparison inverted)",
+        "annealing",
+        levels=("optimality",),
+        method="greedy",
+    ),
+    Mutation(
+        "pairwise-greedy-own-pairs-kept",
+        "pairwise",
+        _PAIR,
+        "w_rest = within[v] - (2.0 * a_t[v, i] if v == u else 0.0)",
+        "w_rest = within[v]",
+        "greedy local search (also the annealing's final quench): the item's own pairs not removed "
+        "from its cluster's within sum before the increment (24)",
+        "annealing",
+        levels=("optimality",),
+        method="greedy",
+    ),
+    Mutation(
+        "pairwise-greedy-rest-size-off-by-one",
+        "pairwise",
+        _PAIR,
+        "n_rest = sizes[v] - (1.0 if v == u else 0.0)",
+        "n_rest = sizes[v] - (1.0 if v != u else 0.0)",
+        "greedy local search (also the annealing's final quench): the item removed from the sizes "
+        "of the other clusters instead of its own",
+        "annealing",
+        levels=("optimality",),
+        method="greedy",
+    ),
+    Mutation(
+        "pairwise-ward-square-matrix",
+        "pairwise",
+        _PAIR,
+        "tree = hierarchy.linkage(data.condensed(), method=linkage)",
+        "tree = hierarchy.linkage(data.D, method=linkage)",
+        "ward: scipy's linkage given the square matrix D, which it reads as N observations of N "
+        "features (Euclidean distances between rows of D), not the condensed dissimilarities",
+        "baseline",
+        method="ward",
+    ),
+    Mutation(
+        "pairwise-ward-cut-off-by-one",
+        "pairwise",
+        _PAIR,
+        'raw = hierarchy.fcluster(tree, t=k, criterion="maxclust")',
+        'raw = hierarchy.fcluster(tree, t=k - 1, criterion="maxclust")',
+        "ward: the tree cut at K - 1 clusters",
+        "baseline",
+        method="ward",
+    ),
+    Mutation(
+        "pairwise-ward-cut-by-distance",
+        "pairwise",
+        _PAIR,
+        'raw = hierarchy.fcluster(tree, t=k, criterion="maxclust")',
+        'raw = hierarchy.fcluster(tree, t=k, criterion="distance")',
+        "ward: the tree cut at height K (criterion 'distance') instead of at K clusters",
+        "baseline",
+        method="ward",
+    ),
+    Mutation(
+        "pairwise-mds-centring-sign",
+        "pairwise",
+        _PAIR,
+        "B = -0.5 * (D - D.mean(axis=0)[None, :] - D.mean(axis=1)[:, None] + D.mean())",
+        "B = 0.5 * (D - D.mean(axis=0)[None, :] - D.mean(axis=1)[:, None] + D.mean())",
+        "MDS: classical scaling's double-centred Gram matrix with the wrong sign (the start "
+        "embedding from the smallest eigenvalues of the true one)",
+        "annealing",
+        method="mds",
+    ),
+    Mutation(
+        "pairwise-mds-smallest-eigenvalues",
+        "pairwise",
+        _PAIR,
+        "top = np.argsort(values)[::-1][:n_dims]",
+        "top = np.argsort(values)[:n_dims]",
+        "MDS: classical scaling keeps the eigenvectors of the smallest eigenvalues",
+        "annealing",
+        method="mds",
+    ),
+    Mutation(
+        "pairwise-mds-embedding-half",
+        "pairwise",
+        _PAIR,
+        'b = 0.5 * np.einsum("iv,iv,ivp->ip", q, g, diffs',
+        'b = np.einsum("iv,iv,ivp->ip", q, g, diffs',
+        "MDS: the right-hand side of eq. (34) misses its factor 1/2 (the embedding solves the "
+        "wrong fixed point)",
+        "annealing",
+        method="mds",
+    ),
+    Mutation(
+        "hacm-three-stage-skips-last",
+        "cluster_abstraction",
+        _HACM,
+        '("constant", "leaf", "object").index(model.tau) + 1]',
+        '("constant", "leaf", "object").index(model.tau)]',
+        "three-stage EM: the stages stop one early (the model's own tau form is never fitted)",
+        "em",
+        levels=("optimality",),
+        method="three_stage",
+    ),
+    Mutation(
+        "hacm-three-stage-later-beta-one",
+        "cluster_abstraction",
+        _HACM,
+        "result = annealed_em(stage_model, data, init=start, betas=[result.betas[-1]], **later)",
+        "result = annealed_em(stage_model, data, init=start, betas=[1.0], **later)",
+        "three-stage EM: the later stages run at beta = 1, not at stage 1's final inverse "
+        "temperature (a wrong schedule constant)",
+        "em",
+        levels=("optimality",),
+        method="three_stage",
+    ),
+    Mutation(
+        "hacm-three-stage-drops-tol",
+        "cluster_abstraction",
+        _HACM,
+        'for name in ("max_iter", "tol", "overrelax", "n_threads",',
+        'for name in ("max_iter", "overrelax", "n_threads",',
+        "three-stage EM: the later stages ignore the user's tol (they stop at the default)",
+        "em",
+        levels=("optimality",),
+        method="three_stage",
+    ),
 )
 
 
@@ -1182,9 +1471,10 @@ UNREACHED_METHODS = {
     ("two_sided", "hard"): "no level runs it: the optimality level checks `annealed_em` "
     "(= `mean_field`, the same method)",
     ("pairwise", "greedy"): (
-        "runs only as the optimality level's comparator, and its local search (`_quench`, "
+        "runs only as the optimality level's comparator, which reads every start's cost (so which "
+        "start `greedy` returns is never looked at), and its local search (`_quench`, "
         "`_greedy_sweeps`) as the annealing's final zero-temperature quench: a bug there moves the "
-        "annealing and its comparator alike; no mutation of it is catalogued"
+        "annealing and its comparator alike"
     ),
     ("pairwise", "ward"): "no level runs it (scipy's linkage, a baseline of the benchmark)",
     ("pairwise", "mds"): "no level runs it (structure-preserving MDS, Algorithm II)",
@@ -1194,3 +1484,11 @@ UNREACHED_METHODS = {
 """Registered fast methods (``latentzoo list``) that no ``validate`` level runs, so that no
 mutation of their own code can be caught: (family, method) -> why. A level for each needs its
 family's recipe (``inference/recipes.py``) to run it."""
+
+KNOWN_REACH.update(
+    {
+        m.id: f"{m.family} `{fast_method(m)}`: {UNREACHED_METHODS[m.family, fast_method(m)]}"
+        for m in MUTATIONS
+        if (m.family, fast_method(m)) in UNREACHED_METHODS
+    }
+)
