@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -48,6 +49,7 @@ from tests.mutation.catalog import (
     MUTATIONS,
     UNREACHED_METHODS,
     Mutation,
+    fast_method,
     model_for,
     relevant_levels,
 )
@@ -494,8 +496,13 @@ def _level_row(level: str, outcomes: list[Outcome]) -> tuple:
     return (level, ran, len(by_level), len(alone), len(crashed))
 
 
-def render_report(outcomes: list[Outcome], controls: list[Outcome], settings: dict) -> str:
+def render_report(
+    outcomes: list[Outcome], controls: list[Outcome], settings: dict, not_run: bool = False
+) -> str:
     """The markdown report: controls, the mutation table, a per-level summary and the details.
+
+    With ``not_run`` (a merged report of a whole round) it also lists the catalog entries no run
+    holds, with their verdicts in a previous report (``settings["previous"]``) where known.
 
     Examples
     --------
@@ -505,7 +512,7 @@ def render_report(outcomes: list[Outcome], controls: list[Outcome], settings: di
     True
     """
     lines = ["# Mutation suite results", ""]
-    lines += [f"- {key}: {value}" for key, value in settings.items()]
+    lines += [f"- {key}: {value}" for key, value in settings.items() if key != "previous"]
     if controls:
         lines += _table(
             "Controls (unmutated copies; must pass)",
@@ -560,6 +567,8 @@ def render_report(outcomes: list[Outcome], controls: list[Outcome], settings: di
         lines += [
             f"- {family} `{method}`: {why}" for (family, method), why in UNREACHED_METHODS.items()
         ]
+        if not_run:
+            lines += _not_run_section(outcomes, settings.get("previous", {}))
         lines += _table(
             "Details",
             ["mutation", "model", "seconds", "failed checks"],
@@ -571,6 +580,38 @@ def render_report(outcomes: list[Outcome], controls: list[Outcome], settings: di
     return "\n".join(lines) + "\n"
 
 
+def _not_run_section(outcomes: list[Outcome], previous: dict) -> list[str]:
+    """The section listing the catalog entries that no merged run holds: why, and their verdict
+    in the previous report that listed them (``previous``: ``id -> (levels, verdict)``)."""
+    ran = {o.id for o in outcomes}
+    missing = [m for m in MUTATIONS if m.id not in ran]
+    if not missing:
+        return []
+    rows = []
+    for m in missing:
+        method = fast_method(m)
+        why = (
+            "its method is run by no level (above)"
+            if (m.family, method) in UNREACHED_METHODS
+            else "not reached on this round's commits"
+        )
+        levels, verdict = previous.get(m.id, ("-", "-"))
+        rows.append(
+            (m.id, m.family, m.kind, f"`{method}`" if method else "-", why, levels, verdict)
+        )
+    lines = _table(
+        "Not run this round",
+        ["mutation", "family", "kind", "method", "why", "previous levels", "previous verdict"],
+        rows,
+    )
+    return [
+        *lines,
+        "",
+        f"{len(missing)} of {len(MUTATIONS)} catalog entries; a previous verdict is not evidence "
+        "about this round's code ('-': the entry is new).",
+    ]
+
+
 def _outcome_from(record: dict) -> Outcome:
     """The :class:`Outcome` a run's JSON record (:func:`_record`) was written from."""
     names = {f.name for f in fields(Outcome)}
@@ -579,8 +620,11 @@ def _outcome_from(record: dict) -> Outcome:
 
 def load_run(path) -> tuple[dict, list[Outcome], list[Outcome]]:
     """``(settings, controls, mutations)`` of one run: its ``.json``, or the ``.partial.jsonl``
-    of a run that is still going or was stopped (settings ``{}`` when it has none)."""
+    of a run that is still going or was stopped (settings ``{}`` when it has none), or a
+    previous markdown report (:func:`load_report`)."""
     path = Path(path)
+    if path.suffix == ".md":
+        return load_report(path)
     if path.suffix == ".jsonl":
         records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         settings = next((r["settings"] for r in records if r["what"] == "settings"), {})
@@ -594,6 +638,114 @@ def load_run(path) -> tuple[dict, list[Outcome], list[Outcome]]:
         [_outcome_from(r) for r in run["controls"]],
         [_outcome_from(r) for r in run["mutations"]],
     )
+
+
+# ------------------------------------------------------------------------ a previous report
+_LEVEL_NAMES = ("exact", "reference", "mode-matched", "calibrated", "optimality", "density")
+
+
+def _uncell(text: str) -> str:
+    """A report cell's text (:func:`_cell` undone, but for the newlines it dropped)."""
+    return text.strip().replace("\\|", "|")
+
+
+def _section_rows(text: str, title: str) -> list[list[str]]:
+    """The cells of each row of the markdown table under ``## title`` in a report."""
+    lines = text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0].splitlines()
+    rows = [line for line in lines if line.startswith("| ")][1:]  # the header row dropped
+    return [[_uncell(cell) for cell in re.split(r"(?<!\\)\|", row)[1:-1]] for row in rows]
+
+
+def _split_failures(text: str) -> list[str]:
+    """``_mutation_failures`` joined its failed checks with ``"; "``: split before each level."""
+    starts = "|".join(re.escape(name) for name in (*_LEVEL_NAMES, "exception"))
+    return [part for part in re.split(rf"; (?=(?:{starts}): )", text) if part]
+
+
+def _check_from(part: str) -> dict:
+    """A failed check ``level: name (detail)``, the detail in the last balanced parentheses."""
+    level, rest = part.split(": ", 1)
+    depth = 0
+    for position in range(len(rest) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(rest[position], 0)
+        if depth == 0 and rest.endswith(")"):
+            name, detail = rest[: position - 1], rest[position + 1 : -1]
+            return {"level": level, "name": name, "passed": False, "detail": detail}
+    return {"level": level, "name": rest, "passed": False, "detail": ""}
+
+
+def load_report(path) -> tuple[dict, list[Outcome], list[Outcome]]:
+    """``(settings, controls, mutations)`` of a previous markdown report (its ``.json`` gone).
+
+    A report keeps each case's failed checks, not its passed ones: a mutation is rebuilt with
+    its failed checks, its exception and, as levels it ran at, its relevant levels
+    (:func:`~tests.mutation.catalog.relevant_levels`, which ``--relevant`` ran it at; a level
+    its family lacks counts as skipped, as a run records it). ``settings["runs"]`` holds the
+    report's own run lines and ``settings["previous"]`` the verdicts of its section "Not
+    re-run this round" (``id -> (levels, verdict)``).
+    """
+    text = Path(path).read_text()
+    runs = re.findall(r"^- (run \d+: .*)$", text, flags=re.M)
+    details = {row[0]: row for row in _section_rows(text, "Details")}
+    catalog = {m.id: m for m in MUTATIONS}
+    mutations = []
+    for mutation_id, family, kind, description, caught_by, verdict in _section_rows(
+        text, "Mutations"
+    ):
+        _, model, seconds, failures = details[mutation_id]
+        parts = _split_failures("" if failures == "-" else failures)
+        checks = [_check_from(part) for part in parts if not part.startswith("exception: ")]
+        errors = [
+            part.removeprefix("exception: ") for part in parts if part.startswith("exception: ")
+        ]
+        crashed = re.search(r"crashed in ([^:]+): ", caught_by)
+        known = catalog.get(mutation_id)
+        levels = list(relevant_levels(known) or _LEVEL_NAMES) if known else []
+        failed = {check["level"] for check in checks}
+        outcome = Outcome(
+            mutation_id, family, kind, description, model.strip("`"), 0, levels,
+            checks=checks,
+            skipped=[{"level": level, "reason": "ran (a previous report keeps failed checks only)"}
+                     for level in levels if level not in failed],
+            error=errors[0] if errors else None,
+            error_level=crashed.group(1) if crashed else None,
+            timed_out=verdict == "timeout",
+            seconds=float(seconds),
+        )  # fmt: skip
+        mutations.append(outcome)
+    controls = []
+    for control_id, model, _verdict, failures, seconds in _section_rows(
+        text, "Controls (unmutated copies; must pass)"
+    ):
+        checks = [
+            {"level": part.split(": ", 1)[0], "name": part.split(": ", 1)[1], "passed": False,
+             "detail": ""}
+            for part in ([] if failures == "-" else failures.split("; "))
+        ]  # fmt: skip
+        family = control_id.split()[1]
+        controls.append(
+            Outcome(
+                control_id,
+                family,
+                "control",
+                "",
+                model.strip("`"),
+                0,
+                None,
+                checks=checks,
+                seconds=float(seconds),
+            )  # fmt: skip
+        )
+    previous = {}
+    if "\n## Not re-run this round\n" in text:
+        previous = {
+            row[0]: (row[3], row[4]) for row in _section_rows(text, "Not re-run this round")
+        }
+    levels = re.search(r"^- levels: (.*)$", text, flags=re.M)
+    settings = {"source": "a previous report", "runs": runs, "previous": previous}
+    if levels:
+        settings["levels"] = levels.group(1)
+    return settings, controls, mutations
 
 
 def _short(source: str) -> str:
@@ -655,12 +807,27 @@ def merge_runs(paths) -> tuple[dict, list[Outcome], list[Outcome]]:
             key=family_order.get,
         )
         n_mutations = sum(what == "mutation" for what, _ in kept)
-        settings[f"run {number}"] = (
-            f"{path.name}: source {_short(run_settings.get('source', 'unknown'))}, started "
-            f"{run_settings.get('started', '?')}, seed {run_settings.get('seed', '?')}; "
+        contributed = (
             f"{n_mutations} mutations and {len(kept) - n_mutations} controls of "
             f"{', '.join(families) or 'no family'}"
         )
+        if "runs" in run_settings:
+            # A previous report: its cases keep the runs they came from.
+            settings[f"run {number}"] = (
+                f"{path.name}, a previous report: {contributed}, from its "
+                + "; ".join(run_settings["runs"])
+            )
+        else:
+            settings[f"run {number}"] = (
+                f"{path.name}: source {_short(run_settings.get('source', 'unknown'))}, started "
+                f"{run_settings.get('started', '?')}, seed {run_settings.get('seed', '?')}; "
+                + contributed
+            )
+    previous = {}
+    for _, run_settings, _, _ in runs:
+        previous |= run_settings.get("previous", {})
+    if previous:
+        settings["previous"] = previous
     ordered_mutations = sorted(mutations.values(), key=lambda o: order.get(o.id, len(order)))
     ordered_controls = sorted(controls.values(), key=lambda o: (family_order[o.family], o.id))
     return settings, ordered_controls, ordered_mutations
@@ -763,7 +930,19 @@ def main(argv=None) -> int:
         parser.error("--no-mutations needs --control")
     if args.merge:
         settings, controls, outcomes = merge_runs(args.merge)
-        Path(args.out).write_text(render_report(outcomes, controls, settings))
+        out = Path(args.out)
+        out.write_text(render_report(outcomes, controls, settings, not_run=True))
+        # Every check of every case, so that a later round can merge this report losslessly.
+        out.with_suffix(".json").write_text(
+            json.dumps(
+                {
+                    "settings": settings,
+                    "controls": [_record(o) for o in controls],
+                    "mutations": [_record(o) for o in outcomes],
+                },
+                indent=1,
+            )
+        )
         return 0
     mutations = _select(args.only, args.family)
     by_id = {m.id: m for m in mutations}

@@ -18,7 +18,14 @@ from collections import Counter
 import pytest
 
 from tests.mutation.catalog import FAMILIES, KINDS, MUTATIONS, fast_method, model_for
-from tests.mutation.run import ROOT, apply_mutation, run_control, run_mutation
+from tests.mutation.run import (
+    ROOT,
+    apply_mutation,
+    merge_runs,
+    render_report,
+    run_control,
+    run_mutation,
+)
 
 SEED = 0
 IDS = [m.id for m in MUTATIONS]
@@ -82,6 +89,20 @@ def test_readme_lists_the_catalog():
     readme = (ROOT / "tests/mutation/README.md").read_text()
     listed = re.findall(r"^\| ([a-z0-9-]+) \| [a-z_]+ \| [a-z]+ \| `", readme, flags=re.M)
     assert listed == IDS, "README's catalog table differs from catalog.MUTATIONS"
+
+
+def test_a_previous_report_merges_back_to_itself():
+    """``--merge RESULTS.md`` rebuilds the report's cases from its markdown (its ``.json`` may be
+    gone): the tables it renders again are the report's own."""
+    report = ROOT / "tests/mutation/RESULTS.md"
+    settings, controls, outcomes = merge_runs([report])
+    again = render_report(outcomes, controls, settings, not_run=True)
+
+    def section(text, title):
+        return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+    for title in ("Mutations", "Per level", "Details", "Controls (unmutated copies; must pass)"):
+        assert section(again, title) == section(report.read_text(), title), title
 
 
 @pytest.mark.parametrize("mutation", MUTATIONS, ids=IDS)
