@@ -880,6 +880,16 @@ def _record(outcome: Outcome) -> dict:
     return asdict(outcome) | {"verdict": outcome.verdict, "failed_levels": outcome.failed_levels}
 
 
+def _write_json(path: Path, settings: dict, controls: list[Outcome], outcomes: list[Outcome]):
+    """A run's (or a merged report's) every check, as :func:`load_run` reads it back."""
+    records = {
+        "settings": settings,
+        "controls": [_record(o) for o in controls],
+        "mutations": [_record(o) for o in outcomes],
+    }
+    path.write_text(json.dumps(records, indent=1))
+
+
 def main(argv=None) -> int:
     """Command line of the mutation suite (see the module docstring); returns the exit status.
 
@@ -933,16 +943,7 @@ def main(argv=None) -> int:
         out = Path(args.out)
         out.write_text(render_report(outcomes, controls, settings, not_run=True))
         # Every check of every case, so that a later round can merge this report losslessly.
-        out.with_suffix(".json").write_text(
-            json.dumps(
-                {
-                    "settings": settings,
-                    "controls": [_record(o) for o in controls],
-                    "mutations": [_record(o) for o in outcomes],
-                },
-                indent=1,
-            )
-        )
+        _write_json(out.with_suffix(".json"), settings, controls, outcomes)
         return 0
     mutations = _select(args.only, args.family)
     by_id = {m.id: m for m in mutations}
@@ -1024,16 +1025,7 @@ def main(argv=None) -> int:
     report = render_report(outcomes, controls, settings)
     out = Path(args.out)
     out.write_text(report)
-    out.with_suffix(".json").write_text(
-        json.dumps(
-            {
-                "settings": settings,
-                "controls": [_record(o) for o in controls],
-                "mutations": [_record(o) for o in outcomes],
-            },
-            indent=1,
-        )
-    )
+    _write_json(out.with_suffix(".json"), settings, controls, outcomes)
     print(report)
     bad = [c for c in controls if not c.passed] + [o for o in outcomes if not o.caught]
     return 1 if bad else 0
