@@ -416,10 +416,6 @@ def _em_stats_of(word: WordSide) -> EMStats:
     return word.stats
 
 
-def _word_params_of(word: WordSide) -> dict:
-    return word.params
-
-
 def _start_task(blocks, n_rows, state):
     return blocks.start_block(n_rows, state)
 
@@ -433,6 +429,25 @@ def _sum_task(left, right):
 
 
 # ------------------------------------------------------------------------------ the problem
+@dataclass(frozen=True)
+class _Submitted:
+    """The futures of one iteration's tasks: the word side it ``reads`` and its ``beta`` (what
+    it was submitted for), the new word side, what the passes read of it, the new rows and the
+    :class:`EMStats`."""
+
+    reads: object
+    beta: float
+    word: object
+    shared: object
+    rows: list
+    stats: object
+
+
+def _submitted_for(ahead: _Submitted | None, params: dict, beta: float) -> bool:
+    """Whether the step submitted ahead is the step of ``params`` at ``beta``."""
+    return ahead is not None and ahead.reads is params["word"] and ahead.beta == beta
+
+
 class RowFutures:
     """The document-side parameters of every block: one future per block, on its worker."""
 
@@ -472,6 +487,10 @@ class DaskEM:
         self.n_cols = n_cols
         self.run = uuid.uuid4().hex[:8]
         self.iteration = 0
+        # The schedule (see plan) and the step submitted ahead of the driver's next call.
+        self._plan: list | None = None
+        self._stage = self._done = 0
+        self._ahead: _Submitted | None = None
 
     def _key(self, what: str, block: int | None = None) -> str:
         # Stable keys: the run, the iteration and the block name every task (dashboard, logs).
@@ -539,15 +558,74 @@ class DaskEM:
 
         return tree_sum(futures, submit)
 
+    def plan(self, betas: list, budgets: list) -> None:
+        """Tell the problem the schedule the driver runs, so that each :meth:`step` can submit
+        the next one before it waits for its own :class:`EMStats` (without a plan, no step is
+        submitted ahead)."""
+        self._plan = [
+            (float(beta), int(budget)) for beta, budget in zip(betas, budgets, strict=True)
+        ]
+        self._stage, self._done = 0, 0
+
+    def _next_beta(self, beta: float) -> float | None:
+        """Count a step at ``beta`` and say at which beta the driver will step next: the same
+        while the stage's budget lasts, then the next stage's, and after the schedule (for a
+        family whose final E-step refreshes rows) the last again; None when nothing follows.
+
+        A stage that ends early (``tol``) makes the guess wrong once: :meth:`step` then drops
+        the step it submitted ahead, so a wrong guess costs time, never a different result."""
+        plan = self._plan
+        if plan is None:
+            return None
+        while self._stage < len(plan) and (
+            plan[self._stage][0] != beta or self._done >= plan[self._stage][1]
+        ):
+            self._stage, self._done = self._stage + 1, 0
+        if self._stage == len(plan):
+            self._plan = None  # the driver left the plan: no more steps ahead
+            return None
+        self._done += 1
+        if self._done < plan[self._stage][1]:
+            return beta
+        following = [b for b, budget in plan[self._stage + 1 :] if budget > 0]
+        if following:
+            return following[0]
+        return beta if getattr(self.blocks, "final_e_step", ()) else None
+
     def step(self, params: dict, beta: float):
+        ahead, self._ahead = self._ahead, None
+        if _submitted_for(ahead, params, beta):
+            submitted = ahead
+        else:
+            self._drop(ahead)
+            submitted = self._submit_step(params, beta)
+        new_params = {"word": submitted.word, "shared": submitted.shared,
+                      "rows": RowFutures(submitted.rows)}  # fmt: skip
+        following = self._next_beta(beta)
+        if following is not None:
+            # Submitted before this step's statistics are waited for: the worker goes from this
+            # step's M-step straight to the next passes instead of idling for a round trip to
+            # the client. The tasks are the same whenever they are submitted, so is the result.
+            self._ahead = self._submit_step(new_params, following)
+        return new_params, submitted.stats.result()
+
+    def _submit_step(self, params: dict, beta: float) -> _Submitted:
+        """One iteration's tasks on ``params``: the passes, the fixed tree, the M-step where the
+        sum lands (the next passes read its output there) and its :class:`EMStats`, submitted in
+        that order so that a worker runs them before anything submitted later."""
         new_rows, passes = self._passes(params, beta)
         total = self._tree(passes, "sum", _add_partials)
-        # The M-step runs where the sum lands; the next passes read its output there.
         word = self.client.submit(
             _m_step_task, self.blocks, params["word"], total, beta, key=self._key("m-step")
         )
-        stats = self.client.submit(_em_stats_of, word, key=self._key("em-stats")).result()
-        return {**self._word_futures(word), "rows": RowFutures(new_rows)}, stats
+        word_futures = self._word_futures(word)
+        stats = self.client.submit(_em_stats_of, word, key=self._key("em-stats"))
+        return _Submitted(params["word"], beta, word, word_futures["shared"], new_rows, stats)
+
+    def _drop(self, ahead: _Submitted | None) -> None:
+        """Cancel a step submitted ahead that the driver did not take."""
+        if ahead is not None:
+            self.client.cancel([ahead.word, ahead.shared, ahead.stats, *ahead.rows])
 
     def _passes(self, params: dict, beta: float) -> tuple[list, list]:
         """Every block's pass on ``params``: the futures of its new rows and of the whole pass."""
@@ -571,13 +649,20 @@ class DaskEM:
         With ``beta``, the rows the block class names in ``final_e_step`` (a mixture's posteriors
         ``resp``) come from one more E-step on the final parameters at ``beta``, as the
         in-memory fit's: those of the last pass belong to the previous iterate."""
-        word_side = self.client.submit(
-            _word_params_of, params["word"], key=self._key("word-params")
-        ).result()
-        parts = self.client.gather(params["rows"].futures)
+        ahead, self._ahead = self._ahead, None
         refreshed = getattr(self.blocks, "final_e_step", ())
-        if refreshed and beta is not None:
-            final = self.client.gather(self._passes(params, beta)[0])
+        refresh = bool(refreshed) and beta is not None
+        if refresh and _submitted_for(ahead, params, beta):
+            final_rows = ahead.rows  # the passes submitted ahead are that E-step
+        else:
+            self._drop(ahead)
+            final_rows = self._passes(params, beta)[0] if refresh else None
+        # The word side fetched as data, not by a task: a task would wait behind a pass submitted
+        # ahead that was still running when the driver stopped.
+        word_side = self.client.gather(params["word"]).params
+        parts = self.client.gather(params["rows"].futures)
+        if final_rows is not None:
+            final = self.client.gather(final_rows)
             parts = [
                 {**part, **{name: new[name] for name in refreshed}}
                 for part, new in zip(parts, final, strict=True)
@@ -725,6 +810,7 @@ def annealed_em(
     with progress_bar(
         desc="annealed EM (dask)", progressbar=progressbar, total=int(np.sum(budgets))
     ) as bar:
+        problem.plan(betas, budgets)
         run = run_schedule(problem, params, betas, max_iter, tol, 1.0, progress=bar)
     params = problem.gather(run.params, run.betas[-1])
     settings = {

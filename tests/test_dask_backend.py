@@ -106,6 +106,36 @@ def test_two_sided_mean_field_on_7_blocks_gives_the_in_memory_parameters(client,
         np.testing.assert_allclose(dask.trace[column], memory.trace[column], rtol=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("model", "tol"), [(AspectModel(3), 1e-2), (OneSidedClustering(3), 1e-4)],
+    ids=["AspectModel", "OneSidedClustering"],
+)  # fmt: skip
+def test_stages_that_stop_early_drop_the_step_submitted_ahead(client, reuters, model, tol):
+    # Each step submits the next before it waits for its statistics; a stage that ends by tol
+    # makes that guess wrong (the next step is at another beta, or the final E-step): the step
+    # submitted ahead is dropped or, for the final E-step of a mixture, used as it.
+    schedule = {**SCHEDULE, "max_iter": 60, "tol": tol}  # both stages stop by tol (2-4 steps)
+    part = reuters.subset(rows=np.arange(150))
+    memory = latentzoo.fit(model, part, **schedule)
+    dask = latentzoo.fit(model, part, backend="dask", client=client, blocks=3, **schedule)
+    assert memory.stages["stopped"].tolist() == ["tolerance", "tolerance"]
+    assert dask.trace["iteration"].tolist() == memory.trace["iteration"].tolist()
+    _assert_same(dask, memory, atol=1e-12)
+
+
+def test_a_step_is_submitted_ahead_only_while_the_plan_lasts(client):
+    blocks = AspectBlocks(AspectModel(2).for_method("annealed_em"))
+    toy = load("toy")
+    problem = dask_backend.DaskEM(blocks, client, [], [toy.n_rows], toy.n_cols)
+    problem.sources = [client.submit(dask_backend._prepared, blocks, client.scatter(toy))]
+    params = problem.scatter_start(blocks.start(toy, np.random.default_rng(0)))
+    problem.plan([1.0], [2])
+    params, _ = problem.step(params, 1.0)
+    assert dask_backend._submitted_for(problem._ahead, params, 1.0)
+    params, _ = problem.step(params, 1.0)
+    assert problem._ahead is None  # the budget is spent: nothing follows
+
+
 @dataclass(frozen=True)
 class _PreparedAspectBlocks(AspectBlocks):
     """The aspect model's blocks with a ``prepare`` that tags its output (around the family's own
