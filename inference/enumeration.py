@@ -251,7 +251,14 @@ def state_index(enumerated, sampled) -> np.ndarray:
     return np.where(keys[found] == wanted, found, -1)
 
 
-def frequency_test(log_probs, index, alpha: float = 1e-3, name: str = "exact") -> Check:
+def frequency_test(
+    log_probs,
+    index,
+    alpha: float = 1e-3,
+    name: str = "exact",
+    null_draws: int = 0,
+    random_state=None,
+) -> Check:
     """Chi-square test of independent sampled states against an enumerated posterior.
 
     Parameters
@@ -264,6 +271,15 @@ def frequency_test(log_probs, index, alpha: float = 1e-3, name: str = "exact") -
     alpha : float
         Level of the test. Cells with expected count below 5 are pooled.
     name : str
+    null_draws : int
+        With 0, the p-value is the asymptotic chi-square tail. Above 0, it is the Monte Carlo
+        p-value ``(1 + #{T* >= T}) / (1 + null_draws)`` of Pearson's statistic ``T`` among
+        ``null_draws`` multinomial samples ``T*`` of the same size drawn from the enumerated
+        posterior (same pooled cells): its false-alarm rate is at most ``alpha`` exactly, where
+        the chi-square tail is anti-conservative when many cells expect only 5-10 draws (1.85e-3
+        at a nominal 1e-3 on the IBP's 67 classes of 3 items with 2000 draws).
+    random_state : None, int or numpy.random.Generator
+        Generator of the null samples (``null_draws > 0``).
 
     Returns
     -------
@@ -307,15 +323,25 @@ def frequency_test(log_probs, index, alpha: float = 1e-3, name: str = "exact") -
     if small.any():
         pooled_obs.append(observed[order][small].sum())
         pooled_exp.append(expected[order][small].sum())
-    chi2 = float(np.sum((np.array(pooled_obs) - np.array(pooled_exp)) ** 2 / np.array(pooled_exp)))
+    pooled_exp = np.array(pooled_exp)
+    chi2 = float(np.sum((np.array(pooled_obs) - pooled_exp) ** 2 / pooled_exp))
     dof = len(pooled_obs) - 1
-    p_value = float(stats.chi2.sf(chi2, dof))
+    if null_draws > 0:
+        null_counts = np.random.default_rng(random_state).multinomial(
+            len(index), pooled_exp / pooled_exp.sum(), size=null_draws
+        )
+        null_chi2 = np.sum((null_counts - pooled_exp) ** 2 / pooled_exp, axis=1)
+        p_value = float((1 + np.count_nonzero(null_chi2 >= chi2)) / (1 + null_draws))
+    else:
+        p_value = float(stats.chi2.sf(chi2, dof))
     tv = 0.5 * float(np.abs(observed / len(index) - probs[keep]).sum())
     return Check(
         "exact",
         name,
         p_value > alpha,
-        f"chi-square {chi2:.1f} on {dof} dof, p = {p_value:.3g} (need > {alpha}); "
+        f"chi-square {chi2:.1f} on {dof} dof, p = {p_value:.3g}"
+        + (f" (Monte Carlo, {null_draws} null samples)" if null_draws > 0 else "")
+        + f" (need > {alpha}); "
         f"total variation {tv:.4f} over {len(log_probs)} states, {len(index)} draws",
         {"chi2": chi2, "dof": dof, "p_value": p_value, "total_variation": tv},
     )

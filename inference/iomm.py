@@ -1388,6 +1388,12 @@ def exact_class_log_posterior(space, alpha: float, theta0, X, model=None) -> np.
     return ibp_log_prior(space, alpha) + loglik
 
 
+NULL_DRAWS = 20_000
+"""Multinomial samples of the chi-square's null distribution (Monte Carlo p-values,
+:func:`~latentzoo.inference.enumeration.frequency_test`): the asymptotic tail's false-alarm rate
+on the IBP's classes of three items, many of which expect 5-10 of 2000 draws, is 1.85e-3 at a
+nominal 1e-3 (20000 simulated tests)."""
+
 EXACT_PROBLEMS = (
     # (label, X, theta0): three items, every membership pattern reachable; one problem with
     # extreme parameters (near-certain features), where a wrong likelihood ratio shows most.
@@ -1441,7 +1447,10 @@ def exact_sampler_check(model, X, theta0, n_chains: int, n_sweeps: int, rng, nam
         for _ in range(n_sweeps):
             state = advance(state, rng, model, X, 20.0, theta0)[0]
         keys[chain] = lof_key(draw(state)["Z"])
-    return frequency_test(log_post, state_index(space.keys(), keys), name=name)
+    return frequency_test(
+        log_post, state_index(space.keys(), keys), name=name,
+        null_draws=NULL_DRAWS, random_state=rng,
+    )  # fmt: skip
 
 
 def culinary_check(alpha: float, n_items: int, n_draws: int, rng):
@@ -1468,7 +1477,10 @@ def culinary_check(alpha: float, n_items: int, n_draws: int, rng):
     space = lof_matrices(n_items, EXACT_MAX_COLUMNS)
     keys = np.stack([lof_key(prior.draw(n_items, random_state=rng)) for _ in range(n_draws)])
     name = f"IBP(alpha={alpha:g}), {n_items} items: culinary frequencies = P([Z])"
-    return frequency_test(ibp_log_prior(space, alpha), state_index(space.keys(), keys), name=name)
+    return frequency_test(
+        ibp_log_prior(space, alpha), state_index(space.keys(), keys), name=name,
+        null_draws=NULL_DRAWS, random_state=rng,
+    )  # fmt: skip
 
 
 def _exact_level(entry, recipe, model, data, settings, rng, progressbar=False):
@@ -1511,7 +1523,11 @@ def geweke_states(model, n_items: int, n_features: int, n_runs: int, n_sweeps: i
     keys : numpy.ndarray of shape (n_runs, 1 + N * EXACT_MAX_COLUMNS)
         The left-ordered class of each run's final ``Z`` (:func:`lof_key`).
     first_theta : numpy.ndarray
-        ``theta[0, 0]`` (Gaussian clusters: ``tau[0, 0]``) of each final state with a cluster.
+        ``theta[k, 0]`` (Gaussian clusters: ``tau[k, 0]``) of each final state with a cluster,
+        ``k`` a column drawn uniformly. Not column 0: the order of the columns is their history
+        (empty ones removed, new ones appended), which depends on past data and hence on the
+        parameters, so the oldest column's parameter is not prior-distributed (Kolmogorov-Smirnov
+        p = 5e-3 over 16815 runs of correct code, against 0.99 for a uniform column).
     """
     last = model.cluster_names[-1]
     keys, first_theta = [], []
@@ -1526,7 +1542,7 @@ def geweke_states(model, n_items: int, n_features: int, n_runs: int, n_sweeps: i
             X[:] = _fresh_data(model, params, rng)
         keys.append(lof_key(params["Z"]))
         if params[last].shape[0]:
-            first_theta.append(params[last][0, 0])
+            first_theta.append(params[last][rng.integers(params[last].shape[0]), 0])
     return np.array(keys), np.array(first_theta)
 
 
@@ -1569,7 +1585,7 @@ def geweke_checks(model, n_runs: int, n_sweeps: int, rng) -> list:
     label = f"Geweke, {n_runs} runs x {n_sweeps} sweeps"
     classes = frequency_test(
         ibp_log_prior(space, model.alpha), state_index(space.keys(), keys),
-        name=f"{label}: final classes = IBP prior",
+        name=f"{label}: final classes = IBP prior", null_draws=NULL_DRAWS, random_state=rng,
     )  # fmt: skip
     classes = Check("calibrated", classes.name, classes.passed, classes.detail, classes.numbers)
     if model.gaussian:

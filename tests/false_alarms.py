@@ -144,10 +144,13 @@ def main(argv=None) -> None:
                         help="the newer families (NEWER), CPU shared fairly between levels")  # fmt: skip
     parser.add_argument("--budget", type=float, default=float("inf"), help="CPU seconds (--newer)")
     parser.add_argument("--log", help="JSON lines of every run (--newer)")
+    parser.add_argument("--rows", action="append", metavar="FAMILY:LEVEL",
+                        help="only these rows of --newer (repeatable), e.g. iomm:calibrated")  # fmt: skip
     args = parser.parse_args(argv)
     if args.newer:
         seeds = range(args.first, args.first + args.seeds)
-        done = newer_study(seeds, budget=args.budget, log=args.log)
+        pairs = [tuple(row.split(":", 1)) for row in args.rows] if args.rows else None
+        done = newer_study(seeds, pairs, budget=args.budget, log=args.log)
         print("| family | level | seeds | failed | CPU seconds |")
         print("|---|---|---|---|---|")
         for (family, level), entry in done.items():

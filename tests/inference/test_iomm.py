@@ -432,3 +432,25 @@ def test_gaussian_sampler_agrees_with_pymc_nuts_given_Z():
         )
         mcse = np.hypot(az.mcse(ours)[name].values, az.mcse(theirs.to_dataset())[name].values)
         assert np.all(gap < 5 * mcse + 1e-6), (name, gap, mcse)
+
+
+def test_monte_carlo_p_value_holds_the_nominal_rate_on_the_ibp_classes():
+    """The levels' chi-square on the IBP's classes of three items (many cells expect 5-10 of 2000
+    draws) takes its p-value from multinomial samples of its null: exact draws from the IBP
+    prior pass, a fifth of the mass moved onto the likeliest class fails, and the Monte
+    Carlo p-value agrees with the asymptotic one where the latter is accurate (p near 0.5)."""
+    from latentzoo.inference.enumeration import ibp_log_prior
+
+    space = lof_matrices(3, MAX_COLUMNS)
+    log_prior = ibp_log_prior(space, 1.0)
+    probs = np.exp(log_prior - log_prior.max())
+    probs /= probs.sum()
+    rng = np.random.default_rng(0)
+    exact = rng.choice(probs.size, 2000, p=probs)
+    monte_carlo = frequency_test(log_prior, exact, null_draws=iomm.NULL_DRAWS, random_state=1)
+    asymptotic = frequency_test(log_prior, exact)
+    assert monte_carlo.passed, monte_carlo.detail
+    assert abs(monte_carlo.numbers["p_value"] - asymptotic.numbers["p_value"]) < 0.05
+    shifted = 0.8 * probs + 0.2 * np.eye(probs.size)[np.argmax(probs)]
+    moved = rng.choice(probs.size, 2000, p=shifted)
+    assert not frequency_test(log_prior, moved, null_draws=2000, random_state=1).passed
