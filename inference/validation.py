@@ -192,6 +192,12 @@ class ValidationRecipe:
         asks every prior >= 1 and checks the KKT conditions and PyMC's find_MAP) or
         ``"mean_field"`` (the SCM's, sec. 3.4: checked as a mean-field fixed point; only
         ``alpha >= 1`` is needed).
+    optimality_instances : callable or None
+        ``optimality_instances(model) -> [(model, simulate keywords), ...]``: the instances of a
+        mean-field optimality level, each drawn from the prior and fitted, the level failing when
+        any fails (several model shapes and instances: a wrong update that vanishes on one
+        instance, e.g. at nearly equal cluster sizes, shows on others, at a stated power). None:
+        one instance at the reference size (``small``, ``synthetic``).
     """
 
     checks: dict = field(default_factory=dict)
@@ -215,6 +221,7 @@ class ValidationRecipe:
     pymc_draws_factor: int = 1
     problems: dict = field(default_factory=dict)
     em_fixed_point: str = "map"
+    optimality_instances: Callable | None = None
 
 
 # -------------------------------------------------------------------------------- levels
@@ -606,6 +613,8 @@ def optimality_level(entry, recipe, model, data, settings, rng, progressbar=Fals
         shown = ", ".join(f"{name}={value:g}" for name, value in priors.items())
         reason = f"EM computes a MAP only for priors >= 1 ({shown})"
         return Comparison(skipped=[skipped(OPTIMALITY, reason)])
+    if mean_field and recipe.optimality_instances is not None:
+        return _mean_field_instances(entry, recipe, small, rng, progressbar)
     simulated, _ = small.simulate(rng, **recipe.synthetic(settings))
     problem = (
         f"synthetic: {simulated} drawn from the prior, K={small.sizes_label()}; {recipe.em} at "
@@ -618,7 +627,7 @@ def optimality_level(entry, recipe, model, data, settings, rng, progressbar=Fals
     )  # fmt: skip
     if mean_field:
         result = mean_field_check(small, simulated, estimate.params, name=recipe.em)
-        reason = "the mean field is no point of the PyMC posterior, whose I and J are discrete"
+        reason = MEAN_FIELD_NOT_MAP
         result.skipped.append(skipped(f"pymc find_MAP cannot improve {recipe.em}", reason))
     else:
         result = kkt_check(small, simulated, estimate.params, name=recipe.em, random_state=rng)
@@ -630,6 +639,64 @@ def optimality_level(entry, recipe, model, data, settings, rng, progressbar=Fals
             check.detail += f" ({recipe.em} stopped at max_iter={OPTIMALITY_EM_MAX_ITER})"
     result.problem = problem
     return result
+
+
+MEAN_FIELD_NOT_MAP = "the mean field is no point of the PyMC posterior, whose I and J are discrete"
+"""Why the mean-field optimality level runs no ``find_MAP``."""
+
+
+def _mean_field_instances(entry, recipe, small, rng, progressbar=False) -> Comparison:
+    """The mean-field optimality check on every instance of ``recipe.optimality_instances``:
+    one check, failed when any instance's largest free-energy residual exceeds the tolerance."""
+    from latentzoo.inference.optimality import OPTIMALITY, mean_field_check
+
+    residuals, labels, stopped = [], [], 0
+    for model, keywords in recipe.optimality_instances(small):
+        simulated, _ = model.simulate(rng, **keywords)
+        _log(progressbar, f"optimality level: {recipe.em} at beta = 1 on {simulated}")
+        estimate = entry.methods[recipe.em](
+            model, simulated, betas=[1.0], tol=OPTIMALITY_EM_TOL,
+            max_iter=OPTIMALITY_EM_MAX_ITER, random_state=rng,
+        )  # fmt: skip
+        stopped += not getattr(estimate, "converged", True)
+        check = mean_field_check(model, simulated, estimate.params, name=recipe.em).checks[0]
+        residuals.append(check.numbers["max_abs_gradient"])
+        labels.append(f"K={model.sizes_label()}")
+        tolerance = check.numbers["tolerance"]
+    worst = int(np.argmax(residuals))
+    detail = (
+        f"largest max |d(-F) / d logit| over {len(residuals)} instances: {residuals[worst]:.3g} "
+        f"counts ({labels[worst]}; tolerance {tolerance:g}); "
+        f"{sum(r > tolerance for r in residuals)} instances above it"
+        + (f"; {stopped} runs stopped at max_iter={OPTIMALITY_EM_MAX_ITER}" if stopped else "")
+    )
+    check = Check(
+        OPTIMALITY,
+        f"{recipe.em} is a stationary point of the mean-field free energy",
+        residuals[worst] <= tolerance,
+        detail,
+        {"max_abs_gradient": residuals[worst], "tolerance": tolerance,
+         "residuals": [float(r) for r in residuals]},
+    )  # fmt: skip
+    reason = MEAN_FIELD_NOT_MAP
+    shapes = ", ".join(sorted(set(labels)))
+    return Comparison(
+        checks=[check],
+        skipped=[
+            Check(
+                OPTIMALITY,
+                f"pymc find_MAP cannot improve {recipe.em}",
+                True,
+                f"not applicable: {reason}",
+            )
+        ],  # fmt: skip
+        problem=(
+            f"synthetic: {len(residuals)} data sets drawn from the prior (the last {simulated}), "
+            f"K in {shapes}; "
+            f"{recipe.em} at beta = 1 to a relative change of {OPTIMALITY_EM_TOL:g} on each "
+            "(point estimates, no sampler)"
+        ),
+    )
 
 
 def density_level(entry, recipe, model, data, settings, rng, progressbar=False) -> Comparison:

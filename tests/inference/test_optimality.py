@@ -326,6 +326,30 @@ def test_mean_field_check_passes_at_the_fixed_point_and_fails_for_an_extra_pseud
     assert not bad.passed and bad.numbers["max_abs_gradient"] > 2 * KKT_TOL, bad.detail
 
 
+def test_mean_field_level_checks_several_shapes_and_catches_a_weight_pseudo_count():
+    """Issue 25: one instance of nearly equal cluster masses hid a wrong weight pseudo-count; the
+    level fits every instance of ``MEAN_FIELD_SHAPES`` (unequal Kx, Ky among them)."""
+    from types import SimpleNamespace
+
+    from latentzoo.inference.recipes import MEAN_FIELD_SHAPES
+
+    family = ZOO["two_sided"]
+    recipe = family.recipe()
+    model = TwoSidedClustering(2, 2)
+    result = optimality_level(family, recipe, model, None, QUICK, np.random.default_rng(3))
+    assert result.passed, result.verdict()
+    assert len(result.checks[0].numbers["residuals"]) == len(MEAN_FIELD_SHAPES)
+    assert "K=2x3" in result.problem and "K=3x2" in result.problem
+
+    def extra_pseudo_count(model, data, **options):
+        wrong = dataclasses.replace(model, alpha=model.alpha + 1)
+        return family.methods["annealed_em"](wrong, data, **options)
+
+    mutated = SimpleNamespace(methods={**family.methods, "annealed_em": extra_pseudo_count})
+    result = optimality_level(mutated, recipe, model, None, QUICK, np.random.default_rng(3))
+    assert not result.passed, result.verdict()
+
+
 def test_prior_draw_gives_the_truncated_sticks_of_the_dpm():
     model = DirichletProcessMixture(alpha=1.5, n_components=5)
     data, _ = model.simulate(0, n_items=6, n_features=3)
