@@ -119,3 +119,21 @@ def test_optimality_fails_correct_code_at_its_nominal_rate(family):
         ).passed
     ]
     assert len(failures) <= 2, failures
+
+
+@pytest.mark.slow
+def test_two_sided_mean_field_optimality_never_fails_correct_code():
+    """The two-sided optimality level's residual tolerance (0.05 counts) is 750 times the largest
+    residual of a converged correct fit (6.7e-5 over 90 instances): only an EM stopped before
+    convergence could fail it. 20 seeds x 6 instances, about 20 CPU seconds."""
+    import latentzoo
+    from latentzoo.models import TwoSidedClustering
+
+    failures = [
+        seed
+        for seed in range(20)
+        if not latentzoo.validate(
+            TwoSidedClustering(2, 2), quick=True, levels=["optimality"], random_state=seed
+        ).passed
+    ]
+    assert not failures, failures
