@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 import latentzoo
+from latentzoo.data import CoOccurrence, Dissimilarities
 from latentzoo.inference.annealing import GeometricCooling
 from latentzoo.models import BetaBernoulli, DirichletMultinomial, NormalGamma, NormalInverseWishart
 from latentzoo.testing import method_kind, method_options, result_arrays
@@ -167,11 +168,15 @@ def dissimilarities(draw):
     return matrix
 
 
+# Per container (the class itself, so a renamed container fails here, not silently): the
+# strategy of its raw data and the smallest valid input. Feature containers are the default.
+DATA_STRATEGIES = {CoOccurrence: counts, Dissimilarities: dissimilarities}
+SMALLEST_DATA = {CoOccurrence: [[3, 1], [1, 2]]}
+
+
 def data_strategy(entry):
-    if entry.data.__name__ == "CoOccurrence":
-        return counts()
-    if entry.data.__name__ == "Dissimilarities":
-        return dissimilarities()
+    if entry.data in DATA_STRATEGIES:
+        return DATA_STRATEGIES[entry.data]()
     # The extreme cells go to the families that score items with a conjugate component.
     return features(extreme="component" in entry.model.__dataclass_fields__)
 
@@ -281,7 +286,7 @@ def _supports(entry, method, name, value) -> bool:
     key = (entry.name, method, name)
     if key not in _SUPPORT:
         model = entry.model(**{size: 1 for size in entry.sizes})
-        data = [[3, 1], [1, 2]] if entry.data.__name__ == "CoOccurrence" else [[1.0, 0.0]]
+        data = SMALLEST_DATA.get(entry.data, [[1.0, 0.0]])
         try:
             latentzoo.fit(
                 model, data, method=method, betas=[1.0], max_iter=2, random_state=0, **{name: value}
