@@ -34,9 +34,10 @@ sum of those shares. So:
   the same whenever they are submitted: the result does not change.
 - **Out of core.** :func:`write_shards` stores the rows as ``.npz`` CSR shards (never pickles)
   with a manifest; a pass reads its shard from disk and drops it, so a worker holds one shard at
-  a time plus the document-side parameters (``rows x K``). Shard blocks are also recomputable, so
-  a worker killed mid-fit is survived: Dask recomputes the lost blocks and the result is the same.
-  In-memory blocks are scattered and are lost with their worker.
+  a time plus the document-side parameters (``rows x K``, of two iterations while a step runs
+  ahead of the driver). Shard blocks are also recomputable, so a worker killed mid-fit is
+  survived: Dask recomputes the lost blocks and the result is the same. In-memory blocks are
+  scattered and are lost with their worker.
 
 A family takes part by declaring, on each method that has a Dask backend, a :class:`BlockEM`
 class (its block pass and its M-step of the word side):
