@@ -1571,15 +1571,20 @@ def _pairwise_optimality(entry, recipe, model, rng, progressbar=False):
     and power (:data:`DESCENTS_SHARE_MAX`)."""
     import pandas as pd
 
-    from latentzoo.models.pairwise import uniform_dissimilarities
+    from latentzoo.models.pairwise import critical_temperature, uniform_dissimilarities
 
     local = dataclasses.replace(model, n_components=5)
     n_items = recipe.problems["optimality"]["n_items"]
-    rows = []
+    rows, start_ratios = [], []
     for index in range(PAIRWISE_INSTANCES):
         _log(progressbar, f"optimality level: annealing against descents, instance {index + 1}")
         instance = uniform_dissimilarities(rng, n_items)
-        annealed = entry.methods["annealing"](local, instance, random_state=rng).cost
+        annealing = entry.methods["annealing"](local, instance, random_state=rng)
+        annealed = annealing.cost
+        # The first temperature against T_c of the model's side, not the schedule's own.
+        start_ratios.append(
+            float(annealing.trace["temperature"].iloc[0]) / critical_temperature(instance)
+        )
         descents = recipe.problems["greedy"](
             local, instance, n_init=GREEDY_DESCENTS, random_state=rng
         )
@@ -1598,7 +1603,17 @@ def _pairwise_optimality(entry, recipe, model, rng, progressbar=False):
         f"mean share is {100 * DESCENTS_SHARE_POWER:g}% fails with probability 0.8)",
         {"share_below": share, "annealing": float(rows[-1]["annealing"])},
     )  # fmt: skip
-    result = Comparison(checks=[check])
+    lowest_start = min(start_ratios)
+    start = Check(
+        "optimality", "annealing starts above the first critical temperature",
+        lowest_start > 1.0,
+        f"first temperature / T_c = {lowest_start:.3g} at the lowest over {len(start_ratios)} "
+        "instances (T_c = lambda_max(-J D J) / N of the data, Hofmann & Buhmann; need > 1: "
+        "below it the uniform solution is already unstable and the annealing is a descent; "
+        "deterministic)",
+        {"start_over_critical": lowest_start},
+    )  # fmt: skip
+    result = Comparison(checks=[check, start])
     result.tables["Annealing against greedy descents (optimality level)"] = pd.DataFrame(
         rows
     ).round(6)
