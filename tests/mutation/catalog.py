@@ -1406,21 +1406,6 @@ KNOWN_REACH = {
         "test (mean share of greedy descents below the annealing, at most 0.045) sees a mean share "
         "of 0.0415 for this mutant: its power against it is about a coin flip"
     ),
-    "two-sided-em-rho-alpha": (
-        "the optimality level's mean-field check tests one simulated instance: run alone it "
-        "catches this (residual 0.367 counts against 0.05), but after the reference level the "
-        "level draws another instance (same seed), whose fit has nearly equal cluster sizes, where "
-        "a weight pseudo-count changes little (0.00018); the check states no power"
-    ),
-    "two-sided-em-column-scores-untransposed": (
-        "one instance of the mean-field check, as for two-sided-em-rho-alpha: 1.5e-05 after the "
-        "reference level, 0.026 (< 0.05) run alone; a transposed c matters only where c is far "
-        "from symmetric"
-    ),
-    "two-sided-em-column-weights-rho-x": (
-        "one instance of the mean-field check, as for two-sided-em-rho-alpha: 1.2e-05 after the "
-        "reference level, caught run alone (0.169); rho_x and rho_y nearly equal on that instance"
-    ),
     "bpm-leapfrog-full-first-kick": (
         "caught before the sampler changed (e74015a: reference z 4.5-6.0 against 4.08); since "
         "be6c86e every HMC transition is followed by exact slice-sampling sweeps of all membership "
