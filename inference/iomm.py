@@ -1425,7 +1425,7 @@ def exact_sampler_check(model, X, theta0, n_chains: int, n_sweeps: int, rng, nam
     ``n_chains`` independent chains, each started from the prior (:func:`init`) and run
     ``n_sweeps`` sweeps of :func:`advance` with every cluster at ``theta0``; the left-ordered
     classes of their final ``Z`` against ``P([Z] | X, theta0)`` of all classes of up to
-    :data:`EXACT_MAX_COLUMNS` columns (chi-square, pooled cells:
+    :data:`EXACT_MAX_COLUMNS` columns (chi-square, pooled cells, Monte Carlo p-value:
     :func:`~latentzoo.inference.enumeration.frequency_test`).
 
     Returns
@@ -1562,8 +1562,9 @@ def _fresh_data(model, params, rng) -> np.ndarray:
 
 def geweke_checks(model, n_runs: int, n_sweeps: int, rng) -> list:
     """Geweke's joint-distribution test on three items and two features: the final classes
-    against the IBP's class probabilities (chi-square), a parameter against ``Beta(a, b)``
-    (Kolmogorov-Smirnov, level 1e-3).
+    against the IBP's class probabilities (chi-square, Monte Carlo p-value of
+    :data:`NULL_DRAWS` samples), a parameter of a uniformly drawn column against ``Beta(a, b)``
+    (Kolmogorov-Smirnov); each at level 1e-3.
 
     Returns
     -------
