@@ -107,12 +107,16 @@ def timed_fits(data, topics: int, iterations: int, repeats: int, blocks: int | N
         started = time.perf_counter()
         with local_cluster(workers) as cluster, distributed.Client(cluster) as client:
             client.wait_for_workers(workers)
-            once[f"cluster start-up, {workers} worker(s)"] = time.perf_counter() - started
+            once[f"cluster start-up with {workers} worker{'s' * (workers > 1)}"] = (
+                time.perf_counter() - started
+            )
             # The workers' imports and numba's cached kernels, off the clock.
             started = time.perf_counter()
             latentzoo.fit(model, warm_up, backend="dask", client=client, blocks=workers,
                           **{**schedule, "max_iter": 1})  # fmt: skip
-            once[f"warm-up fit on 200 rows, {workers} worker(s)"] = time.perf_counter() - started
+            once[f"warm-up fit on 200 rows with {workers} worker{'s' * (workers > 1)}"] = (
+                time.perf_counter() - started
+            )
             if workers == 1:
                 repeated = overhead_repeats(client, model, data, schedule, repeats)
                 once["Dask fit outside its iterations (scatter, start, gather), 1 worker"] = (
@@ -191,7 +195,7 @@ def reading(results: dict, peers: list[dict], load_before: float) -> list[str]:
         f"repeats, {100 * by_median:+.1f}% by their median (target under "
         f"{100 * OVERHEAD_TARGET:.0f}%: {verdict}).** Load average {load_before:.1f} before the "
         f"run, {os.getloadavg()[0]:.1f} after it; the in-memory repeats spread by {100 * spread:.0f}% (max over min), the noise "
-        "that interleaving and taking the min keep out of the ratio.",
+        "that a single pair of fits would carry into the ratio.",
         f"- 2 workers ({two['blocks']} blocks): {two['seconds']:.3f} s per iteration, "
         f"{rows[0]['seconds'] / two['seconds']:.2f}x the in-memory speed.",
     ]
@@ -199,7 +203,7 @@ def reading(results: dict, peers: list[dict], load_before: float) -> list[str]:
     if done:
         ours = dask_per_workers(rows)
         ratios = ", ".join(
-            f"{peer['seconds'] / ours[peer['workers']]:.1f}x ({peer['workers']} worker(s))"
+            f"{peer['seconds'] / ours[peer['workers']]:.1f}x ({peer['workers']} workers)"
             for peer in done
         )
         lines.append(f"- enstop's `DistributedPLSA` took {ratios} as long per iteration.")
