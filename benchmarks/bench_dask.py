@@ -203,7 +203,7 @@ def reading(results: dict, peers: list[dict], load_before: float) -> list[str]:
     if done:
         ours = dask_per_workers(rows)
         ratios = ", ".join(
-            f"{peer['seconds'] / ours[peer['workers']]:.1f}x ({peer['workers']} workers)"
+            f"{peer['seconds'] / ours[peer['workers']]:.1f}x ({peer['workers']} worker{'s' * (peer['workers'] > 1)})"
             for peer in done
         )
         lines.append(f"- enstop's `DistributedPLSA` took {ratios} as long per iteration.")
