@@ -1199,10 +1199,23 @@ def _label_free(idata) -> object:
     )
 
 
+REFERENCE_RHAT_MAX = 1.47
+"""Largest max R-hat (rank-normalised split R-hat over the 21 components of ``U``) with which
+PyMC's chains of the reference level count as converged. Taken from the level's own measurement
+(issue 26): PyMC's NUTS on the level's problem (6 x 30, K=2, 4 x 1000 draws after 500 tuning)
+crosses the funnel between ``a`` and the memberships slowly, and the smallest bulk ESS of ``U``
+was 385, 29, 81, 106, 45 and 21 at seeds 0-5 (max R-hat 1.014-1.125). The 99th percentile of the
+max R-hat over 21 independent quantities of 4 AR(1) chains of 1000 draws
+(``tests/false_alarms.py: max_rhat_quantile``, 1000 simulations) is 1.468 at ESS 30, 1.294 at
+50, 1.184 at 80, 1.146 at 100 and 1.072 at 200, and exceeds 1.01 in every run at each: the
+former 1.01 was inconclusive at 9 of 11 seeds on correct code (``tests/FALSE_ALARMS.md``).
+Taken at ESS 30, near the smallest measured; a tighter check needs longer PyMC chains."""
+
+
 def _reference_level(entry, recipe, model, data, settings, rng, progressbar=False):
     """Reference level: the hand HMC against PyMC's NUTS on a tiny simulated BPM; the label-free
     ``U = Pi Pi^T`` and ``a`` must agree within combined MCSE (Bonferroni over the components)
-    and PyMC's own chains must agree (R-hat of ``U`` <= 1.01)."""
+    and PyMC's own chains must agree (R-hat of ``U`` at most :data:`REFERENCE_RHAT_MAX`)."""
     import arviz as az
     import pymc as pm
 
@@ -1226,8 +1239,9 @@ def _reference_level(entry, recipe, model, data, settings, rng, progressbar=Fals
     worst = float(np.nanmax(table["z"]))
     checks = [
         Check(
-            "reference", "PyMC chains agree (R-hat of U)", rhat <= 1.01,
-            f"max R-hat {rhat:.3f} over U", {"rhat_max": rhat}, inconclusive=rhat > 1.01,
+            "reference", "PyMC chains agree (R-hat of U)", rhat <= REFERENCE_RHAT_MAX,
+            f"max R-hat {rhat:.3f} over U (threshold {REFERENCE_RHAT_MAX})", {"rhat_max": rhat},
+            inconclusive=rhat > REFERENCE_RHAT_MAX,
         ),
         Check(
             "reference", "hand HMC = PyMC NUTS (U, a) within combined MCSE",
