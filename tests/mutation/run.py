@@ -797,7 +797,12 @@ def merge_runs(paths) -> tuple[dict, list[Outcome], list[Outcome]]:
                 outcome = _joined(earlier, outcome)
             mutations[outcome.id] = outcome
             origin[("mutation", outcome.id)] = number
-    levels = {run_settings.get("levels") for _, run_settings, _, _ in runs} - {None}
+    # A merged report's levels are already "; "-joined: each kind of selection once.
+    levels = {
+        part
+        for _, run_settings, _, _ in runs
+        for part in run_settings.get("levels", "").split("; ")
+    } - {""}
     settings = {"levels": "; ".join(sorted(levels)) or "?"}
     for number, (path, run_settings, _, _) in enumerate(runs, start=1):
         kept = [key for key, run in origin.items() if run == number]
