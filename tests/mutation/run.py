@@ -682,7 +682,7 @@ def load_report(path) -> tuple[dict, list[Outcome], list[Outcome]]:
     (:func:`~tests.mutation.catalog.relevant_levels`, which ``--relevant`` ran it at; a level
     its family lacks counts as skipped, as a run records it). ``settings["runs"]`` holds the
     report's own run lines and ``settings["previous"]`` the verdicts of its section "Not
-    re-run this round" (``id -> (levels, verdict)``).
+    re-run this round" or "Not run this round" (``id -> (levels, verdict)``).
     """
     text = Path(path).read_text()
     runs = re.findall(r"^- (run \d+: .*)$", text, flags=re.M)
@@ -737,10 +737,13 @@ def load_report(path) -> tuple[dict, list[Outcome], list[Outcome]]:
             )  # fmt: skip
         )
     previous = {}
+    # The hand-written section of the 18:47 report, then the one render_report writes.
     if "\n## Not re-run this round\n" in text:
         previous = {
             row[0]: (row[3], row[4]) for row in _section_rows(text, "Not re-run this round")
         }
+    if "\n## Not run this round\n" in text:
+        previous = {row[0]: (row[5], row[6]) for row in _section_rows(text, "Not run this round")}
     levels = re.search(r"^- levels: (.*)$", text, flags=re.M)
     settings = {"source": "a previous report", "runs": runs, "previous": previous}
     if levels:
