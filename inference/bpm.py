@@ -20,7 +20,9 @@ HMC is not calibrated on small data, see the SBC test) and by ``membership_sweep
 univariate slice sampling (Neal 2003) over every item's membership logits, which given ``a``,
 ``rho`` and the clusters are independent across items (:func:`_membership_slice_sweeps`, one
 numba kernel; a membership whose posterior is wide or skewed in logit space, which a fixed step
-size crosses slowly, is redrawn from its exact conditional at each transition). During
+size crosses slowly, is redrawn from its exact conditional at each transition). With the sweeps on,
+the trajectory holds the memberships (:func:`_trajectory_inverse_mass`): it moves ``rho``, ``a``
+and the clusters given them. During
 the ``tune`` transitions the step size is adapted by dual averaging (Hoffman & Gelman 2014) towards
 ``target_accept`` and a diagonal inverse mass matrix is estimated from the positions in Stan's
 doubling windows; after tuning the step size is jittered by +-10 % to break periodic trajectories.
@@ -1111,7 +1113,9 @@ def hmc(model: BayesianPartialMembership, data, **options):
         the items are independent, so each is updated from its exact conditional at a cost of a
         few ``O(K D)`` likelihood evaluations (``sample_stats["slice_evaluations"]``, per
         coordinate). On the Senate (K=2, 64 leapfrog steps) the slowest senator's ESS per CPU
-        second rose about 30x (``benchmarks/RESULTS_bpm.md``). 0 leaves them out.
+        second rose about 30x (``benchmarks/RESULTS_bpm.md``). With sweeps the trajectory holds
+        the memberships (their heavy-tailed logits otherwise shrink the step size); 0 leaves the
+        sweeps out and lets the trajectory move the memberships.
     random_state : int, Generator or None
     progressbar : bool, default False
     initial_params : dict, optional
