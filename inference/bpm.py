@@ -1272,15 +1272,76 @@ def _reference_level(entry, recipe, model, data, settings, rng, progressbar=Fals
     return Comparison(checks=checks, problem=problem)
 
 
+REVERSIBILITY_TOLERANCE = 1e-8
+"""Largest error, relative to the scale of the start, with which a leapfrog trajectory run
+forward and then back with its momentum negated must return to its start. Leapfrog is exactly
+time-reversible (Neal 2011, section 5.2.3): what remains is round-off, about 1e-14 here, so a
+correct integrator never fails the check and an irreversible one (a wrong first or last kick,
+a drift with the wrong mass) misses by about the step size times the gradient."""
+
+REVERSIBILITY_TRAJECTORIES = ((0.01, 1), (0.01, 8), (0.003, 32))
+"""``(step size, leapfrog steps)`` of the exact level's trajectories: one step, where a wrong
+kick is most of the move, and longer ones, as the sampler runs them."""
+
+
+def _exact_level(entry, recipe, model, data, settings, rng, progressbar=False):
+    """Exact level: the leapfrog integrator of :func:`_trajectory` is time-reversible, the
+    property HMC's detailed balance rests on (Neal 2011, section 5.2.3). From a draw of a tiny BPM
+    with a random momentum, the trajectory run forward and then back with the momentum negated
+    must return to its start within :data:`REVERSIBILITY_TOLERANCE`, for every inverse mass
+    (unit, and one with the memberships held as the sampler holds them). Deterministic: no false
+    alarm short of round-off."""
+    from latentzoo.inference.checks import Check
+    from latentzoo.inference.compare import Comparison
+
+    sizes = recipe.problems["exact"]
+    small = BayesianPartialMembership(2, distribution=model.distribution, alpha=model.alpha, b=0.5)
+    simulated, truth = small.simulate(rng, **sizes)
+    target = target_of(small, simulated)
+    L = target.layout
+    start = unconstrain(small, truth)
+    masses = {
+        "unit": np.ones(L.size),
+        "memberships held": _trajectory_inverse_mass(np.ones(L.size), L, 1),
+    }
+    worst, rows = 0.0, []
+    for mass_name, inverse_mass in masses.items():
+        for step_size, n_steps in REVERSIBILITY_TRAJECTORIES:
+            momentum = np.zeros(L.size)
+            moving = inverse_mass > 0.0
+            momentum[moving] = rng.standard_normal(np.count_nonzero(moving))
+            position, grad = start.copy(), np.empty(L.size)
+            _evaluate(target, position, grad)
+            p = momentum.copy()
+            args = (step_size, n_steps, inverse_mass, target.X, target.observed, L.n_items,
+                    L.n_features, L.n_components, L.component, target.hyper, target.scratch)  # fmt: skip
+            _trajectory(position, p, grad, *args)
+            p = -p
+            _trajectory(position, p, grad, *args)
+            scale = 1.0 + np.abs(start).max() + np.abs(momentum).max()
+            error = max(np.abs(position - start).max(), np.abs(p + momentum).max()) / scale
+            error = error if np.isfinite(error) else np.inf
+            worst = max(worst, error)
+            rows.append(f"{mass_name} mass, {n_steps} x {step_size}: {error:.1e}")
+    check = Check(
+        "exact", "leapfrog trajectory is time-reversible", bool(worst <= REVERSIBILITY_TOLERANCE),
+        f"forward, momentum negated, back: largest relative error {worst:.1e} (need <= "
+        f"{REVERSIBILITY_TOLERANCE:g}; " + "; ".join(rows) + ")", {"error_max": worst},
+    )  # fmt: skip
+    problem = f"synthetic: {simulated} drawn from the BPM, K=2, the start at the draw"
+    return Comparison(checks=[check], problem=problem)
+
+
 def validation_recipe():
     """How :func:`latentzoo.validate` checks the BPM's HMC (a ``ValidationRecipe``).
 
     density: PyMC's log density against :meth:`BayesianPartialMembership.log_prior` and the
     likelihood; reference: the hand HMC against PyMC's NUTS on the label-free ``U`` and ``a``;
     calibrated: simulation-based calibration of the hand HMC through the family's ``hmc`` method
-    on tiny BPMs drawn from the prior (:func:`~latentzoo.inference.recipes.bpm_calibration`).
-    The exact check (the HMC leaves the prior invariant: ``target_of(likelihood=False)``) is a
-    test, ``tests/inference/test_bpm.py``.
+    on tiny BPMs drawn from the prior (:func:`~latentzoo.inference.recipes.bpm_calibration`);
+    exact: the leapfrog integrator is time-reversible (:func:`_exact_level`, deterministic). The
+    sampler's invariance of the prior (``target_of(likelihood=False)``) is a test,
+    ``tests/inference/test_bpm.py``.
     """
     from latentzoo.inference.recipes import bpm_calibration
     from latentzoo.inference.validation import ValidationRecipe, density_level
@@ -1288,17 +1349,19 @@ def validation_recipe():
     return ValidationRecipe(
         checks={
             "density": density_level,
+            "exact": _exact_level,
             "reference": _reference_level,
             "calibrated": bpm_calibration,
         },
         not_applicable={
-            "exact": "continuous unknowns, nothing to enumerate; the prior-invariance check of "
-            "the tests is the exact one",
             "optimality": "no EM (point estimator)",
             "mode-matched": "no EM modes to start PyMC and the sampler from",
         },
         small=lambda model, sizes: model,
-        problems={"reference": {"n_items": 6, "n_features": 30}},
+        problems={
+            "exact": {"n_items": 6, "n_features": 30},
+            "reference": {"n_items": 6, "n_features": 30},
+        },
     )
 
 

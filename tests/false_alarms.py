@@ -60,7 +60,7 @@ NEWER = {
     "iomm": ("OverlappingMixture()", ("exact", "calibrated")),
     "cluster-abstraction": ("ClusterAbstractionModel(1)", ("exact", "reference", "calibrated")),
     "topic-tree": ("TopicTreeMixture()", ("reference",)),
-    "bpm": ("BayesianPartialMembership(2)", ("reference", "calibrated")),
+    "bpm": ("BayesianPartialMembership(2)", ("exact", "reference", "calibrated")),
     "texture": (None, ("exact", "optimality")),
 }
 """The families added last (issue 25), as their validation model, and the levels of each whose

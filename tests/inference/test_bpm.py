@@ -247,3 +247,30 @@ def test_membership_slice_move_leaves_one_items_conditional_invariant(n_componen
             exact = float(weights @ grid_pi[:, k] ** power)
             mcse = float(np.asarray(az.mcse(values[None], method="mean")).reshape(-1)[0])
             assert abs(values.mean() - exact) < 4.5 * mcse, (k, power, values.mean(), exact, mcse)
+
+
+def _exact_level(seed: int):
+    recipe = bpm.validation_recipe()
+    rng = np.random.default_rng(seed)
+    return recipe.checks["exact"](None, recipe, BayesianPartialMembership(2), None, None, rng)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_exact_level_finds_the_leapfrog_reversible(seed):
+    (check,) = _exact_level(seed).checks
+    assert check.passed, check.detail
+    assert check.numbers["error_max"] < 1e-12
+
+
+def test_exact_level_fails_an_irreversible_first_kick(monkeypatch):
+    """A trajectory whose first momentum kick is a full step (the mutation suite's
+    ``bpm-leapfrog-full-first-kick``) does not return to its start."""
+    leapfrog = bpm._trajectory
+
+    def full_first_kick(q, p, grad, step_size, *rest):
+        p += 0.5 * step_size * grad
+        return leapfrog(q, p, grad, step_size, *rest)
+
+    monkeypatch.setattr(bpm, "_trajectory", full_first_kick)
+    (check,) = _exact_level(0).checks
+    assert not check.passed and check.numbers["error_max"] > 1e-6, check.detail

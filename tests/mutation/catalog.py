@@ -1078,7 +1078,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "    for i in range(q.size):\n        p[i] += step_size * grad[i]\n",
         "leapfrog starts with a full momentum kick instead of a half one (not reversible)",
         "gibbs",
-        levels=("reference", "calibrated"),
+        levels=("exact", "reference", "calibrated"),
     ),
     Mutation(
         "bpm-energy-error-sign",
@@ -1400,16 +1400,6 @@ MUTATIONS: tuple[Mutation, ...] = (
 
 
 KNOWN_REACH = {
-    "bpm-leapfrog-full-first-kick": (
-        "caught before the sampler changed (e74015a: reference z 4.5-6.0 against 4.08); since "
-        "943bf79 the trajectory holds the membership logits, which exact slice sweeps redraw after "
-        "each transition, so it moves only rho, a and the clusters, and the irreversible first "
-        "kick's bias is below both levels' power (run on 02fb3d3: no check failed). It shows only "
-        "when the trajectory runs alone with one leapfrog step on the prior target (z 3.8-16 on "
-        "a), where the correct sampler also reaches z 3.7-5.0 in 3 of 12 runs (the funnel mixes "
-        "slowly and the MCSE is underestimated): an exact level needs a measured false-alarm rate "
-        "first"
-    ),
     "central-log-partition-drops-largest": (
         "log Z_i only feeds the over-relaxation's overshoot test in `_central_em` (the trace "
         "recomputes the free energy): it changes how fast EM converges, not its fixed points"
