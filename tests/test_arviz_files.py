@@ -456,7 +456,10 @@ def test_every_saved_file_has_a_posterior_predictive_check(family, method, tmp_p
     assert set(back.observed_data.data_vars) <= set(predictive.data_vars)
     assert not [dim for dim in predictive.dims if re.search(r"dim_\d+$", dim)]
     with no_warnings():
-        az.plot_ppc(back)
+        # Empirical CDFs: a replicate of the toy data's few features can be constant by chance
+        # (the BPM's four Bernoulli feature means on a 0.1 grid), and ArviZ's default KDE fails on
+        # a constant array (it warns, then cannot stack the curves).
+        az.plot_ppc(back, kind="cumulative")
         plt.close("all")
         latentzoo.load_result(path)  # still reads back
 
