@@ -1,158 +1,285 @@
-"""False alarms of the exact and calibrated levels on correct code: pass counts over many seeds.
+"""False alarms of the exact, reference and calibrated levels on correct code, over many seeds.
 
-Each registered family with a sampler runs ``latentzoo.validate(..., quick=True,
-levels=["exact", "calibrated"])`` at seeds ``0..n-1``; a correct sampler must pass at least 95 of
-100 seeds (each level holds its family-wise false-alarm rate near 1e-3 per check). The slow test
-``tests/test_false_alarms.py`` asserts it; run the study and print the table with::
+One table, :data:`LEVELS`, lists every registered family (plus texture segmentation, which is not
+registered) with the levels whose false alarms are counted; the model each is validated with is
+the mutation suite's (``tests/mutation/catalog.py: FAMILIES``), so that a false alarm here is a
+false alarm there. A correct level must pass at least 95 of 100 seeds (each check holds its
+false-alarm rate near 1e-3); the heavy tests in ``tests/test_false_alarms.py`` assert it. The
+study shares a CPU budget fairly between rows (the row that has used the least CPU runs its next
+seed), logs one JSON line per run and resumes from its log::
 
-    python -m tests.false_alarms --seeds 100 [--family one_sided ...] [--level exact ...]
+    python -m tests.false_alarms --rows aspect:calibrated --rows bpm:reference:11 \\
+        --seeds 100 --budget 3600 --log study.jsonl
+    python -m tests.false_alarms --rows all --seeds 1 --log costs.jsonl   # every row, one seed
+    python -m tests.false_alarms --summary study.jsonl costs.jsonl      # the note's table
 
-It is long (minutes per seed for the mixtures); ``--seeds`` trades time for resolution.
+``--newer`` (the families of issue 25, :data:`NEWER`) and the older ``--family`` / ``--level``
+(the samplers' exact and calibrated levels, family by family) still work.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
-FAMILIES = {
-    "aspect": "AspectModel(2)",
-    "one_sided": "OneSidedClustering(2)",
-    "two_sided": "TwoSidedClustering(2, 2)",
-    "dpm": "DirichletProcessMixture()",
-    "finite_mixture": "BayesianMixture(2)",
+LEVELS = {
+    "aspect": ("exact", "reference", "calibrated"),
+    "one_sided": ("exact", "reference", "calibrated"),
+    "two_sided": ("exact", "reference", "calibrated"),
+    "product_space": ("reference",),
+    "dpm": ("exact", "reference", "calibrated"),
+    "finite_mixture": ("exact", "reference", "calibrated"),
+    "bhc": ("exact", "reference"),
+    "bayesian_sets": ("exact", "reference"),
+    "pairwise": ("exact", "reference"),
+    "central": ("exact", "reference"),
+    "cluster_abstraction": ("exact", "reference", "calibrated"),
+    "topic_tree": ("reference",),
+    "iomm": ("exact", "calibrated"),
+    "bpm": ("exact", "reference", "calibrated"),
+    "texture": ("exact", "optimality"),
 }
-"""The families with a sampler (the product-space mixture has none), as their validation model."""
+"""Family -> the levels whose false alarms are counted: exact, reference and calibrated where the
+recipe has them (texture segmentation has no sampler: its exact and Monte Carlo optimality
+levels)."""
+
+ROWS = [(family, level) for family, levels in LEVELS.items() for level in levels]
+"""Every (family, level) row of :data:`LEVELS`."""
+
+FAMILIES = ("aspect", "one_sided", "two_sided", "dpm", "finite_mixture")
+"""The older families with a sampler, whose exact and calibrated levels :func:`pass_counts` runs."""
+
+NEWER = ("iomm", "cluster_abstraction", "topic_tree", "bpm", "texture")
+"""The families added last (issue 25): the rows ``--newer`` runs without ``--rows``."""
 
 
-def pass_counts(family: str, seeds, levels=("exact", "calibrated"), progress: bool = False) -> dict:
-    """``{level: passes}`` and ``failures`` (seed, check) over ``seeds`` for one family; with
-    ``progress`` one line per seed and level as it finishes."""
-    import latentzoo
+def _family(name: str) -> str:
+    """The table's spelling of a family (the registry's ``cluster-abstraction`` is accepted)."""
+    family = name.replace("-", "_")
+    if family not in LEVELS:
+        raise ValueError(f"unknown family {name!r}; known: {sorted(LEVELS)}")
+    return family
+
+
+def _model(family: str):
+    """The model ``family`` is validated with (the mutation suite's)."""
     import latentzoo.models as models
+    from tests.mutation.catalog import FAMILIES as MODELS
 
-    model = eval(FAMILIES[family], vars(models))
-    counts = {level: 0 for level in levels}
-    failures = []
-    start = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for seed in seeds:
-            for level in levels:
-                comparison = latentzoo.validate(
-                    model, quick=True, levels=[level], random_state=seed
-                )
-                if comparison.passed:
-                    counts[level] += 1
-                else:
-                    failures += [(seed, c.name) for c in comparison.checks if not c.passed]
-                if progress:
-                    print(f"  {family} seed {seed} {level}: {comparison.verdict()}", flush=True)
-    counts["failures"] = failures
-    counts["seconds"] = time.perf_counter() - start
-    return counts
-
-
-NEWER = {
-    "iomm": ("OverlappingMixture()", ("exact", "calibrated")),
-    "cluster-abstraction": ("ClusterAbstractionModel(1)", ("exact", "reference", "calibrated")),
-    "topic-tree": ("TopicTreeMixture()", ("reference",)),
-    "bpm": ("BayesianPartialMembership(2)", ("exact", "reference", "calibrated")),
-    "texture": (None, ("exact", "optimality")),
-}
-"""The families added last (issue 25), as their validation model, and the levels of each whose
-false alarms are counted: exact, reference and calibrated where they apply (texture segmentation
-has no sampler: its exact and Monte Carlo optimality levels)."""
+    return eval(MODELS[family], vars(models))
 
 
 def level_passes(family: str, level: str, seed: int) -> tuple[bool, list]:
     """Whether ``family``'s ``level`` passes at ``seed`` (``latentzoo.validate(..., quick=True)``),
-    and the names of the checks that failed (an inconclusive check, which does not fail the
+    and the names of the checks that did not pass (an inconclusive check, which does not fail the
     level, is named with `` (inconclusive)``). Texture segmentation is not a registered family: its
-    recipe's levels are called directly, as is the BPM's calibrated level while its recipe does not
-    list it yet."""
+    recipe's levels are called directly."""
     import latentzoo
-    import latentzoo.models as models
     from latentzoo.inference.validation import QUICK
 
-    expression, _ = NEWER[family]
-    rng = np.random.default_rng(seed)
-    if family == "texture":
-        from latentzoo.inference.texture_segmentation import validation_recipe
-
-        recipe = validation_recipe()
-        comparison = recipe.checks[level](None, recipe, None, None, QUICK, rng)
-        return comparison.passed, [c.name for c in comparison.checks if not c.passed]
-    model = eval(expression, vars(models))
+    family = _family(family)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        comparison = latentzoo.validate(model, quick=True, levels=[level], random_state=seed)
+        if family == "texture":
+            from latentzoo.inference.texture_segmentation import validation_recipe
+
+            recipe = validation_recipe()
+            rng = np.random.default_rng(seed)
+            comparison = recipe.checks[level](None, recipe, None, None, QUICK, rng)
+        else:
+            comparison = latentzoo.validate(
+                _model(family), quick=True, levels=[level], random_state=seed
+            )
     return comparison.passed, [
-        c.name + (" (inconclusive)" if c.inconclusive else "")
+        c.name + (" (inconclusive)" if getattr(c, "inconclusive", False) else "")
         for c in comparison.checks
         if not c.passed
     ]
 
 
-def newer_study(seeds, pairs=None, budget: float = float("inf"), log=None) -> dict:
-    """False-alarm counts of the newer families' levels (:data:`NEWER`) over ``seeds``, sharing
-    ``budget`` CPU seconds fairly: the (family, level) pair that has used the least CPU time
-    runs its next seed, so cheap levels reach many seeds and PyMC references a few. One JSON
-    line per run is appended to ``log``.
+def pass_counts(family: str, seeds, levels=("exact", "calibrated"), progress: bool = False) -> dict:
+    """``{level: passes}`` and ``failures`` (seed, check) over ``seeds`` for one family; with
+    ``progress`` one line per seed and level as it finishes."""
+    counts = {level: 0 for level in levels}
+    failures = []
+    start = time.perf_counter()
+    for seed in seeds:
+        for level in levels:
+            passed, failed = level_passes(family, level, seed)
+            counts[level] += passed
+            failures += [(seed, name) for name in failed if not passed]
+            if progress:
+                print(
+                    f"  {family} seed {seed} {level}: {'passed' if passed else failed}", flush=True
+                )
+    counts["failures"] = failures
+    counts["seconds"] = time.perf_counter() - start
+    return counts
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (PyMC's chain processes)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _commit() -> str:
+    """The short commit of the working tree, with ``+`` when the library (not the tests: other
+    work in progress) has uncommitted changes."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
+                              capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+        library = ["inference", "models", "latentzoo", "data"]
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", *library], cwd=root,
+                               capture_output=True, text=True).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+" if dirty else "")
+
+
+def read_log(*paths) -> list[dict]:
+    """The runs of the JSON-lines logs ``paths`` (missing files are empty)."""
+    runs = []
+    for path in paths:
+        if path is not None and Path(path).exists():
+            runs += [json.loads(line) for line in Path(path).read_text().splitlines() if line]
+    for run in runs:
+        run["family"] = _family(run["family"])
+    return runs
+
+
+def parse_row(text: str, first: int = 0) -> tuple[str, str, int]:
+    """``FAMILY:LEVEL[:FIRST]`` as ``(family, level, first seed)``."""
+    parts = text.split(":")
+    if len(parts) not in (2, 3):
+        raise ValueError(f"--rows takes FAMILY:LEVEL[:FIRST], got {text!r}")
+    family = _family(parts[0])
+    if parts[1] not in LEVELS[family]:
+        raise ValueError(f"--rows {text!r}: {family} has the levels {LEVELS[family]}")
+    return family, parts[1], int(parts[2]) if len(parts) == 3 else first
+
+
+def study(rows, n_seeds: int, budget: float = float("inf"), log=None) -> dict:
+    """False-alarm counts of ``rows`` (``(family, level, first seed)``) at ``n_seeds`` seeds each,
+    sharing ``budget`` CPU seconds fairly: the row that has used the least CPU time runs its
+    next seed, so cheap levels reach many seeds and PyMC references a few. One JSON line per run
+    is appended to ``log``; the runs already in ``log`` are not repeated (a stopped study
+    resumes) and their CPU counts for the sharing, not for ``budget``.
 
     Returns
     -------
     dict
         ``(family, level) -> {"runs", "failures": [(seed, checks)], "cpu"}``.
     """
-    import json
-
-    pairs = pairs or [(family, level) for family, (_, levels) in NEWER.items() for level in levels]
-    seeds = list(seeds)
-    done = {pair: {"runs": 0, "failures": [], "cpu": 0.0} for pair in pairs}
-    while sum(entry["cpu"] for entry in done.values()) < budget:
-        open_pairs = [pair for pair in pairs if done[pair]["runs"] < len(seeds)]
-        if not open_pairs:
+    commit = _commit()
+    done = {(f, lv): {"runs": 0, "failures": [], "cpu": 0.0, "seeds": set()} for f, lv, _ in rows}
+    for run in read_log(log):
+        entry = done.get((run["family"], run["level"]))
+        if entry is not None and run["seed"] not in entry["seeds"]:
+            entry["seeds"].add(run["seed"])
+            entry["cpu"] += run["cpu"]
+    todo = {
+        (f, lv): [s for s in range(first, first + n_seeds) if s not in done[f, lv]["seeds"]]
+        for f, lv, first in rows
+    }
+    spent = 0.0
+    while spent < budget:
+        open_rows = [row for row in todo if todo[row]]
+        if not open_rows:
             break
-        pair = min(open_pairs, key=lambda p: done[p]["cpu"])
-        seed = seeds[done[pair]["runs"]]
-        start = time.process_time()
-        passed, failed = level_passes(*pair, seed)
-        entry = done[pair]
-        entry["cpu"] += time.process_time() - start
+        row = min(open_rows, key=lambda r: done[r]["cpu"])
+        seed = todo[row].pop(0)
+        start, wall = _cpu(), time.time()
+        passed, failed = level_passes(*row, seed)
+        cpu = _cpu() - start
+        spent += cpu
+        entry = done[row]
+        entry["cpu"] += cpu
         entry["runs"] += 1
         if not passed:
             entry["failures"].append((seed, failed))
         if log is not None:
             with open(log, "a") as out:
-                out.write(json.dumps({"family": pair[0], "level": pair[1], "seed": seed,
-                                      "passed": passed, "failed": failed,
-                                      "cpu": time.process_time() - start}) + "\n")  # fmt: skip
+                out.write(json.dumps({"family": row[0], "level": row[1], "seed": seed,
+                                      "passed": passed, "failed": failed, "cpu": cpu,
+                                      "wall": time.time() - wall, "commit": commit,
+                                      "end": time.strftime("%H:%M:%S", time.gmtime())}) + "\n")  # fmt: skip
     return done
+
+
+def newer_study(seeds, pairs=None, budget: float = float("inf"), log=None) -> dict:
+    """:func:`study` of ``pairs`` (default: the rows of :data:`NEWER`) over the range ``seeds``."""
+    seeds = range(seeds.start, seeds.stop) if isinstance(seeds, range) else list(seeds)
+    pairs = pairs or [(f, lv) for f, lv in ROWS if f in NEWER]
+    rows = [(_family(f), lv, seeds[0]) for f, lv in pairs]
+    return study(rows, len(seeds), budget=budget, log=log)
+
+
+def upper_bound(failed: int, runs: int, confidence: float = 0.95) -> float:
+    """The one-sided Clopper-Pearson upper bound of a failure rate (``failed`` of ``runs``)."""
+    from scipy import stats
+
+    return 1.0 if failed >= runs else float(stats.beta.ppf(confidence, failed + 1, runs - failed))
+
+
+def summary(runs) -> str:
+    """The note's markdown table of ``runs`` (:func:`read_log`; the last run of a seed counts),
+    then one line per failed or inconclusive seed."""
+    rows = {}
+    for run in runs:
+        rows.setdefault((run["family"], run["level"]), {})[run["seed"]] = run
+    lines = ["| family | level | seeds | failed | inconclusive | 95% upper bound | CPU s per seed "
+             "| commits |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    notes = []
+    for (family, level), by_seed in sorted(rows.items(), key=lambda kv: ROWS.index(kv[0])):
+        seeds = sorted(by_seed)
+        failed = [s for s in seeds if not by_seed[s]["passed"]]
+        unsure = [s for s in seeds if by_seed[s]["passed"] and by_seed[s]["failed"]]
+        cpu = np.mean([by_seed[s]["cpu"] for s in seeds])
+        spans = (
+            f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else "gaps"
+        )
+        commits = ", ".join(sorted({by_seed[s].get("commit", "?") for s in seeds}))
+        lines.append(f"| {family} | {level} | {len(seeds)} ({spans}) | {len(failed)} | {len(unsure)} "
+                     f"| {upper_bound(len(failed), len(seeds)):.1%} | {cpu:.1f} | {commits} |")  # fmt: skip
+        for kind, which in (("failed", failed), ("inconclusive", unsure)):
+            notes += [f"- {family} {level}, seed {s}: {kind} {'; '.join(by_seed[s]['failed'])}"
+                      for s in which]  # fmt: skip
+    return "\n".join(lines + [""] + notes)
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, default=100)
-    parser.add_argument("--first", type=int, default=0, help="first seed")
-    parser.add_argument("--family", action="append", choices=sorted(FAMILIES))
+    parser.add_argument("--seeds", type=int, default=100, help="seeds per row")
+    parser.add_argument(
+        "--first", type=int, default=0, help="first seed (of a row without its own)"
+    )
+    parser.add_argument("--family", action="append", choices=FAMILIES)
     parser.add_argument("--level", action="append", choices=["exact", "calibrated"])
-    parser.add_argument("--newer", action="store_true",
-                        help="the newer families (NEWER), CPU shared fairly between levels")  # fmt: skip
-    parser.add_argument("--budget", type=float, default=float("inf"), help="CPU seconds (--newer)")
-    parser.add_argument("--log", help="JSON lines of every run (--newer)")
-    parser.add_argument("--rows", action="append", metavar="FAMILY:LEVEL",
-                        help="only these rows of --newer (repeatable), e.g. iomm:calibrated")  # fmt: skip
+    parser.add_argument("--rows", action="append", metavar="FAMILY:LEVEL[:FIRST]",
+                        help="rows of LEVELS, CPU shared fairly (repeatable; 'all': every row)")  # fmt: skip
+    parser.add_argument("--newer", action="store_true", help="the rows of NEWER (without --rows)")
+    parser.add_argument("--budget", type=float, default=float("inf"), help="CPU seconds (--rows)")
+    parser.add_argument("--log", help="JSON lines of every run (--rows), resumed if it exists")
+    parser.add_argument("--summary", nargs="+", metavar="LOG", help="print the logs' table")
     args = parser.parse_args(argv)
-    if args.newer:
-        seeds = range(args.first, args.first + args.seeds)
-        pairs = [tuple(row.split(":", 1)) for row in args.rows] if args.rows else None
-        done = newer_study(seeds, pairs, budget=args.budget, log=args.log)
-        print("| family | level | seeds | failed | CPU seconds |")
-        print("|---|---|---|---|---|")
+    if args.summary:
+        print(summary(read_log(*args.summary)))
+        return
+    if args.rows or args.newer:
+        texts = [f"{f}:{lv}" for f, lv in ROWS if args.rows or f in NEWER]
+        texts = texts if not args.rows or "all" in args.rows else args.rows
+        rows = [parse_row(text, args.first) for text in texts]
+        done = study(rows, args.seeds, budget=args.budget, log=args.log)
+        print("| family | level | seeds run | failed | CPU seconds |\n|---|---|---|---|---|")
         for (family, level), entry in done.items():
             print(f"| {family} | {level} | {entry['runs']} | {len(entry['failures'])} | "
                   f"{entry['cpu']:.0f} |")  # fmt: skip
@@ -169,10 +296,6 @@ def main(argv=None) -> None:
         print(f"| {family} | {len(seeds)} | {cells} | {counts['seconds']:.0f} |", flush=True)
         for seed, name in counts["failures"]:
             print(f"  failed at seed {seed}: {name}", flush=True)
-
-
-if __name__ == "__main__":
-    main()
 
 
 def _basic_rhat(x):
@@ -229,3 +352,7 @@ def max_rhat_quantile(draws, ess, n_quantities, q=0.99, n_runs=1000, chains=4, s
         maxima.append(split_rank_rhat(chain).max(axis=-1))
     maxima = np.concatenate(maxima)
     return float(np.quantile(maxima, q)), float(np.mean(maxima > 1.01))
+
+
+if __name__ == "__main__":
+    main()
