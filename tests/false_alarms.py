@@ -132,7 +132,10 @@ def _cpu() -> float:
 
 def _commit() -> str:
     """The short commit of the working tree, with ``+`` when the library (not the tests: other
-    work in progress) has uncommitted changes."""
+    work in progress) has uncommitted changes; ``LATENTZOO_COMMIT`` names the commit of a tree
+    exported with ``git archive`` (a study pinned to a commit while others edit the tree)."""
+    if os.environ.get("LATENTZOO_COMMIT"):
+        return os.environ["LATENTZOO_COMMIT"]
     root = Path(__file__).resolve().parents[1]
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
