@@ -389,7 +389,10 @@ def _prepared(blocks: BlockEM, block):
     return block if prepare is None else prepare(block)
 
 
-def _block_task(blocks: BlockEM, source, n_rows, n_cols, rows: dict, shared, beta):
+def _block_task(blocks: BlockEM, source, n_rows, n_cols, rows, shared, beta):
+    rows = rows.rows if isinstance(rows, Iterate) else rows
+    if isinstance(shared, Iterate):
+        shared = shared.word  # a single block's iteration (the final E-step reads it)
     if isinstance(shared, WordSide):
         shared = shared.shared  # on one worker the passes read the word side itself
     if isinstance(source, str):
@@ -415,12 +418,40 @@ def _m_step_task(blocks: BlockEM, word: WordSide, total, beta) -> WordSide:
     return WordSide(params, blocks.globals_of(params), stats)
 
 
+@dataclass(frozen=True)
+class Iterate:
+    """One iteration of a single block: its new rows and the word side made from its pass, the
+    output of one task (:func:`_pass_and_m_step_task`)."""
+
+    rows: dict
+    word: WordSide
+
+
+def _pass_and_m_step_task(blocks: BlockEM, source, n_rows, n_cols, rows, word, beta) -> Iterate:
+    """A single block's pass and the M-step on its statistics in one task: with one block there
+    is nothing to reduce, so the critical path is one task per iteration, not a pass, a hop
+    through the scheduler and an M-step. The same calls in the same order as the two tasks:
+    the same numbers."""
+    rows = rows.rows if isinstance(rows, Iterate) else rows
+    word = word.word if isinstance(word, Iterate) else word
+    result = _block_task(blocks, source, n_rows, n_cols, rows, word.shared, beta)
+    return Iterate(result.rows, _m_step_task(blocks, word, result, beta))
+
+
 def _shared_of(word: WordSide) -> dict:
     return word.shared
 
 
-def _em_stats_of(word: WordSide) -> EMStats:
-    return word.stats
+def _em_stats_of(word: WordSide | Iterate) -> EMStats:
+    return (word.word if isinstance(word, Iterate) else word).stats
+
+
+def _params_of(word: WordSide | Iterate) -> dict:
+    return (word.word if isinstance(word, Iterate) else word).params
+
+
+def _rows_of_iterate(part: dict | Iterate) -> dict:
+    return part.rows if isinstance(part, Iterate) else part
 
 
 def _start_task(blocks, n_rows, state):
@@ -628,6 +659,8 @@ class DaskEM:
         """One iteration's tasks on ``params``: the passes, the fixed tree, the M-step where the
         sum lands (the next passes read its output there) and its :class:`EMStats`, submitted in
         that order so that a worker runs them before anything submitted later."""
+        if len(self.rows) == 1:
+            return self._submit_single_block_step(params, beta)
         new_rows, passes = self._passes(params, beta)
         total = self._tree(passes, "sum", _add_partials)
         word = self.client.submit(
@@ -636,6 +669,19 @@ class DaskEM:
         word_futures = self._word_futures(word)
         stats = self.client.submit(_em_stats_of, word, key=self._key("em-stats"))
         return _Submitted(params["word"], beta, word, word_futures["shared"], new_rows, stats)
+
+    def _submit_single_block_step(self, params: dict, beta: float) -> _Submitted:
+        """One block: the pass and the M-step as one task (:func:`_pass_and_m_step_task`)
+        whose :class:`Iterate` is the next step's rows and word side alike, and its
+        :class:`EMStats`."""
+        self.iteration += 1
+        (source,), (n,), (rows,) = self.sources, self.rows, params["rows"].futures
+        iterate = self.client.submit(
+            _pass_and_m_step_task, self.blocks, source, n, self.n_cols, rows, params["word"],
+            beta, key=self._key("pass-m-step", 0),
+        )  # fmt: skip
+        stats = self.client.submit(_em_stats_of, iterate, key=self._key("em-stats"))
+        return _Submitted(params["word"], beta, iterate, iterate, [iterate], stats)
 
     def _drop(self, ahead: _Submitted | None) -> None:
         """Cancel a step submitted ahead that the driver did not take."""
@@ -674,10 +720,12 @@ class DaskEM:
             final_rows = self._passes(params, beta)[0] if refresh else None
         # The word side fetched as data, not by a task: a task would wait behind a pass submitted
         # ahead that was still running when the driver stopped.
-        word_side = self.client.gather(params["word"]).params
-        parts = self.client.gather(params["rows"].futures)
+        # One call: with one block the word side and the rows are the same Iterate, sent once.
+        word, *parts = self.client.gather([params["word"], *params["rows"].futures])
+        word_side = _params_of(word)
+        parts = [_rows_of_iterate(part) for part in parts]
         if final_rows is not None:
-            final = self.client.gather(final_rows)
+            final = [_rows_of_iterate(part) for part in self.client.gather(final_rows)]
             parts = [
                 {**part, **{name: new[name] for name in refreshed}}
                 for part, new in zip(parts, final, strict=True)

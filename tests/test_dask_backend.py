@@ -123,6 +123,31 @@ def test_stages_that_stop_early_drop_the_step_submitted_ahead(client, reuters, m
     _assert_same(dask, memory, atol=1e-12)
 
 
+@pytest.mark.parametrize(
+    ("model", "tol"),
+    [
+        (AspectModel(3), 1e-2),
+        (OneSidedClustering(3), 1e-4),
+        (ClusterAbstractionModel(2, tau="object"), 0.0),
+        (ProductSpaceMixture(2, 3, eta=1.2), 0.0),
+        (TwoSidedClustering(3, 2), 0.0),
+    ],
+    ids=lambda value: type(value).__name__ if not isinstance(value, float) else f"tol{value}",
+)
+def test_one_block_runs_pass_and_m_step_as_one_task_with_the_in_memory_result(
+    client, reuters, model, tol
+):
+    # One block has nothing to reduce: its pass and M-step are one task whose Iterate is the
+    # next step's rows and word side alike; stages that stop by tol drop the fused step
+    # submitted ahead, and a mixture's final E-step reads the fused output.
+    schedule = {**SCHEDULE, "max_iter": 60 if tol else 3, "tol": tol}
+    part = reuters.subset(rows=np.arange(150))
+    memory = latentzoo.fit(model, part, **schedule)
+    dask = latentzoo.fit(model, part, backend="dask", client=client, blocks=1, **schedule)
+    assert dask.trace["iteration"].tolist() == memory.trace["iteration"].tolist()
+    _assert_same(dask, memory, atol=1e-12)
+
+
 def test_a_step_is_submitted_ahead_only_while_the_plan_lasts(client):
     blocks = AspectBlocks(AspectModel(2).for_method("annealed_em"))
     toy = load("toy")
@@ -134,6 +159,9 @@ def test_a_step_is_submitted_ahead_only_while_the_plan_lasts(client):
     assert dask_backend._submitted_for(problem._ahead, params, 1.0)
     params, _ = problem.step(params, 1.0)
     assert problem._ahead is None  # the budget is spent: nothing follows
+    # One block: the step's word side and rows are one task's output, its pass and M-step.
+    assert params["word"] is params["rows"].futures[0]
+    assert params["word"].key.startswith("latentzoo-pass-m-step-")
 
 
 @dataclass(frozen=True)
