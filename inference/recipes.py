@@ -1333,9 +1333,15 @@ def _canonical_rows(labels, n_labels: int) -> np.ndarray:
 def _heat_bath_exact(model, heat_bath, data, temperature, name):
     """The fast method's fixed-temperature heat bath against the enumerated Gibbs distribution
     ``exp(-H / T)``, over partitions (the cost is invariant to relabelling the clusters): a
-    chi-square test of the final states of :data:`HEAT_BATH_CHAINS` independent chains, with its
-    stated power."""
-    from latentzoo.inference.enumeration import frequency_test, label_vectors, state_index
+    chi-square test of the final states of :data:`HEAT_BATH_CHAINS` independent chains, with a
+    Monte Carlo p-value (:data:`~latentzoo.inference.enumeration.NULL_DRAWS` null samples) and
+    its stated power."""
+    from latentzoo.inference.enumeration import (
+        NULL_DRAWS,
+        frequency_test,
+        label_vectors,
+        state_index,
+    )
 
     k = model.n_components
     vectors = label_vectors(data.n_items, k)
@@ -1354,7 +1360,13 @@ def _heat_bath_exact(model, heat_bath, data, temperature, name):
         random_state=np.random.default_rng(own_stream),
     )  # fmt: skip
     index = state_index(partitions, _canonical_rows(labels, k))
-    return with_stated_power(frequency_test(log_probs, index, name=name), HEAT_BATH_CHAINS)
+    # The null samples of the Monte Carlo p-value come from a child of the same stream, spawned
+    # after the chains ran, so that the chains' draws are those they were before.
+    check = frequency_test(
+        log_probs, index, name=name, null_draws=NULL_DRAWS,
+        random_state=np.random.default_rng(own_stream.spawn(1)[0]),
+    )  # fmt: skip
+    return with_stated_power(check, HEAT_BATH_CHAINS)
 
 
 def _cost_exact(entry, recipe, model, data, settings, rng, progressbar=False):

@@ -255,11 +255,69 @@ def test_exact_test_rejects_at_its_nominal_rate():
     states = enumerate_assignments(3, 2)
     log_probs = rng.normal(size=8)
     probs = np.exp(log_probs) / np.exp(log_probs).sum()
+    # 2000 null samples put 200 in the rejection region: plenty at this level, and fast.
     rejections = sum(
-        not exact_test(log_probs, states[rng.choice(8, size=500, p=probs)], alpha=0.1).passed
+        not exact_test(
+            log_probs, states[rng.choice(8, size=500, p=probs)], alpha=0.1, null_draws=2000
+        ).passed
         for _ in range(200)
     )
     assert abs(rejections - 20) < 5 * math.sqrt(200 * 0.1 * 0.9), rejections
+
+
+def _exact_draws(seed, n_draws=2000):
+    rng = np.random.default_rng(seed)
+    states = enumerate_assignments(3, 2)
+    log_probs = rng.normal(size=8)
+    probs = np.exp(log_probs - log_probs.max())
+    return log_probs, states[rng.choice(8, size=n_draws, p=probs / probs.sum())]
+
+
+def test_exact_test_takes_a_monte_carlo_p_value_that_repeats():
+    """The exact levels' state-frequency test is a Monte Carlo chi-square (issue 25: the
+    asymptotic tail is anti-conservative where cells expect 5-10 draws); with the same
+    random_state, or none (seeded from the inputs), verdict and p-value repeat."""
+    log_probs, draws = _exact_draws(3)
+    check = exact_test(log_probs, draws, n_labels=2, random_state=5)
+    assert "Monte Carlo, 20000 null samples" in check.detail, check.detail
+    again = exact_test(log_probs, draws, n_labels=2, random_state=5)
+    assert (again.passed, again.numbers["p_value"]) == (check.passed, check.numbers["p_value"])
+    own = [exact_test(log_probs, draws, n_labels=2).numbers["p_value"] for _ in range(2)]
+    assert own[0] == own[1]
+    # A Monte Carlo p-value is a multiple of 1 / (1 + null_draws), and close to the asymptotic
+    # tail here (8 cells expecting 50-600 draws each): within 4 binomial standard errors.
+    p_mc = check.numbers["p_value"]
+    assert round(p_mc * 20_001) == pytest.approx(p_mc * 20_001, abs=1e-6)
+    p_asym = exact_test(log_probs, draws, n_labels=2, null_draws=0).numbers["p_value"]
+    assert abs(p_mc - p_asym) < 4 * math.sqrt(p_asym * (1 - p_asym) / 20_000) + 1e-4
+    assert "Monte Carlo" not in exact_test(log_probs, draws, null_draws=0).detail
+
+
+def test_exact_test_monte_carlo_rejects_a_shifted_sampler_and_validates_null_draws():
+    log_probs, draws = _exact_draws(4)
+    shifted = draws.copy()
+    shifted[:300] = 0  # 15% of the draws moved onto one state
+    check = exact_test(log_probs, shifted, random_state=1)
+    assert not check.passed and check.numbers["p_value"] == pytest.approx(1 / 20_001)
+    # The stated power is of the test that ran: its own rejection threshold is recorded.
+    assert check.numbers["critical"] > 0
+    with pytest.raises(ValueError, match="null_draws"):
+        exact_test(log_probs, draws, null_draws=-1)
+    with pytest.raises(ValueError, match="null_draws"):
+        exact_test(log_probs, draws, null_draws=2.5)
+
+
+def test_null_draws_reach_the_level_and_the_asymptotic_tail_below_1e4():
+    from latentzoo.inference.enumeration import NULL_DRAWS, null_draws_for
+
+    assert null_draws_for(1e-3) == NULL_DRAWS == 20_000
+    # Bonferroni levels get more samples, so that 20 still fall in the rejection region.
+    assert null_draws_for(1e-3 / 6) == 120_000
+    assert null_draws_for(1e-5) == 0
+    log_probs, draws = _exact_draws(5, n_draws=400)
+    assert "Monte Carlo" not in exact_test(log_probs, draws, alpha=1e-5).detail
+    with pytest.raises(ValueError, match="alpha"):
+        null_draws_for(0.0)
 
 
 # ----------------------------------------------------------------------------- label switching
