@@ -1576,11 +1576,122 @@ def _central_optimality(entry, recipe, model, rng, progressbar=False):
     return result
 
 
+LOCAL_MINIMUM_TOL = 1e-9
+"""Largest decrease of the exact cost (16), relative to its scale ``sum_ik |D_ik| / (2N)``, that a
+single move out of a local search's end may make and still count as none: rounding only. The
+search refuses a move that wins by less than ``1e-12`` of a potential (the scale of a mean row
+of ``D``), far below this; the check is deterministic."""
+
+
+def _single_move_changes(D, labels, n_components: int) -> np.ndarray:
+    """``H(z with z_i = v) - H(z)`` of the pairwise cost (16) for every item ``i`` and cluster
+    ``v`` (0 where ``v = z_i``), exactly and from scratch: not with the local search's incremental
+    update (24), which this is meant to check.
+
+    With ``W_v = sum_{i, k in v} D_ik`` and ``n_v`` the size of cluster ``v``,
+    ``H = 1/2 sum_v W_v / n_v - sum_ik D_ik / (2N)`` (an empty cluster adds 0). Moving ``i`` from
+    ``u`` to ``v`` changes only ``W_u`` (by ``-R_iu - C_iu + D_ii``, with ``R = D M`` and
+    ``C = D^T M`` the row and column sums of ``D`` over each cluster), ``W_v`` (by
+    ``R_iv + C_iv + D_ii``), ``n_u`` and ``n_v``: N x K changes from the cluster sums of ``D``,
+    for any real ``D`` (asymmetric, with a diagonal).
+
+    Examples
+    --------
+    >>> D = np.array([[0.0, 1, 4], [1, 0, 4], [4, 4, 0]])
+    >>> _single_move_changes(D, np.array([0, 0, 1]), 2)  # a local minimum: no move lowers H
+    array([[0. , 1.5],
+           [0. , 1.5],
+           [2.5, 0. ]])
+    """
+    D = np.asarray(D, dtype=np.float64)
+    labels = np.asarray(labels, dtype=np.int64)
+    n = labels.size
+    members = np.zeros((n, n_components))
+    members[np.arange(n), labels] = 1.0
+    rows, cols = D @ members, D.T @ members
+    sizes = members.sum(axis=0)
+    within = np.einsum("iv,iv->v", members, rows)
+    own = np.diagonal(D)
+
+    def normalised(w, size):
+        return np.divide(w, size, out=np.zeros(np.broadcast(w, size).shape), where=size > 0)
+
+    items = np.arange(n)
+    old = normalised(within, sizes)
+    left = within[labels] - rows[items, labels] - cols[items, labels] + own
+    leave = normalised(left, sizes[labels] - 1.0) - old[labels]
+    join = normalised(within + rows + cols + own[:, None], sizes + 1.0) - old
+    changes = 0.5 * (leave[:, None] + join)
+    changes[items, labels] = 0.0
+    return changes
+
+
+def _pairwise_descent_checks(instances, descents, annealings, n_components):
+    """Two deterministic checks of the local search (:func:`greedy` and the annealing's final
+    zero-temperature quench) on the optimality level's instances:
+
+    - every labelling it returns is a single-move local minimum of the exact cost (16)
+      (:func:`_single_move_changes`; no move lowers it by more than :data:`LOCAL_MINIMUM_TOL`
+      of its scale): a wrong increment (24) stops a descent where a move still helps;
+    - ``greedy`` returns its best start: the exact cost of its labels is ``min(run_costs)``.
+    """
+    from latentzoo.models.pairwise import pairwise_cost
+
+    worst, where = np.inf, ""
+    gap, gap_where = 0.0, ""
+    for number, (data, descent, annealing) in enumerate(
+        zip(instances, descents, annealings, strict=True), start=1
+    ):
+        D = np.asarray(data.D, dtype=np.float64)
+        scale = max(float(np.abs(D).sum()) / (2 * len(D)), np.finfo(float).tiny)
+        # A stand-in without labels (a unit test's) has no ends to check.
+        ends = {"greedy": getattr(descent, "labels", None)}
+        if "quench_sweeps" in getattr(annealing, "settings", {}):
+            ends["annealing's quench"] = annealing.labels
+        ends = {what: labels for what, labels in ends.items() if labels is not None}
+        for what, labels in ends.items():
+            lowest = float(_single_move_changes(D, labels, n_components).min()) / scale
+            if lowest < worst:
+                worst, where = lowest, f"{what} on instance {number}"
+        if "greedy" in ends and getattr(descent, "run_costs", None) is not None:
+            exact = float(pairwise_cost(D, descent.labels, n_components))
+            off = abs(exact - float(np.min(descent.run_costs))) / scale
+            if off > gap:
+                gap, gap_where = (
+                    off,
+                    f"instance {number}: {exact:.6g} against {np.min(descent.run_costs):.6g}",
+                )
+    gain = -worst if worst < 0 else 0.0
+    minimum = Check(
+        "optimality", "greedy descents and the annealing's quench end at local minima of (16)",
+        bool(worst >= -LOCAL_MINIMUM_TOL),
+        f"largest decrease of the exact cost (16) by moving one item to another cluster, "
+        f"relative to sum |D| / (2N): {gain:.3g}"
+        + (f" ({where})" if worst < 0 else "") + f" over {len(instances)} instances (at most "
+        f"{LOCAL_MINIMUM_TOL:g}; N x K changes recomputed from the cluster sums of D, not the "
+        "search's increments (24); deterministic)",
+        {"largest_single_move_gain": gain},
+    )  # fmt: skip
+    best = Check(
+        "optimality", "greedy returns the best of its starts",
+        bool(gap <= LOCAL_MINIMUM_TOL),
+        f"exact cost (16) of the returned labels against the least of run_costs: largest "
+        f"relative difference {gap:.3g} over {len(instances)} instances (at most "
+        f"{LOCAL_MINIMUM_TOL:g}"
+        + (f"; {gap_where}" if gap_where else "")
+        + "; deterministic)",
+        {"best_start_gap": gap},
+    )  # fmt: skip
+    return [minimum, best]
+
+
 def _pairwise_optimality(entry, recipe, model, rng, progressbar=False):
     """The pairwise branch of :func:`_annealing_optimality`: a Monte Carlo test of the share of
     greedy descents from random starts ending below the annealing, over
     :data:`PAIRWISE_INSTANCES` random instances, against a threshold of stated false-alarm rate
-    and power (:data:`DESCENTS_SHARE_MAX`)."""
+    and power (:data:`DESCENTS_SHARE_MAX`); and on the same instances, the deterministic checks
+    of :func:`_pairwise_descent_checks` (the local search's ends are local minima of the exact
+    cost (16), and greedy returns its best start)."""
     import pandas as pd
 
     from latentzoo.models.pairwise import critical_temperature, uniform_dissimilarities
@@ -1588,6 +1699,7 @@ def _pairwise_optimality(entry, recipe, model, rng, progressbar=False):
     local = dataclasses.replace(model, n_components=5)
     n_items = recipe.problems["optimality"]["n_items"]
     rows, start_ratios = [], []
+    instances, descent_results, annealings = [], [], []
     for index in range(PAIRWISE_INSTANCES):
         _log(progressbar, f"optimality level: annealing against descents, instance {index + 1}")
         instance = uniform_dissimilarities(rng, n_items)
@@ -1600,6 +1712,9 @@ def _pairwise_optimality(entry, recipe, model, rng, progressbar=False):
         descents = recipe.problems["greedy"](
             local, instance, n_init=GREEDY_DESCENTS, random_state=rng
         )
+        instances.append(instance)
+        descent_results.append(descents)
+        annealings.append(annealing)
         costs = descents.run_costs
         better = float(np.mean(costs < annealed - 1e-9 * abs(annealed)))
         rows.append({"instance": index + 1, "annealing": annealed, "best descent": costs.min(),
@@ -1625,7 +1740,8 @@ def _pairwise_optimality(entry, recipe, model, rng, progressbar=False):
         "deterministic)",
         {"start_over_critical": lowest_start},
     )  # fmt: skip
-    result = Comparison(checks=[check, start])
+    descent_checks = _pairwise_descent_checks(instances, descent_results, annealings, 5)
+    result = Comparison(checks=[check, start, *descent_checks])
     result.tables["Annealing against greedy descents (optimality level)"] = pd.DataFrame(
         rows
     ).round(6)
