@@ -256,6 +256,8 @@ def summary(runs) -> str:
         for kind, which in (("failed", failed), ("inconclusive", unsure)):
             notes += [f"- {family} {level}, seed {s}: {kind} {'; '.join(by_seed[s]['failed'])}"
                       for s in which]  # fmt: skip
+    missing = [f"{family}:{level}" for family, level in ROWS if (family, level) not in rows]
+    notes += [f"- not run: {', '.join(missing)}"] if missing else []
     return "\n".join(lines + [""] + notes)
 
 
