@@ -1340,6 +1340,7 @@ def _heat_bath_exact(model, heat_bath, data, temperature, name):
         NULL_DRAWS,
         frequency_test,
         label_vectors,
+        sequential_stop,
         state_index,
     )
 
@@ -1365,6 +1366,7 @@ def _heat_bath_exact(model, heat_bath, data, temperature, name):
     check = frequency_test(
         log_probs, index, name=name, null_draws=NULL_DRAWS,
         random_state=np.random.default_rng(own_stream.spawn(1)[0]),
+        stop_after=sequential_stop(1e-3, NULL_DRAWS),
     )  # fmt: skip
     return with_stated_power(check, HEAT_BATH_CHAINS)
 
