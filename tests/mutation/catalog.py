@@ -1404,22 +1404,6 @@ KNOWN_REACH = {
         "log Z_i only feeds the over-relaxation's overshoot test in `_central_em` (the trace "
         "recomputes the free energy): it changes how fast EM converges, not its fixed points"
     ),
-    "pairwise-greedy-keeps-worst-start": (
-        "the optimality level reads the cost of every start (`run_costs`), never the start "
-        "`greedy` returns: run there on 9ca9aac it passed (1.3% of 200 descents below the "
-        "annealing over 5 instances; at most 4.5%)"
-    ),
-    "pairwise-greedy-own-pairs-kept": (
-        "the local search is both the annealing's final quench and the comparator's descent: "
-        "the mutant's descents stop worse, so the annealing only looks better (0.0% of 200 "
-        "descents below it over 5 instances, on 9ca9aac); a check that a descent ends at a "
-        "single-move local minimum of the exact cost (16) would see it"
-    ),
-    "pairwise-greedy-rest-size-off-by-one": (
-        "as pairwise-greedy-own-pairs-kept: the wrong increment moves the annealing's quench and "
-        "the comparator's descents alike (0.0% of 200 descents below the annealing, on 9ca9aac); "
-        "a single-move local-minimum check of the exact cost (16) would see it"
-    ),
     "topic-tree-dual-feasibility-max-norm": (
         "a left inverse that is not the minimax one is unbiased all the same, so the reference "
         "level (relevances inside the posterior) cannot see it; the unit tests' certificate "
@@ -1458,12 +1442,6 @@ UNREACHED_METHODS = {
     ("one_sided", "hard"): "no level runs it: the optimality level checks `annealed_em`",
     ("two_sided", "hard"): "no level runs it: the optimality level checks `annealed_em` "
     "(= `mean_field`, the same method)",
-    ("pairwise", "greedy"): (
-        "runs only as the optimality level's comparator, which reads every start's cost (so which "
-        "start `greedy` returns is never looked at), and its local search (`_quench`, "
-        "`_greedy_sweeps`) as the annealing's final zero-temperature quench: a bug there moves the "
-        "annealing and its comparator alike"
-    ),
     ("pairwise", "ward"): "no level runs it (scipy's linkage, a baseline of the benchmark)",
     ("pairwise", "mds"): "no level runs it (structure-preserving MDS, Algorithm II)",
     ("cluster_abstraction", "three_stage"): "no level runs it: the recipe samples with `gibbs` and "
