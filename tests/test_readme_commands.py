@@ -34,7 +34,7 @@ SLOW_IN_DEFAULT_TIER = ("fit two_sided", "fit dpm")
 """Commands that take 13-25 s even shrunk (mean-field on the PTB pairs; the DPM's data-set prior
 and chains): they run in the slow tier, so that the default tier stays under its 8 minutes."""
 
-FULL_DEMO = "the full demo is tests/test_report.py::test_full_demo_passes (slow tier, about 10 min)"
+FULL_DEMO = "the full demo is tests/test_report.py::test_full_demo_passes (heavy tier, 10-100 min)"
 
 
 def readme_commands() -> list[str]:

@@ -248,9 +248,13 @@ def test_gibbs_and_pymc_files_compare(saved):
 
 # ------------------------------------------------------------------------- the full demo
 @pytest.mark.slow
+@pytest.mark.heavy
 def test_full_demo_passes(tmp_path, monkeypatch, capsys):
-    """``make demo`` at its own sizes (about 10 to 35 minutes): issue 24 found it failing on the
-    informativeness guard, which no default-tier run (smoke sizes) could see."""
+    """``make demo`` at its own sizes (about 10 to 35 minutes on an AMD EPYC, three times that on
+    the Intel Xeon of 2026-11-28): issue 24 found it failing on the informativeness guard, which no
+    default-tier run (smoke sizes) could see. Heavy since that machine, where it would have taken
+    a third of ``.ci/run``'s 90 minutes alone: run it with ``make test-heavy`` or ``make demo``
+    before a release."""
     out = tmp_path / "report"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # compilation notices and the samplers' own warnings
