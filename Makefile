@@ -94,12 +94,14 @@ demo: install
 # test file per worker so module fixtures are built once; TEST_WORKERS=0 runs it in one process);
 # `test-slow` the full-size runs; `test-heavy` the hour-long studies (the mutation suite, false
 # alarms over 100 seeds), marked both slow and heavy, run by `test-all` with everything else.
+# The slow tier steals work between the two workers (`--dist worksteal`): its tests take 10 s to
+# 10 min each, and one file per worker left one core idle for half an hour.
 TEST_WORKERS ?= auto
 test: install-test
 	$(PYTHON) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 test-slow: install-test
-	$(PYTHON) -m pytest -q -m "slow and not heavy" -n $(TEST_WORKERS) --dist loadfile --durations=15
+	$(PYTHON) -m pytest -q -m "slow and not heavy" -n $(TEST_WORKERS) --dist worksteal --durations=15
 
 test-heavy: install-test
 	$(PYTHON) -m pytest -q -m heavy --durations=15

@@ -4,7 +4,8 @@ The default tier runs the ``list``, ``fit`` and ``query`` commands at small sett
 two ``fit`` kinds, ``SLOW_IN_DEFAULT_TIER``, in the slow tier): the options of
 ``SHRINK`` are replaced (each replaced text must stand in the README as written, so an edit of the
 README that the table does not follow fails here), everything else is the README's. The
-``validate --quick`` commands run as written in the slow tier; the full ``demo`` is the slow
+``validate --quick`` commands run as written in the slow tier (the three of ``HEAVY_VALIDATE``
+in the heavy tier); the full ``demo`` is the slow
 ``test_full_demo_passes`` of ``tests/test_report.py``. Each command runs in-process through
 ``latentzoo.cli.main`` in a fresh working directory holding the ``counts.csv`` that the README's
 example reads, and must exit 0.
@@ -34,6 +35,11 @@ SLOW_IN_DEFAULT_TIER = ("fit two_sided", "fit dpm")
 """Commands that take 13-25 s even shrunk (mean-field on the PTB pairs; the DPM's data-set prior
 and chains): they run in the slow tier, so that the default tier stays under its 8 minutes."""
 
+HEAVY_VALIDATE = ("validate cluster-abstraction", "validate dpm", "validate one_sided")
+"""``validate --quick`` commands that take 10 to 30 minutes on the 2.5 GHz Intel Xeon (PyMC's NUTS
+references): heavy tier, so that ``.ci/run`` fits 90 minutes there. The slow tier runs the other
+README validations (pairwise, bhc, aspect); the default tier runs every family's cheap levels."""
+
 FULL_DEMO = "the full demo is tests/test_report.py::test_full_demo_passes (heavy tier, 10-100 min)"
 
 
@@ -54,6 +60,8 @@ def _cases():
         marks = []
         if _kind(command) == "validate" or command[10:].startswith(SLOW_IN_DEFAULT_TIER):
             marks.append(pytest.mark.slow)
+            if command[10:].startswith(HEAVY_VALIDATE):
+                marks.append(pytest.mark.heavy)
         elif _kind(command) == "demo":
             marks.append(pytest.mark.skip(reason=FULL_DEMO))
         yield pytest.param(command, marks=marks, id=command.split(" --out")[0][10:60])
@@ -73,6 +81,10 @@ def test_the_readme_has_its_commands():
     assert len(commands) >= 10, commands
     kinds = {_kind(command) for command in commands}
     assert {"list", "fit", "validate", "query", "demo"} <= kinds, kinds
+    for prefix in HEAVY_VALIDATE:
+        assert any(command[10:].startswith(prefix) for command in commands), (
+            f"the README no longer says latentzoo {prefix}: update HEAVY_VALIDATE"
+        )
     for written in SHRINK:
         assert any(written in command for command in commands), (
             f"the README no longer says {written!r}: update SHRINK"
