@@ -303,39 +303,27 @@ def main(argv=None) -> None:
             print(f"  failed at seed {seed}: {name}", flush=True)
 
 
-def _basic_rhat(x):
-    """Gelman-Rubin R-hat of chains ``x`` (..., chains, draws)."""
-    n = x.shape[-1]
-    within = x.var(axis=-1, ddof=1).mean(axis=-1)
-    between = x.mean(axis=-1).var(axis=-1, ddof=1)
-    return np.sqrt(((n - 1) / n * within + between) / within)
-
-
-def _rank_normal(x):
-    """Draws (..., chains, draws) replaced by normal scores of their pooled ranks."""
-    from scipy import stats
-
-    pooled = x.reshape(x.shape[:-2] + (-1,))
-    ranks = stats.rankdata(pooled, axis=-1)
-    return stats.norm.ppf((ranks - 0.375) / (pooled.shape[-1] + 0.25)).reshape(x.shape)
-
-
-def split_rank_rhat(x):
-    """ArviZ's rank-normalised split R-hat (``az.rhat(method="rank")``), vectorised over the
-    leading axes of ``x`` (..., chains, draws): the larger of the bulk and the folded (tail)
-    R-hat of the half-chains (an even number of draws)."""
-    half = x.shape[-1] // 2
-    halves = np.concatenate([x[..., :half], x[..., half : 2 * half]], axis=-2)
-    median = np.median(halves.reshape(halves.shape[:-2] + (-1,)), axis=-1)[..., None, None]
-    bulk = _basic_rhat(_rank_normal(halves))
-    tail = _basic_rhat(_rank_normal(np.abs(halves - median)))
-    return np.maximum(bulk, tail)
+def ar1_chains(rng, runs, n_quantities, chains, draws, ess):
+    """Converged chains: ``runs x n_quantities`` independent stationary AR(1) processes of unit
+    variance, ``chains`` chains of ``draws`` draws each, whose autocorrelation gives a bulk ESS of
+    ``ess`` over all chains; shape (chains, draws, runs, n_quantities), as
+    :func:`latentzoo.inference.mcmc.rank_rhat` takes them."""
+    ratio = ess / (chains * draws)
+    phi = (1 - ratio) / (1 + ratio)
+    noise = rng.standard_normal((chains, draws, runs, n_quantities))
+    chain = np.empty_like(noise)
+    chain[:, 0] = noise[:, 0]
+    scale = np.sqrt(1 - phi**2)
+    for t in range(1, draws):
+        chain[:, t] = phi * chain[:, t - 1] + scale * noise[:, t]
+    return chain
 
 
 def max_rhat_quantile(draws, ess, n_quantities, q=0.99, n_runs=1000, chains=4, seed=0):
     """The ``q`` quantile of the max R-hat over ``n_quantities`` independent quantities of
     converged chains with effective sample size ``ess`` (AR(1) chains of ``draws`` draws each):
-    the convergence threshold a level of that size can use at false-alarm rate ``1 - q``.
+    the convergence threshold a level of that size can use at false-alarm rate ``1 - q``
+    (:func:`latentzoo.inference.mcmc.rhat_threshold` is its closed form).
 
     Returns
     -------
@@ -343,20 +331,21 @@ def max_rhat_quantile(draws, ess, n_quantities, q=0.99, n_runs=1000, chains=4, s
     exceed_1_01 : float
         Share of runs whose max R-hat exceeds the customary 1.01.
     """
-    rng = np.random.default_rng(seed)
-    ratio = ess / (chains * draws)
-    phi = (1 - ratio) / (1 + ratio)
-    scale = np.sqrt(1 - phi**2)
-    maxima = []
-    for _ in range(max(1, n_runs // 50)):
-        noise = rng.standard_normal((50, n_quantities, chains, draws))
-        chain = np.empty_like(noise)
-        chain[..., 0] = noise[..., 0]
-        for t in range(1, draws):
-            chain[..., t] = phi * chain[..., t - 1] + scale * noise[..., t]
-        maxima.append(split_rank_rhat(chain).max(axis=-1))
-    maxima = np.concatenate(maxima)
+    maxima = simulated_max_rhat(draws, ess, n_quantities, n_runs, chains, seed)
     return float(np.quantile(maxima, q)), float(np.mean(maxima > 1.01))
+
+
+def simulated_max_rhat(draws, ess, n_quantities, n_runs=1000, chains=4, seed=0):
+    """The max rank R-hat over ``n_quantities`` of each of ``n_runs`` converged runs
+    (:func:`ar1_chains`), in batches of 50 runs."""
+    from latentzoo.inference.mcmc import rank_rhat
+
+    rng = np.random.default_rng(seed)
+    maxima = []
+    for start in range(0, n_runs, 50):
+        batch = ar1_chains(rng, min(50, n_runs - start), n_quantities, chains, draws, ess)
+        maxima.append(rank_rhat(batch).max(axis=-1))
+    return np.concatenate(maxima)
 
 
 if __name__ == "__main__":

@@ -127,6 +127,30 @@ def test_compare_reference_level_fails_on_disagreement_and_too_few_chains(toy):
     assert "FAILED" in result.verdict() and "fast agrees with reference" in result.verdict()
 
 
+def test_converged_check_threshold_follows_the_ess_and_fails_chains_stuck_apart():
+    """The default convergence threshold (issue 25) is the 99.5% quantile of converged chains at
+    the side's ESS: looser than 1.01 for correlated chains, tighter for independent ones, and never
+    above RHAT_DISAGREE, so that chains stuck apart (whose ESS is tiny) still fail."""
+    import arviz as az
+
+    from latentzoo.inference.compare import converged_check
+    from latentzoo.inference.mcmc import RHAT_DISAGREE
+    from tests.false_alarms import ar1_chains
+
+    def check(values):
+        idata = az.from_dict(posterior={"loglik": values})
+        return converged_check("demo", summarize(idata, ["loglik"], "demo").loc["demo"], idata)
+
+    rng = np.random.default_rng(3)
+    correlated = check(ar1_chains(rng, 1, 1, 4, 1000, ess=150)[..., 0, 0])
+    independent = check(rng.standard_normal((4, 1000)))
+    stuck = check(rng.standard_normal((4, 1000)) * 0.3 + np.arange(4)[:, None])
+    assert 1.01 < correlated.numbers["threshold"] <= RHAT_DISAGREE
+    assert independent.numbers["threshold"] < 1.01
+    assert stuck.numbers["threshold"] <= RHAT_DISAGREE and not stuck.passed
+    assert "quantile of converged chains at min bulk ESS" in correlated.detail
+
+
 def _shifted(idata, chains, amount):
     """``idata`` with ``amount`` added to every invariant of the given chains."""
     posterior = {name: idata.posterior[name].values.copy() for name in ("loglik", "p_dyad")}
