@@ -991,6 +991,8 @@ def rhat_threshold(
     chains (``tests/false_alarms.py: max_rhat_quantile``) it gives 1.0151 where the simulation
     gives 1.0144 (4 x 2000 draws, ESS 950, 19 quantities, ``q = 0.99``).
 
+    An ``ess`` above ``chains * draws`` is taken as ``chains * draws``.
+
     The customary fixed 1.01 (:data:`RHAT_MAX`) needs an ESS of about 1500 per quantity for a
     1 % false-alarm rate over 20 quantities: below that, a validation level that demands it fails
     correct samplers (issue 25).
@@ -1011,7 +1013,10 @@ def rhat_threshold(
             f"n_quantities={n_quantities}, q={q}"
         )
     halves, n = 2 * chains, draws // 2
-    ratio = min(halves / ess, 0.5)  # an ESS below two per half: the bound of a useless sample
+    # An ESS above the number of draws (antithetic NUTS draws) speaks for the bulk only: the folded
+    # draws of the tail R-hat are about independent, so the threshold is never below theirs. An
+    # ESS below two per half is the bound of a useless sample.
+    ratio = min(halves / min(ess, chains * draws), 0.5)
     x = stats.chi2.ppf(q ** (1.0 / n_quantities), halves - 1) / (halves - 1)
     return float(math.sqrt((n - 1) / n + ratio * x / (1 - ratio)))
 
