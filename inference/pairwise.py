@@ -2915,7 +2915,7 @@ def validation_recipe():
     """How :func:`latentzoo.validate` checks pairwise clustering (a ``ValidationRecipe``)."""
     from latentzoo.inference.recipes import pairwise
 
-    return pairwise(greedy, mean_field_residual, pairwise_heat_bath)
+    return pairwise(greedy, mean_field_residual, pairwise_heat_bath, classical_mds)
 
 
 def central_validation_recipe():

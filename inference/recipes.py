@@ -1687,13 +1687,241 @@ def _pairwise_descent_checks(instances, descents, annealings, n_components):
     return [minimum, best]
 
 
+WARD_INSTANCES, WARD_ITEMS, WARD_CLUSTERS = 3, 10, 3
+"""Instances of the Ward certificate (``D`` uniform on [0, 1]), items each and clusters cut."""
+
+
+def _naive_ward(D, n_clusters: int) -> np.ndarray:
+    """Ward's agglomeration of ``D`` cut at ``n_clusters`` clusters, written from its definition
+    (tiny instances: a Python loop over the ``N - K`` merges).
+
+    As scipy's ``method="ward"`` does, the entries of ``D`` are read as Euclidean distances: the
+    merge cost of clusters ``i`` and ``j`` is ``S_ij``, started at ``D_ij^2``, and merging them
+    updates it by the Lance-Williams recurrence of Ward's method (Ward 1963),
+    ``S_{k, i+j} = ((n_i + n_k) S_ki + (n_j + n_k) S_kj - n_k S_ij) / (n_i + n_j + n_k)``;
+    each step merges the live pair of least ``S``. Ward's merge costs never decrease, so the
+    clusters after ``N - K`` merges are the tree's cut at ``K`` clusters.
+
+    Examples
+    --------
+    >>> D = np.array([[0, 1, 5, 6], [1, 0, 5, 6], [5, 5, 0, 2], [6, 6, 2, 0]], dtype=float)
+    >>> _naive_ward(D, 2)
+    array([0, 0, 1, 1])
+    """
+    S = np.asarray(D, dtype=np.float64) ** 2
+    n = len(S)
+    sizes = np.ones(n)
+    live = np.ones(n, dtype=bool)
+    labels = np.arange(n)
+    for _ in range(n - n_clusters):
+        pairs = np.where(live[:, None] & live[None, :] & ~np.eye(n, dtype=bool), S, np.inf)
+        i, j = np.unravel_index(np.argmin(pairs), pairs.shape)
+        merged = ((sizes[i] + sizes) * S[i] + (sizes[j] + sizes) * S[j] - sizes * S[i, j]) / (
+            sizes[i] + sizes[j] + sizes
+        )
+        S[i, :] = S[:, i] = merged
+        sizes[i] += sizes[j]
+        live[j] = False
+        labels[labels == j] = i
+    return _canonical(labels)
+
+
+def _ward_checks(ward, model, rng) -> list:
+    """The ``ward`` baseline on :data:`WARD_INSTANCES` random instances of :data:`WARD_ITEMS`
+    items at ``K =`` :data:`WARD_CLUSTERS`: its partition equals :func:`_naive_ward`'s (exact:
+    ``D`` continuous, so no two merge costs tie), and it has exactly ``K`` clusters."""
+    from latentzoo.models.pairwise import uniform_dissimilarities
+
+    local = dataclasses.replace(model, n_components=WARD_CLUSTERS)
+    differ, counts = [], []
+    for number in range(1, WARD_INSTANCES + 1):
+        instance = uniform_dissimilarities(rng, WARD_ITEMS)
+        labels = np.asarray(ward(local, instance).labels)
+        counts.append(np.unique(labels).size)
+        if not np.array_equal(_canonical(labels), _naive_ward(instance.D, WARD_CLUSTERS)):
+            differ.append(number)
+    same = Check(
+        "optimality", "ward = Ward's agglomeration written out (Lance-Williams), cut at K",
+        not differ,
+        f"partitions of {WARD_INSTANCES} random instances ({WARD_ITEMS} items, D uniform, "
+        f"K={WARD_CLUSTERS}) against a naive agglomeration: "
+        + (f"different on instance(s) {differ}" if differ else "all equal") + "; deterministic",
+        {"instances_differing": len(differ)},
+    )  # fmt: skip
+    sized = Check(
+        "optimality", "ward returns exactly K clusters", all(c == WARD_CLUSTERS for c in counts),
+        f"clusters returned on {WARD_INSTANCES} instances: {counts} (K = {WARD_CLUSTERS})",
+        {"fewest_clusters": min(counts), "most_clusters": max(counts)},
+    )  # fmt: skip
+    return [same, sized]
+
+
+CLASSICAL_TOL = 1e-9
+"""Largest ``|d_ik^2 - D_ik|`` over ``max D`` of classical scaling on an exactly planar
+configuration (rounding only; a wrong sign or the wrong end of the spectrum gives about 1)."""
+
+
+def _classical_scaling_check(classical_scaling, rng) -> Check:
+    """Classical scaling (the start of Algorithm II) on 8 random points of the plane with
+    ``D_ik = ||p_i - p_k||^2``: the top-2 eigenvectors of ``B = -1/2 J D J``, scaled by the
+    square roots of their eigenvalues, are the points up to a rigid motion, so their squared
+    distances must be ``D`` itself. The wrong sign of ``B`` or its smallest eigenvalues keep
+    eigenvalues that are zero or negative here (``B = P P^T`` of the centred points has rank 2,
+    positive semi-definite) and collapse the configuration."""
+    points = rng.normal(size=(8, 2))
+    D = ((points[:, None, :] - points[None, :, :]) ** 2).sum(axis=-1)
+    x = np.asarray(classical_scaling(D, 2))
+    recovered = ((x[:, None, :] - x[None, :, :]) ** 2).sum(axis=-1)
+    error = float(np.abs(recovered - D).max() / D.max())
+    return Check(
+        "optimality", "classical scaling recovers a planar configuration exactly",
+        bool(error <= CLASSICAL_TOL),
+        f"largest |squared distance of the embedding - D| / max D = {error:.3g} on 8 random "
+        f"points of the plane, D their squared distances, d = 2 (at most {CLASSICAL_TOL:g}: "
+        "rounding; deterministic given the points)",
+        {"relative_error": error},
+    )  # fmt: skip
+
+
+def _naive_mean_field_potentials(D, resp) -> np.ndarray:
+    """``E*_iv`` of the naive mean-field equations, Appendix A's eq. (42)-(43) with ``<M>`` put
+    in for ``M`` (eq. (26) with the item's own terms left out of every sum over the others):
+
+    ``E*_iv = (D_ii / 2 + sum_{k != i} <M_kv> (D_ik - sum_{j != i} <M_jv> D_jk / (2 n_iv)))
+    / (n_iv + 1)``, ``n_iv = sum_{j != i} <M_jv>``; written with an (N, N, K) array of ``<M>``
+    with row ``i`` zeroed, for tiny ``N``."""
+    D = np.asarray(D, dtype=np.float64)
+    n = len(D)
+    others = resp[None, :, :] * (1.0 - np.eye(n))[:, :, None]  # [i, k, v]: <M_kv>, k != i
+    n_rest = others.sum(axis=1)
+    linear = np.einsum("ik,ikv->iv", D, others)
+    inner = np.einsum("ijv,jk,ikv->iv", others, D, others)
+    centre = np.divide(inner, 2.0 * n_rest, out=np.zeros_like(inner), where=n_rest > 0)
+    return (0.5 * np.diagonal(D)[:, None] + linear - centre) / (n_rest + 1.0)
+
+
+def _mds_stationarity(D, embedding, centroids, resp, T) -> dict:
+    """Residuals of Algorithm II's fixed point at temperature ``T``, from the seed's equations:
+
+    - (15) with ``E_iv = ||x_i - y_v||^2``: ``<M_iv> = exp(-E_iv / T) / sum_mu exp(-E_imu / T)``
+      (largest absolute difference from ``resp``);
+    - (32): ``y_v = sum_i <M_iv> x_i / sum_i <M_iv>`` (over the embedding's spread);
+    - (34)-(35): ``K_i x_i = 1/2 sum_v <M_iv> (||y_v||^2 - E*_iv) (y_v - <y>_i)``, ``K_i`` the
+      covariance of ``y`` under ``<M_i.>``, ``E*`` from :func:`_naive_mean_field_potentials`.
+      Both sides are covariances under ``<M_i.>``, of order ``1 - max_v <M_iv>``, so each is
+      divided by it (computed from log-probabilities; exact: ``Cov(f, g) = (1 - m)
+      (E_q[f' g'] - (1 - m) E_q[f'] E_q[g'])`` with ``f' = f - f_u``, ``u`` the likeliest
+      cluster and ``q`` the distribution over the others). The equation holds only up to one
+      common translation ``c`` of all ``x_i`` (``K_i (x_i + c) = ...``): (34) treats ``y`` as
+      fixed (the seed's Appendix C: ``dy / dx_i ~ 0``) and the alternation with (32) moves the
+      whole embedding by a rigid drift while ``<M>`` stays put, so ``c`` is fitted by least
+      squares; the rest is divided by the largest data side ``1/2 |Cov_i(y, E*_i)|``, which an
+      embedding blown up by a wrong factor cannot grow with.
+    """
+    x = np.asarray(embedding, dtype=np.float64)
+    y = np.asarray(centroids, dtype=np.float64)
+    n = len(x)
+    rows = np.arange(n)
+    logits = -((x[:, None, :] - y[None, :, :]) ** 2).sum(axis=-1) / T
+    log_m = logits - logits.max(axis=1, keepdims=True)
+    log_m -= np.log(np.exp(log_m).sum(axis=1, keepdims=True))
+    m = np.exp(log_m)
+    sizes = m.sum(axis=0)
+    spread = max(float(np.abs(x - x.mean(axis=0)).max()), np.finfo(float).tiny)
+    centroid_gap = float(np.abs((m.T @ x) / sizes[:, None] - y).max()) / spread
+    u = np.argmax(log_m, axis=1)
+    rest_logs = np.where(np.arange(m.shape[1])[None, :] == u[:, None], -np.inf, log_m)
+    top = rest_logs.max(axis=1, keepdims=True)
+    log_rest = top + np.log(np.exp(rest_logs - top).sum(axis=1, keepdims=True))
+    q = np.exp(rest_logs - log_rest)  # the other clusters, given not u
+    rest = np.exp(log_rest)  # 1 - <M_iu>
+    d = y[None, :, :] - y[u][:, None, :]  # y_v - y_u
+
+    def covariance_with_y(f):  # Cov_i(f, y) / (1 - <M_iu>), f of shape (N, K)
+        f = np.broadcast_to(f, q.shape)
+        f = f - f[rows, u][:, None]
+        return np.einsum("iv,iv,ivp->ip", q, f, d) - rest * (q * f).sum(axis=1)[:, None] * (
+            np.einsum("iv,ivp->ip", q, d)
+        )
+
+    mean_d = np.einsum("iv,ivp->ip", q, d)
+    K = np.einsum("iv,ivp,ivq->ipq", q, d, d) - rest[:, :, None] * (
+        mean_d[:, :, None] * mean_d[:, None, :]
+    )
+    potentials = _naive_mean_field_potentials(D, m)
+    data_side = -0.5 * covariance_with_y(potentials)
+    residual = 0.5 * covariance_with_y((y**2).sum(axis=1)[None, :]) + data_side
+    residual = residual - np.einsum("ipq,iq->ip", K, x)
+    shift = np.linalg.lstsq(K.reshape(-1, K.shape[-1]), residual.reshape(-1), rcond=None)[0]
+    left = residual - np.einsum("ipq,q->ip", K, shift)
+    scale = max(float(np.abs(data_side).max()), np.finfo(float).tiny)
+    return {
+        "assignments (15)": float(np.abs(m - resp).max()),
+        "centroids (32)": centroid_gap,
+        "embedding (34)": float(np.abs(left).max()) / scale,
+        "drift": float(np.linalg.norm(shift)),
+    }
+
+
+MDS_TOL = 1e-5
+"""Largest residual of each of Algorithm II's fixed-point equations (:func:`_mds_stationarity`)
+that passes. The run is asked to stop a temperature once ``<M>`` moves by less than ``1e-8`` per
+iteration: over the instances of 60 seeds of :func:`_mds_checks` the residual of (34) was at
+most 1.4e-7 (of (32) 3.9e-9, of (15) 4e-16). The right-hand side of (34) without its factor 1/2
+blows the embedding up and leaves residuals of (34) of 60 to 1e6 (6 seeds)."""
+
+
+def _mds_checks(mds, classical_scaling, model, rng) -> list:
+    """Algorithm II (``mds``) on a clustered instance (10 items, K = 2, ``model.simulate``)
+    cooled from ``1.1 T_c`` to ``0.4 T_c``, where the assignments are still soft: the final
+    embedding, centroids and assignments satisfy (15), (32) and (34)-(35) at the last
+    temperature (:func:`_mds_stationarity`); and the classical-scaling start
+    (:func:`_classical_scaling_check`)."""
+    from latentzoo.models.pairwise import critical_temperature
+
+    checks = [] if classical_scaling is None else [_classical_scaling_check(classical_scaling, rng)]
+    local = dataclasses.replace(model, n_components=2)
+    data, _ = local.simulate(rng, n_items=10)
+    T_c = critical_temperature(data)
+    fitted = mds(local, data, T0=1.1 * T_c, T_final=0.4 * T_c, eta=0.7, tol=1e-8,
+                 max_iter=1000, random_state=rng)  # fmt: skip
+    T = float(fitted.trace["temperature"].iloc[-1])
+    residuals = _mds_stationarity(data.D, fitted.embedding, fitted.centroids, fitted.resp, T)
+    drift = residuals.pop("drift")
+    worst = max(residuals.values())
+    checks.append(Check(
+        "optimality", "structure-preserving MDS ends at a fixed point of (15), (32), (34)-(35)",
+        bool(worst <= MDS_TOL),
+        "residuals at the last temperature ("
+        + ", ".join(f"{name}: {value:.2g}" for name, value in residuals.items())
+        + f"; at most {MDS_TOL:g}) on 10 simulated items, K=2, T = {T / T_c:.2g} T_c; (34) "
+        f"up to a common translation of the embedding (fitted: {drift:.2g}), relative to its "
+        "data side; deterministic given the instance",
+        {**{name.split()[0]: value for name, value in residuals.items()}, "drift": drift},
+    ))  # fmt: skip
+    return checks
+
+
+def _fast_method_checks(entry, recipe, model, rng) -> list:
+    """Certificates of the ``ward`` and ``mds`` methods (:func:`_ward_checks`,
+    :func:`_mds_checks`) from their definitions, on their own small instances."""
+    checks = []
+    if "ward" in entry.methods:
+        checks += _ward_checks(entry.methods["ward"], model, rng)
+    if "mds" in entry.methods:
+        classical = recipe.problems.get("classical_scaling")
+        checks += _mds_checks(entry.methods["mds"], classical, model, rng)
+    return checks
+
+
 def _pairwise_optimality(entry, recipe, model, rng, progressbar=False):
     """The pairwise branch of :func:`_annealing_optimality`: a Monte Carlo test of the share of
     greedy descents from random starts ending below the annealing, over
     :data:`PAIRWISE_INSTANCES` random instances, against a threshold of stated false-alarm rate
     and power (:data:`DESCENTS_SHARE_MAX`); and on the same instances, the deterministic checks
     of :func:`_pairwise_descent_checks` (the local search's ends are local minima of the exact
-    cost (16), and greedy returns its best start)."""
+    cost (16), and greedy returns its best start); on small instances of their own, the
+    certificates of ``ward`` and ``mds`` (:func:`_fast_method_checks`)."""
     import pandas as pd
 
     from latentzoo.models.pairwise import critical_temperature, uniform_dissimilarities
@@ -1743,7 +1971,11 @@ def _pairwise_optimality(entry, recipe, model, rng, progressbar=False):
         {"start_over_critical": lowest_start},
     )  # fmt: skip
     descent_checks = _pairwise_descent_checks(instances, descent_results, annealings, 5)
-    result = Comparison(checks=[check, start, *descent_checks])
+    # The fast methods' certificates draw from a stream seeded by the first instance, not from
+    # the level's: the checks above see the stream they saw before these were added.
+    own = np.random.default_rng(np.frombuffer(instances[0].D.tobytes(), dtype=np.uint32))
+    certificates = _fast_method_checks(entry, recipe, model, own)
+    result = Comparison(checks=[check, start, *descent_checks, *certificates])
     result.tables["Annealing against greedy descents (optimality level)"] = pd.DataFrame(
         rows
     ).round(6)
@@ -1795,13 +2027,14 @@ def _cost_recipe(reference, **callables) -> ValidationRecipe:
     )
 
 
-def pairwise(greedy, mean_field_residual, heat_bath) -> ValidationRecipe:
+def pairwise(greedy, mean_field_residual, heat_bath, classical_scaling=None) -> ValidationRecipe:
     """Pairwise clustering (Hofmann & Buhmann 1997): the annealing's heat bath and PyMC against
     enumeration, TAP against naive mean field at exact expectations (section 4.2), annealing
-    against greedy descent."""
+    against greedy descent; Ward against its definition, Algorithm II's fixed point and its
+    classical-scaling start (``classical_scaling(D, n_dims)``)."""
     return _cost_recipe(
         _pairwise_reference, greedy=greedy, mean_field_residual=mean_field_residual,
-        heat_bath=heat_bath,
+        heat_bath=heat_bath, classical_scaling=classical_scaling,
     )  # fmt: skip
 
 
