@@ -55,6 +55,7 @@ posteriors, so the posterior holds a draw-kind parameter dictionary.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -959,12 +960,175 @@ gibbs = gibbs_entry(
 )
 
 
+# ------------------------------------------------------------- certificate of the hard SCM
+HARD_TOL = 1e-9
+"""Tolerance of the hard SCM's certificate, relative to the magnitude of what is compared:
+floating-point rounding only (every check is exact in exact arithmetic)."""
+
+HARD_INSTANCES = 24
+"""Instances of the hard SCM's optimality check (:func:`hard_instances`)."""
+
+HARD_SHAPES = ((2, 2), (3, 3), (2, 3), (3, 2))
+"""``(Kx, Ky)`` of the hard SCM's instances in turn: square ones, where a transposed table keeps
+its shape, and unequal ones."""
+
+
+def _hard_closed_form(model, data, labels_i, labels_j):
+    """``(c, pi, rho_x, rho_y)`` of a hard partition recomputed from the counts: the block counts
+    ``W = I^T n J``, ``c = W L / (W_nu. W_.mu)`` (eq. (42); 0 on empty blocks), ``pi = W / L``
+    (eq. (43)) and the MAP weights ``max(s + alpha - 1, 0)`` normalised (eq. (48))."""
+    kx, ky = model.shape
+    counts = data.counts.astype(np.float64)
+    block = one_hot(labels_i, kx).T @ np.asarray(counts @ one_hot(labels_j, ky))
+    total = block.sum()
+    margins = np.outer(block.sum(axis=1), block.sum(axis=0))
+    c = np.where(block > 0, block * total / np.where(block > 0, margins, 1.0), 0.0)
+
+    def weights(labels, k):
+        sizes = np.maximum(np.bincount(labels, minlength=k) + model.alpha - 1.0, 0.0)
+        return sizes / sizes.sum() if sizes.sum() > 0 else np.full(k, 1.0 / k)
+
+    return c, block / total, weights(labels_i, kx), weights(labels_j, ky)
+
+
+def _single_move_gain(mass, c, labels) -> float:
+    """Largest gain ``max_nu h_{a nu} - h_{a, z_a}`` of moving one object, ``h = mass log c^T``
+    (eq. (44); ``-inf`` where positive mass meets ``c = 0``), relative to ``1 + |h_{a, z_a}|``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_c = np.log(c)
+        h = np.where(mass[:, None, :] > 0, mass[:, None, :] * log_c[None, :, :], 0.0).sum(axis=2)
+    own = h[np.arange(len(labels)), labels]
+    excess = (h.max(axis=1) - own) / (1.0 + np.abs(own))
+    return float(np.max(np.where(np.isfinite(excess), excess, np.inf), initial=0.0))
+
+
+def _assign_violations(mass, c, before, after) -> int:
+    """Objects whose new label ``after`` breaks the assignment rule of eq. (44) from ``before`` at
+    ``c``: a label that does not maximise ``h = mass log c^T`` (to :data:`HARD_TOL`), or a move
+    away from a current label that does (ties keep the current cluster)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_c = np.log(c)
+        h = np.where(mass[:, None, :] > 0, mass[:, None, :] * log_c[None, :, :], 0.0).sum(axis=2)
+    best = h.max(axis=1)
+    items = np.arange(len(before))
+
+    def maximal(labels):
+        value = h[items, labels]
+        return (value == best) | (value >= best - HARD_TOL * (1.0 + np.abs(best)))
+
+    return int(np.count_nonzero(~maximal(after) | (maximal(before) & (after != before))))
+
+
+def _sweep_violations(model, data, method, rng) -> int:
+    """Objects that one ``(I, c, J, c)`` sweep of ``method`` (``max_iter = 1``) from random labels
+    moves against eq. (44)-(45): the rows at ``c`` of the start, then the columns at ``c`` of the
+    new rows and the old columns, each ``c`` recomputed from the counts (eq. (42))."""
+    (kx, ky), counts = model.shape, data.counts.astype(np.float64)
+    start_i, start_j = rng.integers(0, kx, data.n_rows), rng.integers(0, ky, data.n_cols)
+    swept = method(model, data, max_iter=1, init={"I": start_i, "J": start_j})
+    new_i, new_j = np.argmax(swept.params["I"], axis=1), np.argmax(swept.params["J"], axis=1)
+    c = _hard_closed_form(model, data, start_i, start_j)[0]
+    rows = _assign_violations(np.asarray(counts @ one_hot(start_j, ky)), c, start_i, new_i)
+    c = _hard_closed_form(model, data, new_i, start_j)[0]
+    mass = np.asarray(counts.T @ one_hot(new_i, kx))
+    return rows + _assign_violations(mass, c.T, start_j, new_j)
+
+
+def hard_certificate(model, data, result, method=None, rng=None) -> list:
+    """Checks of a :func:`hard_scm` result, recomputed from the counts (not its own updates).
+
+    - *parameters*: ``c``, ``pi``, ``rho_x``, ``rho_y`` are the closed form (eq. (42), (43),
+      (48)) of the returned partition;
+    - *local optimum*: the run converged, and no single row (column) raises the likelihood by
+      joining another cluster at that ``c`` (eq. (44)-(45): ``h_{i nu} = sum_j n_ij log c_{nu
+      J_j}``, the Lagrange term ``n_i`` being the same for every ``nu``; the ``N x Kx`` and
+      ``M x Ky`` tables from the cluster sums). Both: a fixed point of the alternation;
+    - *fixed point kept* (with ``method``): started at the returned partition with every object
+      without observations moved to the last cluster (which changes neither ``c`` nor any
+      ``h``, so the start is a fixed point as well), ``method`` returns that start unchanged:
+      ties keep the current cluster;
+    - *one sweep* (with ``method`` and ``rng``): from random labels, one sweep of ``method``
+      moves every row, then every column, as eq. (44) asks at ``c`` recomputed from the counts
+      after the previous half-step (a stale or transposed ``c`` only shows along the way: the
+      fixed point it ends at may still be one).
+
+    Each :class:`~latentzoo.inference.checks.Check` holds its ``violation`` (0 when exact) and
+    ``tolerance`` (:data:`HARD_TOL`).
+    """
+    from latentzoo.inference.validation import hard_check
+
+    labels_i = np.argmax(result.params["I"], axis=1)
+    labels_j = np.argmax(result.params["J"], axis=1)
+    expected = _hard_closed_form(model, data, labels_i, labels_j)
+    names = ("c", "pi", "rho_x", "rho_y")
+    params = max(
+        float(np.max(np.abs(np.asarray(result.params[name]) - value) / (1.0 + np.abs(value))))
+        for name, value in zip(names, expected, strict=True)
+    )
+    counts = data.counts.astype(np.float64)
+    c = expected[0]
+    moved = max(
+        _single_move_gain(np.asarray(counts @ one_hot(labels_j, model.shape[1])), c, labels_i),
+        _single_move_gain(np.asarray(counts.T @ one_hot(labels_i, model.shape[0])), c.T, labels_j),
+    )
+    checks = [
+        hard_check("hard returns the closed-form c, pi, rho of its partition (eq. (42)-(48))",
+                   params, "largest relative difference of c, pi, rho_x, rho_y from the closed "
+                   "form recomputed from the counts", HARD_TOL),
+        hard_check(
+            "hard ends at a single-move optimum of its partition (eq. (44)-(45))",
+            moved if result.converged else np.inf,
+            "largest gain of moving one row or column to another cluster at the returned c, "
+            "relative to its log-likelihood" + ("" if result.converged else " (not converged)"),
+            HARD_TOL,
+        ),
+    ]  # fmt: skip
+    if method is not None:
+        start_i = np.where(data.row_totals > 0, labels_i, model.shape[0] - 1)
+        start_j = np.where(data.col_totals > 0, labels_j, model.shape[1] - 1)
+        again = method(model, data, init={"I": start_i, "J": start_j})
+        changed = np.count_nonzero(np.argmax(again.params["I"], axis=1) != start_i)
+        changed += np.count_nonzero(np.argmax(again.params["J"], axis=1) != start_j)
+        checks.append(hard_check(
+            "hard started at a fixed point returns it (ties keep the current cluster)", changed,
+            "objects moved from a start at the returned partition with its objects without "
+            "observations in the last cluster", 0.0,
+        ))  # fmt: skip
+    if method is not None and rng is not None:
+        checks.append(hard_check(
+            "one hard sweep moves rows, then columns, as eq. (44) asks",
+            _sweep_violations(model, data, method, rng),
+            "objects moved against the rule at c recomputed after each half-step, in one sweep "
+            "from random labels", 0.0,
+        ))  # fmt: skip
+    return checks
+
+
+def hard_instances(method, model, rng) -> list:
+    """The hard SCM's optimality instances, each certified: one list of checks per instance.
+
+    Data from the prior at the model's priors, shapes :data:`HARD_SHAPES` in turn, 8 rows x 10
+    columns x 200 tokens (the mean-field level's sizes) plus a row and a column without
+    observations (where the tie rule decides); ``method`` at its defaults (the hard ACM start).
+    """
+    checks = []
+    for number in range(HARD_INSTANCES):
+        kx, ky = HARD_SHAPES[number % len(HARD_SHAPES)]
+        instance = TwoSidedClustering(kx, ky, alpha=model.alpha, eta=model.eta)
+        drawn, _ = instance.simulate(rng, n_rows=8, n_cols=10, n_tokens=200)
+        data = CoOccurrence(sp.block_diag([drawn.counts, sp.csr_matrix((1, 1))], format="csr"))
+        result = method(instance, data, max_iter=200, random_state=int(rng.integers(2**31)))
+        checks.append(hard_certificate(instance, data, result, method, rng))
+    return checks
+
+
 # ------------------------------------------------------------------------------ the family
 def validation_recipe():
     """How :func:`latentzoo.validate` checks the SCM's methods (a ``ValidationRecipe``)."""
     from latentzoo.inference.recipes import two_sided
 
-    return two_sided(TwoSidedGibbs)
+    # The optimality level also certifies the hard method on this family's instances.
+    return dataclasses.replace(two_sided(TwoSidedGibbs), hard_instances=hard_instances)
 
 
 _MEAN_FIELD = Method(

@@ -198,6 +198,12 @@ class ValidationRecipe:
         any fails (several model shapes and instances: a wrong update that vanishes on one
         instance, e.g. at nearly equal cluster sizes, shows on others, at a stated power). None:
         one instance at the reference size (``small``, ``synthetic``).
+    hard_instances : callable or None
+        ``hard_instances(method, model, rng) -> [[Check, ...], ...]``: the family's ``hard``
+        method (``method``) run on the family's own instances at the priors of ``model``, each
+        certified from the counts (one list of checks per instance, e.g.
+        :func:`latentzoo.inference.one_sided.hard_certificate`); the optimality level reports
+        each check over all instances (:func:`hard_check`). None: the hard method is not run.
     """
 
     checks: dict = field(default_factory=dict)
@@ -222,6 +228,7 @@ class ValidationRecipe:
     problems: dict = field(default_factory=dict)
     em_fixed_point: str = "map"
     optimality_instances: Callable | None = None
+    hard_instances: Callable | None = None
 
 
 # -------------------------------------------------------------------------------- levels
@@ -614,7 +621,8 @@ def optimality_level(entry, recipe, model, data, settings, rng, progressbar=Fals
         reason = f"EM computes a MAP only for priors >= 1 ({shown})"
         return Comparison(skipped=[skipped(OPTIMALITY, reason)])
     if mean_field and recipe.optimality_instances is not None:
-        return _mean_field_instances(entry, recipe, small, rng, progressbar)
+        result = _mean_field_instances(entry, recipe, small, rng, progressbar)
+        return _with_hard_checks(result, entry, recipe, small, rng, progressbar)
     simulated, _ = small.simulate(rng, **recipe.synthetic(settings))
     problem = (
         f"synthetic: {simulated} drawn from the prior, K={small.sizes_label()}; {recipe.em} at "
@@ -638,6 +646,51 @@ def optimality_level(entry, recipe, model, data, settings, rng, progressbar=Fals
         for check in result.checks:
             check.detail += f" ({recipe.em} stopped at max_iter={OPTIMALITY_EM_MAX_ITER})"
     result.problem = problem
+    return _with_hard_checks(result, entry, recipe, small, rng, progressbar)
+
+
+def hard_check(name, violation, what, tolerance) -> Check:
+    """An optimality :class:`Check` of a hard method's certificate (``recipe.hard_instances``):
+    passed when ``violation`` (0 when exact) is at most ``tolerance``."""
+    from latentzoo.inference.optimality import OPTIMALITY
+
+    violation = float(violation)
+    return Check(
+        OPTIMALITY, name, bool(violation <= tolerance),
+        f"{what}: {violation:.3g} (at most {tolerance:g}; deterministic)",
+        {"violation": violation, "tolerance": tolerance},
+    )  # fmt: skip
+
+
+def _with_hard_checks(result, entry, recipe, model, rng, progressbar=False) -> Comparison:
+    """``result`` with the checks of the family's ``hard`` method (``recipe.hard_instances``),
+    each over all instances: failed when any instance fails it, with the largest violation.
+    Run after the EM's checks, so that their random stream is the one they had without it."""
+    if recipe.hard_instances is None or "hard" not in entry.methods:
+        return result
+    _log(progressbar, "optimality level: the hard method's certificate")
+    try:
+        per_instance = recipe.hard_instances(entry.methods["hard"], model, rng)
+    except Exception as error:  # a hard method that fails on valid data fails the level
+        detail = f"{type(error).__name__}: {error}"
+        result.checks.append(Check("optimality", "the hard method runs", False, detail))
+        return result
+    names = dict.fromkeys(check.name for checks in per_instance for check in checks)
+    for name in names:
+        found = [
+            (number, check)
+            for number, checks in enumerate(per_instance, start=1)
+            for check in checks
+            if check.name == name
+        ]
+        number, worst = max(found, key=lambda pair: pair[1].numbers["violation"])
+        failed = sum(not check.passed for _, check in found)
+        result.checks.append(Check(
+            worst.level, name, failed == 0,
+            f"{worst.detail}, largest over {len(found)} instances (instance {number}); "
+            f"{failed} fail",
+            {**worst.numbers, "instances": len(found), "failures": failed},
+        ))  # fmt: skip
     return result
 
 
