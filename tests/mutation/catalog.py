@@ -1339,6 +1339,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "MDS: classical scaling's double-centred Gram matrix with the wrong sign (the start "
         "embedding from the smallest eigenvalues of the true one)",
         "annealing",
+        levels=("optimality",),
         method="mds",
     ),
     Mutation(
@@ -1349,6 +1350,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "top = np.argsort(values)[:n_dims]",
         "MDS: classical scaling keeps the eigenvectors of the smallest eigenvalues",
         "annealing",
+        levels=("optimality",),
         method="mds",
     ),
     Mutation(
@@ -1360,6 +1362,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "MDS: the right-hand side of eq. (34) misses its factor 1/2 (the embedding solves the "
         "wrong fixed point)",
         "annealing",
+        levels=("optimality",),
         method="mds",
     ),
     Mutation(
@@ -1442,8 +1445,6 @@ UNREACHED_METHODS = {
     ("one_sided", "hard"): "no level runs it: the optimality level checks `annealed_em`",
     ("two_sided", "hard"): "no level runs it: the optimality level checks `annealed_em` "
     "(= `mean_field`, the same method)",
-    ("pairwise", "ward"): "no level runs it (scipy's linkage, a baseline of the benchmark)",
-    ("pairwise", "mds"): "no level runs it (structure-preserving MDS, Algorithm II)",
     ("cluster_abstraction", "three_stage"): "no level runs it: the recipe samples with `gibbs` and "
     "fits `annealed_em`",
 }
