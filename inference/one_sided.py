@@ -882,7 +882,7 @@ def hard_certificate(model, data, result, method=hard_acm) -> list:
     Each :class:`~latentzoo.inference.checks.Check` holds its ``violation`` (0 when exact) and
     ``tolerance`` (:data:`HARD_TOL`).
     """
-    from latentzoo.inference.validation import hard_check
+    from latentzoo.inference.validation import hard_check, single_move_check
 
     z = np.asarray(result.params["z"], dtype=np.int64)
     q, rho, scores, objective = _hard_map(model, data, z)
@@ -894,13 +894,8 @@ def hard_certificate(model, data, result, method=hard_acm) -> list:
         hard_check("hard returns the MAP q, rho of its partition (eq. (24))", params,
                     "largest |difference| of q, rho from the update recomputed from the counts",
                     HARD_TOL),
-        hard_check(
-            "hard ends at a single-move optimum of J(z, q) (eq. (23))",
-            moved if result.converged else np.inf,
-            "largest gain of moving one row to another cluster at the returned q, relative to "
-            "its log-likelihood" + ("" if result.converged else " (not converged)"),
-            HARD_TOL,
-        ),
+        single_move_check("hard ends at a single-move optimum of J(z, q) (eq. (23))", moved,
+                          result.converged, "row", "q", HARD_TOL),
     ]  # fmt: skip
     n_init, seed = result.settings.get("n_init", 1), result.settings.get("random_state")
     if n_init > 1 and seed is not None:
@@ -925,6 +920,8 @@ def hard_instances(method, model, rng) -> list:
     20 rows of 15 tokens over 20 words (not separated: several local optima). ``method`` runs
     ``n_init = 8`` starts from an integer seed (:func:`hard_certificate`).
     """
+    from latentzoo.inference.validation import certified
+
     checks = []
     for number in range(HARD_INSTANCES):
         if number % 4 == 0:
@@ -934,10 +931,13 @@ def hard_instances(method, model, rng) -> list:
             instance = OneSidedClustering(2, alpha=model.alpha, eta=max(model.eta, HARD_ETA))
             sizes = {"n_docs": 20, "n_words": 20, "doc_length": 15, "separation": 0.0}
         data, _ = instance.simulate(rng, **sizes)
-        seed = int(rng.integers(2**31))
-        result = method(instance, data, max_iter=200, n_init=8, random_state=seed)
-        checks.append(hard_certificate(instance, data, result, method))
+        checks.append(certified(_hard_fit_and_certify, method, instance, data, rng))
     return checks
+
+
+def _hard_fit_and_certify(method, model, data, rng) -> list:
+    result = method(model, data, max_iter=200, n_init=8, random_state=int(rng.integers(2**31)))
+    return hard_certificate(model, data, result, method)
 
 
 # ------------------------------------------------------------------------------ the family

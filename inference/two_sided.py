@@ -1055,7 +1055,7 @@ def hard_certificate(model, data, result, method=None, rng=None) -> list:
     Each :class:`~latentzoo.inference.checks.Check` holds its ``violation`` (0 when exact) and
     ``tolerance`` (:data:`HARD_TOL`).
     """
-    from latentzoo.inference.validation import hard_check
+    from latentzoo.inference.validation import hard_check, single_move_check
 
     labels_i = np.argmax(result.params["I"], axis=1)
     labels_j = np.argmax(result.params["J"], axis=1)
@@ -1075,13 +1075,8 @@ def hard_certificate(model, data, result, method=None, rng=None) -> list:
         hard_check("hard returns the closed-form c, pi, rho of its partition (eq. (42)-(48))",
                    params, "largest relative difference of c, pi, rho_x, rho_y from the closed "
                    "form recomputed from the counts", HARD_TOL),
-        hard_check(
-            "hard ends at a single-move optimum of its partition (eq. (44)-(45))",
-            moved if result.converged else np.inf,
-            "largest gain of moving one row or column to another cluster at the returned c, "
-            "relative to its log-likelihood" + ("" if result.converged else " (not converged)"),
-            HARD_TOL,
-        ),
+        single_move_check("hard ends at a single-move optimum of its partition (eq. (44)-(45))",
+                          moved, result.converged, "row or column", "c", HARD_TOL),
     ]  # fmt: skip
     if method is not None:
         start_i = np.where(data.row_totals > 0, labels_i, model.shape[0] - 1)
@@ -1111,15 +1106,21 @@ def hard_instances(method, model, rng) -> list:
     columns x 200 tokens (the mean-field level's sizes) plus a row and a column without
     observations (where the tie rule decides); ``method`` at its defaults (the hard ACM start).
     """
+    from latentzoo.inference.validation import certified
+
     checks = []
     for number in range(HARD_INSTANCES):
         kx, ky = HARD_SHAPES[number % len(HARD_SHAPES)]
         instance = TwoSidedClustering(kx, ky, alpha=model.alpha, eta=model.eta)
         drawn, _ = instance.simulate(rng, n_rows=8, n_cols=10, n_tokens=200)
         data = CoOccurrence(sp.block_diag([drawn.counts, sp.csr_matrix((1, 1))], format="csr"))
-        result = method(instance, data, max_iter=200, random_state=int(rng.integers(2**31)))
-        checks.append(hard_certificate(instance, data, result, method, rng))
+        checks.append(certified(_hard_fit_and_certify, method, instance, data, rng))
     return checks
+
+
+def _hard_fit_and_certify(method, model, data, rng) -> list:
+    result = method(model, data, max_iter=200, random_state=int(rng.integers(2**31)))
+    return hard_certificate(model, data, result, method, rng)
 
 
 # ------------------------------------------------------------------------------ the family

@@ -589,7 +589,10 @@ def optimality_level(entry, recipe, model, data, settings, rng, progressbar=Fals
     EM is a mean-field fixed point, not a point of its PyMC posterior (``I``, ``J`` are discrete
     there): its free energy, written independently of the EM code, must be stationary instead
     (:func:`~latentzoo.inference.optimality.mean_field_check`). Reported skipped for a family
-    without EM and for priors below 1 (EM refuses them: no interior MAP).
+    without EM and for priors below 1 (EM refuses them: no interior MAP). A family whose recipe
+    declares ``hard_instances`` also has its ``hard`` method certified on its own instances (its
+    parameters the closed form of its partition, the partition a fixed point: deterministic
+    checks recomputed from the counts), after the EM's checks.
 
     Examples
     --------
@@ -660,6 +663,28 @@ def hard_check(name, violation, what, tolerance) -> Check:
         f"{what}: {violation:.3g} (at most {tolerance:g}; deterministic)",
         {"violation": violation, "tolerance": tolerance},
     )  # fmt: skip
+
+
+def single_move_check(name, gain, converged, objects, at, tolerance) -> Check:
+    """:func:`hard_check` that the run converged and moving one of the ``objects`` to another
+    cluster at the returned parameters ``at`` gains at most ``tolerance`` (``gain``: the largest,
+    relative to the object's log-likelihood)."""
+    return hard_check(
+        name, gain if converged else np.inf,
+        f"largest gain of moving one {objects} to another cluster at the returned {at}, relative "
+        "to its log-likelihood" + ("" if converged else " (not converged)"),
+        tolerance,
+    )  # fmt: skip
+
+
+def certified(certify, *args) -> list:
+    """``certify(*args)``, one instance's checks of a hard method (``recipe.hard_instances``), or
+    a failed check when it raises: a method that fails on valid data fails that instance."""
+    try:
+        return certify(*args)
+    except Exception as error:  # noqa: BLE001 - reported as the instance's failure
+        detail = f"{type(error).__name__}: {error}"
+        return [Check("optimality", "the hard method runs", False, detail, {"violation": np.inf})]
 
 
 def _with_hard_checks(result, entry, recipe, model, rng, progressbar=False) -> Comparison:

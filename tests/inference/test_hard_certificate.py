@@ -15,7 +15,7 @@ import pytest
 from latentzoo.data import CoOccurrence
 from latentzoo.inference import one_sided, two_sided
 from latentzoo.inference.checks import Check
-from latentzoo.inference.validation import Comparison, _with_hard_checks
+from latentzoo.inference.validation import Comparison, _with_hard_checks, certified
 from latentzoo.models import OneSidedClustering, TwoSidedClustering
 
 
@@ -174,3 +174,12 @@ def test_the_level_reports_each_hard_check_over_its_instances():
 @pytest.mark.parametrize("family", [one_sided, two_sided])
 def test_the_families_declare_their_hard_certificate(family):
     assert family.validation_recipe().hard_instances is family.hard_instances
+
+
+def test_an_instance_whose_method_raises_fails_there_only():
+    def raises():
+        raise ValueError("shapes")
+
+    (check,) = certified(raises)
+    assert not check.passed and "ValueError: shapes" in check.detail
+    assert certified(list, [1]) == [1]
