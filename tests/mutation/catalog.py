@@ -1442,9 +1442,6 @@ UNREACHED_METHODS = {
         "aspect",
         "ad_lda",
     ): "no level runs it: the recipe samples with `gibbs` and fits `annealed_em`",
-    ("one_sided", "hard"): "no level runs it: the optimality level checks `annealed_em`",
-    ("two_sided", "hard"): "no level runs it: the optimality level checks `annealed_em` "
-    "(= `mean_field`, the same method)",
     ("cluster_abstraction", "three_stage"): "no level runs it: the recipe samples with `gibbs` and "
     "fits `annealed_em`",
 }
