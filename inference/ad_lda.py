@@ -44,10 +44,20 @@ from typing import Any
 import numpy as np
 
 from latentzoo.inference.annealing import balanced_row_chunks
+from latentzoo.inference.checks import Check
 from latentzoo.inference.family import anything, integer
 from latentzoo.inference.mcmc import gibbs_entry, splitmix_seeds
 
-__all__ = ["ADLDAGibbs", "ad_lda_entry", "AD_LDA_DOC", "AD_LDA_OPTIONS", "shard_round"]
+__all__ = [
+    "ADLDAGibbs",
+    "AD_LDA_DOC",
+    "AD_LDA_OPTIONS",
+    "ad_lda_entry",
+    "count_violation",
+    "rounds_to_move_every_token",
+    "shard_round",
+    "validation_checks",
+]
 
 SHARDS = integer("shards", 2, "document shards, each sweeping against its own copy of the counts")
 MERGE_EVERY = integer("merge_every", 1, "sweeps of each shard between merges of the counts")
@@ -316,3 +326,180 @@ def ad_lda_entry(prepare, sweep, doc: str = AD_LDA_DOC):
     # The docstring's examples run once, on the method (not again on the inner entry).
     entry.__doc__ = "The Gibbs entry point behind ``ad_lda``."
     return ad_lda
+
+
+# ------------------------------------------------------------------------------ validation
+MOVE_FALSE_ALARM = 1e-4
+"""Bound on the probability that correct code fails the token-move check of one problem
+(:func:`rounds_to_move_every_token`)."""
+
+MOVE_MAX_ROUNDS = 10_000
+"""The token-move check is not run where its bound needs more rounds (sparse priors)."""
+
+
+def count_violation(sampler, state) -> float:
+    """How far ``state``'s count tables are from the counts of its assignments ``z``.
+
+    The tables are recomputed from the tokens (vectorised ``np.bincount`` over ``doc * K + z``,
+    ``word * K + z`` and ``z``); the result is the largest absolute difference over
+    ``n_doc_topic``, ``n_word_topic``, ``n_topic`` and ``n_topic`` minus the column sums of
+    ``n_word_topic``, or ``inf`` when an assignment is outside ``0 .. K - 1`` or a table has the
+    wrong shape. 0 for every state of a correct sampler (integer counts held in float64).
+
+    Examples
+    --------
+    >>> from latentzoo.data import load
+    >>> from latentzoo.inference.aspect import AspectGibbs
+    >>> from latentzoo.models.aspect import AspectModel
+    >>> sampler = AspectGibbs(AspectModel(2), load("toy"))
+    >>> state = sampler.init(np.random.default_rng(0))
+    >>> count_violation(sampler, state)
+    0.0
+    >>> state.n_topic[0] += 1
+    >>> count_violation(sampler, state)
+    1.0
+    """
+    k = sampler.model.n_components
+    n_docs, n_words = sampler.data.n_rows, sampler.data.n_cols
+    z = np.asarray(state.z)
+    if z.shape != sampler.words.shape or np.any((z < 0) | (z >= k)):
+        return np.inf
+    docs = np.repeat(np.arange(n_docs), np.diff(sampler.doc_ptr))
+    words = sampler.words
+    tables = {
+        "n_doc_topic": np.bincount(docs * k + z, minlength=n_docs * k).reshape(n_docs, k),
+        "n_word_topic": np.bincount(words * k + z, minlength=n_words * k).reshape(n_words, k),
+        "n_topic": np.bincount(z, minlength=k),
+    }
+    worst = 0.0
+    for name, want in tables.items():
+        got = np.asarray(getattr(state, name))
+        if got.shape != want.shape:
+            return np.inf
+        worst = max(worst, float(np.abs(got - want).max(initial=0.0)))
+    column_sums = np.asarray(state.n_word_topic).sum(axis=0)
+    return max(worst, float(np.abs(np.asarray(state.n_topic) - column_sums).max(initial=0.0)))
+
+
+def rounds_to_move_every_token(sampler, false_alarm: float = MOVE_FALSE_ALARM):
+    """Rounds after which every token has changed its topic at least once, except with
+    probability at most ``false_alarm`` (None when ``K = 1``: no token can move).
+
+    When the sweep visits token ``t`` (document ``d`` of length ``L_d``, word ``w`` with ``c_w``
+    tokens in the corpus), it draws ``P(z_t = k | rest) ∝ (n_dk + alpha) (n_wk + eta) / (n_k + M
+    eta)`` with ``t`` removed (:func:`~latentzoo.inference.aspect.gibbs_sweep`). On any count
+    tables of ``N`` tokens -- AD-LDA's private copies included: they are the counts of the
+    shard's current topics and the other shards' topics at the start of the round -- each other
+    topic's weight is at least ``w_min = alpha eta / (N - 1 + M eta)`` and the current topic's at
+    most ``w_max_t = (L_d - 1 + alpha) (c_w - 1 + eta) / (M eta)``, so the token moves with
+    probability at least ``q_t = (K - 1) w_min / ((K - 1) w_min + w_max_t)`` whatever happened
+    before. With one sweep per round it stays put for ``R`` rounds with probability at most
+    ``(1 - q_t)^R``, and by the union bound some token never moves with probability at most
+    ``N (1 - min_t q_t)^R``; the result is the smallest ``R`` that makes this ``false_alarm``.
+
+    Examples
+    --------
+    >>> from latentzoo.data import CoOccurrence
+    >>> from latentzoo.inference.aspect import AspectGibbs
+    >>> from latentzoo.models.aspect import AspectModel
+    >>> data = CoOccurrence([[2, 1, 0], [0, 1, 2], [0, 0, 1]])
+    >>> rounds_to_move_every_token(AspectGibbs(AspectModel(2), data))
+    285
+    """
+    model = sampler.model
+    k, alpha, eta = model.n_components, float(model.alpha), float(model.eta)
+    if k < 2:
+        return None
+    words, n = sampler.words, len(sampler.words)
+    m = sampler.data.n_cols
+    lengths = np.diff(sampler.doc_ptr)
+    length = np.repeat(lengths, lengths)
+    count = np.bincount(words, minlength=m)[words]
+    w_min = alpha * eta / (n - 1 + m * eta)
+    w_max = (length - 1 + alpha) * (count - 1 + eta) / (m * eta)
+    q = (k - 1) * w_min / ((k - 1) * w_min + w_max)
+    return int(np.ceil(np.log(n / false_alarm) / -np.log1p(-q.min())))
+
+
+def _one_shard_mismatch(exact, one, seed: int, sweeps: int) -> str:
+    """The first field in which ``one`` (AD-LDA, one shard) leaves the exact sampler's chain from
+    ``seed`` within ``sweeps`` steps ("" when none: the same chain bit for bit)."""
+    runs = []
+    for sampler in (exact, one):
+        rng = np.random.default_rng(seed)
+        state = sampler.init(rng)
+        path = []
+        for _ in range(sweeps):
+            state, info = sampler.step(state, rng)
+            path.append(np.concatenate([state.z, np.ravel(info)]))
+        runs.append((np.stack(path), state._asdict()))
+    (path, want), (got_path, got) = runs
+    if not np.array_equal(path, got_path):
+        first = int(np.argmax(np.any(path != got_path, axis=1))) + 1
+        return f"z or the step's info (from sweep {first})"
+    return next((name for name in want if not np.array_equal(want[name], got[name])), "")
+
+
+def validation_checks(gibbs, ad_lda, model, data, rng, sweeps: int = 30, chains: int = 4,
+                      shards: int = 2, level: str = "exact") -> list:  # fmt: skip
+    """What is exact about AD-LDA, checked on one problem: three :class:`Check` s.
+
+    ``gibbs`` and ``ad_lda`` are the family's registered methods (their ``prepare``: the
+    production samplers); ``rng`` seeds the chains.
+
+    1. *One shard is the exact sampler*: from ``chains`` seeds, ``ad_lda`` with ``shards=1``
+       makes the exact sampler's chain bit for bit over ``sweeps`` steps (every ``z``, every
+       step's ``info``, the final tables and streams). Deterministic; a chain that equals
+       ``gibbs``'s has its law, which the exact level tests against enumeration.
+    2. *Counts after every round*: ``ad_lda`` with ``shards`` shards, run for the rounds of 3
+       (at least ``sweeps``; ``10 sweeps`` when 3 is not run), holds count tables equal to the counts of its assignments after
+       every round (:func:`count_violation` = 0). Deterministic: the merge is exact.
+    3. *Every token moves*: in that run every token changes its topic at least once, the rounds
+       being :func:`rounds_to_move_every_token` (false alarm at most :data:`MOVE_FALSE_ALARM`);
+       a shard that skips a document never moves its tokens. Not run when ``K = 1`` or the bound
+       needs more than :data:`MOVE_MAX_ROUNDS` rounds (said in check 2's detail).
+    """
+    options = {"chains": 1, "draws": 1}
+    exact = gibbs.prepare(model, data, **options).sampler
+    one = ad_lda.prepare(model, data, shards=1, **options).sampler
+    seeds = rng.integers(2**63, size=chains)
+    found = (_one_shard_mismatch(exact, one, int(seed), sweeps) for seed in seeds)
+    mismatch = next((where for where in found if where), "")
+    checks = [Check(
+        level, "ad_lda with one shard is the gibbs chain bit for bit", not mismatch,
+        (f"differs in {mismatch}" if mismatch else "identical")
+        + f" ({chains} chains x {sweeps} sweeps from the same seeds; deterministic)",
+        {"chains": chains, "sweeps": sweeps},
+    )]  # fmt: skip
+
+    sampler = ad_lda.prepare(model, data, shards=shards, **options).sampler
+    n_shards = len(sampler.bounds) - 1
+    needed = rounds_to_move_every_token(sampler)
+    moves = needed is not None and needed <= MOVE_MAX_ROUNDS
+    rounds = max(needed, sweeps) if moves else 10 * sweeps
+    generator = np.random.default_rng(rng.integers(2**63))
+    state = sampler.init(generator)
+    worst, moved = count_violation(sampler, state), np.zeros(len(state.z), dtype=bool)
+    for _ in range(rounds):
+        before = state.z.copy()
+        state = sampler.advance(state, generator)
+        worst = max(worst, count_violation(sampler, state))
+        moved |= state.z != before
+    what = f"ad_lda with {n_shards} shards"
+    checks.append(Check(
+        level, f"{what}: merged counts = counts of its assignments after every round",
+        worst == 0,
+        f"largest count difference {worst:g} over {rounds} rounds (0 when exact; deterministic)"
+        + ("" if moves else "; token-move check not run: "
+           + ("K = 1" if needed is None else f"its bound needs {needed} rounds at these priors")),
+        {"violation": worst, "rounds": rounds},
+    ))  # fmt: skip
+    if moves:
+        stuck = int((~moved).sum())
+        checks.append(Check(
+            level, f"{what}: every token changes topic", stuck == 0,
+            f"{stuck} of {len(moved)} tokens never moved in {rounds} rounds (correct code: "
+            f"probability at most {MOVE_FALSE_ALARM:g})",
+            {"stuck": stuck, "rounds": rounds, "false_alarm": MOVE_FALSE_ALARM},
+        ))  # fmt: skip
+    return checks
