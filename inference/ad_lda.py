@@ -9,7 +9,8 @@
    models", JMLR 10) found its held-out perplexity indistinguishable from the exact sampler's;
    ``benchmarks/RESULTS_ad_lda.md`` measures the gap here. Use it for throughput on large
    corpora, not for calibrated posterior uncertainty (simulation-based calibration and the
-   exact-enumeration tests of :func:`latentzoo.validate` apply to ``method="gibbs"`` only).
+   exact-enumeration tests of :func:`latentzoo.validate` apply to ``method="gibbs"`` only; its
+   exact level checks what is exact about AD-LDA: :func:`validation_checks`).
 
 The documents are split into ``shards`` contiguous blocks of nearly equal token counts. One step
 of the chain is one round: every shard runs ``merge_every`` sweeps of the exact sampler's numba
