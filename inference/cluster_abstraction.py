@@ -56,6 +56,7 @@ chain runner (:mod:`latentzoo.inference.mcmc`); the posterior holds the variable
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import time
 from typing import NamedTuple
@@ -127,6 +128,7 @@ __all__ = [
     "grow_tree",
     "hacm_em_pass",
     "plot_tree",
+    "three_stage_certificate",
     "three_stage_em",
     "top_words",
     "word_node_distribution",
@@ -698,6 +700,154 @@ def three_stage_em(model: ClusterAbstractionModel, data, **options) -> EMResult:
     result.method = "three_stage_em"
     result.model = model
     return result
+
+
+# ------------------------------------------------- certificate of the three-stage strategy
+THREE_STAGE_INSTANCES = 8
+"""Instances of the optimality level's ``three_stage`` check (:func:`three_stage_instances`),
+alternately ``tau="leaf"`` (two stages) and ``"object"`` (three)."""
+
+THREE_STAGE_DATA = {"n_docs": 8, "n_words": 10, "doc_length": 8}
+"""Each instance's data, drawn from the prior (not separated). Short documents keep the
+posteriors ``<I_ia>`` soft at :data:`THREE_STAGE_BETA` (on separated data of 20 tokens a row they
+are hard at ``beta = 1/2`` and at 1 alike, and a later stage run at ``beta = 1`` ends at a fixed
+point of the ``beta = 1/2`` map as well). Measured over the level's 160 instances at seeds 0-19:
+2 collapsed to one leaf mixture; later stages run at ``beta = 1`` failed the fixed-point check on
+159 (the temperature check on all), later stages stopped at the default ``tol`` on all 160 (by at
+least 1.07 times its tolerance; the stopping-rule check by at least 2.2 times ``tol``)."""
+
+THREE_STAGE_BETA = 0.5
+"""Stage 1's schedule ``betas=[0.5]``: its final inverse temperature, at which the later stages
+must run; below 1, so that a later stage run at ``beta = 1`` ends elsewhere."""
+
+THREE_STAGE_TOL = 1e-8
+"""The ``tol`` the check passes (every stage's relative free-energy change at its stop), far
+below the default ``1e-5`` that a stage ignoring it would stop at; ``max_iter`` is
+:data:`THREE_STAGE_MAX_ITER` (the stages needed at most about 1,300 iterations)."""
+
+THREE_STAGE_MAX_ITER = 20_000
+
+THREE_STAGE_FIXED_POINT = 2.0
+"""Tolerance of the fixed-point check in units of ``tol``: the stopping rule bounds the last
+measured relative change by ``tol``, the returned iterate is one EM step past it and EM's
+decrements shrink near a fixed point (linear convergence), so one more step lowers ``F_beta`` by
+less than ``tol``; measured at most 0.997 ``tol`` over 220 instances (the rate is close to 1 on
+these small problems), hence the factor 2."""
+
+MONOTONE_TOL = 1e-12
+"""Largest relative rise of the free energy between two iterations of a stage counted as rounding
+(``F_beta`` is about 100-200 on the instances; rounding of a pass is about 1e-14 of it)."""
+
+
+def _stage_groups(trace):
+    """The trace's rows of each temperature of each stage, in order: ``(form, beta, F)``."""
+    groups = trace.groupby(["tau_form", "beta"], sort=False)["free_energy"]
+    return [(form, beta, values.to_numpy()) for (form, beta), values in groups]
+
+
+def three_stage_certificate(model: ClusterAbstractionModel, data, result, betas, tol) -> list:
+    """Checks of a :func:`three_stage_em` result run with ``betas`` and ``tol``, from its
+    parameters through the family's own E/M step (eq. (53)-(58), tempered as eq. (60)), and from
+    its trace (section 4.2's three-stage strategy).
+
+    - *stages*: the trace holds the stages ``"constant"``, ``"leaf"`` (, ``"object"``) in this
+      order, up to the form of ``model.tau``;
+    - *temperature*: every later stage ran at ``betas[-1]``, stage 1's final inverse temperature
+      (read from the schedule the caller passed, not from the result's ``betas``);
+    - *tolerance*: every temperature of every stage ended by the stopping rule at ``tol``: its
+      last relative change of ``F_beta`` in the trace is below ``tol``;
+    - *monotone*: ``F_beta`` never rises within a temperature of a stage (EM is a
+      minorise-maximise step of ``-F_beta``), nor at the hand-over from the constant to the
+      per-leaf ``tau`` by more than the prior ``-(gamma - 1) sum log tau`` the leaf stage adds at
+      the uniform ``tau`` (a later hand-over adds that prior at a ``tau`` the result does not
+      return: not checked);
+    - *fixed point*: the returned parameters have the shapes of ``model.tau``'s form, and one
+      more E/M pass of :class:`ClusterAbstractionEM` at ``betas[-1]`` lowers ``F_beta`` by at
+      most :data:`THREE_STAGE_FIXED_POINT` ``tol`` (relative). Parameters fitted at another
+      ``beta``, with a stage left out or stopped at a looser ``tol`` are no such point.
+
+    Each :class:`~latentzoo.inference.checks.Check` holds its ``violation`` and ``tolerance``.
+    """
+    from latentzoo.inference.validation import hard_check
+
+    final = float(betas[-1])
+    forms = ["constant", "leaf", "object"][: ["constant", "leaf", "object"].index(model.tau) + 1]
+    run = list(dict.fromkeys(result.trace["tau_form"]))
+    missing = sum(a != b for a, b in itertools.zip_longest(run, forms))
+    later = result.trace.loc[result.trace["tau_form"] != "constant", "beta"].to_numpy()
+    groups = _stage_groups(result.trace)
+    stops = [
+        abs(f[-2] - f[-1]) / max(abs(f[-1]), 1e-300) if len(f) > 1 else np.inf for _, _, f in groups
+    ]
+    rises = [np.max(np.diff(f) / np.abs(f[:-1]), initial=0.0) for _, _, f in groups]
+    ends = {form: f for form, beta, f in groups if beta == final}
+    if "constant" in ends and "leaf" in ends:
+        uniform = dataclasses.replace(model, tau="leaf")
+        added = -_tau_log_prior(uniform, uniform.default_tau())
+        last = ends["constant"][-1]
+        rises.append((ends["leaf"][0] - last - added) / abs(last))
+    checks = [
+        hard_check("three_stage fits tau constant, then per leaf, then per object (sec. 4.2)",
+                   missing, f"stages missing or out of order ({', '.join(run)} run)", 0.0),
+        hard_check("three_stage's later stages run at stage 1's final beta",
+                   np.max(np.abs(later - final), initial=0.0),
+                   f"largest |beta - {final:g}| of the later stages' iterations", 0.0),
+        hard_check("every stage of three_stage stops at the tol passed",
+                   max(stops), "largest last relative change of F_beta of a stage", tol),
+        hard_check("three_stage's free energy never rises within a stage",
+                   max(rises), "largest relative rise of F_beta", MONOTONE_TOL),
+    ]  # fmt: skip
+    checks.append(_fixed_point_check(model, data, result.params, final, tol))
+    return checks
+
+
+def _fixed_point_check(model, data, params, beta, tol):
+    """:func:`three_stage_certificate`'s fixed-point check: the relative decrease of ``F_beta``
+    by one more :class:`ClusterAbstractionEM` pass at ``beta`` from ``params``."""
+    from latentzoo.inference.validation import hard_check
+
+    name = "three_stage returns a fixed point of its last stage's EM at stage 1's final beta"
+    shape = np.shape(params["tau"])
+    if shape != model.tau_shape(data.n_rows):
+        what = f"tau of shape {shape}, not {model.tau}'s {model.tau_shape(data.n_rows)}"
+        return hard_check(name + " (eq. (53)-(58))", np.inf, what, THREE_STAGE_FIXED_POINT * tol)
+    problem = ClusterAbstractionEM(model, data)
+    start = {key: np.asarray(params[key], dtype=float) for key in ("rho", "q", "tau")}
+    following, before = problem.step(start, beta)
+    _, after = problem.step(following, beta)
+    decrease = (before.free_energy - after.free_energy) / abs(before.free_energy)
+    return hard_check(
+        name + " (eq. (53)-(58))", max(decrease, 0.0),
+        f"relative decrease of F_beta at beta = {beta:g} by one more E/M pass",
+        THREE_STAGE_FIXED_POINT * tol,
+    )  # fmt: skip
+
+
+def three_stage_instances(method, model, rng) -> list:
+    """The ``three_stage`` optimality instances, each certified: one list of checks per instance.
+
+    :data:`THREE_STAGE_INSTANCES` data sets of :data:`THREE_STAGE_DATA` drawn from the prior of
+    ``model`` (the level's depth-1 tree and priors; ``gamma`` at least 1, which EM needs), with
+    ``tau="leaf"`` and ``"object"`` in turn; ``method`` runs with ``betas=[THREE_STAGE_BETA]``
+    and ``tol=THREE_STAGE_TOL`` from an integer seed (:func:`three_stage_certificate`).
+    """
+    from latentzoo.inference.validation import certified
+
+    checks = []
+    for number in range(THREE_STAGE_INSTANCES):
+        form = ("leaf", "object")[number % 2]
+        instance = dataclasses.replace(model, tau=form, gamma=max(model.gamma, 1.0))
+        data, _ = instance.simulate(rng, **THREE_STAGE_DATA)
+        checks.append(certified(_three_stage_fit_and_certify, method, instance, data, rng,
+                                name="three_stage"))  # fmt: skip
+    return checks
+
+
+def _three_stage_fit_and_certify(method, model, data, rng) -> list:
+    betas = [THREE_STAGE_BETA]
+    result = method(model, data, betas=betas, tol=THREE_STAGE_TOL, max_iter=THREE_STAGE_MAX_ITER,
+                    random_state=int(rng.integers(2**31)))  # fmt: skip
+    return three_stage_certificate(model, data, result, betas, THREE_STAGE_TOL)
 
 
 # ------------------------------------------------------------------------------ tree growth
@@ -1662,7 +1812,11 @@ def validation_recipe():
     """How :func:`latentzoo.validate` checks the HACM's methods (a ``ValidationRecipe``)."""
     from latentzoo.inference.recipes import cluster_abstraction
 
-    return cluster_abstraction(ClusterAbstractionGibbs, enumerated_posterior)
+    # The optimality level also certifies the three-stage strategy on this family's instances.
+    return dataclasses.replace(
+        cluster_abstraction(ClusterAbstractionGibbs, enumerated_posterior),
+        method_certificates={"three_stage": three_stage_instances},
+    )
 
 
 _EM_OPTIONS = (

@@ -197,12 +197,25 @@ def aspect(gibbs_class) -> ValidationRecipe:
         n_docs, n_words, length = (20, 15, 40) if settings.full else (10, 12, 60)
         return {"n_docs": n_docs, "n_words": n_words, "doc_length": length}
 
-    return _cooccurrence_recipe(
+    def ad_lda_checks(entry, problem, settings, rng):
+        """AD-LDA is approximate with several shards: on each exact problem, what is exact about
+        it (:func:`~latentzoo.inference.ad_lda.validation_checks`): one shard is ``gibbs`` bit
+        for bit (so its draws have the law tested against enumeration), and with two shards the
+        merged counts are those of the assignments and every token moves."""
+        from latentzoo.inference.ad_lda import validation_checks
+
+        return validation_checks(
+            entry.methods["gibbs"], entry.methods["ad_lda"], problem.model, problem.data, rng,
+            sweeps=settings.exact_sweeps,
+        )  # fmt: skip
+
+    recipe = _cooccurrence_recipe(
         AspectModel, gibbs_class, problems=problems, moments=moments,
         enumerate_states=enumerate_states, synthetic=synthetic,
         sbc_data={"n_docs": 4, "n_words": 5, "doc_length": 6}, initvals=("theta", "phi"),
         gibbs_weights=gibbs_weights,
     )  # fmt: skip
+    return dataclasses.replace(recipe, exact_fast_checks=ad_lda_checks)
 
 
 def one_sided(gibbs_class) -> ValidationRecipe:

@@ -204,6 +204,18 @@ class ValidationRecipe:
         certified from the counts (one list of checks per instance, e.g.
         :func:`latentzoo.inference.one_sided.hard_certificate`); the optimality level reports
         each check over all instances (:func:`hard_check`). None: the hard method is not run.
+    method_certificates : dict
+        Method name -> ``instances(method, model, rng)`` as ``hard_instances`` (which is the
+        entry of ``"hard"``): further fast methods that the optimality level runs on the family's
+        own instances and certifies (e.g. the HACM's ``three_stage``:
+        :func:`latentzoo.inference.cluster_abstraction.three_stage_certificate`).
+    exact_fast_checks : callable or None
+        ``exact_fast_checks(entry, problem, settings, rng) -> [Check, ...]``: checks of a fast
+        method that the enumeration cannot judge alone (an approximate sampler's exact
+        properties, e.g. :func:`latentzoo.inference.ad_lda.validation_checks`), run by the exact
+        level on each of its problems with a generator independent of its own (whose streams they
+        leave as they were) and reported in that problem's frequency check, which fails naming any
+        of them that fails. None: none.
     """
 
     checks: dict = field(default_factory=dict)
@@ -229,6 +241,8 @@ class ValidationRecipe:
     em_fixed_point: str = "map"
     optimality_instances: Callable | None = None
     hard_instances: Callable | None = None
+    method_certificates: dict = field(default_factory=dict)
+    exact_fast_checks: Callable | None = None
 
 
 # -------------------------------------------------------------------------------- levels
@@ -283,6 +297,32 @@ def _advance_makes_the_step(sampler, exact_state, chains: int = 8, sweeps: int =
     return True
 
 
+def _side_stream(rng) -> np.random.Generator:
+    """A generator independent of ``rng`` whose use changes neither ``rng``'s draws nor the
+    generators later spawned from it (:func:`~latentzoo.inference.mcmc.chain_seeds` spawns from its
+    seed sequence: spawning here would move theirs): a child key no spawn reaches."""
+    sequence = rng.bit_generator.seed_seq
+    key = (*sequence.spawn_key, 2**32 - 1, sequence.n_children_spawned)
+    return np.random.default_rng(np.random.SeedSequence(sequence.entropy, spawn_key=key))
+
+
+def _with_fast_checks(check, fast_checks, entry, problem, settings, rng) -> None:
+    """Fold ``recipe.exact_fast_checks`` on ``problem`` into its frequency check ``check`` (in
+    place): failed when one of them fails (or raises), each failure named in the detail. They
+    draw from :func:`_side_stream`, so the level's own streams are unchanged."""
+    try:
+        fast = fast_checks(entry, problem, settings, _side_stream(rng))
+    except Exception as error:  # noqa: BLE001 - a fast method that raises here is wrong here
+        fast = [Check("exact", "the fast method runs", False, f"{type(error).__name__}: {error}")]
+    failed = [c for c in fast if not c.passed]
+    check.numbers.update(fast_checks=len(fast), fast_failures=len(failed))
+    if failed:
+        check.passed = False
+        check.detail = "".join(f"FAIL {c.name}: {c.detail}; " for c in failed) + check.detail
+    else:
+        check.detail += f"; {len(fast)} fast-method checks pass ({'; '.join(c.name for c in fast)})"
+
+
 def exact_level(
     entry, recipe: ValidationRecipe, model, data, settings: Settings, rng, progressbar=False
 ) -> Comparison:
@@ -301,6 +341,9 @@ def exact_level(
       the probability integral transform, whose values must have the moments of a uniform, other
       laws through their first two moments. A sweep and a draw that are each right give states and
       parameters from the joint posterior, and both are tested.
+
+    A recipe's ``exact_fast_checks`` (checks of a fast method, e.g. the aspect model's AD-LDA)
+    run on every problem too and fail its frequency check when one fails (:func:`_with_fast_checks`).
     """
     from latentzoo.inference.mcmc import run_chains
 
@@ -350,6 +393,8 @@ def exact_level(
             log_probs, states, n_labels=space,
             name=f"{problem.label}: state frequencies = enumerated posterior",
         )  # fmt: skip
+        if recipe.exact_fast_checks is not None:
+            _with_fast_checks(check, recipe.exact_fast_checks, entry, problem, settings, rng)
         if advance_differs:
             check.passed = False
             check.detail = "advance() and step() make different transitions; " + check.detail
@@ -592,7 +637,8 @@ def optimality_level(entry, recipe, model, data, settings, rng, progressbar=Fals
     without EM and for priors below 1 (EM refuses them: no interior MAP). A family whose recipe
     declares ``hard_instances`` also has its ``hard`` method certified on its own instances (its
     parameters the closed form of its partition, the partition a fixed point: deterministic
-    checks recomputed from the counts), after the EM's checks.
+    checks recomputed from the counts), after the EM's checks; so has every method of its
+    ``method_certificates`` (the HACM's ``three_stage``: a fixed point of its last stage).
 
     Examples
     --------
@@ -677,29 +723,41 @@ def single_move_check(name, gain, converged, objects, at, tolerance) -> Check:
     )  # fmt: skip
 
 
-def certified(certify, *args) -> list:
-    """``certify(*args)``, one instance's checks of a hard method (``recipe.hard_instances``), or
-    a failed check when it raises: a method that fails on valid data fails that instance."""
+def certified(certify, *args, name="hard") -> list:
+    """``certify(*args)``, one instance's checks of a certified method ``name``
+    (``recipe.hard_instances``, ``recipe.method_certificates``), or a failed check when it
+    raises: a method that fails on valid data fails that instance."""
     try:
         return certify(*args)
     except Exception as error:  # noqa: BLE001 - reported as the instance's failure
         detail = f"{type(error).__name__}: {error}"
-        return [Check("optimality", "the hard method runs", False, detail, {"violation": np.inf})]
+        runs = f"the {name} method runs"
+        return [Check("optimality", runs, False, detail, {"violation": np.inf})]
 
 
 def _with_hard_checks(result, entry, recipe, model, rng, progressbar=False) -> Comparison:
-    """``result`` with the checks of the family's ``hard`` method (``recipe.hard_instances``),
-    each over all instances: failed when any instance fails it, with the largest violation.
-    Run after the EM's checks, so that their random stream is the one they had without it."""
-    if recipe.hard_instances is None or "hard" not in entry.methods:
-        return result
-    _log(progressbar, "optimality level: the hard method's certificate")
+    """``result`` with the checks of the family's certified methods (``recipe.hard_instances``
+    for ``hard``, ``recipe.method_certificates``), each check over all instances of its method:
+    failed when any instance fails it, with the largest violation. Run after the EM's checks, so
+    that their random stream is the one they had without it."""
+    certificates = dict(recipe.method_certificates)
+    if recipe.hard_instances is not None:
+        certificates = {"hard": recipe.hard_instances, **certificates}
+    for name, instances in certificates.items():
+        if name in entry.methods:
+            _log(progressbar, f"optimality level: the {name} method's certificate")
+            _add_certificate(result, instances, name, entry.methods[name], model, rng)
+    return result
+
+
+def _add_certificate(result, instances, method_name, method, model, rng) -> None:
+    """One certified method's checks (``instances(method, model, rng)``) added to ``result``."""
     try:
-        per_instance = recipe.hard_instances(entry.methods["hard"], model, rng)
-    except Exception as error:  # a hard method that fails on valid data fails the level
+        per_instance = instances(method, model, rng)
+    except Exception as error:  # a method that fails on valid data fails the level
         detail = f"{type(error).__name__}: {error}"
-        result.checks.append(Check("optimality", "the hard method runs", False, detail))
-        return result
+        result.checks.append(Check("optimality", f"the {method_name} method runs", False, detail))
+        return
     names = dict.fromkeys(check.name for checks in per_instance for check in checks)
     for name in names:
         found = [
@@ -716,7 +774,6 @@ def _with_hard_checks(result, entry, recipe, model, rng, progressbar=False) -> C
             f"{failed} fail",
             {**worst.numbers, "instances": len(found), "failures": failed},
         ))  # fmt: skip
-    return result
 
 
 MEAN_FIELD_NOT_MAP = "the mean field is no point of the PyMC posterior, whose I and J are discrete"
