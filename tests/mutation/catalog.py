@@ -1157,9 +1157,9 @@ MUTATIONS: tuple[Mutation, ...] = (
         "em",
         levels=("optimality",),
     ),
-    # ------------------------- fast methods that no level runs (issue 25: 3 mutations per method)
-    # Their reasons are in ``UNREACHED_METHODS``; ``levels`` names the level that would run each
-    # (the optimality level, for the point estimators) so that ``--relevant`` is cheap.
+    # ---------------- fast methods that no level ran until stops 38-39 (issue 25: 3 per method)
+    # ``levels`` names the level that runs each: the exact level's AD-LDA checks
+    # (``ad_lda.validation_checks``), the optimality level's certificates of the point estimators.
     Mutation(
         "ad-lda-merge-drops-topic-totals",
         "aspect",
@@ -1169,6 +1169,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "AD-LDA merge: the shards' changes of the topic totals n_k are not added (a stale cache "
         "of n_word_topic's column sums)",
         "gibbs",
+        levels=("exact",),
         method="ad_lda",
     ),
     Mutation(
@@ -1180,6 +1181,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "AD-LDA: every shard sweeps the round's one copy of the global counts, so each merge "
         "adds that copy's difference from itself (zero): the global counts never change",
         "gibbs",
+        levels=("exact",),
         method="ad_lda",
     ),
     Mutation(
@@ -1191,6 +1193,7 @@ MUTATIONS: tuple[Mutation, ...] = (
         "AD-LDA: a shard's token pointer stops one document early (the shard's last document is "
         "never swept)",
         "gibbs",
+        levels=("exact",),
         method="ad_lda",
     ),
     Mutation(
@@ -1437,17 +1440,12 @@ LEVELS_KEPT = {
 }
 """Level -> why it is kept although no mutation of the run is caught by it alone."""
 
-UNREACHED_METHODS = {
-    (
-        "aspect",
-        "ad_lda",
-    ): "no level runs it: the recipe samples with `gibbs` and fits `annealed_em`",
-    ("cluster_abstraction", "three_stage"): "no level runs it: the recipe samples with `gibbs` and "
-    "fits `annealed_em`",
-}
+UNREACHED_METHODS: dict = {}
 """Registered fast methods (``latentzoo list``) that no ``validate`` level runs, so that no
 mutation of their own code can be caught: (family, method) -> why. A level for each needs its
-family's recipe (``inference/recipes.py``) to run it."""
+family's recipe (``inference/recipes.py``) to run it. Empty since stop 39: AD-LDA's exact
+properties run at the aspect model's exact level, the HACM's ``three_stage`` is certified by its
+optimality level."""
 
 KNOWN_REACH.update(
     {

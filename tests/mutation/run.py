@@ -566,7 +566,7 @@ def render_report(
         lines += ["", "## Fast methods no level runs", ""]
         lines += [
             f"- {family} `{method}`: {why}" for (family, method), why in UNREACHED_METHODS.items()
-        ]
+        ] or ["- none: a level runs every registered fast method"]
         if not_run:
             lines += _not_run_section(outcomes, settings.get("previous", {}))
         lines += _table(
