@@ -15,7 +15,12 @@ import pytest
 from latentzoo.data import CoOccurrence
 from latentzoo.inference import one_sided, two_sided
 from latentzoo.inference.checks import Check
-from latentzoo.inference.validation import Comparison, _with_hard_checks, certified
+from latentzoo.inference.validation import (
+    Comparison,
+    ValidationRecipe,
+    _with_hard_checks,
+    certified,
+)
 from latentzoo.models import OneSidedClustering, TwoSidedClustering
 
 
@@ -163,7 +168,7 @@ def test_the_level_reports_each_hard_check_over_its_instances():
             [Check("optimality", "a", False, "y", {"violation": 2.0, "tolerance": 0.0})],
         ]
 
-    recipe = type("Recipe", (), {"hard_instances": staticmethod(instances)})()
+    recipe = ValidationRecipe(hard_instances=instances)
     entry = type("Entry", (), {"methods": {"hard": None}})()
     result = _with_hard_checks(Comparison(), entry, recipe, None, None)
     (check,) = result.checks
