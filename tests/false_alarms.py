@@ -13,6 +13,13 @@ seed), logs one JSON line per run and resumes from its log::
     python -m tests.false_alarms --rows all --seeds 1 --log costs.jsonl   # every row, one seed
     python -m tests.false_alarms --summary study.jsonl costs.jsonl      # the note's table
 
+A study pinned to a commit runs in an export, whose ``latentzoo`` must import its own library
+(:func:`check_library_tree` refuses otherwise)::
+
+    git archive REV | tar -x -C EXPORT && cd EXPORT
+    for d in inference models data; do ln -s ../$d latentzoo/$d; done
+    LATENTZOO_COMMIT=REV nice -n 19 python -m tests.false_alarms --rows ... --log study.jsonl
+
 ``--newer`` (the families of issue 25, :data:`NEWER`) and the older ``--family`` / ``--level``
 (the samplers' exact and calibrated levels, family by family) still work.
 """
@@ -148,6 +155,36 @@ def _commit() -> str:
     return head + ("+" if dirty else "")
 
 
+def check_library_tree() -> Path:
+    """The tree the study runs: refuse a library imported from another tree than these tests'.
+
+    A study pinned to a commit runs in a ``git archive`` export, but the editable install maps
+    ``latentzoo.inference``, ``.models`` and ``.data`` to the working tree it was installed from:
+    without the export's own links (``latentzoo/inference -> ../inference`` and the like) the
+    export's tests would run the working tree's library, uncommitted edits included, under the
+    export's commit. Stops 29 and 39 ran so (see tests/FALSE_ALARMS.md, stop 40).
+
+    Raises
+    ------
+    RuntimeError
+        Naming the tree the library came from and the links that fix it.
+    """
+    import latentzoo.data
+    import latentzoo.inference
+    import latentzoo.models
+
+    root = Path(__file__).resolve().parents[1]
+    for package in (latentzoo.inference, latentzoo.models, latentzoo.data):
+        where = Path(package.__file__).resolve().parent
+        if root not in where.parents:
+            raise RuntimeError(
+                f"{package.__name__} is imported from {where}, not from this tree ({root}): "
+                "in an export run `for d in inference models data; do ln -s ../$d latentzoo/$d; "
+                "done` first"
+            )
+    return root
+
+
 def read_log(*paths) -> list[dict]:
     """The runs of the JSON-lines logs ``paths`` (missing files are empty)."""
     runs = []
@@ -182,6 +219,7 @@ def study(rows, n_seeds: int, budget: float = float("inf"), log=None) -> dict:
     dict
         ``(family, level) -> {"runs", "failures": [(seed, checks)], "cpu"}``.
     """
+    check_library_tree()
     commit = _commit()
     done = {(f, lv): {"runs": 0, "failures": [], "cpu": 0.0, "seeds": set()} for f, lv, _ in rows}
     for run in read_log(log):

@@ -3,6 +3,7 @@
 import math
 import os
 import time
+from pathlib import Path
 
 import pytest
 
@@ -56,6 +57,19 @@ def test_study_shares_cpu_resumes_from_its_log_and_summarises(tmp_path, monkeypa
         false_alarms.parse_row("dpm")
     with pytest.raises(ValueError, match="has the levels"):
         false_alarms.parse_row("topic-tree:exact")
+
+
+def test_study_refuses_a_library_from_another_tree(monkeypatch, tmp_path):
+    """An export whose ``latentzoo.models`` resolves to another working tree (the editable
+    install's mapping) is refused, naming that tree; this tree's own library passes."""
+    import latentzoo.models
+    from tests import false_alarms
+
+    assert false_alarms.check_library_tree() in Path(latentzoo.models.__file__).resolve().parents
+    monkeypatch.setattr(latentzoo.models, "__file__", str(tmp_path / "models" / "__init__.py"))
+    with pytest.raises(RuntimeError, match=r"latentzoo.models is imported from .*ln -s"):
+        false_alarms.study([false_alarms.parse_row("dpm:exact")], 1, log=tmp_path / "log.jsonl")
+    assert not (tmp_path / "log.jsonl").exists()
 
 
 @pytest.mark.slow
