@@ -169,12 +169,15 @@ def check_library_tree() -> Path:
     RuntimeError
         Naming the tree the library came from and the links that fix it.
     """
+    import latentzoo
     import latentzoo.data
     import latentzoo.inference
     import latentzoo.models
 
+    # The mutation runner's subprocess makes the same check of its copy (tests/mutation/run.py,
+    # DRIVER): there inline in the child's script, here in the study's own process.
     root = Path(__file__).resolve().parents[1]
-    for package in (latentzoo.inference, latentzoo.models, latentzoo.data):
+    for package in (latentzoo, latentzoo.inference, latentzoo.models, latentzoo.data):
         where = Path(package.__file__).resolve().parent
         if root not in where.parents:
             raise RuntimeError(
