@@ -409,14 +409,23 @@ def test_tap_annealing_converges_where_the_stale_reaction_term_oscillated():
 
 @pytest.mark.parametrize("tap", [False, True])
 def test_annealing_beats_most_descents_on_random_instances(tap):
-    # The seed's Fig. 1 in small (measured on 12 instances of 60 items, K = 5: at most 4.5% of
-    # 200 descents end below annealing, naive or TAP; a descent-like annealing 1-72%).
+    # The seed's Fig. 1 in small: on uniform instances of 60 items, K = 5, the share of 200 greedy
+    # descents that end below annealing, averaged over 4 instances. Measured on 1200 instances
+    # (seeds 0-1199): per instance naive mean field has median 0.5%, 99th percentile 9% and
+    # maximum 22.5% (7 instances above 10%: one instance alone fails a 10% bar about 0.6% of the
+    # time, as CI did at stop 41 with 14%); TAP has maximum 8.5%. The mean of 4 exceeds 10% with
+    # probability 1.3e-5 (naive; bootstrap of those 1200). Descent-like annealings are seen:
+    # starting at 0.05 T_c, or cooling by eta = 0.3, averaged 33% and 31% per instance on 24
+    # instances and pass the bar of the mean of 4 with probability 3% and 1.5%.
     model = PairwiseClustering(5)
-    data = uniform_dissimilarities(seed(), 60)
-    costs = greedy(model, data, n_init=200, random_state=seed()).run_costs
-    result = pairwise_annealing(model, data, tap=tap, random_state=seed())
-    assert result.converged
-    assert np.mean(costs < result.cost - 1e-9 * abs(result.cost)) <= 0.1
+    shares = []
+    for _ in range(4):
+        data = uniform_dissimilarities(seed(), 60)
+        costs = greedy(model, data, n_init=200, random_state=seed()).run_costs
+        result = pairwise_annealing(model, data, tap=tap, random_state=seed())
+        assert result.converged
+        shares.append(np.mean(costs < result.cost - 1e-9 * abs(result.cost)))
+    assert np.mean(shares) <= 0.1, shares
 
 
 def test_default_schedule_starts_above_the_first_critical_temperature():
