@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 
-from latentzoo.data import Dissimilarities
+from latentzoo.data import Dissimilarities, Features
 from latentzoo.inference import pairwise as pw
 from latentzoo.inference.pairwise import (
     central_annealing,
@@ -192,10 +192,19 @@ def test_hard_refinement_ends_where_no_single_item_move_lowers_the_cost():
 
 
 def test_central_annealing_finds_well_separated_clusters():
+    # Centres on a circle of radius 8, a quarter turn apart (11.3 apart), noise variance 0.3:
+    # separated by construction; 0 failures on seeds 0-2999. (CentralClustering.simulate draws
+    # its centres at random on the circle: two fell within 0.6-1.4 of each other on 14 of 3000
+    # seeds and annealing then ended above the simulated partition's cost, which made this test
+    # flaky until 2026-11-28.)
     model = CentralClustering(4)
-    data, truth = model.simulate(seed(), n_items=120, radius=8.0, variances=(0.3,))
+    rng = np.random.default_rng(seed())
+    angles = rng.uniform(0, np.pi / 2) + np.arange(4) * np.pi / 2
+    centres = 8.0 * np.column_stack([np.cos(angles), np.sin(angles)])
+    z = rng.permutation(np.arange(120) % 4)
+    data = Features(centres[z] + np.sqrt(0.3) * rng.normal(size=(120, 2)), kind="real")
     result = central_annealing(model, data)
-    assert result.cost <= model.cost(data, truth["z"]) + 1e-9
+    assert result.cost <= model.cost(data, z) + 1e-9
     assert len(np.unique(result.labels)) == 4
 
 
