@@ -20,7 +20,12 @@ from latentzoo.inference.pairwise import (
 )
 from latentzoo.inference.recipes import _exact_expectation_residuals
 from latentzoo.models import CentralClustering, PairwiseClustering
-from latentzoo.models.pairwise import critical_temperature, pairwise_cost, uniform_dissimilarities
+from latentzoo.models.pairwise import (
+    _clustered_points,
+    critical_temperature,
+    pairwise_cost,
+    uniform_dissimilarities,
+)
 
 
 def seed():
@@ -201,8 +206,8 @@ def test_central_annealing_finds_well_separated_clusters():
     rng = np.random.default_rng(seed())
     angles = rng.uniform(0, np.pi / 2) + np.arange(4) * np.pi / 2
     centres = 8.0 * np.column_stack([np.cos(angles), np.sin(angles)])
-    z = rng.permutation(np.arange(120) % 4)
-    data = Features(centres[z] + np.sqrt(0.3) * rng.normal(size=(120, 2)), kind="real")
+    z, points = _clustered_points(rng, centres, 120, noise_sd=np.full((4, 2), np.sqrt(0.3)))
+    data = Features(points, kind="real")
     result = central_annealing(model, data)
     assert result.cost <= model.cost(data, z) + 1e-9
     assert len(np.unique(result.labels)) == 4
@@ -212,8 +217,7 @@ def test_central_annealing_finds_well_separated_clusters():
 def square_clusters(rng, n=60, spacing=5.0):
     """Four equal Gaussian clusters (unit variance) on the corners of a square."""
     centres = spacing * np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    z = rng.permutation(np.arange(n) % 4)
-    return Dissimilarities.from_features(centres[z] + rng.normal(size=(n, 2)), "sqeuclidean")
+    return Dissimilarities.from_features(_clustered_points(rng, centres, n)[1], "sqeuclidean")
 
 
 @pytest.mark.parametrize("tap", [False, True])
@@ -255,8 +259,8 @@ def test_ward_recovers_well_separated_clusters():
     model = PairwiseClustering(3)
     rng = np.random.default_rng(seed())
     centres = 20.0 * np.array([[0.0, 0.0], [1.0, 0.0], [0.5, 0.87]])
-    z = rng.permutation(np.arange(30) % 3)
-    data = Dissimilarities.from_features(centres[z] + rng.normal(size=(30, 2)), "sqeuclidean")
+    z, points = _clustered_points(rng, centres, 30)
+    data = Dissimilarities.from_features(points, "sqeuclidean")
     result = ward(model, data)
     assert result.cost == pytest.approx(model.cost(data, z))
     assert ward(model, data, linkage="average").cost == pytest.approx(result.cost)
