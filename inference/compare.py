@@ -1235,6 +1235,11 @@ def uncertainty_check(summary, method: str, floor: float = 0.02, fraction: float
     the probability-valued invariants (``p_dyad``, ``coassign*``) of ``method`` must have a
     posterior mean strictly inside ``(floor, 1 - floor)`` and a posterior sd above ``floor``.
 
+    When too few do, the check is *inconclusive*, not failed: the simulated problem could not
+    test the sampler, which is no evidence of a bug in it. As a failure it was the only false
+    alarm of the finite mixture's reference level on correct code (4 of 100 seeds, each with
+    the two samplers converged and agreeing; ``tests/FALSE_ALARMS.md``, stops 44-45).
+
     Examples
     --------
     >>> import pandas as pd
@@ -1242,6 +1247,8 @@ def uncertainty_check(summary, method: str, floor: float = 0.02, fraction: float
     ...                      "mean": [0.5, 1.0], "sd": [0.3, 0.0]}).set_index(["method", "quantity"])
     >>> uncertainty_check(rows, "pymc").passed
     True
+    >>> uncertainty_check(rows.assign(mean=[1.0, 1.0], sd=[0.0, 0.0]), "pymc").outcome
+    'inconclusive'
     """
     rows = summary.loc[method]
     names = pd.Series(rows.index, index=rows.index)
@@ -1250,13 +1257,22 @@ def uncertainty_check(summary, method: str, floor: float = 0.02, fraction: float
     uncertain = (rows["mean"] > floor) & (rows["mean"] < 1 - floor) & (rows["sd"] > floor)
     needed = max(1, int(np.ceil(fraction * len(rows))))
     count = int(uncertain.sum())
+    informative = count >= needed
+    detail = (
+        f"{count} of {len(rows)} probability invariants have mean in ({floor}, {1 - floor}) and "
+        f"sd > {floor} (need >= {needed})"
+    )
+    if not informative:
+        detail = "inconclusive: the simulated data leave the posterior certain, so agreement " + (
+            f"tests little. {detail}"
+        )
     return Check(
         "reference",
         "the reference posterior is uncertain",
-        count >= needed,
-        f"{count} of {len(rows)} probability invariants have mean in ({floor}, {1 - floor}) and "
-        f"sd > {floor} (need >= {needed})",
+        informative,
+        detail,
         {"uncertain": count, "of": len(rows)},
+        inconclusive=not informative,
     )
 
 

@@ -10,10 +10,11 @@ of the right kind and naming it in its result (``Comparison.problems``):
    (chi-square) and the parameters drawn by ``draw`` their exact conditional moments;
 2. **density** — at random points of the prior, PyMC's log density equals the model's
    log-likelihood plus its log prior (a wrong prior in the declaration fails here);
-3. **reference** — synthetic data where PyMC's own chains agree (R-hat <= 1.01 over 4 chains)
-   and the posterior is genuinely uncertain; the Gibbs sampler must agree with PyMC within
-   combined MCSE (calibrated by the disagreement of PyMC's two halves), a point estimator must
-   lie inside the reference posterior;
+3. **reference** — synthetic data where PyMC's own chains agree (max R-hat under what converged
+   chains exceed 0.5% of the time, :func:`~latentzoo.inference.mcmc.rhat_threshold`) and the
+   posterior is genuinely uncertain (else the level is inconclusive); the Gibbs sampler must
+   agree with PyMC within combined MCSE (calibrated by the disagreement of PyMC's two halves),
+   a point estimator must lie inside the reference posterior;
 4. **optimality** — the EM estimate at ``beta = 1`` is a stationary point of PyMC's log posterior
    (its gradient vanishes) that ``pymc.find_MAP`` cannot improve;
 5. **mode-matched** — real data, where no sampler mixes between modes: PyMC and Gibbs chains are

