@@ -222,26 +222,34 @@ def test_pymc_memberships_option_is_validated_naming_it():
         BayesianPartialMembership(2).pymc_model([[0, 1]], memberships="stick")
 
 
-@pytest.mark.slow
-def test_nuts_on_split_memberships_reaches_the_funnels_neck():
-    """NUTS on the split declaration samples the prior of ``a`` (the likelihood tempered away)
-    down to its lower quantiles, where the Dirichlet declaration's funnel kept it out
-    (``pymc_model``: ``P(a < q_0.1)`` 0.073 at 4 x 10000 draws). Each of ``P(a < q_p)``, p in
-    0.1, 0.25, 0.5, must be within 4 Monte Carlo standard errors (Bonferroni over 3 at about
-    2e-4), or 0.02 for an ESS estimate that is itself noisy."""
+def _prior_quantiles_of_a(memberships: str, draws: int, seed: int = 3) -> list:
+    """``(p, P(a < q_p), MCSE)`` of NUTS on the prior (the likelihood tempered away) of the
+    declaration ``memberships``, for p = 0.1, 0.25, 0.5 (6 items, K=2, ``b = 0.5``)."""
     import arviz as az
     import pymc as pm
 
     model = BayesianPartialMembership(2, alpha=1.0, b=0.5)
-    data = np.zeros((6, 2))
-    with model.pymc_model(data, temperature=1e12, memberships="split-gamma"):
-        idata = pm.sample(2000, tune=1000, chains=4, cores=1, random_seed=3, progressbar=False,
-                          target_accept=0.9, compute_convergence_checks=False)  # fmt: skip
+    with model.pymc_model(np.zeros((6, 2)), temperature=1e12, memberships=memberships):
+        idata = pm.sample(draws, tune=1000, chains=4, cores=1, random_seed=seed,
+                          progressbar=False, target_accept=0.9,
+                          compute_convergence_checks=False)  # fmt: skip
     a = idata.posterior["a"].to_numpy()
+    rows = []
     for p in (0.1, 0.25, 0.5):
         below = (a < -np.log1p(-p) / model.b).astype(float)
-        mcse = float(np.asarray(az.mcse(below, method="mean")).ravel()[0])
-        assert abs(below.mean() - p) < max(4 * mcse, 0.02), (p, below.mean(), mcse)
+        rows.append((p, below.mean(), float(np.asarray(az.mcse(below, method="mean")).ravel()[0])))
+    return rows
+
+
+@pytest.mark.slow
+def test_nuts_on_split_memberships_reaches_the_funnels_neck():
+    """NUTS on the split declaration samples the prior of ``a`` down to its lower quantiles:
+    each ``P(a < q_p)`` within 3.5 Monte Carlo standard errors (about 1.4e-3 family-wise over 3)
+    or 0.005 (the MCSE is itself estimated). Measured at this seed: split z 1.07, 0.98, 0.89;
+    the Dirichlet declaration fails at the same length (``P(a < q_0.1)`` 0.0746, z -4.35, then
+    -3.44 and -2.81; ``tests/FALSE_ALARMS.md``, stop 45)."""
+    for p, estimate, mcse in _prior_quantiles_of_a("split-gamma", draws=10000):
+        assert abs(estimate - p) <= max(3.5 * mcse, 0.005), (p, estimate, mcse)
 
 
 # ----------------------------------------------------------------------------- Senate data
