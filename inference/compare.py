@@ -1263,9 +1263,7 @@ def uncertainty_check(summary, method: str, floor: float = 0.02, fraction: float
         f"sd > {floor} (need >= {needed})"
     )
     if not informative:
-        detail = "inconclusive: the simulated data leave the posterior certain, so agreement " + (
-            f"tests little. {detail}"
-        )
+        detail = f"inconclusive: the data leave the posterior certain, nothing to test. {detail}"
     return Check(
         "reference",
         "the reference posterior is uncertain",
