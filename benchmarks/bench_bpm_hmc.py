@@ -9,8 +9,13 @@ One run, side by side, on the Bayesian Partial Membership model with K = 2 (Hell
 on the 109th Senate (``load("senate109", missing="keep")``: the votes not cast are integrated
 out): the hand HMC of :mod:`latentzoo.inference.bpm`, PyMC's NUTS on
 :meth:`BayesianPartialMembership.pymc_model` and nutpie (the same PyMC model compiled with numba,
-Rust NUTS). Every sampler runs its chains one after the other on one core (the peers fewer and
-shorter chains: they spend several times more gradients per draw). Reported per sampler:
+Rust NUTS). Each peer runs once per declaration of the memberships ``--peer-memberships``
+names, by default both of :data:`latentzoo.models.bpm.PYMC_MEMBERSHIPS`. ``dirichlet`` is what a
+PyMC user would write; ``split-gamma`` is what the reference level samples, because NUTS on
+``pi ~ Dirichlet(a rho)`` does not reach small ``a``. On the Senate it mixes more per draw but
+spends several times the gradients. Every sampler runs its chains one after the other on one
+core (the peers fewer and shorter chains: they spend several times more gradients per draw).
+Reported per sampler:
 wall time (tuning included, compilation excluded and shown apart), divergences, and the bulk ESS
 of the label-free quantities: the total log-likelihood, the membership scale ``a`` and every
 senator's ``U_nn = sum_k pi_nk^2`` (the diagonal of ``U = Pi Pi^T``: 1 at a vertex, 1/2 halfway);
@@ -19,7 +24,8 @@ ESS/s is the smallest of those ESS (and their median) per CPU second of the samp
 under different loads; the wall seconds and the load average are shown beside them). The table is
 printed and, for a full run, written to ``benchmarks/RESULTS_bpm.md``; ``--samplers`` and
 ``--rows`` run the samplers in separate processes (at once, on a shared machine) and collect
-their rows in one JSON file, which a run with ``--samplers none`` renders.
+their rows in one JSON file, which a run with ``--samplers none`` renders. A full run replaces the
+file's table and keeps its ``## `` sections below it (the runs' history, written by hand).
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ import numpy as np
 
 from latentzoo.data import load
 from latentzoo.inference import bpm
-from latentzoo.models.bpm import BayesianPartialMembership
+from latentzoo.models.bpm import PYMC_MEMBERSHIPS, BayesianPartialMembership
 
 RESULTS = Path(__file__).resolve().parent / "RESULTS_bpm.md"
 
@@ -116,10 +122,10 @@ def _from_trace(model, data, trace, seconds, cpu_seconds, compile_seconds, diver
     }
 
 
-def run_pymc(model, data, chains, draws, tune, seed) -> dict:
+def run_pymc(model, data, chains, draws, tune, seed, memberships) -> dict:
     import pymc as pm
 
-    with model.pymc_model(data):
+    with model.pymc_model(data, memberships=memberships):
         start, cpu = time.perf_counter(), time.process_time()
         trace = pm.sample(
             draws, tune=tune, chains=chains, cores=1, random_seed=seed, progressbar=False,
@@ -135,11 +141,11 @@ def run_pymc(model, data, chains, draws, tune, seed) -> dict:
     )  # fmt: skip
 
 
-def run_nutpie(model, data, chains, draws, tune, seed) -> dict:
+def run_nutpie(model, data, chains, draws, tune, seed, memberships) -> dict:
     import nutpie
 
     start = time.perf_counter()
-    compiled = nutpie.compile_pymc_model(model.pymc_model(data))
+    compiled = nutpie.compile_pymc_model(model.pymc_model(data, memberships=memberships))
     compile_seconds = time.perf_counter() - start
     start, cpu = time.perf_counter(), time.process_time()
     trace = nutpie.sample(
@@ -219,9 +225,20 @@ def main(argv=None) -> None:
     )  # fmt: skip
     parser.add_argument("--peer-chains", type=int, default=2, help="chains of nutpie and PyMC")
     parser.add_argument(
+        "--peer-memberships", default=",".join(PYMC_MEMBERSHIPS),
+        help="comma-separated declarations of pi the peers sample, each a row "
+        f"(default all: {','.join(PYMC_MEMBERSHIPS)})",
+    )  # fmt: skip
+    parser.add_argument(
         "--peer-draws", type=int, default=None, help="tune and draws of nutpie and PyMC each"
     )
     args = parser.parse_args(argv)
+    declarations = args.peer_memberships.split(",")
+    unknown = sorted(set(declarations) - set(PYMC_MEMBERSHIPS))
+    if unknown:
+        parser.error(
+            f"--peer-memberships must name {', '.join(PYMC_MEMBERSHIPS)}, got {', '.join(unknown)}"
+        )
     chains = 4
     draws, tune = (200, 200) if args.quick else (500, 500)
     # The peers spend 4-10x more gradients per draw: fewer draws keep the run in minutes; ESS/s
@@ -233,16 +250,18 @@ def main(argv=None) -> None:
     if args.skip_pymc:
         wanted.discard("pymc")
     rows = json.loads(args.rows.read_text()) if args.rows and args.rows.exists() else {}
-    runs = {
-        "hand": ("hand HMC", lambda: run_hand(
-            model, data, chains, draws, tune, args.seed, args.n_leapfrog, args.scale_moves,
-            args.membership_sweeps)),
-        "nutpie": ("nutpie", lambda: run_nutpie(
-            model, data, args.peer_chains, peer, peer, args.seed)),
-        "pymc": ("PyMC NUTS", lambda: run_pymc(
-            model, data, args.peer_chains, peer, peer, args.seed)),
-    }  # fmt: skip
-    for key, (name, run) in runs.items():
+    runs = [("hand", "hand HMC", lambda: run_hand(
+        model, data, chains, draws, tune, args.seed, args.n_leapfrog, args.scale_moves,
+        args.membership_sweeps))]  # fmt: skip
+    for peer_key, peer_name, run_peer in (("nutpie", "nutpie", run_nutpie),
+                                          ("pymc", "PyMC NUTS", run_pymc)):  # fmt: skip
+        for declaration in declarations:
+            runs.append((
+                peer_key, f"{peer_name}, pi {declaration}",
+                lambda run_peer=run_peer, declaration=declaration: run_peer(
+                    model, data, args.peer_chains, peer, peer, args.seed, declaration),
+            ))  # fmt: skip
+    for key, name, run in runs:
         if key not in wanted:
             continue
         rows[name] = {**run(), "load_average": list(os.getloadavg())}
@@ -252,15 +271,20 @@ def main(argv=None) -> None:
     settings = (
         f"BPM K=2 on senate109 ({data.n_items} x {data.n_features}, {data.n_missing} votes not "
         f"cast, integrated out); chains one after the other on one core; hand HMC {chains} "
-        f"chains x ({tune} tune + {draws} draws) of {args.n_leapfrog} leapfrog steps, nutpie and PyMC NUTS {args.peer_chains} chains "
-        f"x ({peer} + {peer}); seed {args.seed}; "
+        f"chains x ({tune} tune + {draws} draws) of {args.n_leapfrog} leapfrog steps, nutpie "
+        f"and PyMC NUTS {args.peer_chains} chains x ({peer} + {peer}); seed {args.seed}; "
         f"{platform.processor() or platform.machine()}, load average "
         f"{', '.join(f'{x:.1f}' for x in os.getloadavg())} at the end."
     )
     text = markdown(rows, settings)
     print(text)
     if not args.quick:
-        RESULTS.write_text("# BPM hand HMC vs PyMC NUTS vs nutpie (issue 26)\n\n" + text + "\n")
+        # The sections below the table are the runs' history, written by hand: kept.
+        history = RESULTS.read_text().partition("\n## ") if RESULTS.exists() else ("", "", "")
+        RESULTS.write_text(
+            "# BPM hand HMC vs PyMC NUTS vs nutpie (issue 26)\n\n" + text + "\n"
+            + (history[1] + history[2] if history[1] else "")
+        )  # fmt: skip
 
 
 if __name__ == "__main__":
