@@ -237,7 +237,8 @@ def main(argv=None) -> None:
     unknown = sorted(set(declarations) - set(PYMC_MEMBERSHIPS))
     if unknown:
         parser.error(
-            f"--peer-memberships must name {', '.join(PYMC_MEMBERSHIPS)}, got {', '.join(unknown)}"
+            "--peer-memberships takes a comma-separated subset of "
+            f"{', '.join(PYMC_MEMBERSHIPS)}, got {', '.join(unknown)}"
         )
     chains = 4
     draws, tune = (200, 200) if args.quick else (500, 500)
