@@ -594,8 +594,8 @@ class BayesianPartialMembership:
         does not enter: on the prior alone (6 items, K=2, ``b = 0.5``, 4 x 10000 draws) it gave
         ``P(a < q_0.1) = 0.073`` (z -4.6) with 188 divergences. Split, the tail ``E / c`` moves
         with ``a`` by construction: 0.0995 (z -0.1), 20 divergences in 4 x 5000 draws, 4.5 times
-        the ESS of ``a`` from half the draws. The density level checks the Dirichlet declaration point by point; the two
-        share everything but ``pi``'s prior.
+        the ESS of ``a`` from half the draws. The density level checks the Dirichlet declaration
+        point by point; the two share everything but ``pi``'s prior.
 
         Examples
         --------
