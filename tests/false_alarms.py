@@ -274,12 +274,19 @@ def upper_bound(failed: int, runs: int, confidence: float = 0.95) -> float:
     return 1.0 if failed >= runs else float(stats.beta.ppf(confidence, failed + 1, runs - failed))
 
 
-def summary(runs) -> str:
-    """The note's markdown table of ``runs`` (:func:`read_log`; the last run of a seed counts),
-    then one line per failed or inconclusive seed."""
+def runs_by_row(runs) -> dict:
+    """``{(family, level): {seed: run}}`` of ``runs`` (:func:`read_log`); the last run of a seed
+    counts, so a re-run on a later commit replaces the earlier one."""
     rows = {}
     for run in runs:
         rows.setdefault((run["family"], run["level"]), {})[run["seed"]] = run
+    return rows
+
+
+def summary(runs) -> str:
+    """The note's markdown table of ``runs`` (:func:`read_log`; the last run of a seed counts),
+    then one line per failed or inconclusive seed."""
+    rows = runs_by_row(runs)
     lines = ["| family | level | seeds | failed | inconclusive | 95% upper bound | CPU s per seed "
              "| commits |", "|---|---|---|---|---|---|---|---|"]  # fmt: skip
     notes = []

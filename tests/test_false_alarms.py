@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.false_alarms import ROWS, level_passes, read_log
+from tests.false_alarms import ROWS, level_passes, read_log, runs_by_row
 
 RECORD = Path(__file__).resolve().parent / "FALSE_ALARMS.jsonl"
 
@@ -30,16 +30,14 @@ def test_the_record_holds_every_row_at_100_seeds_within_the_heavy_tests_criterio
     """``tests/FALSE_ALARMS.jsonl``, the runs behind ``tests/FALSE_ALARMS.md``, holds seeds 0-99 of
     every row of ``ROWS`` with at most 5 failures (the last run of a seed counts), as the heavy
     test above demands: a level added to ``LEVELS`` fails here until its 100 seeds are measured."""
-    by_row = {}
-    for run in read_log(RECORD):
-        by_row.setdefault((run["family"], run["level"]), {})[run["seed"]] = run["passed"]
+    by_row = runs_by_row(read_log(RECORD))
     missing = {
         f"{family}:{level}": 100 - len(set(range(100)) & set(by_row.get((family, level), {})))
         for family, level in ROWS
     }
     missing = {row: n for row, n in missing.items() if n}
     assert not missing, f"seeds of 0-99 missing from the record, by row: {missing}"
-    failed = {row: sum(not ok for ok in by_row[row].values()) for row in ROWS}
+    failed = {row: sum(not run["passed"] for run in by_row[row].values()) for row in ROWS}
     assert max(failed.values()) <= 5, failed
 
 
